@@ -1,0 +1,42 @@
+"""Typed errors. Every message is one line a user can act on; the CLI and the app show it as is."""
+
+from __future__ import annotations
+
+
+class BiaslensError(Exception):
+    """Base class of every error biaslens raises on purpose."""
+
+
+class ModelLoadError(BiaslensError):
+    """A model or tokenizer could not be loaded."""
+
+
+class HubUnreachableError(ModelLoadError):
+    """The Hugging Face hub cannot be reached and the model is not cached locally."""
+
+
+class NotMaskedLMError(ModelLoadError):
+    """The model has no (trained) masked-language-model head."""
+
+
+class InputError(BiaslensError):
+    """A sentence or argument cannot be scored (empty, too long, identical pair, ...)."""
+
+
+class DatasetError(BiaslensError):
+    """A dataset file is missing or malformed. Messages name the file, the row and the problem."""
+
+    def __init__(self, message: str, *, path: str | None = None, row: int | None = None):
+        self.path = path
+        self.row = row
+        where = ""
+        if path is not None:
+            where = f"{path}"
+            if row is not None:
+                where += f", row {row}"
+            where += ": "
+        super().__init__(where + message)
+
+
+class DatasetNotFoundError(DatasetError):
+    """No local copy of a dataset and no way to download it."""
