@@ -1,0 +1,38 @@
+"""biaslens: token-level social bias in masked language models.
+
+The public API, importable from the package root:
+
+    load_model, MaskedLM          biaslens.models
+    load_dataset, Pair            biaslens.datasets
+    inspect_pair, evaluate        biaslens.evaluation
+    METRICS                       biaslens.metrics
+"""
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "load_model": "models",
+    "MaskedLM": "models",
+    "PRESETS": "models",
+    "load_dataset": "datasets",
+    "Pair": "datasets",
+    "PairDataset": "datasets",
+    "inspect_pair": "evaluation",
+    "evaluate": "evaluation",
+    "EvaluationResult": "evaluation",
+    "PairInspection": "evaluation",
+    "METRICS": "metrics",
+    "ResultCache": "cache",
+}
+
+
+def __getattr__(name: str):
+    """Import on first use, so `import biaslens` stays fast (torch loads only when needed)."""
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'biaslens' has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

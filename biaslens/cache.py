@@ -1,0 +1,132 @@
+"""On-disk cache of per-pair metric scores, so re-runs and the app reuse finished work.
+
+One SQLite file (`<cache dir>/results.sqlite`). A key is the sha256 of (model
+fingerprint, dtype, metric, compat mode, both sentences); the value is a small JSON record
+stored with its own checksum. SQLite transactions make every write atomic, so a run
+killed at any point leaves only whole entries; an entry whose checksum does not match is
+treated as missing and recomputed. If the folder is read-only or the disk is full the
+cache switches itself off, says why in `warning`, and the run goes on without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from .paths import default_cache_dir
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT NOT NULL)"
+
+
+def cache_key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
+
+
+def _checksum(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def _encode(record: Mapping[str, Any]) -> str:
+    # JSON has no NaN: store null and read it back as NaN.
+    clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in record.items()}
+    return json.dumps(clean, sort_keys=True)
+
+
+def _decode(value: str) -> dict[str, Any]:
+    return {k: (math.nan if v is None else v) for k, v in json.loads(value).items()}
+
+
+class ResultCache:
+    """A thread- and process-safe key/value store of small JSON records."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else default_cache_dir() / "results.sqlite"
+        self.warning: str | None = None
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db:
+                db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            self._disable(exc)
+
+    @property
+    def enabled(self) -> bool:
+        return self.warning is None
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """One transaction on a fresh connection: committed on success, always closed."""
+        db = sqlite3.connect(self.path, timeout=30)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            with db:
+                yield db
+        finally:
+            db.close()
+
+    def _disable(self, exc: BaseException) -> None:
+        self.warning = f"Result cache {self.path} is not usable ({exc}); continuing without caching."
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        keys = list(keys)
+        if not self.enabled or not keys:
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        broken: list[str] = []
+        try:
+            with self._connect() as db:
+                for start in range(0, len(keys), 500):
+                    chunk = keys[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    for key, value, checksum in db.execute(
+                        f"SELECT key, value, checksum FROM scores WHERE key IN ({marks})", chunk
+                    ):
+                        try:
+                            if _checksum(value) != checksum:
+                                raise ValueError("checksum mismatch")
+                            found[key] = _decode(value)
+                        except ValueError:
+                            broken.append(key)
+                if broken:
+                    db.executemany("DELETE FROM scores WHERE key = ?", [(k,) for k in broken])
+        except sqlite3.Error as exc:
+            self._disable(exc)
+            return {}
+        return found
+
+    def put_many(self, records: Mapping[str, Mapping[str, Any]]) -> None:
+        if not self.enabled or not records:
+            return
+        try:
+            self._write(records)
+        except sqlite3.Error as exc:
+            self._disable(exc)
+
+    def _write(self, records: Mapping[str, Mapping[str, Any]]) -> None:
+        rows = []
+        for key, record in records.items():
+            value = _encode(record)
+            rows.append((key, value, _checksum(value)))
+        with self._lock, self._connect() as db:
+            db.executemany("INSERT OR REPLACE INTO scores (key, value, checksum) VALUES (?, ?, ?)", rows)
+
+    def clear(self) -> None:
+        if self.enabled:
+            with self._connect() as db:
+                db.execute("DELETE FROM scores")
+
+    def __len__(self) -> int:
+        if not self.enabled:
+            return 0
+        with self._connect() as db:
+            return int(db.execute("SELECT COUNT(*) FROM scores").fetchone()[0])
+
+
+__all__ = ["ResultCache", "cache_key"]

@@ -1,0 +1,489 @@
+"""Scoring sentence pairs: one pair in detail (the inspector), or a whole dataset.
+
+`inspect_pair` returns everything the pair inspector shows: tokens, alignment, per-token
+log-probabilities, attention, top-k predictions and every metric's sentence scores.
+`evaluate` scores a dataset in resumable chunks through the result cache and returns an
+`EvaluationResult` (per-pair table + summary + manifest) that `save` writes as
+`pairs.csv` and `summary.json`, the files the CLI contract promises.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .alignment import Alignment, align_pair
+from .cache import ResultCache, cache_key
+from .datasets import Pair, PairDataset
+from .errors import InputError
+from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, check_compat, parse_metrics
+from .models import Encoding, MaskedLM
+from .scoring import MaskedQuery, UnmaskedResult, default_batch_tokens, masked_pass, unmasked_pass
+from .stats import bias_score
+
+Progress = Callable[[float, int], None]
+
+#: Pairs per resumable chunk of a dataset run.
+DEFAULT_CHUNK_PAIRS = 128
+
+
+# ---------------------------------------------------------------------------------------
+# The shared computation
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScoredPair:
+    """Metric scores of one encoded pair, plus the unmasked pass behind them if it ran."""
+
+    alignment: Alignment
+    scores: dict[str, tuple[SentenceScore, SentenceScore]]  # metric -> (stereo, anti)
+    unmasked: tuple[UnmaskedResult, UnmaskedResult] | None = None
+
+
+def score_encoded_pairs(
+    lm: MaskedLM,
+    pairs: Sequence[tuple[Encoding, Encoding]],
+    metrics: Sequence[str],
+    *,
+    compat: bool = False,
+    unmasked: bool = False,
+    top_k: int = 0,
+    attention_matrices: bool = False,
+    batch_tokens: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ScoredPair]:
+    """Run the passes the metrics need, batched across all pairs, and score every sentence.
+
+    `unmasked=True` runs the unmasked pass even when no metric needs it (the inspector
+    shows its per-token view for every metric).
+    """
+    metric_defs = [METRICS[m] for m in metrics]
+    alignments = [align_pair(a, b) for a, b in pairs]
+    inputs = [
+        (
+            SentenceInput(a, al.modified_a, al.unmodified_a),
+            SentenceInput(b, al.modified_b, al.unmodified_b),
+        )
+        for (a, b), al in zip(pairs, alignments)
+    ]
+
+    # Unmasked pass over the distinct sentences.
+    need_unmasked = unmasked or any(m.pass_kind == "unmasked" for m in metric_defs)
+    need_attention = attention_matrices or unmasked or any(m.needs_attention for m in metric_defs)
+    distinct: dict[str, Encoding] = {}
+    if need_unmasked:
+        for a, b in pairs:
+            distinct.setdefault(a.text, a)
+            distinct.setdefault(b.text, b)
+    # Masked queries of every metric, de-duplicated (CPS and PLL share theirs).
+    queries: dict[MaskedQuery, None] = {}
+    for m in metric_defs:
+        for side in (s for pair in inputs for s in pair):
+            queries.update(dict.fromkeys(m.queries(side, compat)))
+
+    total_rows = len(distinct) + len(queries)
+    offset = 0
+
+    def step(done: int, _total: int) -> None:
+        if progress is not None:
+            progress(offset + done, total_rows)
+
+    by_text: dict[str, UnmaskedResult] = {}
+    if distinct:
+        results = unmasked_pass(
+            lm,
+            list(distinct.values()),
+            attention=need_attention,
+            top_k=top_k,
+            attention_matrices=attention_matrices,
+            batch_tokens=batch_tokens,
+            progress=step,
+        )
+        by_text = {r.encoding.text: r for r in results}
+        offset = len(distinct)
+    masked = dict(zip(queries, masked_pass(lm, list(queries), batch_tokens=batch_tokens, progress=step)))
+
+    scored = []
+    for (a_in, b_in), al in zip(inputs, alignments):
+        ua, ub = by_text.get(a_in.encoding.text), by_text.get(b_in.encoding.text)
+        ra, rb = PassResults(ua, masked), PassResults(ub, masked)
+        scores = {m.key: (m.score(a_in, ra, compat), m.score(b_in, rb, compat)) for m in metric_defs}
+        scored.append(ScoredPair(al, scores, (ua, ub) if need_unmasked else None))
+    return scored
+
+
+# ---------------------------------------------------------------------------------------
+# One pair, in detail
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SentenceDetail:
+    encoding: Encoding
+    unmasked: UnmaskedResult
+    modified: np.ndarray  # bool per position
+    scores: dict[str, SentenceScore]
+
+    def token_frame(self) -> pd.DataFrame:
+        """One row per token: what each metric reads at that position."""
+        enc, u = self.encoding, self.unmasked
+        n = int((~np.asarray(enc.special)).sum())
+        frame = pd.DataFrame(
+            {
+                "position": np.arange(len(enc)),
+                "token": list(enc.tokens),
+                "token_id": list(enc.ids),
+                "special": list(enc.special),
+                "modified": self.modified,
+                "logprob": u.logprob,
+                "rank": u.rank,
+                "attention": u.attention,
+            }
+        )
+        frame["aula_contribution"] = np.where(frame["special"], np.nan, frame["attention"] * frame["logprob"] / n)
+        frame["aul_contribution"] = np.where(frame["special"], np.nan, frame["logprob"] / n)
+        if u.top_ids is not None:
+            frame["top_tokens"] = [[str(t) for t in row] for row in u.top_ids]
+            frame["top_logprobs"] = [list(map(float, row)) for row in u.top_logprob]
+        for key in ("cps", "sss", "all_masked", "pll"):
+            score = self.scores.get(key)
+            column = np.full(len(enc), np.nan)
+            if score is not None and score.positions:
+                column[list(score.positions)] = score.logprob
+            frame[f"{key}_logprob"] = column
+        return frame
+
+
+@dataclass
+class PairInspection:
+    """Everything the pair inspector shows for one pair."""
+
+    stereo: SentenceDetail
+    anti: SentenceDetail
+    alignment: Alignment
+    metrics: list[str]
+    compat: bool
+    manifest: dict[str, Any]
+    attention_matrices: tuple[np.ndarray, np.ndarray] | None = None
+
+    def score(self, metric: str) -> tuple[float, float]:
+        return self.stereo.scores[metric].value, self.anti.scores[metric].value
+
+    def margin(self, metric: str) -> float:
+        a, b = self.score(metric)
+        return a - b
+
+    def verdict(self, metric: str) -> str:
+        """'stereo' if the stereotypical sentence scores higher, 'anti', 'tie' or 'undecidable'."""
+        a, b = self.score(metric)
+        if math.isnan(a) or math.isnan(b):
+            return "undecidable"
+        return "stereo" if a > b else "anti" if b > a else "tie"
+
+    def summary_frame(self) -> pd.DataFrame:
+        rows = []
+        for key in self.metrics:
+            a, b = self.score(key)
+            rows.append(
+                {
+                    "metric": METRICS[key].name,
+                    "key": key,
+                    "stereo": a,
+                    "anti": b,
+                    "margin": a - b,
+                    "verdict": self.verdict(key),
+                    "accuracy_stereo": _ratio(self.stereo.scores[key]),
+                    "accuracy_anti": _ratio(self.anti.scores[key]),
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+def _ratio(score: SentenceScore) -> float:
+    return 100.0 * score.hits / score.total if score.total else math.nan
+
+
+def inspect_pair(
+    lm: MaskedLM,
+    sent_stereo: str,
+    sent_anti: str,
+    *,
+    metrics: Sequence[str] | str | None = None,
+    compat: str | None = "default",
+    top_k: int = 5,
+    attention_matrices: bool = False,
+) -> PairInspection:
+    """Score one pair with every metric and keep the per-token detail."""
+    keys = parse_metrics(metrics)
+    is_compat = check_compat(compat)
+    if sent_stereo.strip() == sent_anti.strip():
+        raise InputError("The two sentences are identical: change at least one word in one of them.")
+    a, b = lm.encode(sent_stereo), lm.encode(sent_anti)
+    (scored,) = score_encoded_pairs(
+        lm, [(a, b)], keys, compat=is_compat, unmasked=True, top_k=top_k, attention_matrices=attention_matrices
+    )
+    ua, ub = scored.unmasked
+    details = []
+    for side, enc, u in (("a", a, ua), ("b", b, ub)):
+        modified = np.zeros(len(enc), dtype=bool)
+        modified[list(scored.alignment.modified(side))] = True
+        sentence_scores = {k: v[0 if side == "a" else 1] for k, v in scored.scores.items()}
+        details.append(SentenceDetail(enc, u, modified, sentence_scores))
+    matrices = (ua.attention_matrices, ub.attention_matrices) if attention_matrices else None
+    return PairInspection(
+        details[0],
+        details[1],
+        scored.alignment,
+        keys,
+        is_compat,
+        lm.manifest(compat="kaneko2022" if is_compat else "default"),
+        matrices,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# A whole dataset
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class EvaluationResult:
+    """Per-pair scores, their summary and the manifest of how they were made."""
+
+    pairs: pd.DataFrame
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.summary["manifest"]
+
+    def save(self, out_dir: str | Path) -> tuple[Path, Path]:
+        """Write `pairs.csv` and `summary.json` atomically (no half-written file is left)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        pairs_path, summary_path = out / "pairs.csv", out / "summary.json"
+        _atomic_write(pairs_path, self.pairs.to_csv(index=False))
+        _atomic_write(summary_path, json.dumps(_json_safe(self.summary), indent=2, ensure_ascii=False) + "\n")
+        return pairs_path, summary_path
+
+
+def evaluate(
+    lm: MaskedLM,
+    dataset: PairDataset | Sequence[Pair],
+    metrics: Sequence[str] | str | None = None,
+    *,
+    compat: str | None = "default",
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    cache: ResultCache | None = None,
+    batch_tokens: int | None = None,
+    chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
+    progress: Progress | None = None,
+) -> EvaluationResult:
+    """Score every pair of a dataset with the given metrics.
+
+    `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
+    done in chunks of `chunk_pairs`; each finished chunk is written to the cache, so an
+    interrupted run resumes where it stopped. `progress(done_pairs, total_pairs)`.
+    """
+    keys = parse_metrics(metrics)
+    mode = "kaneko2022" if check_compat(compat) else "default"
+    pairs = list(dataset.pairs if isinstance(dataset, PairDataset) else dataset)
+    pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
+    if not pairs:
+        raise InputError("No pairs to score.")
+    budget = batch_tokens or default_batch_tokens(lm)
+    started = time.perf_counter()
+
+    records: dict[tuple[int, str], dict[str, Any]] = {}
+    for start in range(0, len(pairs), chunk_pairs):
+        chunk = pairs[start : start + chunk_pairs]
+
+        def within_chunk(rows_done: int, rows_total: int) -> None:
+            if progress is not None:
+                progress(start + len(chunk) * rows_done / max(rows_total, 1), len(pairs))
+
+        records.update(_score_chunk(lm, chunk, keys, mode, cache, budget, within_chunk))
+        if progress is not None:
+            progress(start + len(chunk), len(pairs))
+
+    frame = pairs_frame(pairs, keys, records)
+    dataset_info = _dataset_info(dataset, pairs)
+    manifest = lm.manifest(
+        compat=mode,
+        metrics=keys,
+        dataset=dataset_info,
+        batch_tokens=budget,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    warnings = [cache.warning] if cache is not None and cache.warning else []
+    return EvaluationResult(frame, summarize(frame, keys, manifest), warnings)
+
+
+def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Pair]:
+    if limit is not None and limit < 1 or sample is not None and sample < 1:
+        raise InputError("--limit and --sample must be positive.")
+    if sample is not None and sample < len(pairs):
+        chosen = np.random.default_rng(seed).choice(len(pairs), size=sample, replace=False)
+        pairs = [pairs[i] for i in sorted(chosen)]
+    if limit is not None:
+        pairs = pairs[:limit]
+    return pairs
+
+
+def _score_chunk(
+    lm: MaskedLM,
+    pairs: Sequence[Pair],
+    metrics: Sequence[str],
+    mode: str,
+    cache: ResultCache | None,
+    batch_tokens: int,
+    progress: Callable[[int, int], None],
+) -> dict[tuple[int, str], dict[str, Any]]:
+    """Scores of one chunk: from the cache where present, computed (and cached) otherwise."""
+    keys = {
+        (i, m): cache_key(lm.fingerprint, str(lm.dtype), m, mode, p.sent_stereo, p.sent_anti)
+        for i, p in enumerate(pairs)
+        for m in metrics
+    }
+    cached = cache.get_many(keys.values()) if cache is not None else {}
+    out = {(pairs[i].pair_id, m): cached[k] for (i, m), k in keys.items() if k in cached}
+    todo = sorted({i for (i, m), k in keys.items() if k not in cached})
+    if not todo:
+        return out
+    missing = [m for m in metrics if any(keys[(i, m)] not in cached for i in todo)]
+    encoded = [(_encode(lm, pairs[i], "sent_stereo"), _encode(lm, pairs[i], "sent_anti")) for i in todo]
+    scored = score_encoded_pairs(
+        lm, encoded, missing, compat=mode == "kaneko2022", batch_tokens=batch_tokens, progress=progress
+    )
+    fresh = {}
+    for i, result in zip(todo, scored):
+        for m, (a, b) in result.scores.items():
+            record = {"stereo": a.value, "anti": b.value, "hits": a.hits + b.hits, "total": a.total + b.total}
+            out[(pairs[i].pair_id, m)] = record
+            fresh[keys[(i, m)]] = record
+    if cache is not None:
+        cache.put_many(fresh)
+    return out
+
+
+def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:
+    try:
+        return lm.encode(getattr(pair, field_name))
+    except InputError as exc:
+        raise InputError(f"Pair {pair.pair_id} ({field_name}): {exc}") from exc
+
+
+def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[tuple[int, str], Mapping[str, Any]]) -> pd.DataFrame:
+    """The `pairs.csv` table: pair columns, then `<metric>_stereo/_anti/_hits/_total`."""
+    rows = []
+    for p in pairs:
+        row: dict[str, Any] = {
+            "pair_id": p.pair_id,
+            "dataset": p.dataset,
+            "bias_type": p.bias_type,
+            "direction": p.direction,
+            "sent_stereo": p.sent_stereo,
+            "sent_anti": p.sent_anti,
+        }
+        for m in metrics:
+            r = records[(p.pair_id, m)]
+            row[f"{m}_stereo"] = r["stereo"]
+            row[f"{m}_anti"] = r["anti"]
+            row[f"{m}_hits"] = int(r["hits"])
+            row[f"{m}_total"] = int(r["total"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _group(direction: str) -> str:
+    return {"stereo": "dis", "antistereo": "adv"}.get(direction, "")
+
+
+def _bias_block(frame: pd.DataFrame, metric: str) -> dict[str, Any]:
+    counts = bias_score(frame[f"{metric}_stereo"].to_numpy(float), frame[f"{metric}_anti"].to_numpy(float))
+    hits, total = int(frame[f"{metric}_hits"].sum()), int(frame[f"{metric}_total"].sum())
+    return {
+        "bias_score": counts.score,
+        "n": counts.n,
+        "wins": counts.wins,
+        "ties": counts.ties,
+        "undecidable": counts.undecidable,
+        "ci_low": counts.ci_low,
+        "ci_high": counts.ci_high,
+        "ci_method": counts.ci_method,
+        "token_accuracy": 100.0 * hits / total if total else math.nan,
+        "token_hits": hits,
+        "token_total": total,
+    }
+
+
+def summarize(frame: pd.DataFrame, metrics: Sequence[str], manifest: dict[str, Any]) -> dict[str, Any]:
+    """Bias score with N, ties, undecidable, 95% Wilson interval, per bias type and group."""
+    out: dict[str, Any] = {"manifest": manifest, "metrics": {}}
+    groups = frame["direction"].map(_group)
+    for m in metrics:
+        block = _bias_block(frame, m)
+        block["by_bias_type"] = {t: _bias_block(sub, m) for t, sub in frame.groupby("bias_type", sort=True) if t}
+        block["by_group"] = {g: _bias_block(frame[groups == g], m) for g in ("adv", "dis") if (groups == g).any()}
+        out["metrics"][m] = block
+    return out
+
+
+def _dataset_info(dataset: PairDataset | Sequence[Pair], pairs: Sequence[Pair]) -> dict[str, Any]:
+    if isinstance(dataset, PairDataset):
+        return {"name": dataset.name, "path": str(dataset.path), "sha256": dataset.sha256, "pairs_total": len(dataset), "pairs_scored": len(pairs)}
+    names = sorted({p.dataset for p in pairs})
+    return {"name": ",".join(names), "pairs_scored": len(pairs)}
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN and inf are not JSON: write them as null."""
+    if isinstance(value, float):
+        return None if not math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return _json_safe(value.item())
+    return value
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+__all__ = [
+    "EvaluationResult",
+    "PairInspection",
+    "ScoredPair",
+    "SentenceDetail",
+    "evaluate",
+    "inspect_pair",
+    "pairs_frame",
+    "score_encoded_pairs",
+    "select_pairs",
+    "summarize",
+]

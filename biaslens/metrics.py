@@ -1,0 +1,335 @@
+"""Sentence-level bias metrics and their registry.
+
+Each metric is one `Metric` entry: what it is (name, formula, direction, ideal value,
+citation: the app's metric cards and the CLI read these), which masked queries it needs
+for a sentence, and how it turns the pass results into a `SentenceScore`. The arithmetic
+itself lives in small pure functions (`aul`, `aula`, `cps`, `sss`, ...) that the tests
+check by hand. Definitions follow ../shared/spec/metrics.md; `compat=True` reproduces
+the released code of Kaneko & Bollegala (2022) ("kaneko2022" mode).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .errors import InputError
+from .models import Encoding
+from .scoring import MaskedQuery, MaskedResult, UnmaskedResult
+
+COMPAT_MODES = ("default", "kaneko2022")
+
+KANEKO = "Kaneko & Bollegala (2022), Unmasking the Mask – Evaluating Social Biases in Masked Language Models, AAAI."
+NANGIA = "Nangia et al. (2020), CrowS-Pairs: A Challenge Dataset for Measuring Social Biases in Masked Language Models, EMNLP."
+NADEEM = "Nadeem et al. (2021), StereoSet: Measuring stereotypical bias in pretrained language models, ACL."
+SALAZAR = "Salazar et al. (2020), Masked Language Model Scoring, ACL."
+
+
+# ---------------------------------------------------------------------------------------
+# Pure arithmetic (hand-checkable)
+# ---------------------------------------------------------------------------------------
+
+
+def aul(logprob: np.ndarray) -> float:
+    """AUL (Eq. 4): mean log-probability of the non-special tokens, nothing masked."""
+    return float(np.mean(logprob)) if len(logprob) else math.nan
+
+
+def aula(logprob: np.ndarray, attention: np.ndarray) -> float:
+    """AULA (Eq. 5): (1/n) sum a_i log p_i, attention weights not renormalised."""
+    return float(np.sum(attention * logprob) / len(logprob)) if len(logprob) else math.nan
+
+
+def cps(logprob: np.ndarray, compat: bool = False) -> float:
+    """CPS (Eq. 3): sum of the masked log-probabilities of the unmodified tokens."""
+    value = float(np.sum(logprob))
+    return round(value, 3) if compat else value
+
+
+def sss(matrix: np.ndarray, compat: bool = False) -> float:
+    """SSS (Eq. 2): mean log p of the modified tokens, all masked at once.
+
+    `matrix[i, j]` = log p(t_j @ m_i). Default: the diagonal. Compat: the whole matrix
+    (the released code's cross-mean). Empty M: NaN (undecidable).
+    """
+    if matrix.size == 0:
+        return math.nan
+    return float(np.mean(matrix)) if compat else float(np.mean(np.diag(matrix)))
+
+
+def all_masked(logprob: np.ndarray) -> float:
+    """All Masked: mean log p of every non-special token, all masked at once."""
+    return float(np.mean(logprob)) if len(logprob) else math.nan
+
+
+def pll(logprob: np.ndarray) -> float:
+    """PLL: sum over non-special tokens of log p with only that token masked."""
+    return float(np.sum(logprob))
+
+
+# ---------------------------------------------------------------------------------------
+# Per-sentence evaluation
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SentenceInput:
+    """One sentence of a pair, with its modified (M) and unmodified (U) positions."""
+
+    encoding: Encoding
+    modified: tuple[int, ...]
+    unmodified: tuple[int, ...]
+
+
+@dataclass
+class PassResults:
+    """What the forward passes returned for one sentence."""
+
+    unmasked: UnmaskedResult | None = None
+    masked: Mapping[MaskedQuery, MaskedResult] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SentenceScore:
+    """A metric's score of one sentence, with the per-token detail behind it."""
+
+    value: float
+    positions: tuple[int, ...]  # token positions whose log-probs make up the score
+    logprob: np.ndarray  # their log-probabilities, in the same order
+    hits: int  # token prediction accuracy: gold token is the arg-max ...
+    total: int  # ... out of this many positions
+    weights: np.ndarray | None = None  # AULA: attention received at `positions`
+
+
+def _accuracy(rank: np.ndarray) -> tuple[int, int]:
+    return int(np.sum(rank == 1)), int(len(rank))
+
+
+def _score_aul(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    u = r.unmasked
+    pos = s.encoding.scored_positions
+    hits, total = _accuracy(u.rank if compat else u.rank[pos])
+    return SentenceScore(aul(u.logprob[pos]), tuple(pos.tolist()), u.logprob[pos], hits, total)
+
+
+def _score_aula(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    u = r.unmasked
+    pos = s.encoding.scored_positions
+    hits, total = _accuracy(u.rank if compat else u.rank[pos])
+    value = aula(u.logprob[pos], u.attention[pos])
+    return SentenceScore(value, tuple(pos.tolist()), u.logprob[pos], hits, total, u.attention[pos])
+
+
+def _single_mask_queries(ids: tuple[int, ...], positions: Sequence[int]) -> list[MaskedQuery]:
+    return [MaskedQuery(ids, (p,), (p,)) for p in positions]
+
+
+def _single_mask_score(
+    s: SentenceInput, r: PassResults, positions: Sequence[int], reduce: Callable[[np.ndarray], float]
+) -> SentenceScore:
+    results = [r.masked[q] for q in _single_mask_queries(s.encoding.ids, positions)]
+    logprob = np.array([m.logprob[0] for m in results], dtype=np.float64)
+    hits, total = _accuracy(np.array([m.rank[0] for m in results], dtype=np.int64))
+    return SentenceScore(reduce(logprob), tuple(positions), logprob, hits, total)
+
+
+def _queries_cps(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
+    return _single_mask_queries(s.encoding.ids, s.unmodified)
+
+
+def _score_cps(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    return _single_mask_score(s, r, s.unmodified, lambda lp: cps(lp, compat))
+
+
+def _queries_pll(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
+    return _single_mask_queries(s.encoding.ids, s.encoding.scored_positions.tolist())
+
+
+def _score_pll(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    return _single_mask_score(s, r, s.encoding.scored_positions.tolist(), pll)
+
+
+def _query_sss(s: SentenceInput, compat: bool) -> MaskedQuery:
+    ids = s.encoding.ids
+    candidates = tuple(ids[m] for m in s.modified) if compat else ()
+    return MaskedQuery(ids, s.modified, s.modified, candidates)
+
+
+def _queries_sss(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
+    return [_query_sss(s, compat)] if s.modified else []
+
+
+def _score_sss(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    if not s.modified:
+        return SentenceScore(math.nan, (), np.zeros(0), 0, 0)
+    m = r.masked[_query_sss(s, compat)]
+    matrix = m.candidate_logprob if compat else np.diag(m.logprob)
+    hits, total = _accuracy(m.rank)
+    return SentenceScore(sss(matrix, compat), s.modified, m.logprob, hits, total)
+
+
+def _query_all_masked(s: SentenceInput) -> MaskedQuery:
+    pos = tuple(s.encoding.scored_positions.tolist())
+    return MaskedQuery(s.encoding.ids, pos, pos)
+
+
+def _score_all_masked(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    m = r.masked[_query_all_masked(s)]
+    hits, total = _accuracy(m.rank)
+    return SentenceScore(all_masked(m.logprob), m.query.read, m.logprob, hits, total)
+
+
+# ---------------------------------------------------------------------------------------
+# The registry
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A registry entry: the description shown to users and the two functions behind it."""
+
+    key: str
+    name: str
+    long_name: str
+    formula: str  # LaTeX
+    summary: str
+    pass_kind: str  # "unmasked" or "masked"
+    citation: str
+    accuracy_positions: str
+    note: str = ""
+    direction: str = "Bias score above 50: the model prefers the stereotypical sentence; below 50: the anti-stereotypical one."
+    ideal: float = 50.0
+    higher_sentence_score: str = "more likely under the model"
+    queries: Callable[[SentenceInput, bool], list[MaskedQuery]] = lambda s, compat: []
+    score: Callable[[SentenceInput, PassResults, bool], SentenceScore] | None = None
+    needs_attention: bool = False
+
+
+METRICS: dict[str, Metric] = {
+    m.key: m
+    for m in (
+        Metric(
+            key="aul",
+            name="AUL",
+            long_name="All Unmasked Likelihood",
+            formula=r"\mathrm{AUL}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid S; \theta)",
+            summary="Mean log-probability of every token, predicted with nothing masked (one pass).",
+            pass_kind="unmasked",
+            citation=KANEKO,
+            accuracy_positions="every non-special token of the unmasked sentence (kaneko2022: every position, special tokens included)",
+            score=_score_aul,
+        ),
+        Metric(
+            key="aula",
+            name="AULA",
+            long_name="AUL with Attention weights",
+            formula=r"\mathrm{AULA}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid S; \theta)",
+            summary="AUL with each token weighted by the attention it receives, averaged over layers, heads and queries.",
+            pass_kind="unmasked",
+            citation=KANEKO,
+            accuracy_positions="as AUL",
+            note="Weights are not renormalised after dropping special tokens; the sum is divided by |S|.",
+            score=_score_aula,
+            needs_attention=True,
+        ),
+        Metric(
+            key="cps",
+            name="CPS",
+            long_name="CrowS-Pairs Score",
+            formula=r"\mathrm{CPS}(S) = \sum_{u \in U} \log P(u \mid U_{\setminus u}, M; \theta)",
+            summary="Sum of the log-probabilities of the unmodified tokens, each masked in turn.",
+            pass_kind="masked",
+            citation=NANGIA,
+            accuracy_positions="the masked unmodified tokens",
+            note="kaneko2022 rounds each sentence score to 3 decimals before comparing, so ties occur.",
+            queries=_queries_cps,
+            score=_score_cps,
+        ),
+        Metric(
+            key="sss",
+            name="SSS",
+            long_name="StereoSet Score",
+            formula=r"\mathrm{SSS}(S) = \frac{1}{|M|} \sum_{m \in M} \log P(m \mid U; \theta)",
+            summary="Mean log-probability of the modified tokens, all masked at once.",
+            pass_kind="masked",
+            citation=NADEEM + " As written by " + KANEKO,
+            accuracy_positions="the masked modified tokens",
+            note="Undefined (undecidable) when a sentence has no modified token. kaneko2022 averages the whole "
+            "|M|x|M| matrix log P(t_j at m_i), cross terms included.",
+            queries=_queries_sss,
+            score=_score_sss,
+        ),
+        Metric(
+            key="all_masked",
+            name="All Masked",
+            long_name="All Masked likelihood",
+            formula=r"\mathrm{AM}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid [\mathrm{MASK}]^{|S|}; \theta)",
+            summary="Mean log-probability of every token with all of them masked at once: the paper's baseline.",
+            pass_kind="masked",
+            citation=KANEKO,
+            accuracy_positions="every (masked) non-special token",
+            note="Not in the released code; this exact definition is biaslens's own.",
+            queries=lambda s, compat: [_query_all_masked(s)],
+            score=_score_all_masked,
+        ),
+        Metric(
+            key="pll",
+            name="PLL",
+            long_name="Pseudo-Log-Likelihood",
+            formula=r"\mathrm{PLL}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid S_{\setminus i}; \theta)",
+            summary="Sum of the log-probabilities of every token, each masked in turn.",
+            pass_kind="masked",
+            citation=SALAZAR,
+            accuracy_positions="every non-special token, each masked in turn",
+            queries=_queries_pll,
+            score=_score_pll,
+        ),
+    )
+}
+
+#: The five metrics the paper compares, in its order.
+PAPER_METRICS = ("aul", "aula", "cps", "sss", "all_masked")
+
+
+def parse_metrics(spec: str | Sequence[str] | None) -> list[str]:
+    """'aul,aula' or ['aul', 'aula'] -> validated, de-duplicated keys in registry order."""
+    if spec is None:
+        return list(PAPER_METRICS)
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    keys = [k.strip().lower().replace("-", "_") for k in items if k and k.strip()]
+    if not keys:
+        raise InputError(f"No metric given: choose from {', '.join(METRICS)}.")
+    unknown = [k for k in keys if k not in METRICS]
+    if unknown:
+        raise InputError(f"Unknown metric {', '.join(unknown)}: choose from {', '.join(METRICS)}.")
+    return [k for k in METRICS if k in keys]
+
+
+def check_compat(compat: str | None) -> bool:
+    """'default' -> False, 'kaneko2022' -> True; anything else is an error."""
+    mode = compat or "default"
+    if mode not in COMPAT_MODES:
+        raise InputError(f"Unknown compat mode {mode!r}: choose from {', '.join(COMPAT_MODES)}.")
+    return mode == "kaneko2022"
+
+
+__all__ = [
+    "COMPAT_MODES",
+    "METRICS",
+    "PAPER_METRICS",
+    "Metric",
+    "PassResults",
+    "SentenceInput",
+    "SentenceScore",
+    "all_masked",
+    "aul",
+    "aula",
+    "check_compat",
+    "cps",
+    "parse_metrics",
+    "pll",
+    "sss",
+]

@@ -1,0 +1,533 @@
+"""Loading masked language models: presets, hub ids and local folders, device, dtype, manifest.
+
+`load_model` returns a `MaskedLM`, the one object the scoring core talks to. It is never
+mutated after loading, so one instance can serve many threads (the app shares it between
+sessions). It exposes the model split in two: `hidden_states` (the transformer body) and
+`project` (the masked-LM head), so callers can gather the positions they need before the
+expensive vocabulary projection. Where the split cannot be verified for an architecture,
+`project` is None and callers fall back to the full forward pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import os
+import platform
+import threading
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .errors import HubUnreachableError, InputError, ModelLoadError, NotMaskedLMError
+from .paths import default_cache_dir
+
+DEFAULT_MODEL = "bert-base-cased"
+
+#: Models offered by name in the CLI and the app. The first three are the ones
+#: Kaneko & Bollegala (2022) evaluate; any other hub id or local folder works too.
+PRESETS: dict[str, str] = {
+    "bert-base-cased": "BERT base, cased (Kaneko & Bollegala 2022)",
+    "roberta-large": "RoBERTa large (Kaneko & Bollegala 2022)",
+    "albert-large-v2": "ALBERT large v2 (Kaneko & Bollegala 2022)",
+    "bert-base-uncased": "BERT base, uncased (Kurita et al. 2019)",
+    "roberta-base": "RoBERTa base",
+    "albert-base-v2": "ALBERT base v2",
+    "distilbert-base-uncased": "DistilBERT base, uncased",
+}
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
+
+#: Architectures whose special tokens must be exactly the first and the last token.
+_FIRST_LAST_SPECIAL = {"bert", "roberta", "albert", "distilbert", "xlm-roberta", "camembert"}
+
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+_PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """A sentence tokenized with the model's own tokenizer, special tokens included."""
+
+    text: str
+    ids: tuple[int, ...]
+    special: tuple[bool, ...]
+    tokens: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def scored_positions(self) -> np.ndarray:
+        """Positions of the non-special tokens (the ones every metric scores)."""
+        return np.flatnonzero(~np.asarray(self.special, dtype=bool))
+
+
+def resolve_device(device: str | None = "auto") -> torch.device:
+    """`auto` picks cuda, then mps, then cpu; anything else is passed to torch."""
+    if device in (None, "", "auto"):
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise InputError(f"Unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"Device {device!r} requested but CUDA is not available on this machine.")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise InputError(f"Device {device!r} requested but MPS is not available on this machine.")
+    return dev
+
+
+def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
+    name = dtype or "float32"
+    if name not in DTYPES:
+        raise InputError(f"Unknown dtype {name!r}: choose one of {', '.join(DTYPES)}.")
+    if name != "float32" and device.type == "cpu":
+        raise InputError(f"dtype {name} is only supported on a GPU; use float32 on the CPU.")
+    return DTYPES[name]
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version(), "platform": platform.platform()}
+    for package in ("biaslens", "torch", "transformers", "tokenizers", "huggingface_hub", "numpy"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = _own_version() if package == "biaslens" else "not installed"
+    return versions
+
+
+def _own_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+class MaskedLM:
+    """A loaded masked LM and its tokenizer, ready for scoring. Never mutated after init."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        *,
+        name: str,
+        source: str,
+        revision: str | None,
+        fingerprint: str,
+        device: torch.device,
+        dtype: torch.dtype,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.source = source  # "hub" or "local"
+        self.revision = revision
+        self.fingerprint = fingerprint
+        self.device = device
+        self.dtype = dtype
+        self.model_type: str = getattr(model.config, "model_type", "unknown")
+        self.mask_id: int = tokenizer.mask_token_id
+        self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.max_length = _max_length(model.config, tokenizer)
+        # Special tokens typed into a sentence ([MASK], <s>, ...); [UNK] is legitimate.
+        self._reserved_ids = frozenset(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+        self.num_layers = getattr(model.config, "num_hidden_layers", None)
+        self.num_heads = getattr(model.config, "num_attention_heads", None)
+        self._eager: torch.nn.Module | None = None
+        self._eager_lock = threading.Lock()
+        self.project: Callable[[torch.Tensor], torch.Tensor] | None = self._verified_head()
+
+    # -- tokenization -------------------------------------------------------------------
+    def encode(self, text: str) -> Encoding:
+        """Tokenize one sentence. Refuses empty and over-long sentences (no silent truncation)."""
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("The sentence is empty.")
+        enc = self.tokenizer(text, add_special_tokens=True, return_special_tokens_mask=True)
+        ids = tuple(int(i) for i in enc["input_ids"])
+        special = tuple(bool(s) for s in enc["special_tokens_mask"])
+        if len(ids) > self.max_length:
+            raise InputError(
+                f"The sentence has {len(ids)} tokens; {self.name} accepts at most {self.max_length} "
+                f"(special tokens included). Shorten it: biaslens never truncates a scored sentence."
+            )
+        if all(special):
+            raise InputError(f"The sentence {text!r} has no tokens to score.")
+        if self.model_type in _FIRST_LAST_SPECIAL and not (special[0] and special[-1] and not any(special[1:-1])):
+            raise InputError(f"The tokenizer of {self.name} did not put special tokens first and last in {text!r}.")
+        typed = sorted({self.decode_token(i) for i in ids[1:-1] if i in self._reserved_ids})
+        if typed:
+            raise InputError(f"The sentence contains the tokenizer's reserved token {', '.join(typed)}; remove it.")
+        tokens = tuple(self.tokenizer.convert_ids_to_tokens(list(ids)))
+        return Encoding(text=text, ids=ids, special=special, tokens=tokens)
+
+    def decode_token(self, token_id: int) -> str:
+        return self.tokenizer.convert_ids_to_tokens(int(token_id))
+
+    # -- the two halves of the model ----------------------------------------------------
+    def hidden_states(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        """Last hidden states (B, L, H) and, if asked, the per-layer attention probabilities."""
+        model = self._eager_model() if attentions else self.model
+        out = model.base_model(
+            input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions
+        )
+        return out.last_hidden_state, (tuple(out.attentions) if attentions else None)
+
+    def logits(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+        """Full forward pass (B, L, V): the fallback when the head cannot be split off."""
+        model = self._eager_model() if attentions else self.model
+        out = model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions)
+        return out.logits, (tuple(out.attentions) if attentions else None)
+
+    def _eager_model(self) -> torch.nn.Module:
+        """A twin of the model that shares every weight but uses eager attention.
+
+        transformers' default SDPA attention returns no attention weights; switching the
+        shared model would mutate it under concurrent users, so a twin is made once.
+        """
+        if self.model.config._attn_implementation == "eager":
+            return self.model
+        with self._eager_lock:
+            if self._eager is None:
+                shared = {id(t): t for t in (*self.model.parameters(), *self.model.buffers())}
+                twin = copy.deepcopy(self.model, memo=shared)
+                twin.set_attn_implementation("eager")
+                self._eager = twin.eval()
+            return self._eager
+
+    def _verified_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
+        """Find the masked-LM head and check that head(body(x)) equals the full model."""
+        model = self.model
+        base = model.base_model
+        if self.model_type == "distilbert":
+
+            def head(h: torch.Tensor) -> torch.Tensor:
+                h = model.vocab_layer_norm(model.activation(model.vocab_transform(h)))
+                return model.vocab_projector(h)
+
+        else:
+            parts = [m for m in model.children() if m is not base and any(True for _ in m.parameters())]
+            if len(parts) != 1:
+                return None
+            head = parts[0]
+        probe = self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
+        mask = torch.ones_like(probe)
+        with torch.inference_mode():
+            try:
+                split = head(base(input_ids=probe, attention_mask=mask).last_hidden_state)
+                full = model(input_ids=probe, attention_mask=mask).logits
+            except Exception:  # an architecture whose head needs more than hidden states
+                return None
+        if split.shape != full.shape or not torch.allclose(split.float(), full.float(), atol=1e-4, rtol=1e-4):
+            return None
+        return head
+
+    # -- provenance ---------------------------------------------------------------------
+    def manifest(self, **extra: Any) -> dict[str, Any]:
+        """What produced a result: recorded next to every score biaslens writes."""
+        return {
+            "model": self.name,
+            "source": self.source,
+            "revision": self.revision,
+            "fingerprint": self.fingerprint,
+            "model_type": self.model_type,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "device": str(self.device),
+            "max_length": self.max_length,
+            **extra,
+            "versions": library_versions(),
+        }
+
+    def __repr__(self) -> str:
+        return f"MaskedLM({self.name!r}, device={self.device}, dtype={self.dtype})"
+
+
+def _max_length(config: Any, tokenizer: Any) -> int:
+    """The longest input (special tokens included) the model's position table allows."""
+    limits = []
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions:
+        # RoBERTa-style models start position ids after the padding index.
+        offset = (config.pad_token_id or 0) + 1 if config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
+        limits.append(int(positions) - offset)
+    tok_limit = getattr(tokenizer, "model_max_length", None)
+    if tok_limit and tok_limit < 1_000_000:
+        limits.append(int(tok_limit))
+    return min(limits) if limits else 512
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------
+
+
+def _looks_like_path(name: str) -> bool:
+    """Hub ids are `name` or `org/name`; anything else is meant as a folder."""
+    return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
+
+
+def load_model(
+    name_or_path: str = DEFAULT_MODEL,
+    *,
+    device: str | None = "auto",
+    dtype: str | None = "float32",
+    revision: str | None = None,
+    allow_pickle: bool = False,
+    hub_timeout: float = 5.0,
+) -> MaskedLM:
+    """Load a Hugging Face masked LM by hub id or local folder.
+
+    Never runs remote code. Weights load from safetensors; pickle weights (`.bin`) only
+    with `allow_pickle=True`. An unreachable hub fails within `hub_timeout` seconds with
+    a message that explains how to use a local folder instead.
+    """
+    name = str(name_or_path).strip()
+    if not name:
+        raise InputError("No model given: name a hub id (e.g. bert-base-cased) or a local folder.")
+    dev = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, dev)
+
+    local = Path(name).expanduser()
+    if local.is_dir():
+        source, target, rev, files_only = "local", str(local.resolve()), None, True
+        fingerprint = folder_fingerprint(local)
+        name = str(local.resolve())
+    elif _looks_like_path(name) and not local.exists():
+        raise ModelLoadError(f"Model folder {name} does not exist.")
+    elif local.exists():
+        raise ModelLoadError(f"{name} is a file; give the folder that holds config.json and the weights.")
+    else:
+        source, target = "hub", name
+        rev, files_only = _resolve_hub_revision(name, revision, hub_timeout)
+        fingerprint = f"hub:{name}@{rev}"
+
+    model, tokenizer = _from_pretrained(name, target, rev, files_only, torch_dtype, allow_pickle)
+    model.to(dev)
+    return MaskedLM(
+        model, tokenizer, name=name, source=source, revision=rev, fingerprint=fingerprint, device=dev, dtype=torch_dtype
+    )
+
+
+def _hub_request(url: str, timeout: float) -> dict[str, Any]:
+    request = urllib.request.Request(url, headers={"User-Agent": "biaslens"})
+    token = _hub_token()
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.load(response)
+
+
+def _hub_token() -> str | None:
+    try:
+        from huggingface_hub import get_token
+
+        return get_token()
+    except Exception:
+        return None
+
+
+def _cached_revision(name: str, revision: str | None) -> str | None:
+    """The commit of a locally cached snapshot of a hub model, if there is one."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(name, "config.json", revision=revision)
+    if isinstance(found, str):
+        return Path(found).parent.name
+    return None
+
+
+def _resolve_hub_revision(name: str, revision: str | None, timeout: float) -> tuple[str | None, bool]:
+    """Ask the hub which commit `revision` is, quickly; fall back to the local cache.
+
+    Returns (commit, local_files_only).
+    """
+    from huggingface_hub import constants
+
+    offline_hint = (
+        "To work offline, pass a local folder instead (--model /path/to/model: a folder "
+        "saved with save_pretrained holding config.json, the weights and the tokenizer files)."
+    )
+    cached = _cached_revision(name, revision)
+    if constants.HF_HUB_OFFLINE:
+        if cached:
+            return cached, True
+        raise HubUnreachableError(f"HF_HUB_OFFLINE is set and {name} is not in the local Hugging Face cache. {offline_hint}")
+    url = f"{constants.ENDPOINT.rstrip('/')}/api/models/{name}/revision/{revision or 'main'}"
+    try:
+        info = _hub_request(url, timeout)
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise ModelLoadError(
+                f"{name} is gated or private on the Hugging Face hub (HTTP {exc.code}): accept its licence "
+                "on huggingface.co and log in with `hf auth login`, or use a local folder."
+            ) from exc
+        if exc.code == 404:
+            what = f"revision {revision!r} of {name}" if revision else name
+            raise ModelLoadError(f"No model {what} on the Hugging Face hub; check the id, or give a local folder.") from exc
+        if cached:
+            return cached, True
+        raise HubUnreachableError(f"The Hugging Face hub answered HTTP {exc.code} for {name}. {offline_hint}") from exc
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        if cached:
+            return cached, True
+        reason = getattr(exc, "reason", exc)
+        raise HubUnreachableError(
+            f"Cannot reach the Hugging Face hub ({constants.ENDPOINT}) to download {name}: {reason}. {offline_hint}"
+        ) from exc
+    return info.get("sha") or revision, False
+
+
+def _from_pretrained(
+    name: str, target: str, revision: str | None, files_only: bool, dtype: torch.dtype, allow_pickle: bool
+) -> tuple[torch.nn.Module, Any]:
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    if not allow_pickle:
+        _refuse_pickle_only(target)
+    common = {"revision": revision, "local_files_only": files_only, "trust_remote_code": False}
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(target, **common)
+        except Exception as exc:
+            raise ModelLoadError(f"Could not load the tokenizer of {name}: {_first_line(exc)}") from exc
+        if getattr(tokenizer, "mask_token_id", None) is None:
+            raise NotMaskedLMError(f"The tokenizer of {name} has no mask token: biaslens needs a masked language model.")
+        try:
+            model, info = AutoModelForMaskedLM.from_pretrained(
+                target,
+                dtype=dtype,
+                output_loading_info=True,
+                use_safetensors=None if allow_pickle else True,
+                **common,
+            )
+        except ValueError as exc:
+            if "Unrecognized configuration class" in str(exc):
+                config_name = str(exc).split("<class '")[-1].split("'>")[0].rsplit(".", 1)[-1] if "<class '" in str(exc) else "its config"
+                raise NotMaskedLMError(
+                    f"{name} ({config_name}) is not a masked language model: biaslens needs a model that "
+                    "AutoModelForMaskedLM can load (BERT, RoBERTa, ALBERT, DistilBERT, ...)."
+                ) from exc
+            raise ModelLoadError(f"Could not load {name}: {_first_line(exc)}") from exc
+        except Exception as exc:
+            raise ModelLoadError(f"Could not load {name}: {_first_line(exc)}") from exc
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        hf_logging.enable_progress_bar()
+    missing = sorted(info.get("missing_keys") or ())
+    if missing:
+        raise NotMaskedLMError(
+            f"{name} has no trained masked-LM head: {len(missing)} weights are missing from the checkpoint "
+            f"(e.g. {missing[0]}), so they would be random. Use a checkpoint saved with its MLM head "
+            "(an *ForMaskedLM model)."
+        )
+    return model, tokenizer
+
+
+def _refuse_pickle_only(target: str) -> None:
+    folder = Path(target)
+    if not folder.is_dir():
+        return  # hub download: use_safetensors=True makes transformers refuse pickle files
+    names = {p.name for p in folder.iterdir()}
+    if not names & set(_WEIGHT_FILES) and names & set(_PICKLE_FILES):
+        raise ModelLoadError(
+            f"{target} only has pickle weights (pytorch_model.bin); a pickle file can run code when loaded. "
+            "Convert it to safetensors, or pass --allow-pickle if you trust where it came from."
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+# ---------------------------------------------------------------------------------------
+# Fingerprints of local folders
+# ---------------------------------------------------------------------------------------
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """sha256 over the names and contents of a model folder's files.
+
+    Hashing a large model takes seconds, so digests are remembered per (path, size,
+    mtime) in the cache folder; any change to a file changes the fingerprint.
+    """
+    folder = folder.resolve()
+    memo_path = default_cache_dir() / "fingerprints.json"
+    memo = _read_json(memo_path)
+    digest = hashlib.sha256()
+    changed = False
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        stat = path.stat()
+        key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+        file_hash = memo.get(key)
+        if file_hash is None:
+            file_hash = _sha256_file(path)
+            memo[key] = file_hash
+            changed = True
+        digest.update(f"{path.relative_to(folder)}\0{file_hash}\0".encode())
+    if changed:
+        _write_json_quietly(memo_path, memo)
+    return "sha256:" + digest.hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_json_quietly(path: Path, data: dict[str, Any]) -> None:
+    """Best effort: a read-only cache folder only costs re-hashing next time."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DTYPES",
+    "Encoding",
+    "MaskedLM",
+    "PRESETS",
+    "folder_fingerprint",
+    "library_versions",
+    "load_model",
+    "resolve_device",
+    "resolve_dtype",
+]

@@ -1,0 +1,111 @@
+"""A naive reference implementation of the spec, one sentence per forward pass.
+
+Written straight from ../shared/spec/metrics.md (and, for compat, the released code of
+Kaneko & Bollegala 2022), with full logits and no batching, so the engine's batched,
+gathered computation can be checked against it.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import torch
+
+
+def encode(lm, text):
+    return torch.tensor([lm.tokenizer(text)["input_ids"]])
+
+
+def spans(ids_a, ids_b, operation):
+    a = [str(x) for x in ids_a.tolist()]
+    b = [str(x) for x in ids_b.tolist()]
+    t1, t2 = [], []
+    for op in difflib.SequenceMatcher(None, a, b).get_opcodes():
+        if (operation == "equal") == (op[0] == "equal"):
+            t1 += list(range(op[1], op[2]))
+            t2 += list(range(op[3], op[4]))
+    return t1, t2
+
+
+def _eager(lm):
+    return lm._eager_model()
+
+
+@torch.inference_mode()
+def aul(lm, ids, attention=False, compat=False):
+    out = _eager(lm)(ids, output_attentions=True)
+    log_probs = torch.log_softmax(out.logits[0].float(), dim=-1)
+    gold = log_probs.gather(1, ids.view(-1, 1))
+    token = gold[1:-1]
+    if attention:
+        att = torch.mean(torch.cat(out.attentions, 0), 0)  # over layers -> (heads, L, L)
+        att = torch.mean(att, 0)  # over heads -> (L, L)
+        received = torch.mean(att, 0)  # over queries -> (L,)
+        token = token.squeeze(1) * received[1:-1]
+    score = torch.mean(token).item()
+    positions = slice(None) if compat else slice(1, -1)
+    correct = (log_probs.argmax(-1) == ids[0])[positions]
+    return score, int(correct.sum()), int(correct.numel())
+
+
+@torch.inference_mode()
+def cps(lm, ids, equal_spans, compat=False):
+    span = equal_spans[1:-1]
+    masked = ids.repeat(len(span), 1)
+    masked[range(len(span)), span] = lm.mask_id
+    logits = lm.model(masked).logits
+    log_probs = torch.log_softmax(logits[range(len(span)), span, :].float(), dim=-1)
+    gold = ids.view(-1)[span]
+    score = torch.sum(log_probs[range(len(span)), gold]).item()
+    correct = log_probs.argmax(-1) == gold
+    return (round(score, 3) if compat else score), int(correct.sum()), int(correct.numel())
+
+
+@torch.inference_mode()
+def sss(lm, ids, diff_spans, compat=False):
+    if not diff_spans:
+        return float("nan"), 0, 0
+    masked = ids.clone()
+    masked[:, diff_spans] = lm.mask_id
+    log_probs = torch.log_softmax(lm.model(masked).logits[0].float(), dim=-1)[diff_spans]
+    gold = ids.view(-1)[diff_spans]
+    matrix = log_probs[:, gold]
+    score = (matrix.mean() if compat else torch.diagonal(matrix).mean()).item()
+    correct = log_probs.argmax(-1) == gold
+    return score, int(correct.sum()), int(correct.numel())
+
+
+@torch.inference_mode()
+def all_masked(lm, ids):
+    masked = ids.clone()
+    masked[0, 1:-1] = lm.mask_id
+    log_probs = torch.log_softmax(lm.model(masked).logits[0].float(), dim=-1)[1:-1]
+    gold = ids[0, 1:-1]
+    correct = log_probs.argmax(-1) == gold
+    return log_probs[range(len(gold)), gold].mean().item(), int(correct.sum()), int(correct.numel())
+
+
+@torch.inference_mode()
+def pll(lm, ids):
+    positions = list(range(1, ids.shape[1] - 1))
+    return cps(lm, ids, [0, *positions, ids.shape[1] - 1])
+
+
+def pair_scores(lm, stereo, anti, metric, compat=False):
+    """(score_stereo, score_anti, hits, total) for one pair and one metric."""
+    a, b = encode(lm, stereo), encode(lm, anti)
+    if metric in ("aul", "aula"):
+        ra, rb = aul(lm, a, metric == "aula", compat), aul(lm, b, metric == "aula", compat)
+    elif metric == "cps":
+        sa, sb = spans(a[0], b[0], "equal")
+        ra, rb = cps(lm, a, sa, compat), cps(lm, b, sb, compat)
+    elif metric == "sss":
+        sa, sb = spans(a[0], b[0], "diff")
+        ra, rb = sss(lm, a, sa, compat), sss(lm, b, sb, compat)
+    elif metric == "all_masked":
+        ra, rb = all_masked(lm, a), all_masked(lm, b)
+    elif metric == "pll":
+        ra, rb = pll(lm, a), pll(lm, b)
+    else:
+        raise ValueError(metric)
+    return ra[0], rb[0], ra[1] + rb[1], ra[2] + rb[2]

@@ -1,0 +1,89 @@
+"""The CLI contract: files written, one-line errors, exit codes."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from biaslens.cli import main
+from conftest import DATA, REPO, requires_shared
+
+
+@requires_shared
+@pytest.mark.parametrize("dataset", ["crows-pairs", "stereoset"])
+def test_evaluate_writes_pairs_and_summary(model_dirs, tmp_path, dataset, capsys):
+    out = tmp_path / dataset
+    code = main([
+        "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", dataset, "--data-dir", str(DATA),
+        "--metrics", "aul,aula,cps,sss,all_masked", "--limit", "5", "--out", str(out),
+    ])
+    assert code == 0
+    frame = pd.read_csv(out / "pairs.csv")
+    assert len(frame) == 5 and frame["pair_id"].tolist() == [0, 1, 2, 3, 4]
+    assert (frame["dataset"] == dataset).all()
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["metrics"]) == {"aul", "aula", "cps", "sss", "all_masked"}
+    assert summary["manifest"]["dataset"]["name"] == dataset
+    printed = capsys.readouterr().out
+    assert "AULA" in printed and "wrote" in printed
+
+
+@requires_shared
+def test_compat_and_sample(model_dirs, tmp_path):
+    out = tmp_path / "compat"
+    assert main([
+        "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(DATA / "crows-pairs" / "crows_pairs_anonymized.csv"),
+        "--metrics", "cps", "--compat", "kaneko2022", "--sample", "4", "--seed", "3", "--no-cache", "--out", str(out),
+    ]) == 0
+    frame = pd.read_csv(out / "pairs.csv")
+    assert len(frame) == 4
+    assert all(round(v, 3) == v for v in frame["cps_stereo"])
+    assert json.loads((out / "summary.json").read_text())["manifest"]["compat"] == "kaneko2022"
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["evaluate", "--dataset", "crows-pairs", "--out", "x", "--metrics", "foo"], "Unknown metric foo"),
+        (["evaluate", "--dataset", "nope.csv", "--out", "x"], "no file nope.csv"),
+        (["evaluate", "--dataset", "crows-pairs", "--out", "x", "--limit", "0"], "positive integer"),
+        (["evaluate", "--out", "x"], "--dataset"),
+        (["evaluate", "--dataset", "crows-pairs", "--out", "x", "--model", "/no/such/folder"], "does not exist"),
+    ],
+)
+def test_bad_input_gives_one_line_and_a_nonzero_exit(argv, fragment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIASLENS_DATA_DIR", str(DATA))
+    proc = subprocess.run([sys.executable, "-m", "biaslens", *argv], capture_output=True, text=True, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(("Loading", "note:"))]
+    assert len(lines) == 1, proc.stderr
+    assert fragment in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_dataset_offline_names_the_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("BIASLENS_DATA_DIR", raising=False)
+    monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path / "empty-cache"))
+    code = main(["evaluate", "--dataset", "crows-pairs", "--no-download", "--out", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "crows_pairs_anonymized.csv" in err and "--data-dir" in err
+
+
+def test_inspect_prints_tokens_and_scores(model_dirs, capsys):
+    assert main(["inspect", "--model", str(model_dirs["bert-cased"]), "Women can't drive.", "Men can't drive.", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["key"] for s in out["scores"]] == ["aul", "aula", "cps", "sss", "all_masked"]
+    assert out["stereo_tokens"][1]["token"] == "Women"
+
+
+def test_metrics_and_models_listings(capsys):
+    assert main(["metrics"]) == 0
+    text = capsys.readouterr().out
+    assert "AULA" in text and "Kaneko" in text
+    assert main(["models"]) == 0
+    assert "bert-base-cased" in capsys.readouterr().out
