@@ -400,7 +400,7 @@ def _resolve_hub_revision(name: str, revision: str | None, timeout: float) -> tu
 def _from_pretrained(
     name: str, target: str, revision: str | None, files_only: bool, dtype: torch.dtype, allow_pickle: bool
 ) -> tuple[torch.nn.Module, Any]:
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers import MODEL_FOR_MASKED_LM_MAPPING, AutoConfig, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     if not allow_pickle:
@@ -417,21 +417,24 @@ def _from_pretrained(
         if getattr(tokenizer, "mask_token_id", None) is None:
             raise NotMaskedLMError(f"The tokenizer of {name} has no mask token: biaslens needs a masked language model.")
         try:
+            config = AutoConfig.from_pretrained(target, **common)
+        except Exception as exc:
+            raise ModelLoadError(f"Could not read the config of {name}: {_first_line(exc)}") from exc
+        if type(config) not in MODEL_FOR_MASKED_LM_MAPPING:
+            kind = ", ".join(getattr(config, "architectures", None) or [config.model_type])
+            raise NotMaskedLMError(
+                f"{name} ({kind}) is not a masked language model: biaslens needs a model that "
+                "AutoModelForMaskedLM can load (BERT, RoBERTa, ALBERT, DistilBERT, ...)."
+            )
+        try:
             model, info = AutoModelForMaskedLM.from_pretrained(
                 target,
+                config=config,
                 dtype=dtype,
                 output_loading_info=True,
                 use_safetensors=None if allow_pickle else True,
                 **common,
             )
-        except ValueError as exc:
-            if "Unrecognized configuration class" in str(exc):
-                config_name = str(exc).split("<class '")[-1].split("'>")[0].rsplit(".", 1)[-1] if "<class '" in str(exc) else "its config"
-                raise NotMaskedLMError(
-                    f"{name} ({config_name}) is not a masked language model: biaslens needs a model that "
-                    "AutoModelForMaskedLM can load (BERT, RoBERTa, ALBERT, DistilBERT, ...)."
-                ) from exc
-            raise ModelLoadError(f"Could not load {name}: {_first_line(exc)}") from exc
         except Exception as exc:
             raise ModelLoadError(f"Could not load {name}: {_first_line(exc)}") from exc
     finally:
