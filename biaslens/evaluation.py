@@ -9,10 +9,7 @@ log-probabilities, attention, top-k predictions and every metric's sentence scor
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,6 +23,7 @@ from .alignment import Alignment, align_pair
 from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
 from .errors import InputError
+from .export import atomic_write, safe_csv, to_json
 from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, check_compat, parse_metrics
 from .models import Encoding, MaskedLM
 from .scoring import MaskedQuery, UnmaskedResult, default_batch_tokens, masked_pass, unmasked_pass
@@ -270,12 +268,13 @@ class EvaluationResult:
         return self.summary["manifest"]
 
     def save(self, out_dir: str | Path) -> tuple[Path, Path]:
-        """Write `pairs.csv` and `summary.json` atomically (no half-written file is left)."""
+        """Write `pairs.csv` and `summary.json` atomically (no half-written file is left).
+
+        Text cells that a spreadsheet would run as a formula are neutralised.
+        """
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        pairs_path, summary_path = out / "pairs.csv", out / "summary.json"
-        _atomic_write(pairs_path, self.pairs.to_csv(index=False))
-        _atomic_write(summary_path, json.dumps(_json_safe(self.summary), indent=2, ensure_ascii=False) + "\n")
+        pairs_path = atomic_write(out / "pairs.csv", safe_csv(self.pairs))
+        summary_path = atomic_write(out / "summary.json", to_json(self.summary))
         return pairs_path, summary_path
 
 
@@ -449,30 +448,6 @@ def _dataset_info(dataset: PairDataset | Sequence[Pair], pairs: Sequence[Pair]) 
         return {"name": dataset.name, "path": str(dataset.path), "sha256": dataset.sha256, "pairs_total": len(dataset), "pairs_scored": len(pairs)}
     names = sorted({p.dataset for p in pairs})
     return {"name": ",".join(names), "pairs_scored": len(pairs)}
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN and inf are not JSON: write them as null."""
-    if isinstance(value, float):
-        return None if not math.isfinite(value) else value
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return _json_safe(value.item())
-    return value
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 __all__ = [
