@@ -1,31 +1,50 @@
 """Benchmark datasets as typed sentence pairs: CrowS-Pairs, StereoSet, custom CSVs.
 
-`load_dataset("crows-pairs")` finds a dataset at an explicit path; else under a data
-folder (`data_dir` / $BIASLENS_DATA_DIR, searched recursively for the usual file name);
-else in the cache folder; else downloads it from its canonical repository (CrowS-Pairs
-is checked against its sha256) into the cache. Every problem with a file is reported
-with the file, the row and what is wrong; nothing is dropped silently.
+`load_dataset("crows-pairs")` reads an explicit file path; else finds the dataset under
+a data folder (`data_dir`, else $BIASLENS_DATA_DIR, searched recursively for the
+dataset's usual file names); else in the cache folder; else downloads it from its
+canonical repository into the cache (CrowS-Pairs is checked against its sha256).
+
+Reading is a pure function of the file: sentences are kept exactly as written, every
+problem is a `DatasetError` naming the file, the row and what is wrong, and nothing
+is dropped or changed silently (duplicates, skipped examples and oddities become
+`notes`).
 """
 
 from __future__ import annotations
 
 import ast
+import codecs
 import csv
+import dataclasses
 import hashlib
+import http.client
 import io
 import json
 import os
 import tempfile
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import DatasetError, DatasetNotFoundError
 from .paths import default_cache_dir
 
-Progress = Callable[[int, "int | None"], None]
+if TYPE_CHECKING:
+    import pandas
+
+#: Download progress callback: (bytes done, total bytes or None when unknown).
+Progress = Callable[[int, int | None], None]
+
+DOWNLOAD_TIMEOUT_S = 10.0
+
+# ---------------------------------------------------------------------------------------
+# Types
+# ---------------------------------------------------------------------------------------
+
+_GROUPS = {"stereo": "dis", "antistereo": "adv"}
 
 
 @dataclass(frozen=True)
@@ -34,8 +53,8 @@ class Pair:
 
     pair_id: int  # 0-based position in the source (StereoSet: among intrasentence examples)
     dataset: str  # "crows-pairs" | "stereoset" | "custom"
-    bias_type: str
-    direction: str  # CrowS-Pairs "stereo" / "antistereo", else ""
+    bias_type: str  # "" if unknown
+    direction: str  # CrowS-Pairs (and custom) "stereo" / "antistereo", else ""
     sent_stereo: str  # CrowS-Pairs sent_more, StereoSet the stereotype sentence
     sent_anti: str  # CrowS-Pairs sent_less, StereoSet the anti-stereotype sentence
     unrelated: str = ""  # StereoSet only
@@ -45,40 +64,49 @@ class Pair:
 
     @property
     def group(self) -> str:
-        """Kaneko & Bollegala's Table 3: stereo rows are Dis(advantaged), antistereo rows Adv."""
-        return {"stereo": "dis", "antistereo": "adv"}.get(self.direction, "")
+        """Kaneko & Bollegala's Table 3: stereo rows are "dis"(advantaged), antistereo rows "adv"."""
+        return _GROUPS.get(self.direction, "")
+
+
+FRAME_COLUMNS = ("pair_id", "dataset", "bias_type", "direction", "group", "sent_stereo", "sent_anti", "unrelated", "context", "target")
 
 
 @dataclass(frozen=True)
 class PairDataset:
-    name: str
+    """The pairs of one file, with where they came from and what a user should know about them."""
+
+    name: str  # "crows-pairs" | "stereoset" | "custom"
     path: Path
-    sha256: str
+    sha256: str  # of the file's bytes
     pairs: tuple[Pair, ...]
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # one line each: duplicates, skipped examples, a modified copy, ...
 
     def __len__(self) -> int:
         return len(self.pairs)
 
-    def to_frame(self):
+    def to_frame(self) -> pandas.DataFrame:
+        """One row per pair, columns `FRAME_COLUMNS` (annotations left out)."""
         import pandas as pd
 
-        columns = ["pair_id", "dataset", "bias_type", "direction", "group", "sent_stereo", "sent_anti", "unrelated", "context", "target"]
-        return pd.DataFrame([{c: getattr(p, c) for c in columns} for p in self.pairs], columns=columns)
+        return pd.DataFrame([{c: getattr(p, c) for c in FRAME_COLUMNS} for p in self.pairs], columns=list(FRAME_COLUMNS))
 
 
 @dataclass(frozen=True)
 class DatasetSource:
+    """A public dataset: its usual file name(s), where to download it, and how to cite it."""
+
     name: str
     title: str
     file_name: str
     url: str
-    sha256: str | None
+    sha256: str | None  # None: no published checksum
     license: str
     homepage: str
+    caveat: str  # one line shown beside results
     citation: str
-    caveat: str
-    alt_file_names: tuple[str, ...] = field(default=())
+    # Other names the file circulates under; accepted only inside a folder whose name
+    # contains the dataset's name (a bare "test.jsonl" could be anything).
+    alt_file_names: tuple[str, ...] = ()
 
 
 DATASETS: dict[str, DatasetSource] = {
@@ -90,234 +118,355 @@ DATASETS: dict[str, DatasetSource] = {
         sha256="dfb36986ce0502abbaf7055b9176da3d08d48e07df1251991b5dfbcbceab9d0c",
         license="CC BY-SA 4.0",
         homepage="https://github.com/nyu-mll/crows-pairs",
-        citation="Nangia et al. (2020), CrowS-Pairs: A Challenge Dataset for Measuring Social Biases in Masked Language Models, EMNLP.",
         caveat="Blodgett et al. (2021) report serious noise and reliability problems in CrowS-Pairs "
         "(https://aclanthology.org/2021.acl-long.81/).",
+        citation="Nikita Nangia, Clara Vania, Rasika Bhalerao, Samuel R. Bowman (2020). CrowS-Pairs: A Challenge Dataset "
+        "for Measuring Social Biases in Masked Language Models. EMNLP 2020.",
     ),
     "stereoset": DatasetSource(
         name="stereoset",
-        title="StereoSet (intrasentence, dev)",
+        title="StereoSet",
         file_name="dev.json",
         url="https://raw.githubusercontent.com/moinnadeem/StereoSet/master/data/dev.json",
         sha256=None,
         license="CC BY-SA 4.0",
         homepage="https://github.com/moinnadeem/StereoSet",
-        citation="Nadeem et al. (2021), StereoSet: Measuring stereotypical bias in pretrained language models, ACL.",
-        caveat="Blodgett et al. (2021) report that many StereoSet items are noisy or do not test the stereotype they name "
-        "(https://aclanthology.org/2021.acl-long.81/).",
+        caveat="Intrasentence dev split only; Blodgett et al. (2021) report that many StereoSet items are noisy or do not "
+        "test the stereotype they name (https://aclanthology.org/2021.acl-long.81/).",
+        citation="Moin Nadeem, Anna Bethke, Siva Reddy (2021). StereoSet: Measuring stereotypical bias in pretrained "
+        "language models. ACL-IJCNLP 2021.",
         alt_file_names=("dev.jsonl", "test.jsonl"),
     ),
 }
-_ALIASES = {"crows_pairs": "crows-pairs", "crowspairs": "crows-pairs", "cp": "crows-pairs", "ss": "stereoset", "stereo-set": "stereoset"}
+_ALIASES = {"crows_pairs": "crows-pairs", "crowspairs": "crows-pairs", "cp": "crows-pairs", "ss": "stereoset"}
 
-CROWS_COLUMNS = ("sent_more", "sent_less", "stereo_antistereo", "bias_type")
+CROWS_PAIRS_COLUMNS = ("sent_more", "sent_less", "stereo_antistereo", "bias_type", "annotations")
 CUSTOM_COLUMNS = ("sent_more", "sent_less")
-STEREOSET_LINE_KEYS = ("type", "bias_type", "context", "stereotype", "anti-stereotype", "unrelated")
-DIRECTIONS = ("stereo", "antistereo")
-
+_STEREOSET_LABELS = ("stereotype", "anti-stereotype", "unrelated")
+_STEREOSET_TYPES = ("intrasentence", "intersentence")
 
 # ---------------------------------------------------------------------------------------
 # Reading files
 # ---------------------------------------------------------------------------------------
 
 
-def _read_text(path: Path) -> str:
+def _read_file(path: Path) -> tuple[str, str]:
+    """The file's text (UTF-8, a BOM allowed) and the sha256 of its bytes."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise DatasetError(f"cannot read the file ({exc.strerror or exc})", path=str(path)) from exc
+    body = raw.removeprefix(codecs.BOM_UTF8)
     try:
-        text = raw.decode("utf-8-sig")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        offset = exc.start + len(raw) - len(body)
+        line = raw[:offset].count(b"\n") + 1
         raise DatasetError(
-            f"not UTF-8 text (invalid byte at offset {exc.start}, line {line}); save it as UTF-8", path=str(path)
+            f"not UTF-8 text: byte 0x{raw[offset]:02x} at offset {offset} (line {line}); save the file as UTF-8", path=str(path)
         ) from exc
     if not text.strip():
         raise DatasetError("the file is empty", path=str(path))
-    return text
+    return text, hashlib.sha256(raw).hexdigest()
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+@dataclass(frozen=True)
+class _Row:
+    """One CSV data record: its 1-based number among the records, the line it starts on, its values."""
+
+    number: int
+    line: int
+    values: dict[str, str]
+
+    def error(self, path: Path, message: str) -> DatasetError:
+        return DatasetError(f"{message} (line {self.line})", path=str(path), row=self.number)
 
 
-def _csv_rows(path: Path, required: Iterable[str]) -> list[dict[str, str]]:
-    reader = csv.DictReader(io.StringIO(_read_text(path), newline=""))
-    found = [c for c in (reader.fieldnames or []) if c]
-    missing = [c for c in required if c not in found]
-    if missing:
-        raise DatasetError(f"missing column(s) {', '.join(missing)}; found {', '.join(found) or 'none'}", path=str(path))
-    rows = list(reader)
+def _is_blank(fields: list[str]) -> bool:
+    return not any(f.strip() for f in fields)
+
+
+def _csv_header(text: str) -> list[str]:
+    """The column names (the first non-blank record), or [] when there is none or it is not CSV."""
+    try:
+        for fields in csv.reader(io.StringIO(text, newline="")):
+            if not _is_blank(fields):
+                return [f.strip() for f in fields]
+    except csv.Error:
+        pass
+    return []
+
+
+def _csv_rows(path: Path, text: str, required: tuple[str, ...]) -> list[_Row]:
+    """The data records as dicts; the header must hold `required` and every record as many fields as the header."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    rows: list[_Row] = []
+    start = 1
+    try:
+        for fields in reader:
+            line, start = start, reader.line_num + 1
+            if _is_blank(fields):
+                continue
+            if header is None:
+                header = [f.strip() for f in fields]
+                missing = [c for c in required if c not in header]
+                if missing:
+                    found = ", ".join(c or "(unnamed)" for c in header)
+                    raise DatasetError(f"missing column(s) {', '.join(missing)}; found {found}", path=str(path))
+                continue
+            row = _Row(len(rows) + 1, line, dict(zip(header, fields)))
+            if len(fields) != len(header):
+                raise row.error(path, f"{len(fields)} fields where the header has {len(header)}; quote sentences that contain commas")
+            rows.append(row)
+    except csv.Error as exc:
+        row_number = len(rows) + 1 if header is not None else None
+        raise DatasetError(f"not valid CSV: {exc} (line {reader.line_num})", path=str(path), row=row_number) from exc
     if not rows:
         raise DatasetError("no data rows", path=str(path))
     return rows
 
 
-def _sentence(row: dict[str, Any], key: str, path: Path, row_number: int) -> str:
-    value = row.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise DatasetError(f"empty {key}", path=str(path), row=row_number)
-    return value.strip()
+def _sentence(value: Any) -> str | None:
+    """`value` if it is a non-blank string (kept exactly as written), else None."""
+    return value if isinstance(value, str) and value.strip() else None
 
 
-def _duplicate_note(pairs: list[Pair]) -> list[str]:
-    seen: dict[tuple[str, str], int] = {}
-    duplicates = []
+def _csv_sentence(path: Path, row: _Row, column: str) -> str:
+    sentence = _sentence(row.values[column])
+    if sentence is None:
+        raise row.error(path, f"{column} is empty")
+    return sentence
+
+
+def _csv_direction(path: Path, row: _Row, *, optional: bool) -> str:
+    direction = row.values.get("stereo_antistereo", "").strip()
+    if direction in _GROUPS or (optional and not direction):
+        return direction
+    expected = "stereo, antistereo or empty" if optional else "stereo or antistereo"
+    raise row.error(path, f"stereo_antistereo is {direction!r}, expected {expected}")
+
+
+def _annotations(path: Path, row: _Row) -> tuple[tuple[str, ...], ...]:
+    """The validators' label lists, e.g. "[['race-color'], ['race-color', 'gender']]" (parsed as a literal, never run)."""
+    text = row.values["annotations"]
+    try:
+        parsed = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, list | tuple) or not all(
+        isinstance(labels, list | tuple) and all(isinstance(label, str) for label in labels) for labels in parsed
+    ):
+        shown = text if len(text) <= 40 else text[:40] + "…"
+        raise row.error(path, f"annotations {shown!r} are not a list of label lists such as [['race-color'], ['gender']]")
+    return tuple(tuple(labels) for labels in parsed)
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _id_list(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:10])) + (", …" if len(ids) > 10 else "")
+
+
+def _duplicate_notes(pairs: list[Pair]) -> list[str]:
+    """A note counting the pairs whose two sentences repeat an earlier pair's (they are kept)."""
+    seen: set[tuple[str, str]] = set()
+    repeats = []
     for p in pairs:
         key = (p.sent_stereo, p.sent_anti)
         if key in seen:
-            duplicates.append(p.pair_id)
-        seen.setdefault(key, p.pair_id)
-    if not duplicates:
+            repeats.append(p.pair_id)
+        seen.add(key)
+    if not repeats:
         return []
-    shown = ", ".join(map(str, duplicates[:10])) + (" ..." if len(duplicates) > 10 else "")
-    return [f"{len(duplicates)} pair(s) repeat an earlier pair (kept, as in the source): pair ids {shown}"]
+    return [f"{_plural(len(repeats), 'pair repeats', 'pairs repeat')} an earlier pair (kept, as in the source): pair ids {_id_list(repeats)}"]
 
 
-def read_crows_pairs(path: str | Path) -> PairDataset:
-    """CrowS-Pairs: sent_more is the stereotypical sentence whatever the direction."""
-    path = Path(path)
+def _crows_pairs(path: Path, text: str, sha256: str) -> PairDataset:
     pairs = []
-    for n, row in enumerate(_csv_rows(path, CROWS_COLUMNS), start=1):
-        direction = (row.get("stereo_antistereo") or "").strip()
-        if direction not in DIRECTIONS:
-            raise DatasetError(f"stereo_antistereo is {direction!r}, expected stereo or antistereo", path=str(path), row=n)
-        annotations: tuple[tuple[str, ...], ...] = ()
-        if row.get("annotations"):
-            try:
-                parsed = ast.literal_eval(row["annotations"])
-                annotations = tuple(tuple(str(label) for label in labels) for labels in parsed)
-            except (ValueError, SyntaxError, TypeError) as exc:
-                raise DatasetError(f"annotations are not a list of label lists ({row['annotations'][:40]!r})", path=str(path), row=n) from exc
+    for row in _csv_rows(path, text, CROWS_PAIRS_COLUMNS):
         pairs.append(
             Pair(
-                pair_id=n - 1,
+                pair_id=row.number - 1,
                 dataset="crows-pairs",
-                bias_type=(row.get("bias_type") or "").strip(),
-                direction=direction,
-                sent_stereo=_sentence(row, "sent_more", path, n),
-                sent_anti=_sentence(row, "sent_less", path, n),
-                annotations=annotations,
+                bias_type=row.values["bias_type"].strip(),
+                direction=_csv_direction(path, row, optional=False),
+                sent_stereo=_csv_sentence(path, row, "sent_more"),
+                sent_anti=_csv_sentence(path, row, "sent_less"),
+                annotations=_annotations(path, row),
             )
         )
-    sha = _sha256(path)
-    notes = _duplicate_note(pairs)
-    if sha != DATASETS["crows-pairs"].sha256:
-        notes.insert(0, f"{path.name} differs from the published CrowS-Pairs file (sha256 {sha[:12]}...): it may be a modified copy.")
-    return PairDataset("crows-pairs", path, sha, tuple(pairs), tuple(notes))
-
-
-def read_custom_pairs(path: str | Path) -> PairDataset:
-    """A CSV with sent_more, sent_less and optional bias_type, stereo_antistereo columns."""
-    path = Path(path)
-    pairs = []
-    for n, row in enumerate(_csv_rows(path, CUSTOM_COLUMNS), start=1):
-        direction = (row.get("stereo_antistereo") or "").strip()
-        if direction and direction not in DIRECTIONS:
-            raise DatasetError(f"stereo_antistereo is {direction!r}, expected stereo, antistereo or empty", path=str(path), row=n)
-        pairs.append(
-            Pair(
-                pair_id=n - 1,
-                dataset="custom",
-                bias_type=(row.get("bias_type") or "").strip(),
-                direction=direction,
-                sent_stereo=_sentence(row, "sent_more", path, n),
-                sent_anti=_sentence(row, "sent_less", path, n),
-            )
+    notes = _duplicate_notes(pairs)
+    expected = DATASETS["crows-pairs"].sha256
+    if expected and sha256 != expected:
+        notes.insert(
+            0, f"{path.name} is not the published CrowS-Pairs file (sha256 {sha256[:12]}…, expected {expected[:12]}…): it may be a modified copy."
         )
-    return PairDataset("custom", path, _sha256(path), tuple(pairs), tuple(_duplicate_note(pairs)))
+    return PairDataset("crows-pairs", path, sha256, tuple(pairs), tuple(notes))
 
 
-def _stereoset_examples(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
-    """(line or example number, {bias_type, target, context, stereotype, anti-stereotype, unrelated})."""
-    stripped = text.lstrip()
-    if stripped.startswith("{") and '"data"' in stripped[:2000] and not _is_jsonl(stripped):
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=str(path)) from exc
-        try:
-            items = document["data"]["intrasentence"]
-        except (KeyError, TypeError) as exc:
-            raise DatasetError('expected {"data": {"intrasentence": [...]}} (StereoSet dev.json)', path=str(path)) from exc
-        out = []
-        for n, item in enumerate(items, start=1):
-            example = {k: item.get(k, "") for k in ("bias_type", "target", "context")}
-            for sentence in item.get("sentences", []):
-                if sentence.get("gold_label") in ("stereotype", "anti-stereotype", "unrelated"):
-                    example[sentence["gold_label"]] = sentence.get("sentence", "")
-            out.append((n, example))
-        return out
-    out = []
-    for n, line in enumerate(text.splitlines(), start=1):
+def _custom_pairs(path: Path, text: str, sha256: str) -> PairDataset:
+    pairs = [
+        Pair(
+            pair_id=row.number - 1,
+            dataset="custom",
+            bias_type=row.values.get("bias_type", "").strip(),
+            direction=_csv_direction(path, row, optional=True),
+            sent_stereo=_csv_sentence(path, row, "sent_more"),
+            sent_anti=_csv_sentence(path, row, "sent_less"),
+        )
+        for row in _csv_rows(path, text, CUSTOM_COLUMNS)
+    ]
+    return PairDataset("custom", path, sha256, tuple(pairs), tuple(_duplicate_notes(pairs)))
+
+
+def _is_json_lines(path: Path, text: str) -> bool:
+    """One object per line: a .jsonl file, or a first line that is a whole StereoSet line object (with "type")."""
+    if path.suffix.lower() == ".jsonl":
+        return True
+    first = next((line for line in text.split("\n") if line.strip()), "")
+    try:
+        item = json.loads(first)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(item, dict) and "type" in item
+
+
+def _stereoset_lines(path: Path, text: str) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """(line number, example) of every intrasentence line, and the number of intersentence lines."""
+    examples, intersentence = [], 0
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines(): JSON strings may hold U+2028
         if not line.strip():
             continue
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DatasetError(f"malformed JSON line: {exc.msg} (column {exc.colno})", path=str(path), row=n) from exc
+            raise DatasetError(f"malformed JSON line: {exc.msg} (column {exc.colno})", path=str(path), row=number) from exc
+        except (ValueError, RecursionError) as exc:
+            raise DatasetError(f"malformed JSON line: {exc}", path=str(path), row=number) from exc
         if not isinstance(item, dict):
-            raise DatasetError("expected one JSON object per line", path=str(path), row=n)
-        missing = [k for k in STEREOSET_LINE_KEYS if k not in item]
-        if missing:
-            raise DatasetError(f"missing key(s) {', '.join(missing)}", path=str(path), row=n)
-        if item["type"] == "intrasentence":
-            out.append((n, item))
-    return out
+            raise DatasetError("expected one JSON object per line", path=str(path), row=number)
+        kind = item.get("type")
+        if kind not in _STEREOSET_TYPES:
+            raise DatasetError(f"type is {kind!r}, expected intrasentence or intersentence", path=str(path), row=number)
+        if kind == "intrasentence":
+            examples.append((number, item))
+        else:
+            intersentence += 1
+    return examples, intersentence
 
 
-def _is_jsonl(text: str) -> bool:
-    first = text.split("\n", 1)[0]
+def _stereoset_document(path: Path, text: str) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """(position, example) of every intrasentence example of a dev.json, and the number of intersentence ones."""
     try:
-        return isinstance(json.loads(first), dict) and "\n" in text.strip()
-    except json.JSONDecodeError:
-        return False
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", path=str(path)) from exc
+    except (ValueError, RecursionError) as exc:
+        raise DatasetError(f"malformed JSON: {exc}", path=str(path)) from exc
+    data = document.get("data") if isinstance(document, dict) else None
+    items = data.get("intrasentence") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise DatasetError(
+            'expected StereoSet\'s dev.json ({"version": ..., "data": {"intrasentence": [...]}}) or one JSON object per line',
+            path=str(path),
+        )
+    examples = []
+    for number, item in enumerate(items, start=1):
+        sentences = item.get("sentences") if isinstance(item, dict) else None
+        if not isinstance(sentences, list):
+            raise DatasetError("intrasentence example without a list of sentences", path=str(path), row=number)
+        example = {k: item.get(k) for k in ("target", "bias_type", "context")}
+        for sentence in sentences:
+            label = sentence.get("gold_label") if isinstance(sentence, dict) else None
+            if label not in _STEREOSET_LABELS or label in example:
+                problem = "a second" if label in example else "an unknown"
+                raise DatasetError(
+                    f"intrasentence example {item.get('id')!r} has {problem} gold_label {label!r}", path=str(path), row=number
+                )
+            example[label] = sentence.get("sentence")
+        examples.append((number, example))
+    intersentence = data.get("intersentence")
+    return examples, len(intersentence) if isinstance(intersentence, list) else 0
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _stereoset(path: Path, text: str, sha256: str) -> PairDataset:
+    examples, intersentence = (_stereoset_lines if _is_json_lines(path, text) else _stereoset_document)(path, text)
+    pairs, odd_contexts = [], []
+    for pair_id, (row, example) in enumerate(examples):
+        sentences = {}
+        for label in ("stereotype", "anti-stereotype"):
+            sentences[label] = _sentence(example.get(label))
+            if sentences[label] is None:
+                raise DatasetError(f"missing or empty {label} sentence", path=str(path), row=row)
+        context = _text(example.get("context"))
+        if context.count("BLANK") != 1:
+            odd_contexts.append(pair_id)
+        pairs.append(
+            Pair(
+                pair_id=pair_id,
+                dataset="stereoset",
+                bias_type=_text(example.get("bias_type")),
+                direction="",
+                sent_stereo=sentences["stereotype"],
+                sent_anti=sentences["anti-stereotype"],
+                unrelated=_text(example.get("unrelated")),
+                context=context,
+                target=_text(example.get("target")),
+            )
+        )
+    if not pairs:
+        raise DatasetError("no intrasentence examples", path=str(path))
+    notes = _duplicate_notes(pairs)
+    if odd_contexts:
+        notes.append(
+            f"{_plural(len(odd_contexts), 'context does', 'contexts do')} not contain exactly one BLANK "
+            f"(pair ids {_id_list(odd_contexts)}; kept)"
+        )
+    if intersentence:
+        notes.append(f"{_plural(intersentence, 'intersentence example', 'intersentence examples')} skipped: only intrasentence examples are pairs")
+    return PairDataset("stereoset", path, sha256, tuple(pairs), tuple(notes))
+
+
+def read_crows_pairs(path: str | Path) -> PairDataset:
+    """CrowS-Pairs (crows_pairs_anonymized.csv): sent_more is the stereotypical sentence whatever the direction.
+
+    A file other than the published one is read too, with a note saying it may be a modified copy.
+    """
+    path = Path(path)
+    return _crows_pairs(path, *_read_file(path))
 
 
 def read_stereoset(path: str | Path) -> PairDataset:
     """StereoSet intrasentence pairs from the original dev.json or the one-object-per-line format."""
     path = Path(path)
-    examples = _stereoset_examples(path, _read_text(path))
-    pairs, blank_issues = [], []
-    for index, (n, ex) in enumerate(examples):
-        for key in ("stereotype", "anti-stereotype"):
-            if not isinstance(ex.get(key), str) or not ex[key].strip():
-                raise DatasetError(f"missing or empty {key} sentence", path=str(path), row=n)
-        context = str(ex.get("context") or "")
-        if context.count("BLANK") != 1:
-            blank_issues.append(index)
-        pairs.append(
-            Pair(
-                pair_id=index,
-                dataset="stereoset",
-                bias_type=str(ex.get("bias_type") or ""),
-                direction="",
-                sent_stereo=ex["stereotype"].strip(),
-                sent_anti=ex["anti-stereotype"].strip(),
-                unrelated=str(ex.get("unrelated") or "").strip(),
-                context=context,
-                target=str(ex.get("target") or ""),
-            )
-        )
-    if not pairs:
-        raise DatasetError("no intrasentence examples", path=str(path))
-    notes = _duplicate_note(pairs)
-    if blank_issues:
-        notes.append(f"{len(blank_issues)} context(s) do not contain exactly one BLANK (kept): pair ids {', '.join(map(str, blank_issues[:10]))}")
-    return PairDataset("stereoset", path, _sha256(path), tuple(pairs), tuple(notes))
+    return _stereoset(path, *_read_file(path))
+
+
+def read_custom_pairs(path: str | Path) -> PairDataset:
+    """A CSV with sent_more, sent_less and optional bias_type, stereo_antistereo columns."""
+    path = Path(path)
+    return _custom_pairs(path, *_read_file(path))
 
 
 def read_pairs_file(path: str | Path) -> PairDataset:
-    """Any supported file, recognised by its content: CrowS-Pairs, custom CSV, or StereoSet JSON."""
+    """Any supported file, recognised by extension and content: StereoSet JSON, CrowS-Pairs CSV or custom CSV."""
     path = Path(path)
-    if path.suffix.lower() in (".json", ".jsonl"):
-        return read_stereoset(path)
-    header = next(csv.reader(io.StringIO(_read_text(path).split("\n", 1)[0])), [])
-    if all(c in header for c in CROWS_COLUMNS):
-        return read_crows_pairs(path)
-    return read_custom_pairs(path)
+    text, sha256 = _read_file(path)
+    if path.suffix.lower() in (".json", ".jsonl") or text.lstrip().startswith("{"):
+        return _stereoset(path, text, sha256)
+    if all(c in _csv_header(text) for c in CROWS_PAIRS_COLUMNS):
+        return _crows_pairs(path, text, sha256)
+    return _custom_pairs(path, text, sha256)
 
+
+_READERS: dict[str, Callable[[str | Path], PairDataset]] = {"crows-pairs": read_crows_pairs, "stereoset": read_stereoset}
 
 # ---------------------------------------------------------------------------------------
 # Finding and downloading
@@ -325,40 +474,55 @@ def read_pairs_file(path: str | Path) -> PairDataset:
 
 
 def canonical_name(name: str) -> str | None:
+    """The dataset key for a name or alias ("cp", "crows_pairs", "ss", ...), or None."""
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     return key if key in DATASETS else None
 
 
-def _matches(source: DatasetSource, path: Path) -> bool:
-    if path.name == source.file_name:
-        return True
-    # The simplified StereoSet file circulates as test.jsonl / dev.jsonl: accept it only
-    # inside a folder that says it is StereoSet.
-    return path.name in source.alt_file_names and "stereoset" in path.parent.name.lower()
-
-
-def locate_dataset(name: str, *, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> Path | None:
-    """Where a known dataset is on this machine, or None."""
-    key = canonical_name(name)
-    if key is None:
-        return None
-    source = DATASETS[key]
-    folders = []
-    explicit = data_dir or os.environ.get("BIASLENS_DATA_DIR")
-    if explicit:
-        folders.append(Path(explicit).expanduser())
-    folders.append(_cache_folder(key, cache_dir))
-    for folder in folders:
-        if folder.is_dir():
-            for candidate in sorted(folder.rglob("*")):
-                if candidate.is_file() and _matches(source, candidate):
-                    return candidate
-    return None
+def _known_names() -> str:
+    return ", ".join(DATASETS)
 
 
 def _cache_folder(key: str, cache_dir: str | Path | None) -> Path:
-    return (Path(cache_dir) if cache_dir else default_cache_dir()) / "datasets" / key
+    return (Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()) / "datasets" / key
+
+
+def _data_folder(data_dir: str | Path | None) -> Path | None:
+    """The folder the user named (argument, else $BIASLENS_DATA_DIR); it must exist."""
+    if data_dir is not None:
+        folder, origin = Path(data_dir).expanduser(), "data folder"
+    elif os.environ.get("BIASLENS_DATA_DIR"):
+        folder, origin = Path(os.environ["BIASLENS_DATA_DIR"]).expanduser(), "BIASLENS_DATA_DIR"
+    else:
+        return None
+    if not folder.is_dir():
+        raise DatasetError(f"{origin} {folder} is not a folder")
+    return folder
+
+
+def _find(source: DatasetSource, folder: Path) -> Path | None:
+    """The first file under `folder` (recursively, sorted) with the usual name, the primary name first."""
+    for file_name in (source.file_name, *source.alt_file_names):
+        for candidate in sorted(folder.rglob(file_name)):
+            alt_ok = source.name in candidate.parent.name.lower()
+            if candidate.is_file() and (file_name == source.file_name or alt_ok):
+                return candidate
+    return None
+
+
+def locate_dataset(name: str, *, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> Path | None:
+    """Where a known dataset is on this machine (data folder first, then the cache), or None."""
+    key = canonical_name(name)
+    if key is None:
+        raise DatasetError(f"no dataset named {name!r}; known datasets: {_known_names()}")
+    folders = [_data_folder(data_dir), _cache_folder(key, cache_dir)]
+    for folder in folders:
+        if folder is not None and folder.is_dir():
+            found = _find(DATASETS[key], folder)
+            if found is not None:
+                return found
+    return None
 
 
 def load_dataset(
@@ -369,67 +533,86 @@ def load_dataset(
     download: bool = True,
     progress: Progress | None = None,
 ) -> PairDataset:
-    """A dataset by name ("crows-pairs", "stereoset") or by path (CrowS-Pairs, StereoSet or custom file)."""
+    """A dataset from a file path, or by name ("crows-pairs", "stereoset"): data folder, cache, else download."""
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return read_pairs_file(path)
     key = canonical_name(str(name_or_path))
     if key is None:
-        path = Path(name_or_path).expanduser()
-        if path.is_file():
-            return read_pairs_file(path)
-        raise DatasetError(
-            f"no file {name_or_path} and no dataset by that name; known datasets: {', '.join(DATASETS)}"
-        )
+        what = f"{name_or_path} is a folder, not a dataset file" if path.is_dir() else f"no file {name_or_path}"
+        raise DatasetError(f"{what} and no dataset by that name; known datasets: {_known_names()}, or a pairs file (.csv, .json, .jsonl)")
     found = locate_dataset(key, data_dir=data_dir, cache_dir=cache_dir)
-    if found is None:
-        if not download:
-            raise DatasetNotFoundError(_where_to_put_it(key, cache_dir, "downloads are switched off"))
-        found = download_dataset(key, cache_dir=cache_dir, progress=progress)
-    return read_stereoset(found) if key == "stereoset" else read_crows_pairs(found)
+    if found is not None:
+        return _READERS[key](found)
+    if not download:
+        raise DatasetNotFoundError(_not_found_message(key, cache_dir, "downloads are switched off"))
+    return _download(key, cache_dir, progress)
 
 
-def _where_to_put_it(key: str, cache_dir: str | Path | None, reason: str) -> str:
+def _not_found_message(key: str, cache_dir: str | Path | None, why: str) -> str:
+    """One line: what is missing, why, where to get it and where to put it."""
     source = DATASETS[key]
     return (
-        f"{source.title} not found and could not be downloaded ({reason}). Download {source.file_name} from "
-        f"{source.url} and put it in {_cache_folder(key, cache_dir)}/, or pass --data-dir DIR / set "
-        f"BIASLENS_DATA_DIR to a folder that contains it."
+        f"{source.title} not found and {why}. Download {source.file_name} from {source.url} and put it in "
+        f"{_cache_folder(key, cache_dir)}/, or pass --data-dir DIR / set BIASLENS_DATA_DIR to a folder that contains it."
     )
 
 
-def download_dataset(key: str, *, cache_dir: str | Path | None = None, progress: Progress | None = None, timeout: float = 10.0) -> Path:
-    """Download a dataset into the cache; the file appears only once complete (and verified)."""
+def _cannot_save(key: str, cache_dir: str | Path | None, where: Path, exc: OSError) -> DatasetNotFoundError:
+    return DatasetNotFoundError(_not_found_message(key, cache_dir, f"cannot be saved ({where}: {exc.strerror or exc})"))
+
+
+def _fetch(url: str, destination: Path, progress: Progress | None) -> str:
+    """Stream `url` into `destination`; the sha256 of the bytes written. Network problems raise OSError."""
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, destination.open("wb") as out:
+        length = response.headers.get("Content-Length")
+        total = int(length) if length and length.isdigit() else None
+        done = 0
+        if progress is not None:
+            progress(done, total)
+        while block := response.read(1 << 16):
+            out.write(block)
+            digest.update(block)
+            done += len(block)
+            if progress is not None:
+                progress(done, total)
+    if total is not None and done != total:
+        raise ConnectionError(f"the connection closed after {done:,} of {total:,} bytes")
+    return digest.hexdigest()
+
+
+def _download(key: str, cache_dir: str | Path | None, progress: Progress | None) -> PairDataset:
+    """Download a dataset into the cache. The file appears there only once complete, verified and readable."""
     source = DATASETS[key]
     folder = _cache_folder(key, cache_dir)
-    target = folder / source.file_name
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{source.file_name}.", suffix=".part")
+        os.close(fd)
     except OSError as exc:
-        raise DatasetNotFoundError(_where_to_put_it(key, cache_dir, f"cannot create {folder}: {exc.strerror or exc}")) from exc
-    fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{source.file_name}.", suffix=".part")
-    tmp = Path(tmp_name)
+        raise _cannot_save(key, cache_dir, folder, exc) from exc
+    tmp, target = Path(tmp_name), folder / source.file_name
     try:
-        digest = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(source.url, timeout=timeout) as response:
-            total = response.headers.get("Content-Length")
-            total = int(total) if total and total.isdigit() else None
-            done = 0
-            while block := response.read(1 << 16):
-                out.write(block)
-                digest.update(block)
-                done += len(block)
-                if progress is not None:
-                    progress(done, total)
-        if source.sha256 and digest.hexdigest() != source.sha256:
-            raise DatasetError(
-                f"the downloaded {source.file_name} has sha256 {digest.hexdigest()[:12]}..., expected "
-                f"{source.sha256[:12]}...; it was removed. Try again, or download it by hand from {source.url}."
-            )
-        os.replace(tmp, target)
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise DatasetNotFoundError(_where_to_put_it(key, cache_dir, str(reason))) from exc
+        try:
+            sha256 = _fetch(source.url, tmp, progress)
+        except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts and refused connections are OSErrors
+            reason = " ".join(str(getattr(exc, "reason", None) or exc).split())
+            raise DatasetNotFoundError(_not_found_message(key, cache_dir, f"could not be downloaded ({reason})")) from exc
+        retry = f"it was removed. Try again later, or download it by hand from {source.url} and put it in {folder}/."
+        if source.sha256 and sha256 != source.sha256:
+            raise DatasetError(f"the downloaded {source.file_name} has sha256 {sha256[:12]}…, expected {source.sha256[:12]}…; {retry}")
+        try:
+            dataset = _READERS[key](tmp)
+        except DatasetError as exc:
+            raise DatasetError(f"the downloaded {source.file_name} cannot be read ({exc}); {retry}") from exc
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise _cannot_save(key, cache_dir, target, exc) from exc
     finally:
         tmp.unlink(missing_ok=True)
-    return target
+    return dataclasses.replace(dataset, path=target)
 
 
 __all__ = [
@@ -437,8 +620,9 @@ __all__ = [
     "DatasetSource",
     "Pair",
     "PairDataset",
+    "Progress",
     "canonical_name",
-    "download_dataset",
+    "default_cache_dir",
     "load_dataset",
     "locate_dataset",
     "read_crows_pairs",
