@@ -97,6 +97,23 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--data-dir", default=None)
     ds.add_argument("--fetch", action="store_true", help="download missing datasets into the cache")
     ds.set_defaults(func=cmd_datasets)
+
+    from .lab import add_lab_arguments, cmd_lab_evaluate, cmd_lab_train
+
+    lab = sub.add_parser("lab", help="bias lab: train a small masked LM with a planted bias and see which metrics detect it")
+    lab_sub = lab.add_subparsers(dest="lab_command", required=True, parser_class=_Parser)
+    add_lab_arguments(lab_sub.add_parser("train", help="train (or find in the cache) the lab model of a scenario")).set_defaults(func=cmd_lab_train)
+    lev = add_lab_arguments(lab_sub.add_parser("evaluate", help="score the held-out pairs with every metric against the planted truth"))
+    lev.add_argument("--model", default=None, help="a lab model folder (default: the one the options describe, trained if needed)")
+    lev.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
+    lev.add_argument("--out", default=None, help="write pairs.csv and summary.json here (one subfolder per scenario with --preset all)")
+    lev.set_defaults(func=cmd_lab_evaluate)
+
+    from .kurita import add_kurita_arguments, cmd_kurita
+
+    ku = sub.add_parser("kurita", help="Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests")
+    _add_model_args(ku)
+    add_kurita_arguments(ku).set_defaults(func=cmd_kurita)
     return parser
 
 
@@ -181,6 +198,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             progress=_progress_to(bar),
         )
     pairs_path, summary_path = result.save(args.out)
+    if result.cached:
+        print(f"{result.cached} of {len(result.pairs) * len(metrics)} pair scores came from the result cache", file=sys.stderr)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     print(_summary_table(result.summary))

@@ -262,6 +262,7 @@ class EvaluationResult:
     pairs: pd.DataFrame
     summary: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    cached: int = 0  # (pair, metric) scores read from the result cache instead of computed
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -308,6 +309,7 @@ def evaluate(
     started = time.perf_counter()
 
     records: dict[tuple[int, str], dict[str, Any]] = {}
+    cached = 0
     for start in range(0, len(pairs), chunk_pairs):
         chunk = pairs[start : start + chunk_pairs]
 
@@ -315,7 +317,9 @@ def evaluate(
             if progress is not None:
                 progress(start + len(chunk) * rows_done / max(rows_total, 1), len(pairs))
 
-        records.update(_score_chunk(lm, chunk, keys, mode, cache, budget, within_chunk))
+        chunk_records, hits = _score_chunk(lm, chunk, keys, mode, cache, budget, within_chunk)
+        records.update(chunk_records)
+        cached += hits
         if progress is not None:
             progress(start + len(chunk), len(pairs))
 
@@ -330,7 +334,7 @@ def evaluate(
         seconds=round(time.perf_counter() - started, 3),
     )
     warnings = [cache.warning] if cache is not None and cache.warning else []
-    return EvaluationResult(frame, summarize(frame, keys, manifest), warnings)
+    return EvaluationResult(frame, summarize(frame, keys, manifest), warnings, cached)
 
 
 def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Pair]:
@@ -352,8 +356,8 @@ def _score_chunk(
     cache: ResultCache | None,
     batch_tokens: int,
     progress: Callable[[int, int], None],
-) -> dict[tuple[int, str], dict[str, Any]]:
-    """Scores of one chunk: from the cache where present, computed (and cached) otherwise."""
+) -> tuple[dict[tuple[int, str], dict[str, Any]], int]:
+    """Scores of one chunk (from the cache where present, computed and cached otherwise), and the cache hits."""
     keys = {
         (i, m): cache_key(lm.fingerprint, str(lm.dtype), m, mode, p.sent_stereo, p.sent_anti)
         for i, p in enumerate(pairs)
@@ -361,9 +365,10 @@ def _score_chunk(
     }
     cached = cache.get_many(keys.values()) if cache is not None else {}
     out = {(pairs[i].pair_id, m): cached[k] for (i, m), k in keys.items() if k in cached}
+    hits = sum(k in cached for k in keys.values())
     todo = sorted({i for (i, m), k in keys.items() if k not in cached})
     if not todo:
-        return out
+        return out, hits
     missing = [m for m in metrics if any(keys[(i, m)] not in cached for i in todo)]
     encoded = [(_encode(lm, pairs[i], "sent_stereo"), _encode(lm, pairs[i], "sent_anti")) for i in todo]
     scored = score_encoded_pairs(
@@ -377,7 +382,7 @@ def _score_chunk(
             fresh[keys[(i, m)]] = record
     if cache is not None:
         cache.put_many(fresh)
-    return out
+    return out, hits
 
 
 def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:

@@ -87,3 +87,40 @@ def test_metrics_and_models_listings(capsys):
     assert "AULA" in text and "Kaneko" in text
     assert main(["models"]) == 0
     assert "bert-base-cased" in capsys.readouterr().out
+
+
+@requires_shared
+def test_a_run_killed_with_sigkill_resumes_from_the_cache(model_dirs, tmp_path):
+    """kill -9 in the middle of a run: the rerun reuses finished chunks and writes the same files."""
+    import os
+    import signal
+    import sqlite3
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "BIASLENS_CACHE_DIR": str(tmp_path / "cache")}
+    argv = [sys.executable, "-m", "biaslens", "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs",
+            "--data-dir", str(DATA), "--metrics", "aul,cps", "--limit", "300"]
+    proc = subprocess.Popen([*argv, "--out", str(tmp_path / "killed")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    database = tmp_path / "cache" / "results.sqlite"
+    deadline = time.monotonic() + 300
+    finished = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with sqlite3.connect(database) as db:
+                finished = db.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+        except sqlite3.Error:
+            finished = 0
+        if finished:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "killed" / "pairs.csv").exists()
+
+    resumed = subprocess.run([*argv, "--out", str(tmp_path / "resumed")], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "came from the result cache" in resumed.stderr
+    fresh = subprocess.run([*argv, "--no-cache", "--out", str(tmp_path / "fresh")], env=env, capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "resumed" / "pairs.csv"), pd.read_csv(tmp_path / "fresh" / "pairs.csv"))
