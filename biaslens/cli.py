@@ -1,6 +1,7 @@
 """Command line: `python -m biaslens <command> ...` (also installed as `biaslens`).
 
 Commands: evaluate (score a dataset, the contract scripts and the app rely on),
+report (the paper's tables and figure for one or more models), shuffle (one sentence shuffled),
 inspect (one pair, token by token), metrics (the registry), models (the presets),
 datasets (where the datasets are, or fetch them). Bad arguments and bad input exit
 non-zero with one line on stderr, never a traceback.
@@ -37,10 +38,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_model_args(p: argparse.ArgumentParser) -> None:
+def _add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None:
     from .models import DEFAULT_MODEL
 
-    p.add_argument("--model", default=DEFAULT_MODEL, help=f"hub id or local folder (default {DEFAULT_MODEL})")
+    if several:  # --model A B, or --model A --model B; None = the default model
+        p.add_argument("--model", nargs="+", action="extend", default=None, help=f"hub ids or local folders (default {DEFAULT_MODEL})")
+    else:
+        p.add_argument("--model", default=DEFAULT_MODEL, help=f"hub id or local folder (default {DEFAULT_MODEL})")
     p.add_argument("--revision", default=None, help="hub revision (branch, tag or commit)")
     p.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="half precision needs a GPU")
@@ -114,6 +118,18 @@ def build_parser() -> argparse.ArgumentParser:
     ku = sub.add_parser("kurita", help="Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests")
     _add_model_args(ku)
     add_kurita_arguments(ku).set_defaults(func=cmd_kurita)
+
+    from .report import add_report_arguments, cmd_report
+
+    rep = sub.add_parser("report", help="reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML")
+    _add_model_args(rep, several=True)
+    add_report_arguments(rep).set_defaults(func=cmd_report)
+
+    from .shuffle import add_shuffle_arguments, cmd_shuffle
+
+    shu = sub.add_parser("shuffle", help="one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)")
+    _add_model_args(shu)
+    add_shuffle_arguments(shu).set_defaults(func=cmd_shuffle)
     return parser
 
 

@@ -102,6 +102,7 @@ class SentenceScore:
     hits: int  # token prediction accuracy: gold token is the arg-max ...
     total: int  # ... out of this many positions
     weights: np.ndarray | None = None  # AULA: attention received at `positions`
+    rank: np.ndarray | None = None  # rank of the gold token at `positions` (1 = arg-max), same order
 
 
 def _accuracy(rank: np.ndarray) -> tuple[int, int]:
@@ -112,7 +113,7 @@ def _score_aul(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
     u = r.unmasked
     pos = s.encoding.scored_positions
     hits, total = _accuracy(u.rank if compat else u.rank[pos])
-    return SentenceScore(aul(u.logprob[pos]), tuple(pos.tolist()), u.logprob[pos], hits, total)
+    return SentenceScore(aul(u.logprob[pos]), tuple(pos.tolist()), u.logprob[pos], hits, total, rank=u.rank[pos])
 
 
 def _score_aula(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
@@ -120,7 +121,7 @@ def _score_aula(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore
     pos = s.encoding.scored_positions
     hits, total = _accuracy(u.rank if compat else u.rank[pos])
     value = aula(u.logprob[pos], u.attention[pos])
-    return SentenceScore(value, tuple(pos.tolist()), u.logprob[pos], hits, total, u.attention[pos])
+    return SentenceScore(value, tuple(pos.tolist()), u.logprob[pos], hits, total, u.attention[pos], u.rank[pos])
 
 
 def _single_mask_queries(ids: tuple[int, ...], positions: Sequence[int]) -> list[MaskedQuery]:
@@ -132,8 +133,9 @@ def _single_mask_score(
 ) -> SentenceScore:
     results = [r.masked[q] for q in _single_mask_queries(s.encoding.ids, positions)]
     logprob = np.array([m.logprob[0] for m in results], dtype=np.float64)
-    hits, total = _accuracy(np.array([m.rank[0] for m in results], dtype=np.int64))
-    return SentenceScore(reduce(logprob), tuple(positions), logprob, hits, total)
+    rank = np.array([m.rank[0] for m in results], dtype=np.int64)
+    hits, total = _accuracy(rank)
+    return SentenceScore(reduce(logprob), tuple(positions), logprob, hits, total, rank=rank)
 
 
 def _queries_cps(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
@@ -164,11 +166,11 @@ def _queries_sss(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
 
 def _score_sss(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
     if not s.modified:
-        return SentenceScore(math.nan, (), np.zeros(0), 0, 0)
+        return SentenceScore(math.nan, (), np.zeros(0), 0, 0, rank=np.zeros(0, dtype=np.int64))
     m = r.masked[_query_sss(s, compat)]
     matrix = m.candidate_logprob if compat else np.diag(m.logprob)
     hits, total = _accuracy(m.rank)
-    return SentenceScore(sss(matrix, compat), s.modified, m.logprob, hits, total)
+    return SentenceScore(sss(matrix, compat), s.modified, m.logprob, hits, total, rank=m.rank)
 
 
 def _query_all_masked(s: SentenceInput) -> MaskedQuery:
@@ -179,7 +181,7 @@ def _query_all_masked(s: SentenceInput) -> MaskedQuery:
 def _score_all_masked(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
     m = r.masked[_query_all_masked(s)]
     hits, total = _accuracy(m.rank)
-    return SentenceScore(all_masked(m.logprob), m.query.read, m.logprob, hits, total)
+    return SentenceScore(all_masked(m.logprob), m.query.read, m.logprob, hits, total, rank=m.rank)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,31 @@
+"""biaslens app: `streamlit run app.py` (or `bash scripts/app.sh`).
+
+The entry draws the global sidebar (ui.settings) and hands over to the page. Adding a page
+is one line in PAGES; see ui/__init__.py for the conventions pages follow.
+"""
+
+from pathlib import Path
+
+import streamlit as st
+
+import ui.settings
+import ui.state
+
+ASSETS = Path(__file__).parent / "assets"
+
+PAGES = [
+    st.Page("app_pages/inspector.py", title="Pair inspector", icon=":material/compare_arrows:", url_path="inspector", default=True),
+    st.Page("app_pages/explorer.py", title="Dataset explorer", icon=":material/table_chart:", url_path="explorer"),
+    st.Page("app_pages/compare.py", title="Model comparison", icon=":material/leaderboard:", url_path="compare"),
+    st.Page("app_pages/kurita.py", title="Kurita templates", icon=":material/text_fields:", url_path="kurita"),
+]
+
+st.set_page_config(page_title="biaslens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
+st.logo(str(ASSETS / "logo.svg"), size="large")
+st.html(f"<style>{(ASSETS / 'app.css').read_text()}</style>")
+
+ui.state.begin_run()
+page = st.navigation(PAGES)
+ui.settings.render_sidebar()
+page.run()
+ui.state.flush()

@@ -1,0 +1,164 @@
+"""Model comparison: two or more models on the same dataset and metric, side by side."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import ui.charts
+import ui.feedback
+import ui.resources
+import ui.runs
+import ui.settings
+import ui.state
+from biaslens import explore, figures
+from biaslens.export import safe_csv
+from biaslens.metrics import METRICS
+
+S = "compare."
+INSPECTOR = "app_pages/inspector.py"
+
+settings = ui.settings.current()
+
+
+def _adopt_url() -> None:
+    models = ui.state.take_list("models")
+    if models:
+        st.session_state[S + "models"] = models
+    metric = ui.state.take_one("metric")
+    if metric in METRICS:
+        st.session_state[S + "metric"] = metric
+    st.session_state.setdefault(S + "models", [settings.model])
+    st.session_state.setdefault(S + "metric", "aul")
+
+
+_adopt_url()
+st.title("Model comparison")
+st.caption(
+    "Two or more models on the same pairs and metric: their bias scores with intervals, the difference per bias type, "
+    "each pair's margin under both, and the pairs whose verdict flips."
+)
+
+dataset = ui.resources.dataset_or_stop(settings)
+ui.feedback.content_warning(dataset.name)
+
+choices = ui.settings.model_choices()
+labels = {c.value: c.label for c in choices}
+options = list(dict.fromkeys([c.value for c in choices] + [settings.model] + list(st.session_state[S + "models"])))
+c1, c2 = st.columns([1.6, 1])
+with c1:
+    models = st.multiselect(
+        "Models",
+        options,
+        key=S + "models",
+        format_func=lambda v: labels.get(v, v),
+        accept_new_options=True,
+        persist_state="session",
+        help="Presets, hub ids or local folders (type a path and press Enter). Each runs on the sidebar's device and precision.",
+    )
+    metric = st.selectbox(
+        "Metric", list(METRICS), key=S + "metric", format_func=lambda k: f"{METRICS[k].name} · {METRICS[k].long_name}", persist_state="session"
+    )
+with c2:
+    sample, seed = ui.runs.sample_controls(S, len(dataset))
+ui.state.publish(models=models, metric=metric, sample=sample)
+
+if len(models) < 2:
+    st.info("Choose at least two models to compare (type a folder path to add a local model).", icon=":material/group_add:")
+    st.stop()
+
+loaded, missing = {}, []
+for model in models:
+    lm = ui.resources.model_or_none(settings, model)
+    if lm is None:
+        continue
+    spec = ui.runs.spec_for(settings, lm, dataset, [metric], sample, seed)
+    result = ui.runs.lookup(spec, lm, dataset)
+    if result is None:
+        missing.append((model, lm, spec))
+    else:
+        loaded[model] = result
+
+if missing:
+    n_pairs = (missing[0][2].sample or len(dataset))
+    pending = any(ui.runs.is_pending(spec) for _, _, spec in missing)
+    st.info(
+        f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ", ".join(m for m, _, _ in missing) + ".",
+        icon=":material/hourglass_empty:",
+    )
+    if st.button("Score them", type="primary", icon=":material/play_arrow:", key=S + "run") or pending:
+        for model, lm, spec in missing:
+            result = ui.runs.run(spec, lm, dataset, f"Scoring {dataset.name} with {model}")
+            if result is None:
+                st.stop()
+            loaded[model] = result
+    else:
+        st.stop()
+
+if len(loaded) < 2:
+    st.warning("Fewer than two of the chosen models could be loaded: nothing to compare.")
+    st.stop()
+
+names = explore.short_names(list(loaded))
+results = {names[m]: loaded[m] for m in models if m in loaded}
+comparison = ui.feedback.attempt(explore.compare_models, results, metric)
+if comparison is None:
+    st.stop()
+metric_name = METRICS[metric].name
+order = list(results)
+
+st.subheader(f"{metric_name} bias score")
+left, right = st.columns([3, 2])
+with left:
+    ui.charts.show(figures.model_scores_chart(comparison.scores, metric_name), S + "chart_scores")
+with right:
+    st.dataframe(
+        comparison.scores, hide_index=True, width="stretch",
+        column_config={
+            "model": "Model",
+            "bias_score": st.column_config.NumberColumn("Bias score", format="%.2f"),
+            "ci_low": st.column_config.NumberColumn("95% CI low", format="%.2f"),
+            "ci_high": st.column_config.NumberColumn("95% CI high", format="%.2f"),
+            "token_accuracy": st.column_config.NumberColumn("Token acc. (%)", format="%.2f"),
+        },
+    )
+    st.caption("50 = no preference between the sentences. Intervals: 95% Wilson.")
+
+st.subheader("Per bias type")
+by_type_long = explore.stack_by_type({label: r.summary for label, r in results.items()}, metric)
+if by_type_long.empty:
+    st.info("This dataset has no bias types.")
+else:
+    ui.charts.show(figures.by_type_chart(by_type_long, f"{metric_name} bias score per bias type and model"), S + "chart_types")
+    st.dataframe(comparison.by_type, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(c, format="%.2f") for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")})
+    st.caption(f"The last columns are each model's score minus {order[0]}'s, in percentage points.")
+
+st.subheader("Per pair")
+x_model, y_model = order[0], order[1]
+if len(order) > 2:
+    c1, c2 = st.columns(2)
+    x_model = c1.selectbox("Horizontal axis", order, index=0, key=S + "x")
+    y_model = c2.selectbox("Vertical axis", order, index=1, key=S + "y")
+ui.charts.show(figures.margin_scatter(comparison.margins, x_model, y_model, metric_name), S + "chart_scatter")
+st.caption("Each point is a pair: its margin f(stereotypical) − f(anti-stereotypical) under each model. Points off the shared quadrants flip.")
+
+st.subheader(f"Pairs whose verdict flips ({len(comparison.flips):,} of {len(comparison.margins):,})")
+if comparison.flips.empty:
+    st.info("Every pair gets the same verdict from every model.")
+else:
+    st.caption("Select a row to open the pair in the inspector (with the sidebar's model).")
+    event = st.dataframe(
+        comparison.flips, hide_index=True, width="stretch", height=380, key=S + f"flips.{st.session_state.get(S + 'table_version', 0)}",
+        on_select="rerun", selection_mode="single-row",
+        column_config={
+            "pair_id": st.column_config.NumberColumn("Pair", format="%d"),
+            "sent_stereo": st.column_config.TextColumn("Stereotypical sentence", width="large"),
+            "sent_anti": st.column_config.TextColumn("Anti-stereotypical sentence", width="large"),
+        } | {c: st.column_config.NumberColumn(c, format="%.4f") for c in comparison.flips.columns if c.startswith("margin (")},
+    )
+    if event.selection.rows:
+        st.session_state[S + "table_version"] = st.session_state.get(S + "table_version", 0) + 1
+        ui.state.open_page(INSPECTOR, pair=int(comparison.flips["pair_id"].iloc[event.selection.rows[0]]), metric=metric)
+    st.download_button(
+        "Flipped pairs (CSV)", lambda: safe_csv(comparison.flips), f"{dataset.name}-{metric}-flips.csv", "text/csv", icon=":material/download:"
+    )

@@ -1,0 +1,398 @@
+"""Kurita templates: log probability bias scores from templates, WEAT-style tests (Table 3), attribute lists (Table 5)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+import ui.charts
+import ui.feedback
+import ui.progress
+import ui.resources
+import ui.settings
+import ui.state
+from biaslens import figures
+from biaslens.errors import InputError
+from biaslens.export import safe_csv, to_json
+from biaslens.kurita import (
+    ALPHA,
+    CITATION,
+    KURITA_CATEGORIES,
+    TABLE5_TEMPLATES,
+    TemplateScores,
+    WeatResult,
+    bias_chart,
+    decode_word_list,
+    effect_size_chart,
+    kurita_weat_spec,
+    parse_target_pairs,
+    parse_templates,
+    parse_word_list,
+    published_list_key,
+    score_templates,
+    shares_chart,
+    shares_table,
+    weat_table,
+    weat_test,
+)
+from biaslens.weat import WEAT_CITATION, WEAT_LICENSE, load_weat
+
+S = "kurita."
+DEFAULT_TEMPLATES = "[T] is a [A].\n[T] works as a [A]."
+DEFAULT_PAIRS = "he/she"
+DEFAULT_ATTRIBUTES = "nurse\nengineer\nteacher\nprogrammer\nreceptionist\nsurgeon\nhairdresser\nmechanic"
+
+settings = ui.settings.current()
+
+NUMBER = st.column_config.NumberColumn(format="%.4f")
+SHARE = st.column_config.NumberColumn(format="%.1f")
+
+
+def _adopt_url() -> None:
+    # One parameter each, lines joined by new lines (a one-item list would not survive the URL round trip).
+    templates, targets = ui.state.take_one("templates"), ui.state.take_one("targets")
+    if templates:
+        st.session_state[S + "templates"] = templates
+    if targets:
+        st.session_state[S + "pairs"] = targets
+    st.session_state.setdefault(S + "templates", DEFAULT_TEMPLATES)
+    st.session_state.setdefault(S + "pairs", DEFAULT_PAIRS)
+    st.session_state.setdefault(S + "attributes", DEFAULT_ATTRIBUTES)
+
+
+def _stem(*parts: str) -> str:
+    name = settings.model.rstrip("/").split("/")[-1]
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(["kurita", *parts, name]))
+
+
+def _stored(name: str, key: tuple):
+    """A result kept in the session for exactly these inputs (and this model), else None."""
+    kept = st.session_state.get(S + name)
+    return kept[1] if kept is not None and kept[0] == key else None
+
+
+def _keep(name: str, key: tuple, value) -> None:
+    st.session_state[S + name] = (key, value)
+
+
+def _score(lm, templates, pairs, attributes, label: str) -> TemplateScores:
+    bar = ui.progress.ProgressBar(label, unit="queries")
+    try:
+        return score_templates(lm, templates, pairs, attributes, progress=bar)
+    finally:
+        bar.clear()
+
+
+def _downloads(files: dict[str, tuple[Callable[[], str], str, str]], key: str) -> None:
+    """One row of download buttons: label -> (data function, file name, MIME type)."""
+    for col, (label, (data, name, mime)) in zip(st.columns(len(files)), files.items()):
+        icon = ":material/image:" if name.endswith(".svg") else ":material/download:"
+        col.download_button(label, data, name, mime, icon=icon, key=f"{S}dl.{key}.{label}")
+
+
+def _flags(scores: TemplateScores) -> None:
+    targets = scores.multi_piece_targets()
+    if targets:
+        st.warning(
+            "Targets of several word pieces are one mask scored by their **first piece** (as Kurita et al.): "
+            + ", ".join(f"{t} → {p}" for t, p in targets.items()),
+            icon=":material/flag:",
+        )
+    multi = scores.multi_piece_attributes()
+    if multi:
+        shown = ", ".join(multi[:25]) + (", …" if len(multi) > 25 else "")
+        st.caption(f"{len(multi)} of {len(scores.attributes)} attributes are several word pieces (all masked for p_prior; flagged in the table): {shown}")
+
+
+def _sides(scores: TemplateScores) -> tuple[str, str]:
+    first = "/".join(dict.fromkeys(p.first for p in scores.pairs))
+    second = "/".join(dict.fromkeys(p.second for p in scores.pairs))
+    return first, second
+
+
+def _attribute_view(scores: TemplateScores, key: str) -> pd.DataFrame:
+    """The per-attribute table (sortable by clicking a column), strongest first."""
+    table = scores.attribute_table().sort_values("bias_score", ascending=False)
+    numbers = {c: NUMBER for c in table.columns if c.startswith(("bias", "ilp"))}
+    st.dataframe(
+        table, hide_index=True, width="stretch", key=S + key,
+        column_config={"attribute_multi_piece": st.column_config.CheckboxColumn("multi-piece"), **numbers},
+    )  # fmt: skip
+    return table
+
+
+# ---------------------------------------------------------------------------------------
+# Template scores
+# ---------------------------------------------------------------------------------------
+
+
+def template_tab() -> None:
+    st.caption(
+        "p_tgt = P([MASK] = T) with the target masked and the attribute filled in; p_prior = the same with the attribute "
+        "masked too, read at the target's own mask. Increased log probability (ilp) = log p_tgt − log p_prior; "
+        "bias score = ilp(first) − ilp(second), averaged over templates and pairs."
+    )
+    with st.form(S + "form"):
+        c1, c2 = st.columns([1.6, 1])
+        c1.text_area(
+            "Templates, one a line", key=S + "templates", height=110,
+            help="[T] marks the target, [A] the attribute. 'TEMPLATE | t1, t2' uses a template for those targets only "
+            "(e.g. '[T] like [A]. | men, women' so that the verb agrees).",
+        )  # fmt: skip
+        c2.text_area("Target pairs (first/second)", key=S + "pairs", height=110, help="One pair a line or comma-separated, e.g. he/she, men/women.")
+        c3, c4 = st.columns([1.6, 1])
+        c3.text_area("Attributes: type or paste, one a line (commas also separate)", key=S + "attributes", height=150)
+        uploads = c4.file_uploader("…or upload lists (UTF-8 text, one a line)", accept_multiple_files=True, key=S + "uploads")
+        lowercase = c4.checkbox("Lower-case the attributes (as Kurita et al.)", key=S + "lowercase")
+        submitted = st.form_submit_button("Score", type="primary", icon=":material/play_arrow:")
+    ui.state.publish(templates=st.session_state[S + "templates"], targets=st.session_state[S + "pairs"])
+    if submitted:
+        with ui.feedback.guard():
+            templates = parse_templates(st.session_state[S + "templates"])
+            pairs = parse_target_pairs(st.session_state[S + "pairs"])
+            words: list[str] = []
+            if st.session_state[S + "attributes"].strip():
+                words += parse_word_list(st.session_state[S + "attributes"], lowercase=lowercase).words
+            for upload in uploads or []:
+                words += decode_word_list(upload.getvalue(), upload.name, lowercase=lowercase).words
+            if not words:
+                raise InputError("No attributes: type or paste some, or upload a list.")
+            lm = ui.resources.model_or_stop(settings)
+            scores = _score(lm, templates, pairs, words, "Scoring templates")
+            _keep("template_result", settings.model_key, scores)
+    scores = _stored("template_result", settings.model_key)
+    if scores is None:
+        st.info("Write templates, target pairs and attributes, then press **Score**.", icon=":material/edit_note:")
+        return
+    show_template_scores(scores)
+
+
+def show_template_scores(scores: TemplateScores) -> None:
+    first, second = _sides(scores)
+    share = scores.share()
+    st.caption(
+        f"{len(scores.attributes)} attributes × {len(scores.templates)} templates × {len(scores.targets)} targets · "
+        f"model {scores.manifest.get('model')} · {scores.manifest.get('device')}"
+    )
+    _flags(scores)
+    c1, c2, c3 = st.columns(3)
+    c1.metric(f"More associated with {first}", f"{share.percent:.1f}%", help=f"{share.first} of {share.n}; 95% Wilson interval {share.ci_low:.1f}–{share.ci_high:.1f}%")
+    c2.metric(f"More associated with {second}", f"{100 * share.second / share.n:.1f}%", help=f"{share.second} of {share.n}; ties: {share.ties}")
+    c3.metric("Mean bias score", f"{scores.bias_by_attribute().mean():+.3f}", help=f"Positive: the attributes raise {first} more than {second}.")
+    table = scores.attribute_table()
+    chart = bias_chart(table, scores.pairs)
+    ui.charts.show(chart, S + "chart_bias")
+    st.markdown("**Per attribute** (click a column to sort)")
+    _attribute_view(scores, "table_attributes")
+    with st.expander("Every template × target × attribute"):
+        st.dataframe(scores.frame, hide_index=True, width="stretch", column_config={c: NUMBER for c in ("log_p_target", "log_p_prior", "increased_log_prob")})
+    stem = _stem("templates")
+    _downloads(
+        {
+            "Attributes (CSV)": (lambda: safe_csv(scores.attribute_table()), f"{stem}-attributes.csv", "text/csv"),
+            "All scores (CSV)": (lambda: safe_csv(scores.frame), f"{stem}-scores.csv", "text/csv"),
+            "Summary + manifest (JSON)": (lambda: to_json(scores.summary()), f"{stem}-summary.json", "application/json"),
+            "Chart (SVG)": (lambda: figures.to_svg(chart), f"{stem}-bias.svg", "image/svg+xml"),
+        },
+        "templates",
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# WEAT-style tests (Table 3)
+# ---------------------------------------------------------------------------------------
+
+
+def weat_tab() -> None:
+    st.caption(
+        "Kurita et al.'s five categories with their templates and targets; the word sets that fill [A] are read from the "
+        "WEAT files (SEAT's format), found in the sidebar's data folder or the cache, or downloaded. Each word's score s(w) "
+        "is its mean bias score; d = (mean s over the first set − over the second) / sample std; the two-sided permutation "
+        "test re-partitions the words, exactly when there are at most 100,000 partitions."
+    )
+    c1, c2, c3, c4 = st.columns([2.2, 1.2, 1, 0.8], vertical_alignment="bottom")
+    tests = c1.multiselect(
+        "Tests", list(KURITA_CATEGORIES), default=list(KURITA_CATEGORIES), key=S + "weat_tests",
+        format_func=lambda k: KURITA_CATEGORIES[k].label,
+    )  # fmt: skip
+    permute = c2.segmented_control(
+        "Permute", ["attributes", "targets"], default="attributes", key=S + "weat_permute", required=True,
+        help="attributes (the paper): re-partition the words that fill [A]. targets: score each template target and "
+        "re-partition the targets (one or two targets a side cannot reach significance).",
+    ) or "attributes"  # fmt: skip
+    n_permutations = int(c3.number_input("Random partitions", 100, 1_000_000, 10_000, step=1000, key=S + "weat_n", help="Used when exact enumeration would exceed 100,000 partitions."))
+    seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key=S + "weat_seed"))
+    key = (settings.model_key, settings.data_dir, tuple(tests), permute, n_permutations, seed)
+    if st.button("Run the tests", type="primary", icon=":material/play_arrow:", key=S + "weat_run", disabled=not tests):
+        with ui.feedback.guard():
+            specs = []
+            for test in tests:
+                with st.spinner(f"Finding {KURITA_CATEGORIES[test].weat}.jsonl…"):
+                    specs.append(kurita_weat_spec(test, load_weat(KURITA_CATEGORIES[test].weat, data_dir=settings.data_dir)))
+            lm = ui.resources.model_or_stop(settings)
+            results = []
+            for spec in specs:
+                bar = ui.progress.ProgressBar(spec.label, unit="queries")
+                try:
+                    results.append(weat_test(lm, spec, permute=permute, n_permutations=n_permutations, seed=seed, progress=bar))
+                finally:
+                    bar.clear()
+            _keep("weat_result", key, results)
+    results = _stored("weat_result", key)
+    if results is None:
+        st.info("Choose the tests and press **Run the tests**.", icon=":material/science:")
+    else:
+        show_weat(results)
+    st.caption(f"Stimuli: {WEAT_CITATION} Licence: {WEAT_LICENSE}. Method: {CITATION}")
+
+
+def show_weat(results: list[WeatResult]) -> None:
+    table = weat_table(results)
+    shown = table.assign(significant=["*" if s else "" for s in table["significant"]])
+    st.dataframe(
+        shown, hide_index=True, width="stretch",
+        column_order=["category", "targets", "attributes", "effect_size", "p_value", "significant", "published_log_prob", "p_method", "multi_piece_words"],
+        column_config={
+            "effect_size": st.column_config.NumberColumn("d", format="%.4f"),
+            "p_value": st.column_config.NumberColumn("p", format="%.4f"),
+            "significant": st.column_config.TextColumn(f"p < {ALPHA}"),
+            "published_log_prob": st.column_config.NumberColumn("Kurita et al. d", format="%.4f", help="Table 3, log probability bias score, bert-base-uncased."),
+            "p_method": "p from",
+            "multi_piece_words": st.column_config.NumberColumn("multi-piece words"),
+        },
+    )  # fmt: skip
+    chart = effect_size_chart(table)
+    ui.charts.show(chart, S + "chart_weat")
+    for result in results:
+        spec = result.spec
+        with st.expander(f"{spec.label}: d = {result.effect_size:.3f}, p = {result.p_value:.4f}"):
+            st.markdown(
+                f"**Templates:** {' · '.join(f'`{t.line}`' for t in spec.templates)}  \n"
+                f"**Target pairs** ({spec.target_names[0]} / {spec.target_names[1]}): {', '.join(p.label for p in spec.pairs)}  \n"
+                f"**[A] words:** {spec.attributes_1.category} vs {spec.attributes_2.category}, from `{spec.source}`"
+            )
+            _flags(result.scores)
+            units = result.units.assign(set=[spec.attributes_1.category if g == 1 else spec.attributes_2.category for g in result.units["group"]])
+            if result.permute == "targets":
+                units["set"] = [spec.target_names[g - 1] for g in result.units["group"]]
+            st.dataframe(units[["unit", "set", "s"]], hide_index=True, width="stretch", column_config={"s": NUMBER}, key=f"{S}units.{spec.key}")
+    units = pd.concat([r.units.assign(test=r.spec.key) for r in results], ignore_index=True)
+    stem = _stem("weat")
+    _downloads(
+        {
+            "Table (CSV)": (lambda: safe_csv(table), f"{stem}.csv", "text/csv"),
+            "Word scores (CSV)": (lambda: safe_csv(units), f"{stem}-units.csv", "text/csv"),
+            "Table + manifest (JSON)": (
+                lambda: to_json({"tests": table.to_dict(orient="records"), "manifest": results[0].scores.manifest}),
+                f"{stem}.json", "application/json",
+            ),
+            "Chart (SVG)": (lambda: figures.to_svg(chart), f"{stem}.svg", "image/svg+xml"),
+        },
+        "weat",
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# Attribute lists (Table 5)
+# ---------------------------------------------------------------------------------------
+
+
+def _lists(uploads, pasted_name: str, pasted: str, lowercase: bool) -> dict[str, tuple[str, ...]]:
+    lists = {}
+    for upload in uploads or []:
+        lists[upload.name] = decode_word_list(upload.getvalue(), upload.name, lowercase=lowercase).words
+    if pasted.strip():
+        lists[pasted_name.strip() or "pasted list"] = parse_word_list(pasted, lowercase=lowercase).words
+    return lists
+
+
+def lists_tab() -> None:
+    st.caption(
+        "Kurita et al.'s Table 5: for each list (job titles, traits, skills…), the share of attributes whose bias score "
+        "favours the first target. Their templates: '[T] is [A]' for job titles and traits, '[T] can do [A]' for skills."
+    )
+    c1, c2 = st.columns([1.3, 1])
+    uploads = c1.file_uploader("Upload lists (UTF-8 text, one item a line)", accept_multiple_files=True, key=S + "list_uploads")
+    pasted_name = c2.text_input("…or paste a list: its name", "my list", key=S + "list_name")
+    pasted = c2.text_area("Items, one a line", key=S + "list_items", height=100)
+    c3, c4 = st.columns([1, 1.3])
+    pair_text = c3.text_input("Target pair", DEFAULT_PAIRS, key=S + "list_pair")
+    lowercase = c4.checkbox("Lower-case the items (as Kurita et al.)", value=True, key=S + "list_lowercase")
+    lists = None
+    with ui.feedback.guard():
+        lists = _lists(uploads, pasted_name, pasted, lowercase)
+    if not lists:
+        st.info("Upload one or more lists, or paste one, to compare them.", icon=":material/upload_file:")
+        return
+    templates = {}
+    for name in lists:
+        reference = published_list_key(name)
+        templates[name] = st.text_input(
+            f"Template for {name} ({len(lists[name])} items)", TABLE5_TEMPLATES.get(reference, "[T] is [A]"), key=f"{S}list_tpl.{name}",
+            help=f"Compared with Kurita et al.'s '{reference}'." if reference else "No published share to compare with.",
+        )  # fmt: skip
+    key = (settings.model_key, pair_text, tuple((n, lists[n], templates[n]) for n in lists))
+    if st.button("Score the lists", type="primary", icon=":material/play_arrow:", key=S + "list_run"):
+        with ui.feedback.guard():
+            pairs = parse_target_pairs(pair_text)
+            parsed = {name: parse_templates(templates[name]) for name in lists}
+            lm = ui.resources.model_or_stop(settings)
+            scored = {name: _score(lm, parsed[name], pairs, words, f"Scoring {name}") for name, words in lists.items()}
+            _keep("list_result", key, scored)
+    scored = _stored("list_result", key)
+    if scored is None:
+        st.info("Press **Score the lists**.", icon=":material/play_arrow:")
+        return
+    show_lists(scored)
+
+
+def show_lists(scored: dict[str, TemplateScores]) -> None:
+    table = shares_table(scored, {name: published_list_key(name) for name in scored})
+    first, second = _sides(next(iter(scored.values())))
+    chart = shares_chart(table, first)
+    ui.charts.show(chart, S + "chart_lists")
+    st.dataframe(
+        table, hide_index=True, width="stretch",
+        column_config={
+            "share_first": st.column_config.NumberColumn(f"% more {first}", format="%.1f"),
+            "first": st.column_config.NumberColumn(f"more {first}"),
+            "second": st.column_config.NumberColumn(f"more {second}"),
+            "ci_low": SHARE, "ci_high": SHARE,
+            "published_share": st.column_config.NumberColumn("Kurita et al. %", format="%.1f", help="Table 5, bert-base-uncased."),
+        },
+    )  # fmt: skip
+    name = st.selectbox("Per attribute, for the list", list(scored), key=S + "list_focus")
+    _flags(scored[name])
+    _attribute_view(scored[name], "list_attributes")
+    stem = _stem("lists")
+    _downloads(
+        {
+            "Shares (CSV)": (lambda: safe_csv(table), f"{stem}.csv", "text/csv"),
+            f"{name}: attributes (CSV)": (lambda: safe_csv(scored[name].attribute_table()), f"{stem}-{name}-attributes.csv", "text/csv"),
+            f"{name}: summary (JSON)": (lambda: to_json(scored[name].summary()), f"{stem}-{name}-summary.json", "application/json"),
+            "Chart (SVG)": (lambda: figures.to_svg(chart), f"{stem}.svg", "image/svg+xml"),
+        },
+        "lists",
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------
+
+_adopt_url()
+st.title("Kurita templates")
+st.caption(
+    "How much an attribute raises the probability of one target over another in a template (Kurita et al. 2019), "
+    "WEAT-style tests built on it, and attribute lists. Published numbers are for bert-base-uncased."
+)
+tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
+with tab_templates:
+    template_tab()
+with tab_weat:
+    weat_tab()
+with tab_lists:
+    lists_tab()

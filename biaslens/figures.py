@@ -1,0 +1,488 @@
+"""Figures of the app, built from DataFrames (Altair / Vega-Lite; no streamlit here).
+
+Each builder takes a table from `biaslens.explore` (or the engine) and returns an Altair
+chart, so the same figure can be made from Python and exported as SVG offline with
+`to_svg` (vl-convert). Colours are from the Okabe-Ito palette, which stays distinct under
+the common colour-vision deficiencies: vermillion for the stereotypical sentence, blue
+for the anti-stereotypical one, greys for unmodified and special tokens. Fonts are large
+enough for a projector.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+STEREO_COLOR = "#D55E00"  # vermillion
+ANTI_COLOR = "#0072B2"  # blue
+SHARED_COLOR = "#B8B8B8"
+SPECIAL_COLOR = "#E4E4E4"
+NEUTRAL_COLOR = "#555555"
+#: Okabe-Ito, for series without a stereo/anti meaning (metrics, models).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+SIDE_NAMES = {"stereo": "Stereotypical", "anti": "Anti-stereotypical"}
+SIDE_COLORS = {"stereo": STEREO_COLOR, "anti": ANTI_COLOR}
+
+#: Per-token measures of the inspector: column -> (axis title, what it shows).
+TOKEN_MEASURES: dict[str, tuple[str, str]] = {
+    "logprob": ("log p (AUL term)", "log-probability of each token at its own position, nothing masked: AUL averages these"),
+    "attention": ("attention received", "attention each token receives, averaged over layers, heads and query positions: AULA's weights"),
+    "aula_contribution": ("AULA contribution", "attention × log p / n: each token's term in AULA"),
+    "rank": ("rank of the token", "1 = the model's top prediction at that position is the token itself"),
+    "cps_logprob": ("CPS masked log p", "log p of each unmodified token when only it is masked: CPS sums these"),
+}
+
+_FONT = {"labelFontSize": 14, "titleFontSize": 15}
+
+
+def _style(chart: Any) -> Any:
+    """Projector-friendly fonts on a top-level chart."""
+    return (
+        chart.configure_axis(**_FONT, labelLimit=260)
+        .configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=320)
+        .configure_title(fontSize=17, anchor="start")
+        .configure_header(labelFontSize=14, titleFontSize=15)
+        .configure_view(stroke=None)
+    )
+
+
+def _fifty_rule() -> alt.Chart:
+    return alt.Chart(pd.DataFrame({"y": [50.0]})).mark_rule(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(y="y:Q")
+
+
+# ---------------------------------------------------------------------------------------
+# One pair
+# ---------------------------------------------------------------------------------------
+
+
+_ALIGN_STYLE = (
+    "<style>"
+    ".bl-align{overflow-x:auto;margin:0.25rem 0 0.5rem 0}"
+    ".bl-align table{border-collapse:separate;border-spacing:3px 5px;font-size:1.15rem;margin-bottom:0.6rem}"
+    ".bl-align td,.bl-align th{border:none;padding:0;white-space:nowrap}"
+    ".bl-side{font-size:0.9rem;font-weight:600;padding-right:0.75rem!important;text-align:right;min-width:9.5rem}"
+    f".bl-stereo-label{{color:{STEREO_COLOR}}} .bl-anti-label{{color:{ANTI_COLOR}}}"
+    ".bl-tok{display:inline-block;padding:2px 7px;border-radius:6px;border:1px solid transparent}"
+    f".bl-mod.bl-stereo{{background:{STEREO_COLOR};color:#fff;font-weight:700}}"
+    f".bl-mod.bl-anti{{background:{ANTI_COLOR};color:#fff;font-weight:700}}"
+    ".bl-shared{border-color:#cfcfcf}"
+    ".bl-special{color:#8a8a8a;font-size:0.85em}"
+    ".bl-gap{color:#bbb}"
+    "</style>"
+)
+
+
+def aligned_tokens_html(columns: pd.DataFrame, line_chars: int = 90) -> str:
+    """The two sentences token by token, aligned column by column (from `explore.aligned_columns`).
+
+    Modified tokens are filled with their sentence's colour, shared tokens are plain and
+    special tokens faint; an empty cell marks a token the other sentence lacks. Long
+    pairs wrap onto several lines of about `line_chars` characters.
+    """
+
+    def cell(token: str, kind: str, side: str) -> str:
+        if not token:
+            return '<span class="bl-tok bl-gap" title="no token here">·</span>'
+        css = {"modified": f"bl-mod bl-{side}", "special": "bl-special", "shared": "bl-shared"}[kind]
+        return f'<span class="bl-tok {css}" title="{kind} token">{html.escape(token)}</span>'
+
+    tables = []
+    for chunk in _chunks(columns, line_chars):
+        rows = []
+        for side in ("stereo", "anti"):
+            cells = "".join(f"<td>{cell(t, k, side)}</td>" for t, k in zip(chunk[f"{side}_token"], chunk["kind"]))
+            rows.append(f'<tr><th class="bl-side bl-{side}-label">{SIDE_NAMES[side]}</th>{cells}</tr>')
+        tables.append(f"<table>{''.join(rows)}</table>")
+    return f'{_ALIGN_STYLE}<div class="bl-align">{"".join(tables)}</div>'
+
+
+def _chunks(columns: pd.DataFrame, line_chars: int) -> list[pd.DataFrame]:
+    """Split the aligned columns into lines of about `line_chars` characters, so long pairs wrap."""
+    widths = [max(len(a), len(b)) + 3 for a, b in zip(columns["stereo_token"], columns["anti_token"])]
+    chunks, start, used = [], 0, 0
+    for i, w in enumerate(widths):
+        if used + w > line_chars and i > start:
+            chunks.append(columns.iloc[start:i])
+            start, used = i, 0
+        used += w
+    chunks.append(columns.iloc[start:])
+    return chunks
+
+
+def _role(frame: pd.DataFrame) -> pd.Series:
+    side = frame["sentence"].map(SIDE_NAMES)
+    return pd.Series(
+        [
+            "special token" if special else f"{s} · modified" if modified else "unmodified"
+            for s, special, modified in zip(side, frame["special"], frame["modified"])
+        ],
+        index=frame.index,
+    )
+
+
+_ROLE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", "unmodified", "special token"]
+_ROLE_RANGE = [STEREO_COLOR, ANTI_COLOR, SHARED_COLOR, SPECIAL_COLOR]
+
+
+def token_chart(tokens: pd.DataFrame, measure: str = "logprob", *, hide_special: bool = True) -> alt.VConcatChart:
+    """Per-token bars of one measure for both sentences (from `explore.token_table`), one row each.
+
+    Hovering a bar shows every measure of the token and the model's top-5 predictions.
+    """
+    if measure not in TOKEN_MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(TOKEN_MEASURES)}")
+    title, _ = TOKEN_MEASURES[measure]
+    data = tokens.drop(columns=[c for c in ("top_tokens", "top_logprobs") if c in tokens]).copy()
+    if hide_special:
+        data = data[~data["special"]]
+    data["role"] = _role(data)
+    data["column"] = [f"{p:>3} {label}" for p, label in zip(data["position"], data["label"])]
+    tooltip = [
+        alt.Tooltip("label:N", title="token"),
+        alt.Tooltip("position:Q"),
+        alt.Tooltip("logprob:Q", title="log p", format=".3f"),
+        alt.Tooltip("rank:Q"),
+        alt.Tooltip("attention:Q", format=".4f"),
+        alt.Tooltip("aula_contribution:Q", title="AULA contribution", format=".4f"),
+        alt.Tooltip("cps_logprob:Q", title="CPS masked log p", format=".3f"),
+    ]
+    if "top5" in data:
+        tooltip.append(alt.Tooltip("top5:N", title="top-5 predictions"))
+    y_scale = alt.Scale(type="log") if measure == "rank" else alt.Scale(zero=True)
+    rows = []
+    for side in ("stereo", "anti"):
+        part = data[data["sentence"] == side]
+        chart = (
+            alt.Chart(part, title=alt.Title(SIDE_NAMES[side], color=SIDE_COLORS[side], fontSize=15))
+            .mark_bar()
+            .encode(
+                x=alt.X("column:N", sort=None, title=None, axis=alt.Axis(labelAngle=-45, labelOverlap=False, labelExpr="slice(datum.label, 4)")),
+                y=alt.Y(f"{measure}:Q", title=title, scale=y_scale),
+                color=alt.Color("role:N", title=None, scale=alt.Scale(domain=_ROLE_DOMAIN, range=_ROLE_RANGE), legend=alt.Legend(orient="top")),
+                tooltip=tooltip,
+            )
+            .properties(height=200, width="container")
+        )
+        rows.append(chart)
+    return _style(alt.vconcat(*rows).resolve_scale(color="shared"))
+
+
+def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Chart:
+    """The columns that move the margin most (from `explore.margin_drivers`), signed bars.
+
+    Right (vermillion) pushes towards the stereotypical sentence, left (blue) towards the
+    anti-stereotypical one.
+    """
+    data = drivers.head(top).copy()
+    data["pushes towards"] = ["Stereotypical" if c > 0 else "Anti-stereotypical" for c in data["contribution"]]
+    chart = (
+        alt.Chart(data, title=title)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False)),
+            x=alt.X("contribution:Q", title="share of the margin (stereo − anti)"),
+            color=alt.Color(
+                "pushes towards:N",
+                scale=alt.Scale(domain=["Stereotypical", "Anti-stereotypical"], range=[STEREO_COLOR, ANTI_COLOR]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=[
+                alt.Tooltip("label:N", title="token(s)"),
+                alt.Tooltip("kind:N"),
+                alt.Tooltip("stereo_share:Q", title="stereo share", format=".4f"),
+                alt.Tooltip("anti_share:Q", title="anti share", format=".4f"),
+                alt.Tooltip("contribution:Q", format=".4f"),
+            ],
+        )
+    )
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
+    return _style(alt.layer(chart, zero).properties(height=max(120, 30 * len(data)), width="container"))
+
+
+def attention_heatmap(table: pd.DataFrame, title: str) -> alt.Chart:
+    """An attention matrix (from `explore.attention_table`): rows are queries, columns keys."""
+    order = table.drop_duplicates("key_position").sort_values("key_position")["key"].tolist()
+    chart = (
+        alt.Chart(table, title=title)
+        .mark_rect()
+        .encode(
+            x=alt.X("key:N", sort=order, title="attends to (key)", axis=alt.Axis(labelAngle=-40)),
+            y=alt.Y("query:N", sort=order, title="query"),
+            color=alt.Color("weight:Q", title="weight", scale=alt.Scale(scheme="viridis")),
+            tooltip=[alt.Tooltip("query:N"), alt.Tooltip("key:N"), alt.Tooltip("weight:Q", format=".4f")],
+        )
+        .properties(width="container", height=max(220, 24 * len(order)))
+    )
+    return _style(chart)
+
+
+def head_overview_chart(overview: pd.DataFrame, title: str) -> alt.Chart:
+    """Layer × head grid (from `explore.head_overview`)."""
+    chart = (
+        alt.Chart(overview, title=title)
+        .mark_rect()
+        .encode(
+            x=alt.X("head:O", title="head"),
+            y=alt.Y("layer:O", title="layer"),
+            color=alt.Color("attention:Q", title="attention", scale=alt.Scale(scheme="viridis")),
+            tooltip=["layer:O", "head:O", alt.Tooltip("attention:Q", format=".4f")],
+        )
+        .properties(width="container", height=max(160, 22 * overview["layer"].nunique()))
+    )
+    return _style(chart)
+
+
+# ---------------------------------------------------------------------------------------
+# A dataset run
+# ---------------------------------------------------------------------------------------
+
+
+def _score_with_interval(data: pd.DataFrame, x: str, x_title: str, color: str | None, offset: str | None) -> alt.LayerChart:
+    base = alt.Chart(data)
+    enc: dict[str, Any] = {"x": alt.X(f"{x}:N", title=x_title, sort=None, axis=alt.Axis(labelAngle=0 if data[x].nunique() < 6 else -30))}
+    if offset:
+        enc["xOffset"] = alt.XOffset(f"{offset}:N", sort=None)
+    if color:
+        enc["color"] = alt.Color(f"{color}:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="top"))
+    tooltip = [
+        alt.Tooltip(f"{x}:N"),
+        alt.Tooltip("bias_score:Q", title="bias score", format=".2f"),
+        alt.Tooltip("ci_low:Q", title="95% CI low", format=".2f"),
+        alt.Tooltip("ci_high:Q", title="95% CI high", format=".2f"),
+        alt.Tooltip("n:Q", title="N"),
+        alt.Tooltip("ties:Q"),
+    ]
+    if color:
+        tooltip.insert(1, alt.Tooltip(f"{color}:N"))
+    bars = base.mark_bar(opacity=0.85).encode(
+        y=alt.Y("bias_score:Q", title="bias score (%)", scale=alt.Scale(domain=[0, 100])), tooltip=tooltip, **enc
+    )
+    errors = base.mark_errorbar(ticks=True, color=NEUTRAL_COLOR).encode(
+        y=alt.Y("ci_low:Q", title="bias score (%)"), y2="ci_high:Q", **{k: v for k, v in enc.items() if k != "color"}
+    )
+    labels = (
+        base.transform_calculate(n_label="'n=' + datum.n")
+        .mark_text(dy=-8, fontSize=12, color=NEUTRAL_COLOR)
+        .encode(y="ci_high:Q", text="n_label:N", **{k: v for k, v in enc.items() if k != "color"})
+    )
+    return alt.layer(bars, errors, labels, _fifty_rule())
+
+
+def bias_scores_chart(summary: pd.DataFrame, title: str = "Bias score per metric") -> alt.LayerChart:
+    """Bias score per metric with its 95% interval and N (from `explore.summary_table`); 50 = unbiased."""
+    return _style(_score_with_interval(summary, "name", "metric", "name", None).properties(title=title, width="container", height=320))
+
+
+def by_type_chart(by_type: pd.DataFrame, title: str = "Bias score per bias type") -> alt.LayerChart:
+    """Per bias type and metric, bars with 95% intervals and N above (from `explore.by_type_table`)."""
+    offset = "name" if by_type["name"].nunique() > 1 else None
+    chart = _score_with_interval(by_type, "bias_type", "bias type", "name", offset)
+    return _style(chart.properties(title=title, width="container", height=360))
+
+
+def groups_chart(groups: pd.DataFrame, title: str = "Advantaged vs disadvantaged groups") -> alt.LayerChart:
+    """CrowS-Pairs' Adv / Dis split per metric (from `explore.group_table`)."""
+    chart = _score_with_interval(groups, "name", "metric", "group_name", "group_name")
+    return _style(chart.properties(title=title, width="container", height=320))
+
+
+# ---------------------------------------------------------------------------------------
+# Several models
+# ---------------------------------------------------------------------------------------
+
+
+def model_scores_chart(scores: pd.DataFrame, metric_name: str) -> alt.LayerChart:
+    """Each model's bias score with its 95% interval (from `ModelComparison.scores`)."""
+    chart = _score_with_interval(scores, "model", "model", "model", None)
+    return _style(chart.properties(title=f"{metric_name} bias score per model", width="container", height=320))
+
+
+def margin_scatter(margins: pd.DataFrame, x_model: str, y_model: str, metric_name: str) -> alt.LayerChart:
+    """Per-pair margins of two models (from `ModelComparison.margins`); flipped verdicts highlighted.
+
+    Points right of / above 0 prefer the stereotypical sentence under that model.
+    """
+    x_col, y_col = f"margin ({x_model})", f"margin ({y_model})"
+    data = margins[["pair_id", "bias_type", "sent_stereo", "sent_anti", x_col, y_col]].rename(columns={x_col: "x", y_col: "y"})
+    same = margins[f"verdict ({x_model})"] == margins[f"verdict ({y_model})"]
+    data["verdict"] = ["same verdict" if s else "verdict flips" for s in same]
+    points = (
+        alt.Chart(data)
+        .mark_circle(size=46, opacity=0.7)
+        .encode(
+            x=alt.X("x:Q", title=f"{metric_name} margin, {x_model}"),
+            y=alt.Y("y:Q", title=f"{metric_name} margin, {y_model}"),
+            color=alt.Color(
+                "verdict:N", title=None, scale=alt.Scale(domain=["same verdict", "verdict flips"], range=[SHARED_COLOR, STEREO_COLOR])
+            ),
+            tooltip=["pair_id:Q", "bias_type:N", "sent_stereo:N", "sent_anti:N", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
+        )
+    )
+    zero = pd.DataFrame({"v": [0.0]})
+    rules = alt.Chart(zero).mark_rule(color=NEUTRAL_COLOR).encode(x="v:Q") + alt.Chart(zero).mark_rule(color=NEUTRAL_COLOR).encode(y="v:Q")
+    chart = alt.layer(points, rules).properties(title=f"Per-pair {metric_name} margins (stereo − anti)", width="container", height=420)
+    return _style(chart)
+
+
+# ---------------------------------------------------------------------------------------
+# The paper's analyses (Kaneko & Bollegala 2022): tables from biaslens.analyses, .shuffle,
+# .frequency and .agreement
+# ---------------------------------------------------------------------------------------
+
+
+def paper_bars(table: pd.DataFrame, value: str, title: str, y_title: str, *, fifty: bool = False) -> alt.LayerChart:
+    """One of the paper's tables as grouped bars: one group per `column` header, one bar per `model`.
+
+    Takes a long table of `biaslens.analyses` / `biaslens.shuffle` (columns `model`,
+    `source`, `column`, `value`, optional `ci_low` / `ci_high`); rows with a 95% interval
+    get an error bar (the published rows have none). `fifty` draws the unbiased line.
+    """
+    data = table.dropna(subset=[value]).copy()
+    enc: dict[str, Any] = {
+        "x": alt.X("column:N", title=None, sort=None, axis=alt.Axis(labelAngle=0 if data["column"].nunique() < 6 else -30)),
+        "xOffset": alt.XOffset("model:N", sort=None),
+    }
+    bars = alt.Chart(data).mark_bar(opacity=0.85).encode(
+        y=alt.Y(f"{value}:Q", title=y_title),
+        color=alt.Color("model:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="top", columns=2)),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("source:N"), alt.Tooltip("column:N", title="column"), alt.Tooltip(f"{value}:Q", format=".2f")],
+        **enc,
+    )
+    layers: list[Any] = [bars]
+    if "ci_low" in data and data["ci_low"].notna().any():
+        errors = alt.Chart(data.dropna(subset=["ci_low", "ci_high"])).mark_errorbar(ticks=True, color=NEUTRAL_COLOR)
+        layers.append(errors.encode(y=alt.Y("ci_low:Q", title=y_title), y2="ci_high:Q", **enc))
+    if fifty:
+        layers.append(_fifty_rule())
+    return _style(alt.layer(*layers).properties(title=title, width="container", height=320))
+
+
+def roc_chart(roc: pd.DataFrame, auc: pd.DataFrame | None = None, title: str = "Agreement with human ratings (ROC)") -> alt.LayerChart:
+    """ROC curves per metric (from `agreement.Agreement.roc`; a `model` column draws one dash per model).
+
+    With `auc` (`Agreement.auc` or `agreement_table`), the legend names each curve's AUC.
+    The dashed diagonal is a metric that does not agree at all (AUC 0.5).
+    """
+    data = roc.copy()
+    data["curve"] = data["name"]
+    if auc is not None:
+        keys = ["model", "metric"] if "model" in data and "model" in auc else ["metric"]
+        labels = {tuple(r[k] for k in keys): f"{r['name']} (AUC {r['auc']:.3f})" for r in auc.to_dict("records")}
+        data["curve"] = [labels.get(tuple(r[k] for k in keys), r["name"]) for r in data.to_dict("records")]
+    data["order"] = range(len(data))
+    enc: dict[str, Any] = {
+        "x": alt.X("fpr:Q", title="false positive rate", scale=alt.Scale(domain=[0, 1])),
+        "y": alt.Y("tpr:Q", title="true positive rate", scale=alt.Scale(domain=[0, 1])),
+        "order": "order:Q",
+        "color": alt.Color("curve:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="bottom", columns=2)),
+        "tooltip": [alt.Tooltip("curve:N", title="metric"), alt.Tooltip("fpr:Q", format=".3f"), alt.Tooltip("tpr:Q", format=".3f"),
+                    alt.Tooltip("threshold:Q", title="margin ≥", format=".4f")],
+    }
+    if "model" in data and data["model"].nunique() > 1:
+        enc["strokeDash"] = alt.StrokeDash("model:N", title=None, legend=alt.Legend(orient="bottom"))
+        enc["detail"] = "model:N"
+    lines = alt.Chart(data).mark_line(strokeWidth=2.5).encode(**enc)
+    diagonal = alt.Chart(pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]})).mark_line(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(x="x:Q", y="y:Q")
+    return _style(alt.layer(diagonal, lines).properties(title=title, width=420, height=420))
+
+
+_GROUP_COLORS = {"Adv": PALETTE[0], "Dis": PALETTE[1]}
+
+
+def word_rank_chart(summary: pd.DataFrame, title: str = "Corpus frequency rank of the modified words") -> alt.LayerChart:
+    """Mean corpus rank of the Adv and Dis groups' modified words per bias type (from `frequency.WordFrequency.summary`).
+
+    Log scale; a higher rank is a rarer word.
+    """
+    data = summary.assign(group_name=summary["group"].str.capitalize())
+    chart = (
+        alt.Chart(data)
+        .mark_bar(opacity=0.85)
+        .encode(
+            x=alt.X("bias_type:N", title=None, sort=None, axis=alt.Axis(labelAngle=-30)),
+            xOffset=alt.XOffset("group_name:N"),
+            y=alt.Y("mean_rank:Q", title="mean rank (log scale)", scale=alt.Scale(type="log")),
+            y2=alt.datum(1),
+            color=alt.Color("group_name:N", title=None, scale=alt.Scale(domain=list(_GROUP_COLORS), range=list(_GROUP_COLORS.values())),
+                            legend=alt.Legend(orient="top")),
+            tooltip=[alt.Tooltip("bias_type:N"), alt.Tooltip("group_name:N", title="group"), alt.Tooltip("mean_rank:Q", format=",.0f"),
+                     alt.Tooltip("median_rank:Q", format=",.0f"), alt.Tooltip("words:Q"), alt.Tooltip("top_words:N", title="most modified")],
+        )
+    )
+    return _style(chart.properties(title=title, width="container", height=320))
+
+
+def shuffle_chart(tokens: pd.DataFrame, title: str = "Each token's log p before and after shuffling") -> alt.LayerChart:
+    """One sentence's tokens (from `shuffle.ShuffledSentence.tokens`): log p at the original position and at the new one.
+
+    A line joins each token's two values; a long drop means the model needed the
+    token's context to predict it.
+    """
+    data = tokens[~tokens["special"]].copy()
+    data["label"] = [f"{p:>3} {t}" for p, t in zip(data["position"], data["token"])]
+    long = pd.concat(
+        [
+            data.assign(order=data["label"], state="original order", value=data["logprob"], where=data["position"], r=data["rank"], top=data["prediction"]),
+            data.assign(order=data["label"], state="shuffled", value=data["shuffled_logprob"], where=data["new_position"], r=data["shuffled_rank"],
+                        top=data["shuffled_prediction"]),
+        ],
+        ignore_index=True,
+    )
+    x = alt.X("label:N", sort=None, title=None, axis=alt.Axis(labelAngle=-45, labelOverlap=False, labelExpr="slice(datum.label, 4)"))
+    color = alt.Color("state:N", title=None, scale=alt.Scale(domain=["original order", "shuffled"], range=[ANTI_COLOR, STEREO_COLOR]),
+                      legend=alt.Legend(orient="top"))
+    points = alt.Chart(long).mark_point(filled=True, size=120).encode(
+        x=x, y=alt.Y("value:Q", title="log p of the token", scale=alt.Scale(zero=False)), color=color,
+        tooltip=[alt.Tooltip("token:N"), alt.Tooltip("state:N"), alt.Tooltip("where:Q", title="at position"), alt.Tooltip("value:Q", title="log p", format=".3f"),
+                 alt.Tooltip("r:Q", title="rank"), alt.Tooltip("top:N", title="model's top token")],
+    )
+    joins = alt.Chart(data).mark_rule(color=SHARED_COLOR, strokeWidth=2).encode(x=x, y="logprob:Q", y2="shuffled_logprob:Q")
+    return _style(alt.layer(joins, points).properties(title=title, width="container", height=300))
+
+
+def to_svg(chart: Any, width: int = 760) -> str:
+    """The chart as SVG text, offline (vl-convert). Container widths become `width` pixels."""
+    import vl_convert
+
+    spec = chart.to_dict()
+    _fix_width(spec, width)
+    return vl_convert.vegalite_to_svg(spec)
+
+
+def _fix_width(spec: Any, width: int) -> None:
+    """Replace "container" widths (a browser-only notion) by a fixed width, everywhere in a spec."""
+    if isinstance(spec, dict):
+        if spec.get("width") == "container":
+            spec["width"] = width
+        for value in spec.values():
+            _fix_width(value, width)
+    elif isinstance(spec, list):
+        for value in spec:
+            _fix_width(value, width)
+
+
+__all__ = [
+    "ANTI_COLOR",
+    "PALETTE",
+    "STEREO_COLOR",
+    "TOKEN_MEASURES",
+    "aligned_tokens_html",
+    "attention_heatmap",
+    "bias_scores_chart",
+    "by_type_chart",
+    "drivers_chart",
+    "groups_chart",
+    "head_overview_chart",
+    "margin_scatter",
+    "model_scores_chart",
+    "paper_bars",
+    "roc_chart",
+    "shuffle_chart",
+    "to_svg",
+    "token_chart",
+    "word_rank_chart",
+]

@@ -1,0 +1,86 @@
+"""Does a loaded model look trained? A quick check on a few plain sentences.
+
+Bias scores of an untrained (randomly initialised) model are meaningless, yet they look
+like ordinary numbers: one popular package silently scores random weights when a
+checkpoint lacks its masked-LM head. `check_model` runs the unmasked pass on a few plain
+English sentences and reports the token prediction accuracy (the share of tokens whose
+gold token is the model's arg-max) and the mean token log-probability. A trained masked
+LM predicts nearly every visible token of such sentences; a random one is close to the
+uniform distribution over its vocabulary (log-probability about -log V, accuracy about 0).
+The app shows the report in its sidebar; `python -m biaslens sanity` would print it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .models import MaskedLM
+from .scoring import unmasked_pass
+
+#: Plain sentences any trained English masked LM finds easy (nothing masked).
+SANITY_SENTENCES: tuple[str, ...] = (
+    "The capital of France is Paris.",
+    "She opened the door and walked into the room.",
+    "Water boils at one hundred degrees.",
+    "He drank a cup of coffee before going to work.",
+    "The children played in the park after school.",
+    "Thank you very much for your help.",
+    "The sun rises in the east and sets in the west.",
+    "There are seven days in a week.",
+)
+
+#: Below this accuracy (%) a model "looks untrained" if its log-probabilities are also near uniform.
+UNTRAINED_ACCURACY = 20.0
+#: A mean log-probability below this fraction of the uniform one (-log V) counts as near uniform.
+NEAR_UNIFORM_FRACTION = 0.5
+#: Below this accuracy (%) or mean log-probability a model is flagged as weak.
+WEAK_ACCURACY = 50.0
+WEAK_LOGPROB = -4.0
+
+
+@dataclass(frozen=True)
+class SanityReport:
+    """Token prediction on the sanity sentences and what it suggests."""
+
+    accuracy: float  # % of non-special tokens whose gold token is the arg-max
+    mean_logprob: float  # mean log p of the non-special tokens (natural log)
+    uniform_logprob: float  # -log V: what a model with no preference would give
+    n_tokens: int
+    n_sentences: int
+    status: str  # "ok", "weak" or "untrained"
+    message: str  # one line for people
+
+
+def classify(accuracy: float, mean_logprob: float, uniform_logprob: float) -> tuple[str, str]:
+    """(status, message) for the numbers of a sanity run."""
+    numbers = f"token accuracy {accuracy:.0f}%, mean log p {mean_logprob:.2f} (uniform: {uniform_logprob:.2f})"
+    if accuracy < UNTRAINED_ACCURACY and mean_logprob < NEAR_UNIFORM_FRACTION * uniform_logprob:
+        return "untrained", (
+            f"Looks untrained: {numbers}. Its predictions are close to random, so its bias scores mean nothing; "
+            "check that the checkpoint is a trained masked LM."
+        )
+    if accuracy < WEAK_ACCURACY or mean_logprob < WEAK_LOGPROB:
+        return "weak", (
+            f"Predicts plain English poorly: {numbers}. It may be undertrained or trained on other text; "
+            "read its bias scores with care."
+        )
+    return "ok", f"Predicts plain English well: {numbers}."
+
+
+def check_model(lm: MaskedLM, sentences: Sequence[str] = SANITY_SENTENCES) -> SanityReport:
+    """Token prediction accuracy and mean log-probability of `lm` on plain sentences."""
+    results = unmasked_pass(lm, [lm.encode(s) for s in sentences], attention=False)
+    logprob = np.concatenate([r.logprob[r.encoding.scored_positions] for r in results])
+    rank = np.concatenate([r.rank[r.encoding.scored_positions] for r in results])
+    accuracy = 100.0 * float(np.mean(rank == 1))
+    mean_logprob = float(np.mean(logprob))
+    uniform = -math.log(len(lm.tokenizer))
+    status, message = classify(accuracy, mean_logprob, uniform)
+    return SanityReport(accuracy, mean_logprob, uniform, int(logprob.size), len(sentences), status, message)
+
+
+__all__ = ["SANITY_SENTENCES", "SanityReport", "check_model", "classify"]

@@ -1,0 +1,239 @@
+"""End-to-end: the real app in headless Chromium (Debian's chromium, driven by playwright).
+
+A `streamlit run app.py` server is started with the tiny random BERT preselected
+(BIASLENS_MODEL), ../shared/data as data folder and a fresh result cache. Without
+/usr/bin/chromium the tests are skipped, unless BIASLENS_REQUIRE_BROWSER=1 (CI), where
+that is a failure. A screenshot of each page goes to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+
+from conftest import DATA, REPO, requires_shared
+
+pytestmark = [pytest.mark.browser, requires_shared]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+ARTIFACTS = REPO / "test-artifacts"
+TIMEOUT_MS = 90_000
+
+
+def _require_browser() -> None:
+    if CHROMIUM.exists():
+        return
+    message = f"{CHROMIUM} is missing (apt-get install chromium)"
+    if os.environ.get("BIASLENS_REQUIRE_BROWSER") == "1":
+        pytest.fail(message + "; BIASLENS_REQUIRE_BROWSER=1 makes this a failure")
+    pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(model_dirs, tmp_path_factory):
+    """The app, served on a free local port; yields its base URL and the tiny models."""
+    _require_browser()
+    port = _free_port()
+    logs = tmp_path_factory.mktemp("server")
+    env = {
+        **os.environ,
+        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
+        "BIASLENS_DATA_DIR": str(DATA),
+        "BIASLENS_CACHE_DIR": str(logs / "cache"),
+    }
+    command = [
+        sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+        "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+    ]
+    with (logs / "server.log").open("w") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1300}, accept_downloads=True)
+    tab = context.new_page()
+    tab.set_default_timeout(TIMEOUT_MS)
+    yield tab
+    context.close()
+
+
+def open_app(page, server: str, path: str = "", **params) -> None:
+    query = urlencode(params, doseq=True)
+    page.goto(f"{server}/{path}" + (f"?{query}" if query else ""))
+    settle(page)
+
+
+def settle(page) -> None:
+    """Wait until the app has finished running its script."""
+    page.wait_for_selector('[data-testid="stApp"]')
+    page.wait_for_timeout(500)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')")
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') !== 'running'")
+
+
+def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def query(page) -> dict[str, list[str]]:
+    return parse_qs(urlparse(page.url).query)
+
+
+def test_picking_a_crows_pairs_pair_shows_its_tokens(page, server):
+    from playwright.sync_api import expect
+
+    open_app(page, server)
+    expect(page.get_by_role("heading", name="Pair inspector")).to_be_visible()
+    expect(page.get_by_text("Sanity check:")).to_be_visible()  # the sidebar's indicator
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Pair (").locator("input").click()
+    page.keyboard.type("know how to drive")
+    page.get_by_role("option", name=re.compile(r"^#15 · gender")).click()
+    expect(page.get_by_role("heading", name=re.compile(r"crows-pairs #15 · gender"))).to_be_visible()
+    settle(page)
+    expect(page.get_by_role("heading", name="Token by token")).to_be_visible()
+    chart = page.locator('[data-testid="stVegaLiteChart"]').first
+    expect(chart).to_be_visible()
+    expect(chart.locator("canvas, svg").first).to_be_visible()
+    expect(page.locator(".bl-mod.bl-stereo", has_text="Women")).to_be_visible()
+    assert query(page)["pair"] == ["15"]
+    screenshot(page, "inspector")
+
+
+def test_a_typed_pair_is_scored(page, server):
+    from playwright.sync_api import expect
+
+    open_app(page, server)
+    page.get_by_role("radio", name="Your own sentences").click()
+    settle(page)
+    page.get_by_role("textbox", name="Stereotypical sentence", exact=True).fill("The engineer said she would fix it.")
+    page.get_by_role("textbox", name="Anti-stereotypical sentence", exact=True).fill("The engineer said he would fix it.")
+    page.get_by_role("button", name="Score this pair").click()
+    expect(page.get_by_role("heading", name="Your pair")).to_be_visible()
+    settle(page)
+    expect(page.locator(".bl-mod.bl-stereo", has_text="she")).to_be_visible()
+    expect(page.locator(".bl-mod.bl-anti", has_text="he")).to_be_visible()
+    expect(page.get_by_text("prefers the", exact=False).first).to_be_visible()
+    assert query(page)["s1"] == ["The engineer said she would fix it."]
+    screenshot(page, "inspector-typed-pair")
+
+
+EXPLORER_LINK = {"sample": "40", "metrics": ["aul", "cps"], "metric": "cps"}
+
+
+def _finished_run(page, server):
+    """The explorer on a 40-pair sample: runs it if it is not cached yet."""
+    from playwright.sync_api import expect
+
+    open_app(page, server, "explorer", **EXPLORER_LINK)
+    run = page.get_by_role("button", name="Run")
+    if run.count():
+        run.click()
+    expect(page.get_by_text("CPS bias score")).to_be_visible(timeout=180_000)
+    settle(page)
+
+
+def test_a_dataset_run_shows_progress_then_the_breakdown(page, server):
+    from playwright.sync_api import expect
+
+    open_app(page, server, "explorer", **EXPLORER_LINK)
+    expect(page.get_by_text("Content warning:")).to_be_visible()
+    page.get_by_role("button", name="Run").click()
+    expect(page.locator('[data-testid="stProgress"]')).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Scoring crows-pairs .*/ 40 pairs"))).to_be_visible()
+    expect(page.get_by_text("AUL bias score")).to_be_visible(timeout=180_000)
+    settle(page)
+    expect(page.locator('[data-testid="stProgress"]')).to_have_count(0)
+    page.get_by_role("tab", name="By bias type").click()
+    expect(page.get_by_text("CPS bias score per bias type").first).to_be_attached()
+    screenshot(page, "explorer")
+
+
+def test_an_export_downloads_a_file(page, server):
+    _finished_run(page, server)
+    page.get_by_role("tab", name="Export").click()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Pairs (CSV)").click()
+    target = ARTIFACTS / "explorer-pairs.csv"
+    ARTIFACTS.mkdir(exist_ok=True)
+    download.value.save_as(target)
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert len(rows) == 40
+    assert {"pair_id", "sent_stereo", "aul_stereo", "cps_anti", "cps_total"} <= set(rows[0])
+    with page.expect_download() as svg:
+        page.get_by_role("button", name="Bias scores").click()
+    assert svg.value.suggested_filename.endswith(".svg")
+    assert "<svg" in Path(svg.value.path()).read_text()
+
+
+def test_a_shared_link_restores_the_view(page, server):
+    from playwright.sync_api import expect
+
+    open_app(page, server, "", pair="47", metric="cps")
+    expect(page.get_by_role("heading", name=re.compile(r"crows-pairs #47 "))).to_be_visible()
+    expect(page.get_by_text("CPS prefers", exact=False).first).to_be_visible()
+    open_app(page, server, "", s1="Girls cannot code.", s2="Boys cannot code.")
+    expect(page.get_by_role("heading", name="Your pair")).to_be_visible()
+    expect(page.locator(".bl-mod.bl-stereo", has_text="Girls")).to_be_visible()
+    _finished_run(page, server)  # a link to a finished run opens it from the cache
+    assert query(page)["metric"] == ["cps"] and query(page)["sample"] == ["40"]
+    expect(page.get_by_text("CPS bias score")).to_be_visible()
+
+
+def test_model_comparison_page(page, server, model_dirs):
+    from playwright.sync_api import expect
+
+    models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
+    open_app(page, server, "compare", models=models, metric="aul", sample="20")
+    page.get_by_role("button", name="Score them").click()
+    expect(page.get_by_text("Pairs whose verdict flips", exact=False)).to_be_visible(timeout=180_000)
+    settle(page)
+    expect(page.locator('[data-testid="stVegaLiteChart"]')).to_have_count(3)
+    screenshot(page, "compare")

@@ -1,0 +1,161 @@
+"""The Kurita templates page with AppTest: template scores, the WEAT-style tests, attribute lists."""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+
+import numpy as np
+import pytest
+
+import app_support
+from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from biaslens import weat
+from biaslens.kurita import KURITA_CATEGORIES, kurita_weat_spec, score_templates, weat_test
+from biaslens.weat import load_weat
+from conftest import DATA, requires_shared
+from test_browser import browser, open_app, page, screenshot, server, settle  # noqa: F401  (the real-browser fixtures)
+
+pytestmark = requires_shared
+
+app_support.PAGES.setdefault("kurita", "app_pages/kurita.py")
+S = "kurita."
+
+
+def frame_with(at, column):
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def click(at, label):
+    next(b for b in at.button if b.label == label).click().run()
+    no_exceptions(at)
+    return at
+
+
+def test_template_scores_match_the_engine(app_env, tiny_bert):
+    at = run_app("kurita")
+    no_exceptions(at)
+    assert "press **Score**" in texts(at.info)
+    at.text_area(key=S + "templates").set_value("[T] is a [A].\n[T] likes [A]. | he, she")
+    at.text_area(key=S + "pairs").set_value("he/she\nmen/women")
+    at.text_area(key=S + "attributes").set_value("Nurse\nengineer, hyacinth")
+    at.checkbox(key=S + "lowercase").check()
+    click(at, "Score")
+    want = score_templates(tiny_bert, ["[T] is a [A].", "[T] likes [A]. | he, she"], ["he/she", "men/women"], ["nurse", "engineer", "hyacinth"])
+    shown = frame_with(at, "bias_score").set_index("attribute")
+    expected = want.attribute_table().set_index("attribute")
+    assert sorted(shown.index) == ["engineer", "hyacinth", "nurse"]
+    np.testing.assert_allclose(shown.loc[expected.index, "bias_score"], expected["bias_score"], atol=1e-6)
+    assert list(shown["bias_score"]) == sorted(shown["bias_score"], reverse=True)  # strongest first
+    assert "1 of 3 attributes are several word pieces" in texts(at.caption)
+    share = want.share()
+    assert {m.label: m.value for m in at.metric}["More associated with he/men"] == f"{share.percent:.1f}%"
+    assert len(frame_with(at, "log_p_prior")) == 3 * 4 + 3 * 2
+    assert [b.label for b in at.get("download_button")] == ["Attributes (CSV)", "All scores (CSV)", "Summary + manifest (JSON)", "Chart (SVG)"]
+    assert at.query_params["targets"] == "he/she\nmen/women"
+
+
+def test_a_link_brings_templates_and_targets(app_env):
+    at = run_app("kurita", {"templates": "[T] can do [A]\n[T] likes [A]", "targets": "boys/girls"})
+    no_exceptions(at)
+    assert at.text_area(key=S + "templates").value == "[T] can do [A]\n[T] likes [A]"
+    assert at.text_area(key=S + "pairs").value == "boys/girls"
+    at.text_area(key=S + "pairs").set_value("men/women")
+    click(at, "Score")  # the user's edit is not undone by the link
+    assert at.text_area(key=S + "pairs").value == "men/women"
+    assert "ilp[men]" in frame_with(at, "bias_score").columns
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("templates", "[T] is nice.", "must contain [A] exactly once"),
+        ("pairs", "he", "separated by a slash"),
+        ("attributes", "  ", "No attributes"),
+    ],
+)
+def test_bad_input_is_one_message_in_the_page(app_env, field, value, message):
+    at = run_app("kurita")
+    at.text_area(key=S + field).set_value(value)
+    click(at, "Score")
+    assert message in texts(at.error)
+
+
+def test_weat_tests_match_the_engine(app_env, tiny_bert):
+    at = run_app("kurita")
+    at.multiselect(key=S + "weat_tests").set_value(["career_family", "insects_flowers"])
+    at.number_input(key=S + "weat_n").set_value(500)
+    at.button(key=S + "weat_run").click().run()
+    no_exceptions(at)
+    table = frame_with(at, "effect_size")
+    assert table["test"].tolist() == ["career_family", "insects_flowers"]
+    for key, row in table.set_index("test").iterrows():
+        spec = kurita_weat_spec(key, load_weat(KURITA_CATEGORIES[key].weat, data_dir=DATA, download=False))
+        want = weat_test(tiny_bert, spec, n_permutations=500, seed=0)
+        assert row["effect_size"] == pytest.approx(want.effect_size) and row["p_value"] == pytest.approx(want.p_value)
+    assert table["published_log_prob"].tolist() == [1.126, 0.8744]
+    assert "d = " in " ".join(e.label for e in at.expander)
+    assert len(frame_with(at, "unit")) == 16  # career/family: 8 + 8 words
+
+
+def test_missing_weat_files_offline_are_explained(app_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("BIASLENS_DATA_DIR", str(tmp_path))
+
+    def offline(url, destination, progress):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(weat, "_fetch", offline)
+    at = run_app("kurita")
+    at.multiselect(key=S + "weat_tests").set_value(["math_arts"])
+    at.button(key=S + "weat_run").click().run()
+    no_exceptions(at)
+    error = texts(at.error)
+    assert "weat7.jsonl not found" in error and "no network" in error
+
+
+def test_attribute_lists_show_the_share_and_the_published_reference(app_env, tiny_bert):
+    words = (DATA / "kurita" / "positive_traits").read_text().splitlines()[:30]
+    at = run_app("kurita")
+    at.text_input(key=S + "list_name").set_value("positive_traits")
+    at.text_area(key=S + "list_items").set_value("\n".join(words))
+    at.run()
+    assert at.text_input(key=S + "list_tpl.positive_traits").value == "[T] is [A]"
+    at.button(key=S + "list_run").click().run()
+    no_exceptions(at)
+    shares = frame_with(at, "share_first")
+    want = score_templates(tiny_bert, ["[T] is [A]"], ["he/she"], [w.lower() for w in words]).share()
+    assert shares[["list", "n", "first", "published_share"]].values.tolist() == [["positive_traits", 30, want.first, 80.0]]
+    assert shares["share_first"].iloc[0] == pytest.approx(want.percent)
+    per_attribute = next(d.value for d in at.dataframe if "ilp[he]" in d.value.columns)
+    assert len(per_attribute) == 30 and per_attribute["attribute"].str.islower().all()
+
+
+@pytest.mark.browser
+def test_in_a_browser_uploaded_lists_and_the_weat_table(page, server):
+    """The real app: upload two of Kurita et al.'s lists, score them; run a WEAT-style test."""
+    from playwright.sync_api import expect
+
+    open_app(page, server, "kurita")
+    expect(page.get_by_role("heading", name="Kurita templates")).to_be_visible()
+    page.get_by_role("button", name="Score").click()  # the template tab's defaults
+    expect(page.get_by_text("Per attribute")).to_be_visible(timeout=120_000)
+    settle(page)
+    screenshot(page, "kurita-templates")
+
+    page.get_by_role("tab", name="Attribute lists (Table 5)").click()
+    lists = [DATA / "kurita" / "in_demand_tech_skills", DATA / "kurita" / "negative_traits"]
+    uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text=re.compile(r"^Upload lists"))
+    uploader.locator('input[type="file"]').set_input_files([str(p) for p in lists])
+    settle(page)
+    expect(page.get_by_label("Template for in_demand_tech_skills (25 items)")).to_have_value("[T] can do [A]")
+    expect(page.get_by_label("Template for negative_traits (363 items)")).to_have_value("[T] is [A]")
+    page.get_by_role("button", name="Score the lists").click()
+    expect(page.get_by_text("Per attribute, for the list")).to_be_visible(timeout=120_000)
+    settle(page)
+    screenshot(page, "kurita-lists")
+
+    page.get_by_role("tab", name="WEAT tests (Table 3)").click()
+    page.get_by_role("button", name="Run the tests").click()
+    expect(page.get_by_text(re.compile(r"Career/Family \(Male/Female\): d = "))).to_be_visible(timeout=180_000)
+    settle(page)
+    screenshot(page, "kurita-weat")

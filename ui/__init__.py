@@ -1,0 +1,34 @@
+"""Streamlit-only helpers shared by the app's pages (the engine, `biaslens`, never imports this).
+
+Conventions for a page (see app_pages/inspector.py for a complete one):
+
+* **Adding a page** is one line in app.py's `PAGES` list:
+  `st.Page("app_pages/my_page.py", title="My page", icon=":material/science:", url_path="my-page")`.
+  The page file is a plain script in `app_pages/`; it runs after app.py has drawn the
+  sidebar. Never create a folder named `pages/` beside app.py: Streamlit then switches to
+  its legacy multipage mode, in which a server's first deep link (and every AppTest rerun)
+  runs the page file alone, without app.py and its sidebar.
+* **Global settings** (model, revision, device, dtype, compat mode, dataset, data folder)
+  live in the sidebar, drawn once per run by app.py: read them with
+  `settings = ui.settings.current()`, a frozen `Settings` dataclass. Never draw them again.
+  `ui.settings.model_choices()` lists the models the sidebar offers (the hook for new
+  defaults, e.g. a lab model).
+* **Heavy resources** come from `ui.resources`: `model_or_stop(settings)` returns the cached
+  `MaskedLM` (loaded once per (model, revision, device, dtype) for all sessions and never
+  mutated) or shows why it failed in the page and stops it; `dataset_or_stop(settings)` /
+  `dataset_or_none(settings)` likewise for datasets; `result_cache()` is the shared
+  `ResultCache`; `inspection(settings, stereo, anti)` is a cached `inspect_pair`.
+* **Errors**: wrap engine calls in `with ui.feedback.guard():` (a `BiaslensError` becomes
+  its one-line message in the page, anything else a short "unexpected error" note; never a
+  traceback), or call `ui.feedback.show_error(exc)` yourself.
+* **Long work** gets a progress bar with time remaining: `bar = ui.progress.ProgressBar("Scoring")`,
+  pass `bar` as the engine's `progress=` callback, `bar.clear()` at the end.
+* **Datasets on screen** get `ui.feedback.content_warning(dataset_name)` above them.
+* **Shareable state**: read values handed over by a URL with `ui.state.take("pair")`
+  (None unless the URL brought a new value), and declare the page's own state with
+  `ui.state.publish(pair=..., metric=...)` once it is known, before heavy work. app.py
+  publishes the global settings; parameter names are global, so reuse `metric`, `pair`...
+  with the same meaning. Open another page with `ui.state.open_page(path, **params)`.
+* Page-local session keys are prefixed with the page name (`inspector.pair`), so pages
+  never step on each other's state.
+"""

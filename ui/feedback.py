@@ -1,0 +1,79 @@
+"""Messages in the page: engine errors in one clear line, the datasets' content warning."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import streamlit as st
+
+from biaslens.datasets import DATASETS, canonical_name
+from biaslens.errors import BiaslensError, DatasetNotFoundError, HubUnreachableError, InputError
+
+LOCAL_FOLDER_HINT = (
+    "To use a model without the hub, type the path of a local folder into the **Model** box in the sidebar "
+    "and press Enter: a folder saved with `save_pretrained`, holding `config.json`, the weights (`model.safetensors`) "
+    "and the tokenizer files. Set `BIASLENS_MODEL` to make it the default."
+)
+DATASET_HINT = (
+    "Put the file in a folder and name that folder under **Advanced → Data folder** in the sidebar "
+    "(or set `BIASLENS_DATA_DIR` before starting the app), or type the file's path into the **Dataset** box."
+)
+
+
+def explain(exc: BaseException) -> tuple[str, str | None]:
+    """(message, hint) for an exception: the engine's one line, plus what to do in the app."""
+    if isinstance(exc, BiaslensError):
+        message = str(exc)
+        if isinstance(exc, HubUnreachableError):
+            return message, LOCAL_FOLDER_HINT
+        if isinstance(exc, DatasetNotFoundError):
+            return message, DATASET_HINT
+        return message, None
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"Unexpected error ({type(exc).__name__}): {first}", "The rest of the app keeps working; please report this if it persists."
+
+
+def show_error(exc: BaseException, *, where=None) -> None:
+    """Show an exception as a clear message in the page (or in `where`, e.g. st.sidebar), never a traceback."""
+    target = where if where is not None else st
+    message, hint = explain(exc)
+    icon = ":material/edit:" if isinstance(exc, InputError) else ":material/error:"
+    target.error(message + (f"\n\n{hint}" if hint else ""), icon=icon)
+
+
+@contextlib.contextmanager
+def guard(where=None) -> Iterator[None]:
+    """Run engine work; a failure becomes a message in the page and the page goes on.
+
+    Streamlit's own control flow (st.stop, st.rerun, a user's click interrupting a run)
+    is not an `Exception`, so it passes through untouched.
+    """
+    try:
+        yield
+    except Exception as exc:  # shown to the user, never swallowed silently
+        show_error(exc, where=where)
+
+
+def attempt(fn: Callable[..., Any], *args: Any, where=None, **kwargs: Any) -> Any:
+    """`fn(*args, **kwargs)`, or None after showing why it failed (see `guard`)."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # shown to the user, never swallowed silently
+        show_error(exc, where=where)
+        return None
+
+
+def content_warning(dataset: str) -> None:
+    """The short content warning and the dataset's known caveats, with a link to its source."""
+    key = canonical_name(dataset)
+    source = DATASETS.get(key) if key else None
+    lines = ["**Content warning:** the pairs contain offensive stereotypes, shown here only to measure them."]
+    if source is not None:
+        lines.append(f"{source.caveat} Source: [{source.title}]({source.homepage}) ({source.license}).")
+    else:
+        lines.append(
+            "Benchmarks of this kind are noisy: Blodgett et al. (2021) report serious reliability problems in "
+            "CrowS-Pairs and StereoSet (https://aclanthology.org/2021.acl-long.81/). Treat scores as rough signals."
+        )
+    st.warning("  \n".join(lines), icon=":material/warning:")

@@ -1,0 +1,191 @@
+"""Cached heavy resources: models, datasets, the result cache, pair inspections.
+
+A model is loaded once per (model, revision, device, dtype) for all sessions with
+`st.cache_resource` and never mutated afterwards (the engine's `MaskedLM` is safe to share
+between threads). A failed load is remembered for `FAILURE_TTL_S` seconds, so an
+unreachable hub costs its timeout once rather than on every rerun; the sidebar's Retry
+button forgets it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from biaslens.cache import ResultCache
+from biaslens.datasets import PairDataset, load_dataset
+from biaslens.errors import BiaslensError
+from biaslens.evaluation import PairInspection, inspect_pair
+from biaslens.metrics import PAPER_METRICS
+from biaslens.models import MaskedLM, load_model
+from biaslens.sanity import SanityReport, check_model
+
+from .feedback import show_error
+from .settings import Settings
+
+FAILURE_TTL_S = 120.0
+
+
+@dataclass
+class _Failures:
+    """Recent load failures, shared by all sessions: key -> (time, exception)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    entries: dict[tuple, tuple[float, BaseException]] = field(default_factory=dict)
+
+    def get(self, key: tuple) -> BaseException | None:
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is None or time.monotonic() - entry[0] > FAILURE_TTL_S:
+                self.entries.pop(key, None)
+                return None
+            return entry[1]
+
+    def put(self, key: tuple, exc: BaseException) -> None:
+        with self.lock:
+            self.entries[key] = (time.monotonic(), exc)
+
+    def forget(self, key: tuple) -> None:
+        with self.lock:
+            self.entries.pop(key, None)
+
+
+@st.cache_resource(show_spinner=False)
+def _failures() -> _Failures:
+    return _Failures()
+
+
+def _remembering_failures(key: tuple, load):
+    failed = _failures().get(key)
+    if failed is not None:
+        raise failed
+    try:
+        return load()
+    except Exception as exc:
+        _failures().put(key, exc)
+        raise
+
+
+# ---------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, max_entries=6)
+def _load_model(model: str, revision: str | None, device: str, dtype: str) -> MaskedLM:
+    return load_model(model, revision=revision, device=device, dtype=dtype)
+
+
+def get_model(settings: Settings, model: str | None = None) -> MaskedLM:
+    """The cached model of `settings` (or another `model` with the same device and dtype); raises on failure."""
+    key = settings.model_key if model is None else (model, None, settings.device, settings.dtype)
+    return _remembering_failures(("model", *key), lambda: _load_model(*key))
+
+
+def forget_failure(settings: Settings) -> None:
+    """Let the next `get_model` try again (the sidebar's Retry button)."""
+    _failures().forget(("model", *settings.model_key))
+
+
+def model_or_none(settings: Settings, model: str | None = None, *, where=None) -> MaskedLM | None:
+    """The cached model, or None after showing why it could not be loaded."""
+    try:
+        with st.spinner(f"Loading {model or settings.model}…"):
+            return get_model(settings, model)
+    except Exception as exc:
+        show_error(exc, where=where)
+        return None
+
+
+def model_or_stop(settings: Settings) -> MaskedLM:
+    """The cached model, or the reason it failed shown in the page, and the page stops there."""
+    lm = model_or_none(settings)
+    if lm is None:
+        st.stop()
+    return lm
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _sanity(model_key: tuple, fingerprint: str, dtype: str) -> SanityReport:
+    return check_model(_load_model(*model_key))
+
+
+def sanity(settings: Settings, lm: MaskedLM) -> SanityReport:
+    """The sanity report of the settings' model (computed once per model)."""
+    return _sanity(settings.model_key, lm.fingerprint, str(lm.dtype))
+
+
+# ---------------------------------------------------------------------------------------
+# Datasets and results
+# ---------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _load_dataset(name: str, data_dir: str | None) -> PairDataset:
+    return load_dataset(name, data_dir=data_dir or None)
+
+
+def get_dataset(settings: Settings, name: str | None = None) -> PairDataset:
+    """The dataset of `settings` (or `name`), cached for all sessions; raises on failure."""
+    key = (name or settings.dataset, settings.data_dir)
+    return _remembering_failures(("dataset", *key), lambda: _load_dataset(*key))
+
+
+def dataset_or_none(settings: Settings, name: str | None = None) -> PairDataset | None:
+    """The dataset, or None after showing why it is missing."""
+    try:
+        with st.spinner(f"Loading {name or settings.dataset}…"):
+            return get_dataset(settings, name)
+    except Exception as exc:
+        show_error(exc)
+        return None
+
+
+def dataset_or_stop(settings: Settings, name: str | None = None) -> PairDataset:
+    dataset = dataset_or_none(settings, name)
+    if dataset is None:
+        st.stop()
+    return dataset
+
+
+@st.cache_resource(show_spinner=False)
+def result_cache() -> ResultCache:
+    """The engine's result cache (in $BIASLENS_CACHE_DIR), shared by all sessions."""
+    return ResultCache()
+
+
+# ---------------------------------------------------------------------------------------
+# One pair
+# ---------------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _inspection(model_key: tuple, fingerprint: str, compat: str, stereo: str, anti: str) -> PairInspection:
+    lm = _load_model(*model_key)
+    return inspect_pair(lm, stereo, anti, metrics=PAPER_METRICS, compat=compat, top_k=5, attention_matrices=True)
+
+
+def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> PairInspection:
+    """`inspect_pair` with every paper metric, top-5 and attention matrices, cached per model and pair.
+
+    Raises `BiaslensError` for bad input (empty, identical or over-long sentences).
+    """
+    return _inspection(settings.model_key, lm.fingerprint, settings.compat, stereo, anti)
+
+
+__all__ = [
+    "BiaslensError",
+    "dataset_or_none",
+    "dataset_or_stop",
+    "forget_failure",
+    "get_dataset",
+    "get_model",
+    "inspection",
+    "model_or_none",
+    "model_or_stop",
+    "result_cache",
+    "sanity",
+]

@@ -1,0 +1,228 @@
+"""The global settings: drawn in the sidebar by app.py, read by every page with `current()`.
+
+Environment variables preset them for a server or a test: `BIASLENS_MODEL` (the model
+selected at first), `BIASLENS_DATA_DIR` (where datasets are looked for),
+`BIASLENS_CACHE_DIR` (the result cache; read by the engine).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import streamlit as st
+
+from biaslens.datasets import DATASETS
+from biaslens.metrics import COMPAT_MODES
+from biaslens.models import DEFAULT_MODEL, DTYPES, PRESETS
+
+from . import state
+from .feedback import explain
+
+ENV_MODEL = "BIASLENS_MODEL"
+ENV_DATA_DIR = "BIASLENS_DATA_DIR"
+
+_KEY = "settings.current"
+_CUSTOM_MODELS = "settings.custom_models"
+
+COMPAT_LABELS = {
+    "default": "default (the papers' equations)",
+    "kaneko2022": "kaneko2022 (the released code, to the digit)",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every page needs to know: which model, how to run it, which data."""
+
+    model: str
+    revision: str | None = None
+    device: str = "auto"
+    dtype: str = "float32"
+    compat: str = "default"
+    dataset: str = "crows-pairs"
+    data_dir: str | None = None
+
+    @property
+    def model_key(self) -> tuple[str, str | None, str, str]:
+        """The key a loaded model is cached under: (model, revision, device, dtype)."""
+        return (self.model, self.revision, self.device, self.dtype)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    value: str  # what load_model receives: a hub id or a folder
+    label: str  # what the sidebar shows
+
+
+def default_model() -> str:
+    """$BIASLENS_MODEL, else the engine's default hub model."""
+    return os.environ.get(ENV_MODEL, "").strip() or DEFAULT_MODEL
+
+
+def default_settings() -> Settings:
+    return Settings(model=default_model(), data_dir=os.environ.get(ENV_DATA_DIR, "").strip() or None)
+
+
+def model_choices() -> list[ModelChoice]:
+    """The models the sidebar offers: the configured default first, then the presets.
+
+    The hook for new offline defaults (e.g. a trained lab model): add a choice here.
+    """
+    choices = [ModelChoice(default_model(), f"{default_model()} (default)")]
+    choices += [ModelChoice(name, f"{name} · {about}") for name, about in PRESETS.items() if name != default_model()]
+    return choices
+
+
+def device_choices() -> list[str]:
+    import torch
+
+    devices = ["auto", "cpu"]
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def _adopt_url(defaults: Settings) -> None:
+    """Values a shared link brings (model, dataset, compat, ...) become the widgets' state."""
+    for name in ("model", "dataset", "compat", "device", "dtype", "revision", "data_dir"):
+        value = state.take_one(name)
+        if value is None:
+            continue
+        if name == "model":
+            _remember_model(value)
+        st.session_state[f"settings.{name}"] = value
+    st.session_state.setdefault("settings.model", defaults.model)
+    st.session_state.setdefault("settings.dataset", defaults.dataset)
+    st.session_state.setdefault("settings.compat", defaults.compat)
+    st.session_state.setdefault("settings.device", defaults.device)
+    st.session_state.setdefault("settings.dtype", defaults.dtype)
+    st.session_state.setdefault("settings.revision", "")
+    st.session_state.setdefault("settings.data_dir", defaults.data_dir or "")
+
+
+def _remember_model(value: str) -> None:
+    """A model typed by the user stays among the options for the session."""
+    custom = st.session_state.setdefault(_CUSTOM_MODELS, [])
+    if value and value not in custom and value not in {c.value for c in model_choices()}:
+        custom.append(value)
+
+
+def _valid(key: str, options: list[str]) -> None:
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = options[0]
+
+
+def render_sidebar() -> Settings:
+    """Draw the global controls in the sidebar and return the settings (app.py calls this once per run)."""
+    defaults = default_settings()
+    _adopt_url(defaults)
+    choices = model_choices()
+    labels = {c.value: c.label for c in choices}
+    options = [c.value for c in choices] + list(st.session_state.get(_CUSTOM_MODELS, []))
+    if st.session_state["settings.model"] not in options:
+        _remember_model(st.session_state["settings.model"])
+        options.append(st.session_state["settings.model"])
+
+    sb = st.sidebar
+    sb.markdown("### Model")
+    model = sb.selectbox(
+        "Model",
+        options,
+        key="settings.model",
+        format_func=lambda v: labels.get(v, v),
+        accept_new_options=True,
+        help="A preset, any Hugging Face hub id (e.g. bert-base-uncased), or a local model folder: type its path and press Enter.",
+        on_change=lambda: _remember_model(st.session_state["settings.model"]),
+    )
+    status_box = sb.container()
+    sb.markdown("### Data")
+    dataset_options = list(DATASETS)
+    if st.session_state["settings.dataset"] not in dataset_options:
+        dataset_options.append(st.session_state["settings.dataset"])
+    dataset = sb.selectbox(
+        "Dataset",
+        dataset_options,
+        key="settings.dataset",
+        format_func=lambda v: DATASETS[v].title if v in DATASETS else v,
+        accept_new_options=True,
+        help="CrowS-Pairs, StereoSet (intrasentence), or the path of a pairs file: a CSV with sent_more, sent_less "
+        "(and optional bias_type, stereo_antistereo) columns, or StereoSet JSON.",
+    )
+    _valid("settings.compat", list(COMPAT_MODES))
+    compat = sb.radio(
+        "Scoring mode",
+        list(COMPAT_MODES),
+        key="settings.compat",
+        format_func=lambda v: COMPAT_LABELS[v],
+        help="kaneko2022 reproduces the released reference code (SSS cross-mean, CPS rounded to 3 decimals, "
+        "accuracy over all positions) so published numbers can be checked.",
+    )
+    with sb.expander("Advanced"):
+        _valid("settings.device", device_choices())
+        device = st.selectbox("Device", device_choices(), key="settings.device", help="auto: CUDA, then MPS, then the CPU.")
+        _valid("settings.dtype", list(DTYPES))
+        dtype = st.selectbox("Precision", list(DTYPES), key="settings.dtype", help="Half precision needs a GPU.")
+        revision = st.text_input("Hub revision", key="settings.revision", help="A branch, tag or commit of a hub model; empty = main.")
+        data_dir = st.text_input(
+            "Data folder", key="settings.data_dir", help="Searched (recursively) for crows_pairs_anonymized.csv and StereoSet's files."
+        )
+    settings = Settings(
+        model=str(model).strip() or defaults.model,
+        revision=revision.strip() or None,
+        device=device,
+        dtype=dtype,
+        compat=compat,
+        dataset=str(dataset).strip() or defaults.dataset,
+        data_dir=data_dir.strip() or None,
+    )
+    st.session_state[_KEY] = settings
+    state.set_global(
+        model=settings.model,
+        dataset=settings.dataset,
+        compat=None if settings.compat == "default" else settings.compat,
+        device=None if settings.device == "auto" else settings.device,
+        dtype=None if settings.dtype == "float32" else settings.dtype,
+        revision=settings.revision,
+    )
+    _model_status(settings, status_box)
+    return settings
+
+
+def _model_status(settings: Settings, box) -> None:
+    """The model's status and its sanity indicator, under the model box."""
+    from . import resources
+
+    with box:
+        try:
+            with st.spinner(f"Loading {settings.model}…"):
+                lm = resources.get_model(settings)
+        except Exception as exc:
+            message, _ = explain(exc)
+            st.error(message, icon=":material/error:")
+            st.caption("The pages explain how to use a local folder. The rest of the app keeps working.")
+            if st.button("Retry loading", key="settings.retry"):
+                resources.forget_failure(settings)
+                st.rerun()
+            return
+        where = "local folder" if lm.source == "local" else f"hub, revision {(lm.revision or 'main')[:10]}"
+        st.caption(
+            f"**Loaded** {lm.model_type} · {lm.num_layers} layers × {lm.num_heads} heads · {where} · "
+            f"{lm.device} · {str(lm.dtype).removeprefix('torch.')} · up to {lm.max_length} tokens"
+        )
+        try:
+            report = resources.sanity(settings, lm)
+        except Exception as exc:
+            st.warning(f"Sanity check failed: {explain(exc)[0]}")
+            return
+        show = {"ok": st.success, "weak": st.warning, "untrained": st.error}[report.status]
+        icon = {"ok": ":material/check_circle:", "weak": ":material/warning:", "untrained": ":material/dangerous:"}[report.status]
+        show(f"**Sanity check:** {report.message}", icon=icon)
+        st.caption(f"Token prediction on {report.n_sentences} plain sentences ({report.n_tokens} tokens), nothing masked.")
+
+
+def current() -> Settings:
+    """The settings the sidebar holds in this run (defaults if the sidebar has not been drawn)."""
+    return st.session_state.get(_KEY) or default_settings()
