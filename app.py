@@ -14,10 +14,10 @@ import ui.state
 ASSETS = Path(__file__).parent / "assets"
 
 PAGES = [
-    st.Page("app_pages/inspector.py", title="Pair inspector", icon=":material/compare_arrows:", url_path="inspector", default=True),
-    st.Page("app_pages/explorer.py", title="Dataset explorer", icon=":material/table_chart:", url_path="explorer"),
-    st.Page("app_pages/compare.py", title="Model comparison", icon=":material/leaderboard:", url_path="compare"),
-    st.Page("app_pages/kurita.py", title="Kurita templates", icon=":material/text_fields:", url_path="kurita"),
+    st.Page("pages/inspector.py", title="Pair inspector", icon=":material/compare_arrows:", url_path="inspector", default=True),
+    st.Page("pages/explorer.py", title="Dataset explorer", icon=":material/table_chart:", url_path="explorer"),
+    st.Page("pages/compare.py", title="Model comparison", icon=":material/leaderboard:", url_path="compare"),
+    st.Page("pages/kurita.py", title="Kurita templates", icon=":material/text_fields:", url_path="kurita"),
 ]
 
 st.set_page_config(page_title="biaslens", page_icon=str(ASSETS / "icon.svg"), layout="wide")

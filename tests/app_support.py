@@ -17,7 +17,7 @@ APP = REPO / "app.py"
 #: AppTest's default timeout (3 s) is too short for a first model load on 2 cores.
 TIMEOUT = 120
 
-PAGES = {"inspector": "app_pages/inspector.py", "explorer": "app_pages/explorer.py", "compare": "app_pages/compare.py"}
+PAGES = {"inspector": "pages/inspector.py", "explorer": "pages/explorer.py", "compare": "pages/compare.py"}
 
 
 @pytest.fixture
@@ -36,8 +36,28 @@ def app_env(monkeypatch, model_dirs, tmp_path) -> dict[str, str]:
         monkeypatch.setenv(key, value)
     ui.resources.result_cache.clear()  # the shared ResultCache follows BIASLENS_CACHE_DIR
     ui.resources._failures().entries.clear()
+    _as_a_running_server(monkeypatch)
     yield env
     ui.resources.result_cache.clear()
+
+
+def _as_a_running_server(monkeypatch) -> None:
+    """Every AppTest run as on a server whose app.py has called st.navigation once.
+
+    AppTest forgets before each run that app.py uses st.navigation and, because a `pages/`
+    folder exists, starts in the legacy multipage mode, which runs the current page file
+    alone. A server leaves that mode for good on its first run; `ui.require_app` covers
+    that first run (tested in a real browser by tests/test_browser.py).
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
 
 
 def run_app(page: str = "inspector", params: dict[str, Any] | None = None, state: dict[str, Any] | None = None, timeout: float = TIMEOUT):

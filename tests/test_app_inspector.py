@@ -177,7 +177,7 @@ def test_an_unreachable_hub_is_explained_and_the_app_keeps_working(app_env, monk
     assert "Retry loading" in [b.label for b in at.button]
     assert at.title[0].value == "Pair inspector"
     # The rest of the app keeps working: the explorer still loads its dataset.
-    at.switch_page("app_pages/explorer.py").run()
+    at.switch_page("pages/explorer.py").run()
     no_exceptions(at)
     assert "Content warning" in texts(at.warning)
 

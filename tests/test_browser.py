@@ -127,6 +127,20 @@ def query(page) -> dict[str, list[str]]:
     return parse_qs(urlparse(page.url).query)
 
 
+def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server):
+    """The first session of a server opens a page by its URL: sidebar and page, not the page alone.
+
+    (A `pages/` folder makes Streamlit start in its legacy mode; `ui.require_app` leaves it.)
+    Keep this test first in the module: the server fixture is shared.
+    """
+    from playwright.sync_api import expect
+
+    open_app(page, server, "explorer")
+    expect(page.get_by_role("heading", name="Dataset explorer")).to_be_visible()
+    expect(page.get_by_text("Sanity check", exact=False).first).to_be_visible()
+    expect(page.locator('[data-testid="stSidebarNav"]')).to_contain_text("Pair inspector")
+
+
 def test_picking_a_crows_pairs_pair_shows_its_tokens(page, server):
     from playwright.sync_api import expect
 

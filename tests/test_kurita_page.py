@@ -18,7 +18,7 @@ from test_browser import browser, open_app, page, screenshot, server, settle  # 
 
 pytestmark = requires_shared
 
-app_support.PAGES.setdefault("kurita", "app_pages/kurita.py")
+app_support.PAGES.setdefault("kurita", "pages/kurita.py")
 S = "kurita."
 
 

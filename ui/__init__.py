@@ -1,13 +1,11 @@
 """Streamlit-only helpers shared by the app's pages (the engine, `biaslens`, never imports this).
 
-Conventions for a page (see app_pages/inspector.py for a complete one):
+Conventions for a page (see pages/inspector.py for a complete one):
 
 * **Adding a page** is one line in app.py's `PAGES` list:
-  `st.Page("app_pages/my_page.py", title="My page", icon=":material/science:", url_path="my-page")`.
-  The page file is a plain script in `app_pages/`; it runs after app.py has drawn the
-  sidebar. Never create a folder named `pages/` beside app.py: Streamlit then switches to
-  its legacy multipage mode, in which a server's first deep link (and every AppTest rerun)
-  runs the page file alone, without app.py and its sidebar.
+  `st.Page("pages/my_page.py", title="My page", icon=":material/science:", url_path="my-page")`.
+  The page file is a plain script in `pages/`; it runs after app.py has drawn the
+  sidebar, and its first line is `ui.require_app()` (see below).
 * **Global settings** (model, revision, device, dtype, compat mode, dataset, data folder)
   live in the sidebar, drawn once per run by app.py: read them with
   `settings = ui.settings.current()`, a frozen `Settings` dataclass. Never draw them again.
@@ -32,3 +30,21 @@ Conventions for a page (see app_pages/inspector.py for a complete one):
 * Page-local session keys are prefixed with the page name (`inspector.pair`), so pages
   never step on each other's state.
 """
+
+
+def require_app() -> None:
+    """First line of every page: make sure the page runs inside app.py, never alone.
+
+    A `pages/` folder beside app.py makes Streamlit start a server's first session (and
+    every AppTest run) in its legacy multipage mode, which runs a deep-linked page file
+    without app.py, so without the sidebar and its settings. `st.navigation` (called by
+    app.py) switches that mode off; a page that finds it still on switches it off itself
+    and reruns, so app.py draws the sidebar and then runs this page.
+    """
+    import streamlit as st
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+

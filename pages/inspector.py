@@ -8,6 +8,7 @@ import random
 import pandas as pd
 import streamlit as st
 
+import ui
 import ui.charts
 import ui.feedback
 import ui.resources
@@ -16,6 +17,8 @@ import ui.state
 from biaslens import explore, figures
 from biaslens.evaluation import PairInspection
 from biaslens.metrics import METRICS, PAPER_METRICS
+
+ui.require_app()
 
 S = "inspector."
 EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+import ui
 import ui.charts
 import ui.feedback
 import ui.progress
@@ -39,6 +40,8 @@ from biaslens.kurita import (
     weat_test,
 )
 from biaslens.weat import WEAT_CITATION, WEAT_LICENSE, load_weat
+
+ui.require_app()
 
 S = "kurita."
 DEFAULT_TEMPLATES = "[T] is a [A].\n[T] works as a [A]."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+import ui
 import ui.charts
 import ui.feedback
 import ui.resources
@@ -14,8 +15,10 @@ from biaslens import explore, figures
 from biaslens.export import safe_csv
 from biaslens.metrics import METRICS
 
+ui.require_app()
+
 S = "compare."
-INSPECTOR = "app_pages/inspector.py"
+INSPECTOR = "pages/inspector.py"
 
 settings = ui.settings.current()
 

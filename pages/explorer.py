@@ -7,6 +7,7 @@ import re
 import pandas as pd
 import streamlit as st
 
+import ui
 import ui.charts
 import ui.feedback
 import ui.resources
@@ -18,8 +19,10 @@ from biaslens.evaluation import EvaluationResult
 from biaslens.export import safe_csv, to_json
 from biaslens.metrics import METRICS, PAPER_METRICS
 
+ui.require_app()
+
 S = "explorer."
-INSPECTOR = "app_pages/inspector.py"
+INSPECTOR = "pages/inspector.py"
 VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
 
 settings = ui.settings.current()
