@@ -17,7 +17,7 @@ APP = REPO / "app.py"
 #: AppTest's default timeout (3 s) is too short for a first model load on 2 cores.
 TIMEOUT = 120
 
-PAGES = {"inspector": "pages/inspector.py", "explorer": "pages/explorer.py", "compare": "pages/compare.py"}
+PAGES = {"inspector": "pages/inspector.py", "explorer": "pages/explorer.py", "compare": "pages/compare.py", "analyses": "pages/analyses.py", "lab": "pages/lab.py"}
 
 
 @pytest.fixture
@@ -31,7 +31,10 @@ def app_env(monkeypatch, model_dirs, tmp_path) -> dict[str, str]:
         "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
         "BIASLENS_DATA_DIR": str(DATA),
         "BIASLENS_CACHE_DIR": str(tmp_path / "cache"),
+        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # every tiny model (the app refuses other folders)
     }
+    for key in ("BIASLENS_MAX_TOKENS", "BIASLENS_MAX_UPLOAD_ROWS", "BIASLENS_MAX_MODELS"):
+        monkeypatch.delenv(key, raising=False)  # the server's defaults, whatever the developer's shell says
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     ui.resources.result_cache.clear()  # the shared ResultCache follows BIASLENS_CACHE_DIR
