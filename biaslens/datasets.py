@@ -358,14 +358,19 @@ def _stereoset_lines(path: Path, text: str) -> tuple[list[tuple[int, dict[str, A
     return examples, intersentence
 
 
-def _stereoset_document(path: Path, text: str) -> tuple[list[tuple[int, dict[str, Any]]], int]:
-    """(position, example) of every intrasentence example of a dev.json, and the number of intersentence ones."""
+def parse_json_document(path: Path, text: str) -> Any:
+    """The JSON document `text` of the file `path`; malformed JSON is a DatasetError naming line and column."""
     try:
-        document = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", path=str(path)) from exc
     except (ValueError, RecursionError) as exc:
         raise DatasetError(f"malformed JSON: {exc}", path=str(path)) from exc
+
+
+def _stereoset_document(path: Path, text: str) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """(position, example) of every intrasentence example of a dev.json, and the number of intersentence ones."""
+    document = parse_json_document(path, text)
     data = document.get("data") if isinstance(document, dict) else None
     items = data.get("intrasentence") if isinstance(data, dict) else None
     if not isinstance(items, list):

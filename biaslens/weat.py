@@ -14,13 +14,12 @@ The stimuli are CC BY-NC 4.0 (non-commercial), as stated in the sent-bias reposi
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .datasets import Progress, _cache_folder, _data_folder, _fetch, _read_file
+from .datasets import Progress, _cache_folder, _data_folder, _fetch, _read_file, parse_json_document
 from .errors import DatasetError, DatasetNotFoundError
 
 #: The sent-bias commit the checksums below belong to.
@@ -93,12 +92,7 @@ def read_weat_file(path: str | Path) -> WeatStimuli:
     """A WEAT file in SEAT's format: one JSON object with targ1, targ2, attr1, attr2."""
     path = Path(path)
     text, sha256 = _read_file(path)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", path=str(path)) from exc
-    except (ValueError, RecursionError) as exc:
-        raise DatasetError(f"malformed JSON: {exc}", path=str(path)) from exc
+    document = parse_json_document(path, text)
     if not isinstance(document, dict):
         raise DatasetError("expected one JSON object with targ1, targ2, attr1, attr2 (SEAT's format)", path=str(path))
     sets = [_word_set(path, document, key) for key in _SETS]
