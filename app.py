@@ -18,6 +18,8 @@ PAGES = [
     st.Page("pages/explorer.py", title="Dataset explorer", icon=":material/table_chart:", url_path="explorer"),
     st.Page("pages/compare.py", title="Model comparison", icon=":material/leaderboard:", url_path="compare"),
     st.Page("pages/kurita.py", title="Kurita templates", icon=":material/text_fields:", url_path="kurita"),
+    st.Page("pages/lab.py", title="Bias lab", icon=":material/science:", url_path="lab"),
+    st.Page("pages/analyses.py", title="Paper analyses", icon=":material/analytics:", url_path="analyses"),
 ]
 
 st.set_page_config(page_title="biaslens", page_icon=str(ASSETS / "icon.svg"), layout="wide")

@@ -4,7 +4,9 @@ One SQLite file (`<cache dir>/results.sqlite`). A key is the sha256 of (model
 fingerprint, dtype, metric, compat mode, both sentences); the value is a small JSON record
 stored with its own checksum. SQLite transactions make every write atomic, so a run
 killed at any point leaves only whole entries; an entry whose checksum does not match is
-treated as missing and recomputed. If the folder is read-only or the disk is full the
+treated as missing and recomputed; a file that is not a database at all (a damaged disk,
+a half-copied file) is set aside as `results.sqlite.corrupt-<time>` and a fresh cache
+started (`notice` says so). If the folder is read-only or the disk is full the
 cache switches itself off, says why in `warning`, and the run goes on without it.
 """
 
@@ -13,9 +15,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -48,13 +52,33 @@ class ResultCache:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_cache_dir() / "results.sqlite"
         self.warning: str | None = None
+        #: Set when a corrupted cache file was set aside and a fresh one started.
+        self.notice: str | None = None
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as db:
-                db.execute(_SCHEMA)
+            try:
+                self._create()
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, disk full: not corruption
+                    raise
+                self._set_aside(exc)
+                self._create()
         except (OSError, sqlite3.Error) as exc:
             self._disable(exc)
+
+    def _create(self) -> None:
+        with self._connect() as db:
+            db.execute(_SCHEMA)
+            db.execute("SELECT COUNT(*) FROM scores").fetchone()
+
+    def _set_aside(self, exc: BaseException) -> None:
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        self.path.replace(aside)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self.notice = f"Result cache {self.path} was corrupted ({exc}); it was set aside as {aside.name} and a fresh cache started."
+        logging.getLogger("biaslens").warning(self.notice)
 
     @property
     def enabled(self) -> bool:

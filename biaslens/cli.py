@@ -10,6 +10,7 @@ non-zero with one line on stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ def _add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> Non
     p.add_argument("--revision", default=None, help="hub revision (branch, tag or commit)")
     p.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"], help="half precision needs a GPU")
+    p.add_argument("--device-map", default=None, choices=["auto"], help="auto: spread a model too large for one GPU over every GPU (then the CPU)")
     p.add_argument("--allow-pickle", action="store_true", help="allow pickle (.bin) weights, which can run code: only for sources you trust")
 
 
@@ -77,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--sample", type=_positive_int, default=None, help="score a seeded random sample of N pairs")
     ev.add_argument("--seed", type=int, default=0, help="seed of --sample")
     ev.add_argument("--batch-tokens", type=_positive_int, default=None, help="rows x padded length per forward pass")
+    ev.add_argument(
+        "--chunk-pairs", type=_positive_int, default=None, help="pairs per resumable chunk (default 128), the unit shared out under accelerate launch"
+    )
     ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     ev.add_argument("--no-download", action="store_true", help="never download a dataset")
@@ -138,10 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------------------------
 
 
-def _tqdm(total: float | None, unit: str, desc: str):
+def _tqdm(total: float | None, unit: str, desc: str, disable: bool = False):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True, unit_scale=unit == "B")
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True, unit_scale=unit == "B", disable=disable)
 
 
 def _progress_to(bar) -> Callable[[float, float | None], None]:
@@ -178,10 +183,18 @@ def _load(args: argparse.Namespace):
     from .models import load_model
 
     print(f"Loading {args.model} ...", file=sys.stderr)
-    return load_model(args.model, device=args.device, dtype=args.dtype, revision=args.revision, allow_pickle=args.allow_pickle)
+    return load_model(
+        args.model,
+        device=args.device,
+        dtype=args.dtype,
+        revision=args.revision,
+        allow_pickle=args.allow_pickle,
+        device_map=getattr(args, "device_map", None),
+    )
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from . import parallel
     from .cache import ResultCache
     from .datasets import load_dataset
     from .evaluation import evaluate
@@ -189,18 +202,25 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     metrics = parse_metrics(args.metrics)
     check_compat(args.compat)
-    with _DownloadBar(args.dataset) as bar:
-        dataset = load_dataset(args.dataset, data_dir=args.data_dir, download=not args.no_download, progress=bar)
-    for note in dataset.notes:
+    # Under `accelerate launch` (several processes) each process scores a share of the
+    # pairs on its own device; the main process downloads first and writes the files.
+    state = parallel.process_state(cpu=args.device == "cpu")
+    main = parallel.is_main_process(state)
+    if state is not None and args.device == "auto":
+        args.device = str(state.device)
+    with state.main_process_first() if state is not None else contextlib.nullcontext():
+        with _DownloadBar(args.dataset) as bar:
+            dataset = load_dataset(args.dataset, data_dir=args.data_dir, download=not args.no_download, progress=bar)
+        lm = _load(args)
+    for note in dataset.notes if main else ():
         print(f"note: {note}", file=sys.stderr)
-    lm = _load(args)
     cache = None
     if not args.no_cache:
         cache = ResultCache(Path(args.cache_dir) / "results.sqlite" if args.cache_dir else None)
         if cache.warning:
             print(f"warning: {cache.warning}", file=sys.stderr)
     n = len(dataset)
-    with _tqdm(min(n, args.limit or n, args.sample or n), "pair", f"{dataset.name} {','.join(metrics)}") as bar:
+    with _tqdm(min(n, args.limit or n, args.sample or n), "pair", f"{dataset.name} {','.join(metrics)}", disable=not main) as bar:
         result = evaluate(
             lm,
             dataset,
@@ -211,8 +231,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             seed=args.seed,
             cache=cache,
             batch_tokens=args.batch_tokens,
+            **({"chunk_pairs": args.chunk_pairs} if args.chunk_pairs else {}),
             progress=_progress_to(bar),
         )
+    if not main:
+        parallel.finish(state)
+        return 0
     pairs_path, summary_path = result.save(args.out)
     if result.cached:
         print(f"{result.cached} of {len(result.pairs) * len(metrics)} pair scores came from the result cache", file=sys.stderr)
@@ -220,6 +244,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     print(_summary_table(result.summary))
     print(f"wrote {pairs_path} and {summary_path}")
+    parallel.finish(state)
     return 0
 
 

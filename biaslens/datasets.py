@@ -64,7 +64,7 @@ class Pair:
 
     @property
     def group(self) -> str:
-        """Kaneko & Bollegala's Table 3: stereo rows are "dis"(advantaged), antistereo rows "adv"."""
+        """Kaneko & Bollegala's Table 3: stereo rows are "dis" (disadvantaged), antistereo rows "adv" (advantaged)."""
         return _GROUPS.get(self.direction, "")
 
 

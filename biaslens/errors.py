@@ -19,6 +19,14 @@ class NotMaskedLMError(ModelLoadError):
     """The model has no (trained) masked-language-model head."""
 
 
+class ModelNotAllowedError(ModelLoadError):
+    """A local model folder outside the folders a server allows (`BIASLENS_MODEL_DIRS`)."""
+
+
+class ServerConfigError(BiaslensError):
+    """A server setting (a `BIASLENS_*` environment variable) has a value biaslens cannot use."""
+
+
 class InputError(BiaslensError):
     """A sentence or argument cannot be scored (empty, too long, identical pair, ...)."""
 

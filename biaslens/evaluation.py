@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from . import parallel
 from .alignment import Alignment, align_pair
 from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
@@ -298,6 +299,8 @@ def evaluate(
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
     done in chunks of `chunk_pairs`; each finished chunk is written to the cache, so an
     interrupted run resumes where it stopped. `progress(done_pairs, total_pairs)`.
+    Under `accelerate launch` with several processes, each scores its share of the
+    chunks and every process returns the whole result (`biaslens.parallel`).
     """
     keys = parse_metrics(metrics)
     mode = "kaneko2022" if check_compat(compat) else "default"
@@ -308,20 +311,28 @@ def evaluate(
     budget = batch_tokens or default_batch_tokens(lm)
     started = time.perf_counter()
 
+    # Under `accelerate launch`, this process scores its share of the chunks (see parallel.py).
+    state = parallel.process_state(cpu=lm.device.type == "cpu")
+    starts = parallel.share(state, range(0, len(pairs), chunk_pairs))
+    own = sum(len(pairs[start : start + chunk_pairs]) for start in starts)
     records: dict[tuple[int, str], dict[str, Any]] = {}
-    cached = 0
-    for start in range(0, len(pairs), chunk_pairs):
+    cached = done = 0
+    for start in starts:
         chunk = pairs[start : start + chunk_pairs]
 
         def within_chunk(rows_done: int, rows_total: int) -> None:
             if progress is not None:
-                progress(start + len(chunk) * rows_done / max(rows_total, 1), len(pairs))
+                progress(done + len(chunk) * rows_done / max(rows_total, 1), own)
 
         chunk_records, hits = _score_chunk(lm, chunk, keys, mode, cache, budget, within_chunk)
         records.update(chunk_records)
         cached += hits
+        done += len(chunk)
         if progress is not None:
-            progress(start + len(chunk), len(pairs))
+            progress(done, own)
+    parts = parallel.gather(state, (records, cached))
+    records = {key: record for part, _ in parts for key, record in part.items()}
+    cached = sum(hits for _, hits in parts)
 
     frame = pairs_frame(pairs, keys, records)
     dataset_info = _dataset_info(dataset, pairs)
@@ -330,6 +341,7 @@ def evaluate(
         metrics=keys,
         dataset=dataset_info,
         batch_tokens=budget,
+        **({"processes": state.num_processes} if state is not None else {}),
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - started, 3),
     )

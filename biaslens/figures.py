@@ -444,6 +444,13 @@ def shuffle_chart(tokens: pd.DataFrame, title: str = "Each token's log p before 
     return _style(alt.layer(joins, points).properties(title=title, width="container", height=300))
 
 
+def lab_scenarios_chart(frame: pd.DataFrame, title: str = "Bias score per metric and lab scenario") -> alt.LayerChart:
+    """Several bias-lab runs side by side (from `biaslens.lab.compare_scenarios`): metric on x, one bar per run."""
+    chart = _style(_score_with_interval(frame, "metric", "metric", "run", "run").properties(title=title, width="container", height=340))
+    # The runs' descriptions are long: one per line, never cut.
+    return chart.configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=0, orient="top", direction="vertical")
+
+
 def to_svg(chart: Any, width: int = 760) -> str:
     """The chart as SVG text, offline (vl-convert). Container widths become `width` pixels."""
     import vl_convert

@@ -90,7 +90,7 @@ class WordFrequency:
         order = ["adv top words", "adv mean rank", "dis top words", "dis mean rank", "adv words", "dis words"]
         wide = wide.reindex(columns=[c for c in order if c in wide.columns])
         types = [t for t in dict.fromkeys(self.summary["bias_type"]) if t in wide.index]
-        return wide.reindex(types).reset_index()
+        return wide.reindex(types).reset_index().infer_objects()  # numbers as numbers, not pivot objects
 
 
 def word_frequency(pairs: PairDataset | Sequence[Pair], *, top: int = 3) -> WordFrequency:

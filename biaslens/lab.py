@@ -267,6 +267,25 @@ def scenario_settings(
     return replace(base or LabSettings(), association=s.association, frequency_ratio=s.frequency_ratio)
 
 
+def describe_settings(s: LabSettings) -> str:
+    """'planted association · association 0.9, frequency ratio 1, seed 0', plus what differs from the defaults."""
+    d = LabSettings()
+    words = ("group_a", "group_b", "attributes_x", "attributes_y", "templates")
+    model = ("hidden_size", "num_layers", "num_heads", "batch_size", "learning_rate")
+    extra = [
+        text
+        for text, differs in (
+            (f"{s.steps:,} steps", s.steps != d.steps),
+            (f"{s.corpus_size:,} sentences", s.corpus_size != d.corpus_size),
+            ("own words", any(getattr(s, k) != getattr(d, k) for k in words)),
+            ("own model settings", any(getattr(s, k) != getattr(d, k) for k in model)),
+        )
+        if differs
+    ]
+    numbers = ", ".join([f"association {s.association:g}", f"frequency ratio {s.frequency_ratio:g}", f"seed {s.seed}", *extra])
+    return f"{SCENARIOS[s.scenario].title.lower()} · {numbers}"
+
+
 #: The model offered when the hub cannot be reached: the planted-association preset.
 DEFAULT_LAB_SCENARIO = "association"
 
@@ -613,6 +632,11 @@ class LabModel:
     def name(self) -> str:
         return self.path.name
 
+    @property
+    def label(self) -> str:
+        """A description for people, e.g. in the app's model list."""
+        return f"bias lab: {describe_settings(self.settings)}"
+
 
 def lab_root(cache_dir: str | Path | None = None) -> Path:
     """The folder that holds the lab models: <cache>/lab."""
@@ -674,6 +698,41 @@ def cached_lab_model_path(cache_dir: str | Path | None = None) -> Path | None:
     """The folder of the default lab model if it has been trained, else None (nothing is trained here)."""
     model = find_lab_model(default_lab_settings(), cache_dir)
     return model.path if model else None
+
+
+def default_lab_model(cache_dir: str | Path | None = None, progress: TrainingProgress | None = None) -> LabModel:
+    """The model offered when the hub cannot be reached: the default preset, trained here once and then cached."""
+    return train_lab_model(default_lab_settings(), cache_dir=cache_dir, progress=progress)
+
+
+def lab_model_of(name: str | Path) -> LabModel | None:
+    """The lab model in folder `name`, or None if `name` is not a bias-lab model folder (e.g. a hub id)."""
+    try:
+        folder = Path(str(name).strip()).expanduser()
+        if not str(name).strip() or not (folder / LAB_FILE).is_file():
+            return None
+        return load_lab_model(folder)
+    except (OSError, ModelLoadError):
+        return None
+
+
+def sanity_sentences(model: LabModel, n: int = 8) -> tuple[str, ...]:
+    """`n` sentences of the model's own training corpus, for `biaslens.sanity.check_model`.
+
+    A lab model knows only its templates and words, so the usual sanity check on plain
+    English would call it untrained; its own corpus tells whether training worked.
+    """
+    sentences: list[str] = []
+    try:
+        with (model.path / CORPUS_FILE).open(encoding="utf-8") as f:
+            for line in f:
+                if line.strip() and line.strip() not in sentences:
+                    sentences.append(line.strip())
+                if len(sentences) >= n:
+                    break
+    except OSError as exc:
+        raise ModelLoadError(f"{model.path / CORPUS_FILE} is unreadable ({exc}); delete the folder and train again.") from exc
+    return tuple(sentences)
 
 
 def _save_quietly(model: Any, tokenizer: Any, folder: Path) -> None:
@@ -807,6 +866,37 @@ class LabReport:
             )
         return pd.DataFrame(rows)
 
+    def pairs_frame(self, key: str) -> pd.DataFrame:
+        """The held-out pairs with one metric's scores: which sentence names group A, the margin and who wins."""
+        stereo = self.result.pairs[f"{key}_stereo"].to_numpy(float)
+        anti = self.result.pairs[f"{key}_anti"].to_numpy(float)
+        margin = stereo - anti
+        return pd.DataFrame(
+            {
+                "pair_id": [p.pair.pair_id for p in self.pairs],
+                "bias_type": [p.pair.bias_type for p in self.pairs],
+                "sent_stereo": [p.pair.sent_stereo for p in self.pairs],
+                "sent_anti": [p.pair.sent_anti for p in self.pairs],
+                "group_a_side": [p.group_a_side for p in self.pairs],
+                "stereo": stereo,
+                "anti": anti,
+                "margin": margin,
+                "prefers": np.select([np.isnan(margin), margin > 0, margin < 0], ["undecidable", "stereo", "anti"], "tie"),
+            }
+        )
+
+    def telling_pair(self, key: str) -> LabPair:
+        """The pair that shows one metric's result best: its largest margin in the direction of its bias score.
+
+        Bias score 50 or above: the pair it scores most stereotypical; below 50: the most
+        anti-stereotypical one.
+        """
+        frame = self.pairs_frame(key)
+        margin = frame["margin"].fillna(0.0)
+        score = self.result.summary["metrics"][key]["bias_score"]
+        index = int(margin.idxmin() if score < 50 else margin.idxmax())
+        return self.pairs[index]
+
     def save(self, out_dir: str | Path) -> tuple[Path, Path]:
         """`pairs.csv` (with the planted truth) and `summary.json` (with the lab settings and verdicts)."""
         pairs = self.result.pairs.assign(planted_truth=[p.expected for p in self.pairs], group_a_side=[p.group_a_side for p in self.pairs])
@@ -829,17 +919,19 @@ def evaluate_lab(
     metrics: Sequence[str] | str | None = None,
     cache: ResultCache | None = None,
     progress: Callable[[float, int], None] | None = None,
+    compat: str | None = "default",
 ) -> LabReport:
     """Score the held-out pairs of a lab model with every metric (default: all of METRICS).
 
-    `lm` is the model already loaded (else it is loaded from the folder).
+    `lm` is the model already loaded (else it is loaded from the folder); `compat` is the
+    scoring mode, as for `evaluate`.
     """
     lab = model if isinstance(model, LabModel) else load_lab_model(model)
     keys = parse_metrics(metrics if metrics is not None else list(METRICS))
     if lm is None:
         lm = load_model(str(lab.path))
     pairs = heldout_pairs(lab.settings)
-    result = evaluate(lm, [p.pair for p in pairs], keys, cache=cache, progress=progress)
+    result = evaluate(lm, [p.pair for p in pairs], keys, compat=compat, cache=cache, progress=progress)
     return LabReport(lab, result, pairs)
 
 
@@ -855,10 +947,38 @@ def run_lab(
 
 
 def compare_scenarios(reports: Sequence[LabReport]) -> pd.DataFrame:
-    """The frames of several reports stacked: one row per scenario and metric."""
+    """The frames of several reports stacked: one row per scenario and metric, `run` describing the settings."""
     if not reports:
         return pd.DataFrame()
-    return pd.concat([r.frame() for r in reports], ignore_index=True)
+    return pd.concat([r.frame().assign(run=describe_settings(r.settings), run_index=i) for i, r in enumerate(reports)], ignore_index=True)
+
+
+#: The verdicts in the words of the app: is the planted truth detected, not detected, or found with the wrong sign?
+VERDICT_TEXT = {
+    "detected": "detected",
+    "missed": "not detected",
+    "reversed": "wrong sign",
+    "no bias (correct)": "no bias (correct)",
+    "false alarm": "false alarm",
+    "undecidable": "undecidable",
+}
+
+
+def scenario_table(reports: Sequence[LabReport]) -> pd.DataFrame:
+    """One row per report (scenario run), one column per metric: 'bias score [95% CI] verdict'."""
+    frame = compare_scenarios(reports)
+    if frame.empty:
+        return frame
+    frame = frame.assign(
+        cell=[
+            f"{r.bias_score:.1f} [{r.ci_low:.1f}, {r.ci_high:.1f}] {VERDICT_TEXT.get(r.verdict, r.verdict)}"
+            for r in frame.itertuples()
+        ]
+    )
+    runs = frame.drop_duplicates("run_index")[["run_index", "run", "scenario", "association", "frequency_ratio", "seed", "expected"]]
+    wide = frame.pivot(index="run_index", columns="metric", values="cell")[list(dict.fromkeys(frame["metric"]))]
+    table = runs.merge(wide, left_on="run_index", right_index=True).drop(columns="run_index")
+    return table.assign(expected=table["expected"].map(lambda e: f"bias score {EXPECTED_TEXT[e]}")).reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------------------------

@@ -44,6 +44,9 @@ PRESETS: dict[str, str] = {
     "distilbert-base-uncased": "DistilBERT base, uncased",
 }
 
+#: `device_map` values `load_model` accepts (None: the whole model on `device`).
+DEVICE_MAPS = (None, "auto")
+
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
     "bfloat16": torch.bfloat16,
@@ -146,6 +149,8 @@ class MaskedLM:
         self.mask_id: int = tokenizer.mask_token_id
         self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.max_length = _max_length(model.config, tokenizer)
+        #: Who set `max_length` below the model's own limit (see `limited`); None = the model.
+        self.length_limit: str | None = None
         # Special tokens typed into a sentence ([MASK], <s>, ...); [UNK] is legitimate.
         self._reserved_ids = frozenset(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
         self.num_layers = getattr(model.config, "num_hidden_layers", None)
@@ -163,8 +168,9 @@ class MaskedLM:
         ids = tuple(int(i) for i in enc["input_ids"])
         special = tuple(bool(s) for s in enc["special_tokens_mask"])
         if len(ids) > self.max_length:
+            who = self.length_limit or self.name
             raise InputError(
-                f"The sentence has {len(ids)} tokens; {self.name} accepts at most {self.max_length} "
+                f"The sentence has {len(ids)} tokens; {who} accepts at most {self.max_length} "
                 f"(special tokens included). Shorten it: biaslens never truncates a scored sentence."
             )
         if all(special):
@@ -176,6 +182,24 @@ class MaskedLM:
             raise InputError(f"The sentence contains the tokenizer's reserved token {', '.join(typed)}; remove it.")
         tokens = tuple(self.tokenizer.convert_ids_to_tokens(list(ids)))
         return Encoding(text=text, ids=ids, special=special, tokens=tokens)
+
+    def limited(self, max_tokens: int, who: str) -> "MaskedLM":
+        """This model refusing sentences longer than `max_tokens` (e.g. a server's limit).
+
+        A shallow copy sharing the weights and the tokenizer; `who` names the limit in the
+        refusal ("this server (BIASLENS_MAX_TOKENS)"). Scores do not change.
+        """
+        if max_tokens >= self.max_length:
+            return self
+        view = copy.copy(self)
+        view.max_length = int(max_tokens)
+        view.length_limit = who
+        view._unlimited = self.unlimited()
+        return view
+
+    def unlimited(self) -> "MaskedLM":
+        """The model with its own length limit (itself unless this is a `limited` view)."""
+        return self.__dict__.get("_unlimited", self)
 
     def decode_token(self, token_id: int) -> str:
         return self.tokenizer.convert_ids_to_tokens(int(token_id))
@@ -253,6 +277,7 @@ class MaskedLM:
             "model_type": self.model_type,
             "dtype": str(self.dtype).removeprefix("torch."),
             "device": str(self.device),
+            **({"device_map": _placement(self.model)} if getattr(self.model, "hf_device_map", None) else {}),
             "max_length": self.max_length,
             **extra,
             "versions": library_versions(),
@@ -260,6 +285,14 @@ class MaskedLM:
 
     def __repr__(self) -> str:
         return f"MaskedLM({self.name!r}, device={self.device}, dtype={self.dtype})"
+
+
+def _placement(model: torch.nn.Module) -> dict[str, str]:
+    """Where accelerate put the model's modules: device -> the first module placed there."""
+    placed: dict[str, str] = {}
+    for module, where in model.hf_device_map.items():
+        placed.setdefault(str(where), module or "(all)")
+    return placed
 
 
 def _max_length(config: Any, tokenizer: Any) -> int:
@@ -294,13 +327,18 @@ def load_model(
     revision: str | None = None,
     allow_pickle: bool = False,
     hub_timeout: float = 5.0,
+    device_map: str | None = None,
 ) -> MaskedLM:
     """Load a Hugging Face masked LM by hub id or local folder.
 
     Never runs remote code. Weights load from safetensors; pickle weights (`.bin`) only
     with `allow_pickle=True`. An unreachable hub fails within `hub_timeout` seconds with
-    a message that explains how to use a local folder instead.
+    a message that explains how to use a local folder instead. `device_map="auto"` lets
+    accelerate spread a model too large for one GPU over every GPU (then the CPU); inputs
+    go to the device of the input embeddings and `device` is not used.
     """
+    if device_map not in DEVICE_MAPS:
+        raise InputError(f"Unknown device map {device_map!r}: use auto (or leave it out for one device).")
     name = str(name_or_path).strip()
     if not name:
         raise InputError("No model given: name a hub id (e.g. bert-base-cased) or a local folder.")
@@ -321,8 +359,11 @@ def load_model(
         rev, files_only = _resolve_hub_revision(name, revision, hub_timeout)
         fingerprint = f"hub:{name}@{rev}"
 
-    model, tokenizer = _from_pretrained(name, target, rev, files_only, torch_dtype, allow_pickle)
-    model.to(dev)
+    model, tokenizer = _from_pretrained(name, target, rev, files_only, torch_dtype, allow_pickle, device_map)
+    if device_map is None:
+        model.to(dev)
+    else:
+        dev = model.get_input_embeddings().weight.device
     return MaskedLM(
         model, tokenizer, name=name, source=source, revision=rev, fingerprint=fingerprint, device=dev, dtype=torch_dtype
     )
@@ -398,13 +439,13 @@ def _resolve_hub_revision(name: str, revision: str | None, timeout: float) -> tu
 
 
 def _from_pretrained(
-    name: str, target: str, revision: str | None, files_only: bool, dtype: torch.dtype, allow_pickle: bool
+    name: str, target: str, revision: str | None, files_only: bool, dtype: torch.dtype, allow_pickle: bool, device_map: str | None = None
 ) -> tuple[torch.nn.Module, Any]:
     from transformers import MODEL_FOR_MASKED_LM_MAPPING, AutoConfig, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    if not allow_pickle:
-        _refuse_pickle_only(target)
+    if Path(target).is_dir():
+        _check_local_folder(Path(target), allow_pickle)
     common = {"revision": revision, "local_files_only": files_only, "trust_remote_code": False}
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
@@ -414,6 +455,11 @@ def _from_pretrained(
             tokenizer = AutoTokenizer.from_pretrained(target, **common)
         except Exception as exc:
             raise ModelLoadError(f"Could not load the tokenizer of {name}: {_first_line(exc)}") from exc
+        if len(tokenizer) <= len(set(tokenizer.all_special_ids)) + 1:
+            raise ModelLoadError(
+                f"The tokenizer of {name} has no vocabulary (only its special tokens): the tokenizer files are "
+                "missing or broken; copy them again (tokenizer.save_pretrained)."
+            )
         if getattr(tokenizer, "mask_token_id", None) is None:
             raise NotMaskedLMError(f"The tokenizer of {name} has no mask token: biaslens needs a masked language model.")
         try:
@@ -432,6 +478,7 @@ def _from_pretrained(
                 config=config,
                 dtype=dtype,
                 output_loading_info=True,
+                **({"device_map": device_map} if device_map else {}),
                 use_safetensors=None if allow_pickle else True,
                 **common,
             )
@@ -441,6 +488,12 @@ def _from_pretrained(
         hf_logging.set_verbosity(verbosity)
         hf_logging.enable_progress_bar()
     missing = sorted(info.get("missing_keys") or ())
+    body = [k for k in missing if k.startswith(f"{model.base_model_prefix}.")]
+    if body:
+        raise ModelLoadError(
+            f"{name} is incomplete: {len(body)} weights of the model itself are missing from the checkpoint "
+            f"(e.g. {body[0]}), so they would be random. Copy or download the complete model again."
+        )
     if missing:
         raise NotMaskedLMError(
             f"{name} has no trained masked-LM head: {len(missing)} weights are missing from the checkpoint "
@@ -450,16 +503,60 @@ def _from_pretrained(
     return model, tokenizer
 
 
-def _refuse_pickle_only(target: str) -> None:
-    folder = Path(target)
-    if not folder.is_dir():
-        return  # hub download: use_safetensors=True makes transformers refuse pickle files
+#: Files one of which a tokenizer needs (the rest, e.g. tokenizer_config.json, only configure it).
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
+
+
+def _check_local_folder(folder: Path, allow_pickle: bool) -> None:
+    """A clear message, before transformers tries, for an incomplete or corrupted model folder.
+
+    Checks: config.json, a weights file (pickle refused unless `allow_pickle`: a pickle can
+    run code), every shard an index names, safetensors headers that cover their files (a
+    truncated copy), and the tokenizer's vocabulary files.
+    """
     names = {p.name for p in folder.iterdir()}
-    if not names & set(_WEIGHT_FILES) and names & set(_PICKLE_FILES):
+    hint = "a folder saved with save_pretrained holds config.json, model.safetensors and the tokenizer files"
+    if "config.json" not in names:
+        raise ModelLoadError(f"{folder} is not a model folder: config.json is missing ({hint}).")
+    has_safetensors = bool(names & set(_WEIGHT_FILES))
+    if not has_safetensors and names & set(_PICKLE_FILES):
+        if not allow_pickle:
+            raise ModelLoadError(
+                f"{folder} only has pickle weights (pytorch_model.bin); a pickle file can run code when loaded. "
+                "Convert it to safetensors, or pass --allow-pickle if you trust where it came from."
+            )
+    elif not has_safetensors:
+        raise ModelLoadError(f"{folder} has no weights: model.safetensors is missing ({hint}).")
+    if has_safetensors:
+        _check_safetensors(folder, names)
+    if not names & set(_TOKENIZER_FILES) and not any(n.endswith(".model") for n in names):
         raise ModelLoadError(
-            f"{target} only has pickle weights (pytorch_model.bin); a pickle file can run code when loaded. "
-            "Convert it to safetensors, or pass --allow-pickle if you trust where it came from."
+            f"{folder} has no tokenizer files (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model): "
+            "save the model's tokenizer into it too (tokenizer.save_pretrained)."
         )
+
+
+def _check_safetensors(folder: Path, names: set[str]) -> None:
+    from safetensors import safe_open
+
+    files = ["model.safetensors"] if "model.safetensors" in names else []
+    if "model.safetensors.index.json" in names:
+        try:
+            index = json.loads((folder / "model.safetensors.index.json").read_text())
+            files = sorted(set(index["weight_map"].values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ModelLoadError(f"{folder}: model.safetensors.index.json is unreadable or corrupted ({exc}); copy it again.") from exc
+        absent = [f for f in files if f not in names]
+        if absent:
+            raise ModelLoadError(f"{folder} is incomplete: weight shard {absent[0]} is missing ({len(absent)} of {len(files)}); copy it again.")
+    for file in files:
+        try:
+            with safe_open(str(folder / file), "pt"):
+                pass
+        except Exception as exc:
+            raise ModelLoadError(
+                f"{folder}: the weights file {file} is corrupted or incomplete ({_first_line(exc)}); download or copy it again."
+            ) from exc
 
 
 def _first_line(exc: BaseException) -> str:
@@ -524,6 +621,7 @@ def _write_json_quietly(path: Path, data: dict[str, Any]) -> None:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "DEVICE_MAPS",
     "DTYPES",
     "Encoding",
     "MaskedLM",

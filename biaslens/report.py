@@ -396,6 +396,22 @@ class ReproductionReport:
         return written
 
 
+def zip_report(report: ReproductionReport, folder: str = "biaslens-report") -> bytes:
+    """Everything `report.save` writes (CSVs, figures, report.md/.html, runs, manifest), as one zip archive under `folder/`."""
+    import io
+    import tempfile
+    import zipfile
+
+    buffer = io.BytesIO()
+    with tempfile.TemporaryDirectory(prefix="biaslens-report-") as tmp:
+        report.save(tmp)
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(Path(tmp).rglob("*")):
+                if path.is_file():
+                    archive.write(path, f"{folder}/{path.relative_to(tmp).as_posix()}")
+    return buffer.getvalue()
+
+
 def _group_run(model: ModelAnalyses) -> EvaluationResult | None:
     """The run Table 3 reads: CrowS-Pairs if scored, else the first run with Adv/Dis groups."""
     runs = sorted(model.evaluations.items(), key=lambda item: item[0] != "crows-pairs")
@@ -602,4 +618,5 @@ __all__ = [
     "evaluation_metrics",
     "markdown_table",
     "short_file_names",
+    "zip_report",
 ]

@@ -55,8 +55,8 @@ class SanityReport:
     message: str  # one line for people
 
 
-def classify(accuracy: float, mean_logprob: float, uniform_logprob: float) -> tuple[str, str]:
-    """(status, message) for the numbers of a sanity run."""
+def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subject: str = "plain English") -> tuple[str, str]:
+    """(status, message) for the numbers of a sanity run on sentences of `subject`."""
     numbers = f"token accuracy {accuracy:.0f}%, mean log p {mean_logprob:.2f} (uniform: {uniform_logprob:.2f})"
     if accuracy < UNTRAINED_ACCURACY and mean_logprob < NEAR_UNIFORM_FRACTION * uniform_logprob:
         return "untrained", (
@@ -65,21 +65,21 @@ def classify(accuracy: float, mean_logprob: float, uniform_logprob: float) -> tu
         )
     if accuracy < WEAK_ACCURACY or mean_logprob < WEAK_LOGPROB:
         return "weak", (
-            f"Predicts plain English poorly: {numbers}. It may be undertrained or trained on other text; "
+            f"Predicts {subject} poorly: {numbers}. It may be undertrained or trained on other text; "
             "read its bias scores with care."
         )
-    return "ok", f"Predicts plain English well: {numbers}."
+    return "ok", f"Predicts {subject} well: {numbers}."
 
 
-def check_model(lm: MaskedLM, sentences: Sequence[str] = SANITY_SENTENCES) -> SanityReport:
-    """Token prediction accuracy and mean log-probability of `lm` on plain sentences."""
+def check_model(lm: MaskedLM, sentences: Sequence[str] = SANITY_SENTENCES, subject: str = "plain English") -> SanityReport:
+    """Token prediction accuracy and mean log-probability of `lm` on plain sentences (or other `sentences` of `subject`)."""
     results = unmasked_pass(lm, [lm.encode(s) for s in sentences], attention=False)
     logprob = np.concatenate([r.logprob[r.encoding.scored_positions] for r in results])
     rank = np.concatenate([r.rank[r.encoding.scored_positions] for r in results])
     accuracy = 100.0 * float(np.mean(rank == 1))
     mean_logprob = float(np.mean(logprob))
     uniform = -math.log(len(lm.tokenizer))
-    status, message = classify(accuracy, mean_logprob, uniform)
+    status, message = classify(accuracy, mean_logprob, uniform, subject)
     return SanityReport(accuracy, mean_logprob, uniform, int(logprob.size), len(sentences), status, message)
 
 

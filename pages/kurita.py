@@ -160,7 +160,7 @@ def template_tab() -> None:
             if st.session_state[S + "attributes"].strip():
                 words += parse_word_list(st.session_state[S + "attributes"], lowercase=lowercase).words
             for upload in uploads or []:
-                words += decode_word_list(upload.getvalue(), upload.name, lowercase=lowercase).words
+                words += decode_word_list(ui.resources.upload_bytes(upload), upload.name, lowercase=lowercase).words
             if not words:
                 raise InputError("No attributes: type or paste some, or upload a list.")
             lm = ui.resources.model_or_stop(settings)
@@ -306,7 +306,7 @@ def show_weat(results: list[WeatResult]) -> None:
 def _lists(uploads, pasted_name: str, pasted: str, lowercase: bool) -> dict[str, tuple[str, ...]]:
     lists = {}
     for upload in uploads or []:
-        lists[upload.name] = decode_word_list(upload.getvalue(), upload.name, lowercase=lowercase).words
+        lists[upload.name] = decode_word_list(ui.resources.upload_bytes(upload), upload.name, lowercase=lowercase).words
     if pasted.strip():
         lists[pasted_name.strip() or "pasted list"] = parse_word_list(pasted, lowercase=lowercase).words
     return lists

@@ -209,3 +209,15 @@ def test_crows_pairs_and_stereoset_subsets(tiny_bert):
         assert result.manifest["dataset"]["name"] == name
         assert result.manifest["dataset"]["sha256"] == dataset.sha256
         assert len(result.pairs) == 6
+
+
+def test_a_corrupted_cache_file_is_set_aside_and_a_fresh_cache_started(tiny_bert, tmp_path):
+    path = tmp_path / "results.sqlite"
+    path.write_bytes(b"half-copied garbage " * 500)
+    cache = ResultCache(path)
+    assert cache.enabled and "was corrupted" in cache.notice
+    assert [p.name.split("-")[0] for p in tmp_path.glob("results.sqlite.corrupt-*")] == ["results.sqlite.corrupt"]
+    first = evaluate(tiny_bert, _pairs(2), ["aul"], cache=cache)
+    assert not first.warnings and len(cache) == 2
+    again = evaluate(tiny_bert, _pairs(2), ["aul"], cache=ResultCache(path))
+    pd.testing.assert_frame_equal(first.pairs, again.pairs)

@@ -286,6 +286,46 @@ def test_report_scores_every_metric_against_the_truth(quick_model, tmp_path):
     assert len(both) == 2 * len(lab.METRICS)
 
 
+def test_pairs_frame_and_the_pair_that_shows_a_result_best(quick_model):
+    report = lab.evaluate_lab(quick_model, metrics="aul,cps")
+    for key in ("aul", "cps"):
+        frame = report.pairs_frame(key)
+        assert list(frame["pair_id"]) == [p.pair.pair_id for p in report.pairs]
+        assert np.allclose(frame["margin"], report.result.pairs[f"{key}_stereo"] - report.result.pairs[f"{key}_anti"])
+        assert (frame["prefers"] == np.where(frame["margin"] > 0, "stereo", np.where(frame["margin"] < 0, "anti", "tie"))).all()
+        pair = report.telling_pair(key)
+        margins = frame.set_index("pair_id")["margin"]
+        score = report.result.summary["metrics"][key]["bias_score"]
+        assert margins[pair.pair.pair_id] == (margins.max() if score >= 50 else margins.min())
+
+
+def test_scenario_table_sets_runs_side_by_side(quick_model, tmp_path):
+    planted = lab.train_lab_model(replace(QUICK, association=0.8, steps=4), cache_dir=tmp_path)
+    reports = [lab.evaluate_lab(quick_model, metrics="aul,cps"), lab.evaluate_lab(planted, metrics="aul,cps")]
+    table = lab.scenario_table(reports)
+    assert list(table["scenario"]) == ["neither", "association"]
+    assert list(table["expected"]) == ["bias score 50", "bias score above 50"]
+    assert table["run"][1] == "planted association · association 0.8, frequency ratio 1, seed 0, 4 steps, 600 sentences, own model settings"
+    for i, report in enumerate(reports):
+        for row in report.frame().itertuples():
+            assert table.loc[i, row.metric] == f"{row.bias_score:.1f} [{row.ci_low:.1f}, {row.ci_high:.1f}] {lab.VERDICT_TEXT[row.verdict]}"
+    assert list(lab.compare_scenarios(reports)["run_index"]) == [0, 0, 1, 1]
+
+
+def test_a_lab_folder_is_recognised_and_checked_on_its_own_corpus(quick_model):
+    from biaslens.sanity import check_model
+
+    assert lab.lab_model_of(str(quick_model.path)) == quick_model
+    assert lab.lab_model_of(quick_model.path.parent) is None  # the folder of the lab models is not one
+    assert lab.lab_model_of("bert-base-cased") is None and lab.lab_model_of("") is None
+    sentences = lab.sanity_sentences(quick_model)
+    corpus = (quick_model.path / "corpus.txt").read_text().splitlines()
+    assert len(sentences) == 8 == len(set(sentences)) and set(sentences) <= set(corpus)
+    report = check_model(load_model(str(quick_model.path)), sentences, subject="its training corpus")
+    assert report.n_sentences == 8 and "plain English" not in report.message
+    assert quick_model.label.startswith("bias lab: neither (control) · association 0.5, frequency ratio 1, seed 0, 12 steps")
+
+
 # ---------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------
@@ -356,8 +396,8 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, fragment, capsys):
 
 @pytest.mark.slow
 def test_the_default_lab_model_is_cached_once_trained():
-    model = lab.train_lab_model(lab.default_lab_settings())  # shared with test_bias_detection via the session cache
-    assert lab.cached_lab_model_path() == model.path
+    model = lab.default_lab_model()  # shared with test_bias_detection via the session cache
+    assert lab.cached_lab_model_path() == model.path and lab.default_lab_model().path == model.path
     assert model.settings.scenario == lab.DEFAULT_LAB_SCENARIO and model.settings.expected == "stereo"
 
 

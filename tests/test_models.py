@@ -1,5 +1,6 @@
 """Loading: local folders, manifests, clear and fast errors."""
 
+import json
 import time
 
 import pytest
@@ -119,3 +120,69 @@ def test_bad_sentences_get_clear_errors(tiny_bert):
     with pytest.raises(InputError, match=r"reserved token \[MASK\]"):
         tiny_bert.encode("The [MASK] is here.")
     assert tiny_bert.encode("An emoji 🙂 is unknown.").ids  # [UNK] is fine
+
+
+def _damage(folder, how):
+    weights = folder / "model.safetensors"
+    if how == "truncated weights":
+        weights.write_bytes(weights.read_bytes()[:-100])
+    elif how == "garbage weights":
+        weights.write_bytes(b"not a safetensors file" * 10)
+    elif how == "no weights":
+        weights.unlink()
+    elif how == "no config":
+        (folder / "config.json").unlink()
+    elif how == "no tokenizer":
+        for f in folder.iterdir():
+            if f.name not in ("config.json", "model.safetensors"):
+                f.unlink()
+    elif how == "missing layer":
+        from safetensors.torch import load_file, save_file
+
+        tensors = {k: v for k, v in load_file(weights).items() if ".layer.0." not in k}
+        save_file(tensors, weights, metadata={"format": "pt"})
+    elif how == "missing shard":
+        index = {"metadata": {}, "weight_map": {"bert.embeddings.word_embeddings.weight": "model-00001-of-00002.safetensors",
+                                                 "cls.predictions.bias": "model-00002-of-00002.safetensors"}}
+        weights.rename(folder / "model-00001-of-00002.safetensors")
+        (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+
+
+@pytest.mark.parametrize(
+    "how, fragment",
+    [
+        ("truncated weights", "model.safetensors is corrupted or incomplete"),
+        ("garbage weights", "model.safetensors is corrupted or incomplete"),
+        ("no weights", "no weights: model.safetensors is missing"),
+        ("no config", "not a model folder: config.json is missing"),
+        ("no tokenizer", "no tokenizer files"),
+        ("missing layer", "is incomplete: 16 weights of the model itself are missing"),
+        ("missing shard", "weight shard model-00002-of-00002.safetensors is missing"),
+    ],
+)
+def test_a_corrupted_or_incomplete_folder_gets_a_clear_message_at_once(tmp_path, model_dirs, how, fragment):
+    import shutil
+
+    folder = tmp_path / "damaged"
+    shutil.copytree(model_dirs["bert-cased"], folder)
+    _damage(folder, how)
+    started = time.perf_counter()
+    with pytest.raises(ModelLoadError) as info:
+        load_model(str(folder))
+    assert time.perf_counter() - started < 10
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+    assert not isinstance(info.value, NotMaskedLMError)  # a damaged folder is not "a model without an MLM head"
+
+
+def test_a_limited_view_refuses_longer_sentences_and_scores_the_same(tiny_bert):
+    from biaslens.evaluation import inspect_pair
+
+    view = tiny_bert.limited(12, "this server (BIASLENS_MAX_TOKENS)")
+    assert view.model is tiny_bert.model and tiny_bert.max_length == 512
+    assert tiny_bert.limited(4096, "x") is tiny_bert
+    assert view.unlimited() is tiny_bert and view.limited(10, "x").unlimited() is tiny_bert
+    with pytest.raises(InputError, match=r"this server \(BIASLENS_MAX_TOKENS\) accepts at most 12"):
+        view.encode("word " * 20)
+    tiny_bert.encode("word " * 20)  # the model itself is unchanged
+    a, b = "The nurse was tired.", "The doctor was tired."
+    assert inspect_pair(view, a, b).summary_frame().equals(inspect_pair(tiny_bert, a, b).summary_frame())

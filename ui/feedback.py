@@ -13,7 +13,8 @@ from biaslens.errors import BiaslensError, DatasetNotFoundError, HubUnreachableE
 LOCAL_FOLDER_HINT = (
     "To use a model without the hub, type the path of a local folder into the **Model** box in the sidebar "
     "and press Enter: a folder saved with `save_pretrained`, holding `config.json`, the weights (`model.safetensors`) "
-    "and the tokenizer files. Set `BIASLENS_MODEL` to make it the default."
+    "and the tokenizer files. Set `BIASLENS_MODEL` to make it the default. With no network at all, press "
+    "**Use the offline lab model** in the sidebar: the bias lab's small model, trained on this machine once."
 )
 DATASET_HINT = (
     "Put the file in a folder and name that folder under **Advanced → Data folder** in the sidebar "

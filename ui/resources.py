@@ -1,8 +1,10 @@
 """Cached heavy resources: models, datasets, the result cache, pair inspections.
 
-A model is loaded once per (model, revision, device, dtype) for all sessions with
-`st.cache_resource` and never mutated afterwards (the engine's `MaskedLM` is safe to share
-between threads). A failed load is remembered for `FAILURE_TTL_S` seconds, so an
+A model is loaded once per (model, revision, device, dtype) for all sessions into the
+`MODELS` pool (at most $BIASLENS_MAX_MODELS, least recently used evicted) and never
+mutated afterwards (the engine's `MaskedLM` is safe to share between threads). The
+operator's limits (`biaslens.serving.ServerSettings`: which model folders, longest
+sentence, rows per uploaded file) are applied here. A failed load is remembered for `FAILURE_TTL_S` seconds, so an
 unreachable hub costs its timeout once rather than on every rerun; the sidebar's Retry
 button forgets it.
 """
@@ -15,13 +17,15 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from biaslens import lab
 from biaslens.cache import ResultCache
-from biaslens.datasets import PairDataset, load_dataset
+from biaslens.datasets import DATASETS, PairDataset, load_dataset
 from biaslens.errors import BiaslensError
 from biaslens.evaluation import PairInspection, inspect_pair
 from biaslens.metrics import PAPER_METRICS
 from biaslens.models import MaskedLM, load_model
 from biaslens.sanity import SanityReport, check_model
+from biaslens.serving import ModelPool, ServerSettings
 
 from .feedback import show_error
 from .settings import Settings
@@ -74,9 +78,24 @@ def _remembering_failures(key: tuple, load):
 # ---------------------------------------------------------------------------------------
 
 
-@st.cache_resource(show_spinner=False, max_entries=6)
+#: The loaded models, shared by every session of this server process.
+MODELS = ModelPool()
+
+
+def server_settings() -> ServerSettings:
+    """The operator's limits, read from the environment ($BIASLENS_MODEL_DIRS, $BIASLENS_MAX_TOKENS, ...)."""
+    return ServerSettings.from_env()
+
+
 def _load_model(model: str, revision: str | None, device: str, dtype: str) -> MaskedLM:
-    return load_model(model, revision=revision, device=device, dtype=dtype)
+    """The pooled model (refused if its folder is not allowed), refusing sentences over the server's limit."""
+    server = server_settings()
+    server.check_model(model)
+
+    def load() -> MaskedLM:
+        return server.limit(load_model(model, revision=revision, device=device, dtype=dtype))
+
+    return MODELS.get((model, revision, device, dtype, server.max_tokens), load, capacity=server.max_models)
 
 
 def get_model(settings: Settings, model: str | None = None) -> MaskedLM:
@@ -110,7 +129,10 @@ def model_or_stop(settings: Settings) -> MaskedLM:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _sanity(model_key: tuple, fingerprint: str, dtype: str) -> SanityReport:
-    return check_model(_load_model(*model_key))
+    lab_model = lab.lab_model_of(model_key[0])
+    if lab_model is not None:  # a bias-lab model knows only its synthetic corpus: check it on that
+        return check_model(_load_model(*model_key).unlimited(), lab.sanity_sentences(lab_model), subject="its training corpus")
+    return check_model(_load_model(*model_key).unlimited())  # its plain sentences, whatever the server's length limit
 
 
 def sanity(settings: Settings, lm: MaskedLM) -> SanityReport:
@@ -129,9 +151,22 @@ def _load_dataset(name: str, data_dir: str | None) -> PairDataset:
 
 
 def get_dataset(settings: Settings, name: str | None = None) -> PairDataset:
-    """The dataset of `settings` (or `name`), cached for all sessions; raises on failure."""
+    """The dataset of `settings` (or `name`), cached for all sessions; raises on failure.
+
+    A user's own pairs file (not a built-in dataset) is refused above $BIASLENS_MAX_UPLOAD_ROWS pairs.
+    """
     key = (name or settings.dataset, settings.data_dir)
-    return _remembering_failures(("dataset", *key), lambda: _load_dataset(*key))
+    dataset = _remembering_failures(("dataset", *key), lambda: _load_dataset(*key))
+    if key[0] not in DATASETS:
+        server_settings().check_rows(len(dataset), f"The pairs file {dataset.path.name}")
+    return dataset
+
+
+def upload_bytes(upload) -> bytes:
+    """The bytes of a user's uploaded file, refused above $BIASLENS_MAX_UPLOAD_ROWS lines."""
+    data = upload.getvalue()
+    server_settings().check_upload(data, upload.name)
+    return data
 
 
 def dataset_or_none(settings: Settings, name: str | None = None) -> PairDataset | None:
@@ -163,7 +198,7 @@ def result_cache() -> ResultCache:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _inspection(model_key: tuple, fingerprint: str, compat: str, stereo: str, anti: str) -> PairInspection:
+def _inspection(model_key: tuple, fingerprint: str, max_length: int, compat: str, stereo: str, anti: str) -> PairInspection:
     lm = _load_model(*model_key)
     return inspect_pair(lm, stereo, anti, metrics=PAPER_METRICS, compat=compat, top_k=5, attention_matrices=True)
 
@@ -173,7 +208,7 @@ def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> Pair
 
     Raises `BiaslensError` for bad input (empty, identical or over-long sentences).
     """
-    return _inspection(settings.model_key, lm.fingerprint, settings.compat, stereo, anti)
+    return _inspection(settings.model_key, lm.fingerprint, lm.max_length, settings.compat, stereo, anti)
 
 
 __all__ = [
@@ -188,4 +223,6 @@ __all__ = [
     "model_or_stop",
     "result_cache",
     "sanity",
+    "server_settings",
+    "upload_bytes",
 ]

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from biaslens import lab
 from biaslens.datasets import DATASETS
+from biaslens.errors import HubUnreachableError
 from biaslens.metrics import COMPAT_MODES
 from biaslens.models import DEFAULT_MODEL, DTYPES, PRESETS
 
@@ -24,6 +26,9 @@ ENV_DATA_DIR = "BIASLENS_DATA_DIR"
 
 _KEY = "settings.current"
 _CUSTOM_MODELS = "settings.custom_models"
+_CHOOSE_MODEL = "settings.choose_model"  # a model to select at the start of the next run
+#: Trained bias-lab models offered in the model list (newest first).
+MAX_LAB_CHOICES = 8
 
 COMPAT_LABELS = {
     "default": "default (the papers' equations)",
@@ -71,6 +76,11 @@ def model_choices() -> list[ModelChoice]:
     """
     choices = [ModelChoice(default_model(), f"{default_model()} (default)")]
     choices += [ModelChoice(name, f"{name} · {about}") for name, about in PRESETS.items() if name != default_model()]
+    try:  # the bias lab's trained models (in biaslens's cache): they need no network
+        lab_models = lab.list_lab_models()[:MAX_LAB_CHOICES]
+    except OSError:
+        lab_models = []
+    choices += [ModelChoice(str(m.path), m.label) for m in lab_models if str(m.path) != default_model()]
     return choices
 
 
@@ -119,6 +129,8 @@ def render_sidebar() -> Settings:
     """Draw the global controls in the sidebar and return the settings (app.py calls this once per run)."""
     defaults = default_settings()
     _adopt_url(defaults)
+    if st.session_state.get(_CHOOSE_MODEL):  # e.g. the offline lab model, trained in the previous run
+        st.session_state["settings.model"] = st.session_state.pop(_CHOOSE_MODEL)
     choices = model_choices()
     labels = {c.value: c.label for c in choices}
     options = [c.value for c in choices] + list(st.session_state.get(_CUSTOM_MODELS, []))
@@ -134,7 +146,8 @@ def render_sidebar() -> Settings:
         key="settings.model",
         format_func=lambda v: labels.get(v, v),
         accept_new_options=True,
-        help="A preset, any Hugging Face hub id (e.g. bert-base-uncased), or a local model folder: type its path and press Enter.",
+        help="A preset, any Hugging Face hub id (e.g. bert-base-uncased), or a local model folder: type its path and press Enter "
+        "(on a shared server, a folder its operator allows in BIASLENS_MODEL_DIRS).",
         on_change=lambda: _remember_model(st.session_state["settings.model"]),
     )
     status_box = sb.container()
@@ -202,11 +215,14 @@ def _model_status(settings: Settings, box) -> None:
         except Exception as exc:
             message, _ = explain(exc)
             st.error(message, icon=":material/error:")
+            if isinstance(exc, HubUnreachableError):
+                _offer_lab_model()
             st.caption("The pages explain how to use a local folder. The rest of the app keeps working.")
             if st.button("Retry loading", key="settings.retry"):
                 resources.forget_failure(settings)
                 st.rerun()
             return
+        lab_model = lab.lab_model_of(settings.model)
         where = "local folder" if lm.source == "local" else f"hub, revision {(lm.revision or 'main')[:10]}"
         st.caption(
             f"**Loaded** {lm.model_type} · {lm.num_layers} layers × {lm.num_heads} heads · {where} · "
@@ -220,7 +236,35 @@ def _model_status(settings: Settings, box) -> None:
         show = {"ok": st.success, "weak": st.warning, "untrained": st.error}[report.status]
         icon = {"ok": ":material/check_circle:", "weak": ":material/warning:", "untrained": ":material/dangerous:"}[report.status]
         show(f"**Sanity check:** {report.message}", icon=icon)
-        st.caption(f"Token prediction on {report.n_sentences} plain sentences ({report.n_tokens} tokens), nothing masked.")
+        corpus = "sentences of its training corpus" if lab_model else "plain sentences"
+        st.caption(f"Token prediction on {report.n_sentences} {corpus} ({report.n_tokens} tokens), nothing masked.")
+        if lab_model:
+            about = lab.describe_settings(lab_model.settings)
+            st.caption(f"Bias-lab model, {about}: it knows only the lab's words and templates (see the Bias lab page).")
+
+
+def _offer_lab_model() -> None:
+    """The hub is out of reach: offer the bias lab's model, trained here once (no download) and then cached."""
+    from .feedback import attempt
+    from .progress import ProgressBar
+
+    cached = lab.cached_lab_model_path()
+    st.info(
+        "No network? Every page also works with the bias lab's small model: "
+        + ("it is already trained on this machine." if cached else "it trains here once (well under 2 minutes), then stays in the cache."),
+        icon=":material/wifi_off:",
+    )
+    if st.button("Use the offline lab model", key="settings.offline_lab", type="primary", icon=":material/model_training:"):
+        if cached:
+            st.session_state[_CHOOSE_MODEL] = str(cached)
+        else:
+            bar = ProgressBar("Training the lab model", unit="steps")
+            model = attempt(lab.default_lab_model, progress=lambda step, total, _loss: bar(step, total))
+            bar.clear()
+            if model is None:
+                return
+            st.session_state[_CHOOSE_MODEL] = str(model.path)
+        st.rerun()
 
 
 def current() -> Settings:

@@ -1,0 +1,473 @@
+"""Paper analyses: Kaneko & Bollegala (2022), Tables 1-5 and Figure 1 for the sidebar's model, beside the published numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import threading
+from collections import OrderedDict
+
+import pandas as pd
+import streamlit as st
+
+import ui
+import ui.charts
+import ui.feedback
+import ui.progress
+import ui.resources
+import ui.runs
+import ui.settings
+import ui.state
+from biaslens import explore, figures
+from biaslens.analyses import SOURCE_RUN, bias_score_table, paper_layout
+from biaslens.datasets import DATASETS, PairDataset
+from biaslens.evaluation import EvaluationResult
+from biaslens.export import safe_csv
+from biaslens.models import MaskedLM
+from biaslens.report import (
+    ANALYSES,
+    DEFAULT_DATASETS,
+    TITLES,
+    ModelAnalyses,
+    ReportOptions,
+    ReproductionReport,
+    analyse_model,
+    build_report,
+    zip_report,
+)
+from biaslens.shuffle import ShuffledSentence, shuffle_sentence
+
+ui.require_app()
+
+S = "analyses."
+#: Pairs per dataset scored by default: minutes, not hours, on a CPU. The whole dataset is opt-in.
+DEFAULT_SAMPLE = 100
+#: Finished analyses kept for all sessions (a reload or a second visitor reopens them instantly).
+KEEP = 8
+DEFAULT_SENTENCE = "The new doctor explained the test results to the family in a calm voice."
+SHORT = {
+    "accuracy": "Token accuracy (Table 1)",
+    "frequency": "Word frequency (Table 2)",
+    "groups": "Adv / Dis groups (Table 3)",
+    "shuffle": "Shuffle and unrelated (Table 4)",
+    "scores": "Bias scores (Table 5)",
+    "agreement": "Human ratings (Figure 1)",
+}
+NUMBER = st.column_config.NumberColumn(format="%.2f")
+P_VALUE = st.column_config.NumberColumn(format="%.3g")
+
+settings = ui.settings.current()
+
+
+# ---------------------------------------------------------------------------------------
+# Finished analyses, shared by all sessions
+# ---------------------------------------------------------------------------------------
+
+
+class _Store:
+    """The last `KEEP` finished analyses: key -> (ModelAnalyses, ReproductionReport). Values are never mutated."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.items: OrderedDict[tuple, tuple[ModelAnalyses, ReproductionReport]] = OrderedDict()
+
+    def get(self, key: tuple):
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple, value) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > KEEP:
+                self.items.popitem(last=False)
+
+
+@st.cache_resource(show_spinner=False)
+def _store() -> _Store:
+    return _Store()
+
+
+def _key(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> tuple:
+    """Everything an analysis depends on: the model's weights and dtype, the data files, the options."""
+    return (lm.name, lm.fingerprint, str(lm.dtype), tuple((name, d.sha256) for name, d in datasets.items()), options)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _shuffled(_lm: MaskedLM, fingerprint: str, dtype: str, max_length: int, text: str, seed: int) -> ShuffledSentence:
+    return shuffle_sentence(_lm, text, seed)
+
+
+# ---------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------
+
+
+class _StageBars:
+    """The engine's `progress(stage, done, total)` as one progress bar with time left, relabelled per stage."""
+
+    def __init__(self) -> None:
+        self.box = st.empty()
+        self.stage: str | None = None
+        self.bar: ui.progress.ProgressBar | None = None
+
+    def __call__(self, stage: str, done: float, total: int) -> None:
+        if stage != self.stage or self.bar is None:
+            self.stage = stage
+            self.bar = ui.progress.ProgressBar(stage, where=self.box)
+        self.bar(done, total)
+
+    def clear(self) -> None:
+        self.box.empty()
+
+
+def _stop() -> None:
+    st.session_state.pop(S + "pending", None)
+
+
+def _analyse(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, label: str) -> ModelAnalyses | None:
+    """`analyse_model` with a Stop button and a progress bar; None (message shown) if it failed."""
+    controls = st.empty()
+    run_number = st.session_state[S + "runs_drawn"] = st.session_state.get(S + "runs_drawn", 0) + 1
+    controls.button("Stop", icon=":material/stop_circle:", on_click=_stop, key=f"{S}stop.{run_number}",
+                    help="Stop. Finished chunks stay in the result cache: running again resumes from there.")
+    bars = _StageBars()
+    analysed = None
+    with ui.feedback.guard():
+        analysed = analyse_model(lm, datasets, options, label=label, cache=ui.resources.result_cache(), progress=bars)
+    bars.clear()
+    controls.empty()
+    return analysed
+
+
+def _run(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, key: tuple, label: str):
+    st.session_state[S + "pending"] = key
+    analysed = _analyse(lm, datasets, options, label)
+    found = None
+    if analysed is not None:
+        with ui.feedback.guard():
+            found = (analysed, build_report([analysed], datasets, options))
+            _store().put(key, found)
+            models = st.session_state.setdefault(S + "models", [])
+            if settings.model not in models:
+                models.append(settings.model)
+    _stop()
+    return found
+
+
+# ---------------------------------------------------------------------------------------
+# Showing
+# ---------------------------------------------------------------------------------------
+
+
+def _frame(frame: pd.DataFrame, **kwargs) -> None:
+    """A table with two decimals (p-values in 3 significant digits)."""
+    config = {}
+    for column in frame.columns:
+        if pd.api.types.is_float_dtype(frame[column]):
+            config[column] = P_VALUE if column in ("p", "mcnemar_p") else NUMBER
+    st.dataframe(frame, hide_index=kwargs.pop("hide_index", True), width="stretch", column_config=config, **kwargs)
+
+
+def _views(report: ReproductionReport) -> tuple[dict, dict]:
+    """The report's sections (by figure stem) and figures, built once per report and session."""
+    kept = st.session_state.get(S + "views")
+    if kept is None or kept[0] is not report:
+        kept = (report, {s[3]: s for s in report.sections()}, report.charts())
+        st.session_state[S + "views"] = kept
+    return kept[1], kept[2]
+
+
+def _section(found, stem: str, chart_key: str, why_not: str) -> None:
+    """One of the report's sections, exactly as `python -m biaslens report` writes it, with its figure."""
+    if found is None:
+        st.info("Run the analyses above to fill this table.", icon=":material/play_arrow:")
+        return
+    with ui.feedback.guard():
+        sections, charts = _views(found[1])
+        if stem not in sections:
+            st.info(why_not, icon=":material/info:")
+            return
+        _title, text, shown, _stem = sections[stem]
+        st.caption(text)
+        for caption, table in shown:
+            st.markdown(f"**{caption}**")
+            _frame(table)
+        if stem in charts:
+            ui.charts.show(charts[stem], S + chart_key)
+
+
+def _reset_shuffle_seed() -> None:
+    st.session_state[S + "sentence_seed"] = 0
+
+
+def _next_shuffle_seed() -> None:
+    st.session_state[S + "sentence_seed"] = int(st.session_state.get(S + "sentence_seed", 0)) + 1
+
+
+@st.fragment
+def _shuffle_box(lm: MaskedLM) -> None:
+    """One sentence before and after shuffling; "Shuffle again" reruns only this part."""
+    st.markdown("**One sentence, shuffled**")
+    st.session_state.setdefault(S + "sentence", DEFAULT_SENTENCE)
+    st.session_state.setdefault(S + "sentence_seed", 0)
+    c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
+    text = c1.text_input("Sentence", key=S + "sentence", on_change=_reset_shuffle_seed,
+                         help="Its non-special tokens are shuffled (special tokens stay in place; nothing is re-tokenized).")
+    c2.button("Shuffle again", icon=":material/shuffle:", key=S + "reshuffle", on_click=_next_shuffle_seed, width="stretch",
+              help="A new seed: the next one. The same sentence and seed always shuffle alike.")
+    seed = int(st.session_state[S + "sentence_seed"])
+    result = None
+    with ui.feedback.guard():
+        result = _shuffled(lm, lm.fingerprint, str(lm.dtype), lm.max_length, text, seed)
+    if result is None:
+        return
+    st.markdown(f"Original: {result.original.text}  \nShuffled (seed {seed}): **{result.shuffled.text}**")
+    st.caption(
+        f"AUL token accuracy of this sentence: {result.accuracy():.1f}% in the original order, {result.accuracy(True):.1f}% shuffled "
+        f"(non-special tokens). Each token is scored at its new position. Command line: "
+        f"`{shlex.join(['python', '-m', 'biaslens', 'shuffle', text, '--seed', str(seed), '--model', settings.model])}`"
+    )
+    ui.charts.show(figures.shuffle_chart(result.tokens), S + "chart_sentence")
+    st.dataframe(
+        result.tokens, hide_index=True, width="stretch",
+        column_config={
+            "position": "Position", "token": "Token", "special": "Special",
+            "logprob": st.column_config.NumberColumn("log p", format="%.4f"), "rank": "Rank", "prediction": "Model's top token",
+            "new_position": "New position", "shuffled_logprob": st.column_config.NumberColumn("log p shuffled", format="%.4f"),
+            "shuffled_rank": "Rank shuffled", "shuffled_prediction": "Top token shuffled",
+        },
+    )
+
+
+def _scores_of(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> dict[str, EvaluationResult] | None:
+    """A model's runs with the options' metrics on every dataset: from a finished analysis or the result cache, else None."""
+    for key_options in (options, dataclasses.replace(options, analyses=("scores",))):
+        found = _store().get(_key(lm, datasets, key_options))
+        if found is not None and all(
+            set(options.metrics) <= set(r.summary["metrics"]) for r in found[0].evaluations.values()
+        ) and set(found[0].evaluations) == set(datasets):
+            return found[0].evaluations
+    out = {}
+    for name, dataset in datasets.items():
+        result = ui.feedback.attempt(explore.cached_evaluation, lm, dataset, list(options.metrics), ui.resources.result_cache(),
+                                     compat=options.compat, **options.selection())
+        if result is None:
+            return None
+        out[name] = result
+    return out
+
+
+def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> None:
+    """Table 5 for every model the user has run with these options (this session or the result cache)."""
+    st.caption(
+        f"{TITLES['scores']}: percentage of pairs whose stereotypical sentence scores higher (50 = no preference), for every model "
+        "chosen here, on the same pairs and scoring mode. Models already scored (in this session, an earlier one, or by "
+        "`python -m biaslens report`) are read from the result cache at once."
+    )
+    st.session_state.setdefault(S + "models", [settings.model])
+    choices = ui.settings.model_choices()
+    labels = {c.value: c.label for c in choices}
+    offered = list(dict.fromkeys([c.value for c in choices] + [settings.model] + list(st.session_state[S + "models"])))
+    models = st.multiselect("Models", offered, key=S + "models", format_func=lambda v: labels.get(v, v), accept_new_options=True,
+                            help="Presets, hub ids or local folders (type a path and press Enter), on the sidebar's device and precision.")
+    if not models:
+        st.info("Choose at least one model.", icon=":material/group_add:")
+        return
+    names = explore.short_names(models)
+    results: dict[str, dict[str, EvaluationResult]] = {}
+    missing: list[tuple[str, MaskedLM]] = []
+    for model in models:
+        model_lm = lm if model == settings.model else ui.resources.model_or_none(settings, model)
+        if model_lm is None:
+            continue
+        found = _scores_of(model_lm, datasets, options)
+        if found is None:
+            missing.append((model, model_lm))
+        else:
+            results[names[model]] = found
+    if missing:
+        prompt = st.empty()
+        with prompt.container():
+            st.info("Not scored yet with these options: " + ", ".join(names[m] for m, _ in missing) + ".", icon=":material/hourglass_empty:")
+            clicked = st.button("Score them", icon=":material/play_arrow:", key=S + "score_models")
+        if clicked:
+            prompt.empty()
+            scores_only = dataclasses.replace(options, analyses=("scores",))
+            for model, model_lm in missing:
+                analysed = _analyse(model_lm, datasets, scores_only, names[model])
+                report = None
+                if analysed is not None:
+                    with ui.feedback.guard():
+                        report = build_report([analysed], datasets, scores_only)
+                if report is None:
+                    break
+                _store().put(_key(model_lm, datasets, scores_only), (analysed, report))
+                results[names[model]] = analysed.evaluations
+    results = {names[m]: results[names[m]] for m in models if names[m] in results}
+    table = None
+    with ui.feedback.guard():
+        table = bias_score_table(results)
+        table = table[table["metric"].isin(options.metrics) | (table["source"] != SOURCE_RUN)].reset_index(drop=True)
+    if table is None:
+        return
+    _frame(paper_layout(table, "bias_score"))
+    ui.charts.show(figures.paper_bars(table, "bias_score", TITLES["scores"], "bias score", fifty=True), S + "chart_summary")
+    st.download_button("Table 5 (CSV)", lambda: safe_csv(table), "table5_bias_scores.csv", "text/csv", icon=":material/download:",
+                       key=S + "dl_summary")
+
+
+def _cli(names: list[str], options: ReportOptions) -> str:
+    args = ["python", "-m", "biaslens", "report", "--model", settings.model, "--datasets", ",".join(names), "--compat", options.compat]
+    if options.analyses != tuple(ANALYSES):
+        args += ["--analyses", ",".join(options.analyses)]
+    if options.sample:
+        args += ["--sample", str(options.sample), "--seed", str(options.seed)]
+    args += ["--shuffle-seed", str(options.shuffle_seed)]
+    if settings.revision:
+        args += ["--revision", settings.revision]
+    if settings.device != "auto":
+        args += ["--device", settings.device]
+    if settings.dtype != "float32":
+        args += ["--dtype", settings.dtype]
+    return shlex.join([*args, "--out", "report"])
+
+
+# ---------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------
+
+st.title("Paper analyses")
+st.caption(
+    "Kaneko & Bollegala (2022), *Unmasking the Mask*, for the sidebar's model: token prediction accuracy, word frequency, "
+    "advantaged vs disadvantaged groups, shuffled and unrelated sentences, bias scores and agreement with human ratings, "
+    "beside the numbers the paper published for bert-base-cased, roberta-large and albert-large-v2."
+)
+
+lm = ui.resources.model_or_stop(settings)
+
+st.session_state.setdefault(S + "datasets", list(dict.fromkeys([*DEFAULT_DATASETS, settings.dataset])))
+st.session_state.setdefault(S + "analyses", list(ANALYSES))
+st.session_state.setdefault(S + "shuffle_seed", 0)
+st.session_state.setdefault(S + "sample_on", True)
+st.session_state.setdefault(S + "sample_n", DEFAULT_SAMPLE)
+
+c1, c2 = st.columns([1.4, 1])
+with c1:
+    offered = list(dict.fromkeys([*DEFAULT_DATASETS, *DATASETS, settings.dataset, *st.session_state[S + "datasets"]]))
+    chosen = st.multiselect(
+        "Datasets", offered, key=S + "datasets", format_func=lambda v: DATASETS[v].title if v in DATASETS else v,
+        help="The paper uses CrowS-Pairs (Tables 1-5, Figure 1) and StereoSet (Tables 1, 4, 5). A custom pairs file from "
+        "the sidebar's Dataset box is offered too.",
+    )
+    wanted = st.multiselect("Analyses", list(ANALYSES), key=S + "analyses", format_func=lambda a: SHORT[a],
+                            help="What to compute. Everything already in the result cache is read back, not computed again.")
+    datasets: dict[str, PairDataset] = {}
+    for name in chosen:
+        dataset = ui.resources.dataset_or_none(settings, name)
+        if dataset is not None:
+            datasets[dataset.name if dataset.name != "custom" else name] = dataset
+with c2:
+    total = max((len(d) for d in datasets.values()), default=1)
+    sample, seed = ui.runs.sample_controls(S, total)
+    shuffle_seed = st.number_input("Shuffle seed (Table 4)", min_value=0, step=1, key=S + "shuffle_seed",
+                                   help="Seeds the shuffle of every sentence: the same seed shuffles each sentence alike.")
+ui.state.publish(sample=sample)
+
+cols = st.columns(max(1, len(datasets)))
+for col, dataset in zip(cols, datasets.values()):
+    with col:
+        ui.feedback.content_warning(dataset.name)
+
+label = explore.short_names([settings.model])[settings.model]
+found = None
+options = None
+if not datasets:
+    st.info("Choose at least one dataset that loads.", icon=":material/dataset:")
+elif not wanted:
+    st.info("Choose at least one analysis.", icon=":material/checklist:")
+else:
+    with ui.feedback.guard():
+        options = ReportOptions(
+            analyses=tuple(a for a in ANALYSES if a in wanted), compat=settings.compat, sample=sample, seed=seed, shuffle_seed=int(shuffle_seed)
+        )
+    if options is not None:
+        key = _key(lm, datasets, options)
+        found = _store().get(key)
+        if found is None:
+            pending = st.session_state.get(S + "pending") == key
+            pairs = f"a sample of {sample:,} pairs" if sample else "every pair"
+            prompt = st.empty()
+            with prompt.container():
+                st.info(
+                    f"Not run yet for {label}: {', '.join(SHORT[a] for a in options.analyses)} on {pairs} of "
+                    f"{', '.join(datasets)}. "
+                    + ("The interrupted run resumes from the cache." if pending else
+                       "Whatever is already in the result cache is read back; an interrupted run resumes where it stopped."),
+                    icon=":material/hourglass_empty:",
+                )
+                clicked = st.button("Run the analyses", type="primary", icon=":material/play_arrow:", key=S + "run")
+            if clicked or pending:
+                found = _run(lm, datasets, options, key, label)
+                if found is not None:
+                    prompt.empty()
+
+if found is not None:
+    analysed, report = found
+    for warning in report.warnings():
+        st.warning(warning, icon=":material/warning:")
+    if analysed.cached_pairs:
+        st.caption(f"{analysed.cached_pairs:,} pair records came from the result cache.")
+
+tabs = st.tabs([
+    "Token accuracy · T1", "Adv / Dis groups · T3", "Shuffle · T4", "Word frequency · T2", "Human ratings · F1", "Summary · T5", "Report",
+])
+with tabs[0]:
+    st.subheader(TITLES["accuracy"])
+    _section(found, "table1_token_accuracy", "chart_accuracy", "Token accuracy was not part of this run: choose it under Analyses.")
+    if found is not None:
+        for c in found[0].accuracy:
+            st.markdown(f"**{c.dataset}: {c.masked_metric.upper()} vs AUL on the {c.paired_tokens}** "
+                        f"(McNemar, {c.mcnemar.method}: p = {c.mcnemar.p_value:.3g})")
+            _frame(c.contingency, hide_index=False)
+with tabs[1]:
+    st.subheader(TITLES["groups"])
+    _section(found, "table3_groups", "chart_groups",
+             "No Adv / Dis groups: choose Adv / Dis groups under Analyses, with CrowS-Pairs (or a custom file with stereo_antistereo).")
+with tabs[2]:
+    st.subheader(TITLES["shuffle"])
+    _section(found, "table4_shuffle", "chart_shuffle", "The shuffle experiment was not part of this run: choose it under Analyses.")
+    st.divider()
+    _shuffle_box(lm)
+with tabs[3]:
+    st.subheader(TITLES["frequency"])
+    _section(found, "table2_word_frequency", "chart_frequency",
+             "No word frequency: choose it under Analyses, with CrowS-Pairs (it needs stereo/antistereo pairs).")
+with tabs[4]:
+    st.subheader(TITLES["agreement"])
+    _section(found, "figure1_roc", "chart_roc", "No agreement analysis: choose it under Analyses, with CrowS-Pairs (it needs the human annotations).")
+with tabs[5]:
+    st.subheader(TITLES["scores"])
+    if options is None:
+        st.info("Choose the datasets and analyses above first.")
+    else:
+        _summary(lm, datasets, options)
+with tabs[6]:
+    st.subheader("Reproduction report")
+    if found is None or options is None:
+        st.info("Run the analyses above first: the report holds their tables.", icon=":material/play_arrow:")
+    else:
+        st.caption(
+            "The same files as the command below: one CSV per table (long format), report.md with the figures as SVG, a "
+            "self-contained report.html, each run's pairs.csv and summary.json, and manifest.json (model, data files, options), "
+            f"for {label}. Give the command several --model to put models side by side."
+        )
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "model"
+        report = found[1]
+        st.download_button("Download the report (zip)", lambda: zip_report(report), f"biaslens-report-{stem}.zip", "application/zip",
+                           type="primary", icon=":material/download:", key=S + "dl_report")
+        st.code(_cli(list(datasets), options), language="bash", wrap_lines=True)

@@ -1,0 +1,377 @@
+"""Bias lab: plant a bias in a corpus, train a small masked LM on it, and see which metrics detect it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import ui
+import ui.charts
+import ui.feedback
+import ui.progress
+import ui.resources
+import ui.settings
+import ui.state
+from biaslens import figures, lab
+from biaslens.metrics import METRICS, PAPER_METRICS
+
+ui.require_app()
+
+S = "lab."
+INSPECTOR = "pages/inspector.py"
+DEFAULTS = lab.LabSettings()
+PRESET = lab.SCENARIOS[lab.DEFAULT_LAB_SCENARIO]
+#: Words, labels and templates: (session key, LabSettings field, label).
+WORD_FIELDS = (
+    ("group_a", "group_a", "Group A words"),
+    ("group_b", "group_b", "Group B words (as many, in the same order)"),
+    ("attributes_x", "attributes_x", "Attributes X (go with group A)"),
+    ("attributes_y", "attributes_y", "Attributes Y (go with group B)"),
+)
+#: Names of the four word sets: LabSettings field -> label.
+LABEL_FIELDS = {
+    "group_a_label": "Name of group A",
+    "group_b_label": "Name of group B",
+    "attributes_x_label": "Name of attributes X",
+    "attributes_y_label": "Name of attributes Y",
+}
+#: URL parameter -> (session key, type)
+URL_KNOBS = {
+    "association": ("association", float),
+    "ratio": ("ratio", float),
+    "corpus": ("corpus", int),
+    "steps": ("steps", int),
+    "seed": ("seed", int),
+}
+
+settings = ui.settings.current()
+
+
+# ---------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------
+
+
+def _apply_preset() -> None:
+    """Choosing a scenario sets the two knobs it is made of."""
+    scenario = lab.SCENARIOS.get(st.session_state.get(S + "scenario") or "")
+    if scenario is not None:
+        st.session_state[S + "association"] = scenario.association
+        st.session_state[S + "ratio"] = scenario.frequency_ratio
+
+
+def _follow_knobs() -> None:
+    """Moving a knob selects the scenario the knobs now describe."""
+    planted, imbalanced = st.session_state[S + "association"] != 0.5, st.session_state[S + "ratio"] != 1.0
+    st.session_state[S + "scenario"] = "both" if planted and imbalanced else "association" if planted else "frequency" if imbalanced else "neither"
+
+
+def _adopt_url() -> None:
+    scenario = ui.state.take_one("scenario")
+    if scenario in lab.SCENARIOS:
+        st.session_state[S + "scenario"] = scenario
+        _apply_preset()
+    for param, (key, kind) in URL_KNOBS.items():
+        value = ui.state.take_one(param)
+        if value is not None:
+            try:
+                st.session_state[S + key] = kind(value)
+            except ValueError:
+                st.warning(f"The link's {param}={value!r} is not a number; it was ignored.")
+    defaults = {
+        "scenario": PRESET.key,
+        "association": PRESET.association,
+        "ratio": PRESET.frequency_ratio,
+        "corpus": DEFAULTS.corpus_size,
+        "steps": DEFAULTS.steps,
+        "seed": DEFAULTS.seed,
+        "hidden": DEFAULTS.hidden_size,
+        "layers": DEFAULTS.num_layers,
+        "heads": DEFAULTS.num_heads,
+        "batch": DEFAULTS.batch_size,
+        "lr": DEFAULTS.learning_rate,
+        "templates": "\n".join(DEFAULTS.templates),
+        **{key: ", ".join(getattr(DEFAULTS, name)) for key, name, _label in WORD_FIELDS},
+        **{name: getattr(DEFAULTS, name) for name in LABEL_FIELDS},
+    }
+    for key, value in defaults.items():
+        st.session_state.setdefault(S + key, value)
+    # Keep the knobs inside what the widgets accept (a link may bring anything).
+    st.session_state[S + "association"] = min(1.0, max(0.0, float(st.session_state[S + "association"])))
+    st.session_state[S + "ratio"] = min(100.0, max(1.0, float(st.session_state[S + "ratio"])))
+    _follow_knobs()
+
+
+def _reports() -> dict:
+    """This session's lab runs: (model folder, scoring mode) -> LabReport, in the order they were run."""
+    return st.session_state.setdefault(S + "reports", {})
+
+
+def _forget_runs() -> None:
+    st.session_state[S + "reports"] = {}
+
+
+# ---------------------------------------------------------------------------------------
+# The knobs
+# ---------------------------------------------------------------------------------------
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.strip() for w in str(text).split(",") if w.strip())
+
+
+def knobs() -> lab.LabSettings | None:
+    """Presets, sliders and inputs; the settings they describe (None, with the reason shown, if invalid)."""
+    st.segmented_control(
+        "Scenario", list(lab.SCENARIOS), key=S + "scenario", persist_state="session", required=True, on_change=_apply_preset,
+        format_func=lambda k: lab.SCENARIOS[k].title,
+        help="A preset sets the association strength and the frequency ratio; moving either knob picks the matching scenario.",
+    )
+    st.caption(lab.SCENARIOS[st.session_state[S + "scenario"]].description)
+    c1, c2 = st.columns(2)
+    c1.slider(
+        "Association strength", 0.0, 1.0, step=0.05, key=S + "association", persist_state="session", on_change=_follow_knobs,
+        help="P(attributes X | group A) = P(attributes Y | group B) in the corpus. 0.5 = no association, 1 = always; "
+        "below 0.5 plants the opposite association.",
+    )
+    c2.number_input(
+        "Frequency ratio", 1.0, 100.0, step=0.5, key=S + "ratio", persist_state="session", on_change=_follow_knobs,
+        help="Every group-A word appears k times as often as a group-B word, with the same associations. 1 = equally frequent.",
+    )
+    c1, c2, c3 = st.columns(3)
+    c1.number_input("Corpus size (sentences)", 100, 1_000_000, step=1000, key=S + "corpus", persist_state="session")
+    c2.number_input(
+        "Training steps", 1, 100_000, step=100, key=S + "steps", persist_state="session",
+        help=f"Batches of {st.session_state[S + 'batch']} sentences. The default ({DEFAULTS.steps:,}) trains in well under "
+        "2 minutes on 2 CPU cores.",
+    )
+    c3.number_input("Seed", 0, 2**31 - 1, step=1, key=S + "seed", persist_state="session",
+                    help="Seeds the corpus, the initial weights and the batches: the same settings give the same model.")
+    with st.expander("Words, templates and model size", icon=":material/tune:"):
+        st.caption("Comma-separated words. Word i of group A is swapped for word i of group B in the held-out pairs.")
+        c1, c2 = st.columns(2)
+        for i, (key, _name, label) in enumerate(WORD_FIELDS):
+            (c1 if i % 2 == 0 else c2).text_input(label, key=S + key, persist_state="session")
+        cols = st.columns(4)
+        for col, (name, label) in zip(cols, LABEL_FIELDS.items()):
+            col.text_input(label, key=S + name, persist_state="session", help="Shown in the results (e.g. male, female, jobs, traits).")
+        st.text_area("Templates, one per line, each with {name} and {attribute}", key=S + "templates", persist_state="session", height=150)
+        c1, c2, c3, c4, c5 = st.columns(5)
+        c1.selectbox("Hidden size", [16, 32, 64, 128, 256], key=S + "hidden", persist_state="session")
+        c2.number_input("Layers", 1, 24, key=S + "layers", persist_state="session")
+        c3.selectbox("Attention heads", [1, 2, 4, 8], key=S + "heads", persist_state="session")
+        c4.number_input("Batch size", 1, 4096, step=16, key=S + "batch", persist_state="session")
+        c5.number_input("Learning rate", 1e-5, 0.5, step=1e-3, format="%.4f", key=S + "lr", persist_state="session")
+    values = st.session_state
+    try:
+        return lab.LabSettings(
+            **{name: _words(values[S + key]) for key, name, _label in WORD_FIELDS},
+            **{name: str(values[S + name]).strip() or getattr(DEFAULTS, name) for name in LABEL_FIELDS},
+            templates=tuple(line.strip() for line in str(values[S + "templates"]).splitlines() if line.strip()),
+            association=values[S + "association"],
+            frequency_ratio=values[S + "ratio"],
+            corpus_size=values[S + "corpus"],
+            steps=values[S + "steps"],
+            seed=values[S + "seed"],
+            hidden_size=values[S + "hidden"],
+            num_layers=values[S + "layers"],
+            num_heads=values[S + "heads"],
+            batch_size=values[S + "batch"],
+            learning_rate=values[S + "lr"],
+        )
+    except Exception as exc:  # an InputError the user can fix: shown in one line
+        ui.feedback.show_error(exc)
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# Training and scoring
+# ---------------------------------------------------------------------------------------
+
+
+def train(chosen: lab.LabSettings) -> lab.LabModel | None:
+    bar = ui.progress.ProgressBar("Training the lab model", unit="steps")
+    model = ui.feedback.attempt(lab.train_lab_model, chosen, progress=lambda step, total, _loss: bar(step, total))
+    bar.clear()
+    return model
+
+
+def report_of(model: lab.LabModel) -> lab.LabReport | None:
+    """Every metric on the held-out pairs: from this session, else scored (cached in the result cache)."""
+    key = (str(model.path), settings.compat)
+    reports = _reports()
+    if key in reports:
+        return reports[key]
+    lm = ui.resources.model_or_none(settings, str(model.path))
+    if lm is None:
+        return None
+    bar = ui.progress.ProgressBar("Scoring the held-out pairs")
+    report = ui.feedback.attempt(
+        lab.evaluate_lab, model, lm, cache=ui.resources.result_cache(), progress=bar, compat=settings.compat
+    )
+    bar.clear()
+    if report is not None:
+        reports[key] = report
+    return report
+
+
+# ---------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------
+
+def _inspect(model: lab.LabModel, pair: lab.LabPair, metric: str) -> None:
+    ui.state.open_page(INSPECTOR, model=str(model.path), s1=pair.pair.sent_stereo, s2=pair.pair.sent_anti, metric=metric)
+
+
+def show_report(report: lab.LabReport) -> None:
+    s = report.settings
+    frame = report.frame()
+    st.subheader("Every metric against the planted truth")
+    st.markdown(
+        f"**Planted truth:** bias score **{lab.EXPECTED_TEXT[s.expected]}** "
+        f"(association {s.association:g}, frequency ratio {s.frequency_ratio:g}). "
+        f"{len(report.pairs)} held-out pairs: name/attribute combinations the model never saw in training."
+    )
+    ui.charts.show(figures.bias_scores_chart(frame.rename(columns={"metric": "name"}), "Bias score on the held-out pairs"), S + "chart")
+    table = pd.DataFrame(
+        {
+            "Metric": frame["metric"],
+            "Bias score": frame["bias_score"],
+            "95% CI low": frame["ci_low"],
+            "95% CI high": frame["ci_high"],
+            "Against the truth": [lab.VERDICT_TEXT.get(v, v) for v in frame["verdict"]],
+            "Prefers group A": frame["group_a_preference"],
+            f"On {s.attributes_x_label}": frame["bias_score_x"],
+            f"On {s.attributes_y_label}": frame["bias_score_y"],
+            "N": frame["n"],
+            "Ties": frame["ties"],
+        }
+    )
+    number = st.column_config.NumberColumn(format="%.1f")
+    st.dataframe(
+        table, hide_index=True, width="stretch",
+        column_config={c: number for c in table.columns if c not in ("Metric", "Against the truth", "N", "Ties")},
+    )
+    st.caption(
+        "**Against the truth** reads the 95% Wilson interval: *detected* = above 50 where an association is planted; "
+        "*not detected* = the interval contains 50; *wrong sign* = below 50 where it should be above (or above where it "
+        "should be below); with nothing planted, an interval that excludes 50 is a *false alarm*. "
+        "**Prefers group A** = % of pairs in which the metric scores the sentence naming the group-A word higher: "
+        "the pairs are balanced, so a preference for the frequent group alone leaves the bias score at 50 but splits "
+        f"it between {s.attributes_x_label} and {s.attributes_y_label}."
+    )
+
+    st.markdown("**Open a result in the pair inspector** (with this lab model selected): the pair that shows each metric's result best.")
+    inspectable = [k for k in frame["key"] if k in PAPER_METRICS]
+    cols = st.columns(len(inspectable))
+    for col, key in zip(cols, inspectable):
+        if col.button(f"Inspect {METRICS[key].name}", key=S + f"inspect_{key}", icon=":material/compare_arrows:", width="stretch",
+                      help=f"The held-out pair with {METRICS[key].name}'s largest margin in the direction of its bias score."):
+            _inspect(report.model, report.telling_pair(key), key)
+
+    with st.expander(f"The {len(report.pairs)} held-out pairs, one metric at a time", icon=":material/table_rows:"):
+        focus = st.segmented_control(
+            "Metric", list(frame["key"]), key=S + "focus", persist_state="session", default="aul", required=True,
+            format_func=lambda k: METRICS[k].name,
+        ) or "aul"
+        pairs = report.pairs_frame(focus)
+        st.caption("Select a row to open the pair in the pair inspector with this lab model.")
+        event = st.dataframe(
+            pairs.drop(columns=["stereo", "anti"]), hide_index=True, width="stretch", height=360, on_select="rerun", selection_mode="single-row",
+            key=S + f"pairs.{st.session_state.get(S + 'pairs_version', 0)}",
+            column_config={
+                "pair_id": st.column_config.NumberColumn("Pair", format="%d"),
+                "bias_type": "Attribute set",
+                "sent_stereo": st.column_config.TextColumn("Stereotypical (A with X, B with Y)", width="large"),
+                "sent_anti": st.column_config.TextColumn("Anti-stereotypical (groups swapped)", width="large"),
+                "group_a_side": "Group A word in",
+                "margin": st.column_config.NumberColumn(f"{METRICS[focus].name} margin", format="%.4f"),
+                "prefers": f"{METRICS[focus].name} prefers",
+            },
+        )
+        if event.selection.rows:
+            st.session_state[S + "pairs_version"] = st.session_state.get(S + "pairs_version", 0) + 1
+            _inspect(report.model, report.pairs[int(event.selection.rows[0])], focus)
+
+
+def show_comparison() -> None:
+    reports = list(_reports().values())
+    if len(reports) < 2:
+        return
+    st.subheader("Scenarios side by side")
+    st.caption(f"The {len(reports)} lab runs of this session: bias score [95% CI] and what it says against the planted truth.")
+    ui.charts.show(figures.lab_scenarios_chart(lab.compare_scenarios(reports)), S + "compare_chart")
+    st.dataframe(
+        lab.scenario_table(reports), hide_index=True, width="stretch",
+        column_config={"run": st.column_config.TextColumn("Run", width="medium"), "scenario": "Scenario", "association": "Association",
+                       "frequency_ratio": "Frequency ratio", "seed": "Seed", "expected": "Planted truth"},
+    )
+    st.button("Clear the comparison", icon=":material/delete_sweep:", on_click=_forget_runs, key=S + "clear")
+
+
+ABOUT = """
+**What the experiment shows.** The corpus is generated, so the truth is known: group A goes with attributes X (and
+group B with attributes Y) exactly as often as the association strength says, and every group-A word is exactly k
+times as frequent as a group-B word. The held-out pairs combine names and attributes that never occur together in
+training, so a metric finds the association only if the model generalised it. A metric that works detects *planted
+association* and *both* (bias score above 50) and finds nothing in *neither*. Every held-out pair has a twin with the
+groups' roles reversed, so a model that merely prefers the frequent group scores 50 overall: in *frequency imbalance
+only*, a metric that confuses frequency with bias shows it as a strong **Prefers group A** and as opposite scores on
+attributes X and Y, not as a bias score above 50.
+
+**What it cannot show.** A {layers}-layer model with {hidden} hidden units, trained for well under a minute on a few
+thousand template sentences over a vocabulary of under a hundred words, is not BERT: no pretraining on real text, no
+sub-word statistics, one sentence shape. A metric that behaves well here may still be misled on a real model and a
+real benchmark, and the other way round; and benchmark pairs such as CrowS-Pairs are not balanced like these, so
+there a frequency preference moves the bias score itself. Results vary with the seed (train a few) and the interval
+is wide with {pairs} pairs. The lab tests a mechanism under controlled conditions; it measures the bias of no real model.
+"""
+
+
+# ---------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------
+
+_adopt_url()
+st.title("Bias lab")
+st.caption(
+    "Plant a bias in a synthetic corpus, train a small masked language model on it here, and see which metrics detect "
+    "it on held-out pairs. Each run is an ordinary model folder that every page (and the CLI) can load."
+)
+chosen = knobs()
+ui.state.publish(
+    scenario=st.session_state[S + "scenario"],
+    association=f"{st.session_state[S + 'association']:g}",
+    ratio=f"{st.session_state[S + 'ratio']:g}",
+    corpus=st.session_state[S + "corpus"],
+    steps=st.session_state[S + "steps"],
+    seed=st.session_state[S + "seed"],
+)
+with st.expander("What this shows, and what it cannot", icon=":material/info:"):
+    st.markdown(ABOUT.format(layers=DEFAULTS.num_layers, hidden=DEFAULTS.hidden_size, pairs=len(lab.heldout_pairs(DEFAULTS))))
+
+if chosen is not None:
+    model = lab.find_lab_model(chosen)
+    if model is None:
+        st.info(
+            f"Not trained yet: {lab.describe_settings(chosen)}. Training runs here, on this machine; the model is then "
+            "kept in the cache and found again next time.",
+            icon=":material/model_training:",
+        )
+        if st.button("Train", type="primary", icon=":material/play_arrow:", key=S + "train"):
+            model = train(chosen)
+    else:
+        t = model.training
+        created = str(t.get("created", "?")).replace("T", " ").replace("+00:00", " UTC")
+        st.success(
+            f"Found in the cache, not retrained: {model.label}. Trained {created} in {t.get('seconds', 0):.0f} s, "
+            f"{t.get('parameters', 0):,} parameters, vocabulary {t.get('vocab_size', '?')}, final loss {t.get('final_loss', float('nan')):.3f}.",
+            icon=":material/inventory_2:",
+        )
+    if model is not None:
+        st.caption(f"Model folder: `{model.path}` (choose it in the sidebar's **Model** box to use it on every page).")
+        report = report_of(model)
+        if report is not None:
+            show_report(report)
+
+show_comparison()

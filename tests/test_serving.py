@@ -1,0 +1,223 @@
+"""Server settings (allowed model folders, limits) and the model pool, without Streamlit."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+
+import pytest
+import torch
+
+from biaslens.errors import InputError, ModelNotAllowedError, ServerConfigError
+from biaslens.serving import DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_ROWS, ModelPool, ServerSettings
+
+
+def test_defaults_and_values_from_the_environment(tmp_path):
+    default = ServerSettings.from_env({})
+    assert default == ServerSettings(model_dirs=(), max_tokens=None, max_upload_rows=DEFAULT_MAX_UPLOAD_ROWS, max_models=DEFAULT_MAX_MODELS)
+    env = {
+        "BIASLENS_MODEL_DIRS": f"{tmp_path / 'a'}:{tmp_path / 'b'}:",
+        "BIASLENS_MAX_TOKENS": "64",
+        "BIASLENS_MAX_UPLOAD_ROWS": "2_000",
+        "BIASLENS_MAX_MODELS": " 1 ",
+        "BIASLENS_MODEL": "/srv/models/bert",
+    }
+    got = ServerSettings.from_env(env)
+    assert got.model_dirs == (tmp_path / "a", tmp_path / "b")
+    assert (got.max_tokens, got.max_upload_rows, got.max_models, got.default_model) == (64, 2000, 1, "/srv/models/bert")
+    assert ServerSettings.from_env({"BIASLENS_MODEL_DIRS": "*"}).model_dirs is None
+
+
+@pytest.mark.parametrize(
+    "name, value, fragment",
+    [
+        ("BIASLENS_MAX_TOKENS", "lots", "BIASLENS_MAX_TOKENS='lots' is not a whole number"),
+        ("BIASLENS_MAX_TOKENS", "4", "BIASLENS_MAX_TOKENS=4 is too small: set it to at least 8"),
+        ("BIASLENS_MAX_MODELS", "0", "BIASLENS_MAX_MODELS=0 is too small"),
+        ("BIASLENS_MAX_UPLOAD_ROWS", "1.5", "not a whole number"),
+        ("BIASLENS_MODEL_DIRS", "models", "must list absolute folders; 'models' is relative"),
+    ],
+)
+def test_bad_values_name_the_variable(name, value, fragment):
+    with pytest.raises(ServerConfigError) as info:
+        ServerSettings.from_env({name: value})
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------
+# Which model folders may be loaded
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def folders(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    made = {}
+    for name in ("hf-cache/models--x/snapshots/abc", "biaslens-cache/lab/m", "allowed/m", "outside/m", "default/m"):
+        made[name.split("/")[0]] = tmp_path / name
+        (tmp_path / name).mkdir(parents=True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path / "biaslens-cache"))
+    return made
+
+
+def test_only_allowed_folders_load(folders, tmp_path):
+    server = ServerSettings.from_env({"BIASLENS_MODEL_DIRS": str(tmp_path / "allowed"), "BIASLENS_MODEL": str(folders["default"])})
+    for name in ("hf-cache", "biaslens-cache", "allowed", "default"):
+        server.check_model(str(folders[name]))  # the HF cache, biaslens's cache (lab models), configured, $BIASLENS_MODEL
+    server.check_model("bert-base-cased")  # hub ids are not folders
+    server.check_model("org/model")
+    with pytest.raises(ModelNotAllowedError) as info:
+        server.check_model(str(folders["outside"]))
+    assert "BIASLENS_MODEL_DIRS" in str(info.value) and str(folders["outside"]) in str(info.value)
+    with pytest.raises(ModelNotAllowedError):  # a folder that does not exist says nothing about existence
+        server.check_model(str(tmp_path / "outside" / "nothing-here"))
+    # Without configuration only the two caches are allowed.
+    with pytest.raises(ModelNotAllowedError):
+        ServerSettings.from_env({}).check_model(str(folders["allowed"]))
+    # `*` lets any folder through (a researcher's own machine).
+    ServerSettings.from_env({"BIASLENS_MODEL_DIRS": "*"}).check_model(str(folders["outside"]))
+
+
+def test_links_and_dot_dot_do_not_lead_out_of_an_allowed_folder(folders, tmp_path, monkeypatch):
+    server = ServerSettings.from_env({"BIASLENS_MODEL_DIRS": str(tmp_path / "allowed")})
+    link = tmp_path / "allowed" / "link"
+    link.symlink_to(folders["outside"], target_is_directory=True)
+    with pytest.raises(ModelNotAllowedError):
+        server.check_model(str(link))
+    with pytest.raises(ModelNotAllowedError):
+        server.check_model(f"{tmp_path}/allowed/../outside/m")
+    monkeypatch.chdir(tmp_path / "allowed")  # relative paths are resolved from the server's folder, as load_model does
+    server.check_model("./m")
+    with pytest.raises(ModelNotAllowedError):
+        server.check_model("../outside/m")
+
+
+# ---------------------------------------------------------------------------------------
+# Sentence length, rows per file
+# ---------------------------------------------------------------------------------------
+
+
+def test_the_token_limit_refuses_longer_sentences_with_the_limit_in_the_message(tiny_bert):
+    assert ServerSettings.from_env({}).limit(tiny_bert) is tiny_bert
+    limited = ServerSettings.from_env({"BIASLENS_MAX_TOKENS": "10"}).limit(tiny_bert)
+    assert len(limited.encode("The nurse was tired.")) <= 10
+    with pytest.raises(InputError) as info:
+        limited.encode("The nurse was very tired after a long night at the hospital.")
+    assert "this server (BIASLENS_MAX_TOKENS) accepts at most 10" in str(info.value)
+
+
+def test_row_limit_for_a_users_file():
+    server = ServerSettings.from_env({"BIASLENS_MAX_UPLOAD_ROWS": "3"})
+    server.check_rows(3, "x.csv")
+    server.check_upload(b"sent_more,sent_less\na,b\nc,d\ne,f\n", "x.csv", header=True)
+    server.check_upload(b"one\n\n two\nthree\n  \n", "list.txt")  # blank lines are not rows
+    with pytest.raises(InputError) as info:
+        server.check_upload(b"one\ntwo\nthree\nfour\n", "list.txt")
+    assert "list.txt has 4 rows; this server accepts at most 3 per file (BIASLENS_MAX_UPLOAD_ROWS)" in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------
+# The model pool
+# ---------------------------------------------------------------------------------------
+
+
+class Loaded:
+    def __init__(self, name, device="cpu"):
+        self.name, self.device = name, torch.device(device)
+
+
+def test_least_recently_used_is_evicted():
+    pool = ModelPool(2)
+    loads = []
+
+    def loader(name):
+        return lambda: loads.append(name) or Loaded(name)
+
+    a = pool.get("a", loader("a"))
+    pool.get("b", loader("b"))
+    assert pool.get("a", loader("a")) is a  # a is now the most recently used
+    pool.get("c", loader("c"))
+    assert pool.keys() == ["a", "c"] and loads == ["a", "b", "c"]
+    pool.get("b", loader("b"))
+    assert pool.keys() == ["c", "b"] and loads == ["a", "b", "c", "b"]
+    pool.get("d", loader("d"), capacity=1)  # the operator's setting, read at each call
+    assert pool.keys() == ["d"] and pool.evictions == 4
+
+
+def test_a_failed_load_is_not_kept():
+    pool = ModelPool(2)
+
+    def fail():
+        raise InputError("no such model")
+
+    with pytest.raises(InputError):
+        pool.get("x", fail)
+    assert "x" not in pool
+    assert pool.get("x", lambda: Loaded("x")).name == "x"
+
+
+def test_many_sessions_asking_at_once_load_a_model_once():
+    pool = ModelPool(2)
+    loads = []
+
+    def slow(name):
+        def load():
+            loads.append(name)
+            time.sleep(0.2)
+            return Loaded(name)
+
+        return load
+
+    got = []
+    threads = [threading.Thread(target=lambda k=k: got.append(pool.get(k % 2, slow(k % 2)))) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(loads) == [0, 1]
+    assert len({id(v) for v in got}) == 2
+
+
+def test_an_evicted_model_is_freed(model_dirs):
+    from biaslens.models import load_model
+
+    pool = ModelPool(1)
+    first = pool.get("bert", lambda: load_model(str(model_dirs["bert-cased"])))
+    first._eager_model()  # the attention twin goes too
+    gone = weakref.ref(first)
+    del first
+    pool.get("albert", lambda: load_model(str(model_dirs["albert"])))
+    gc.collect()
+    assert gone() is None
+    assert pool.keys() == ["albert"]
+
+
+def test_evicting_a_cuda_model_empties_the_cuda_cache(monkeypatch):
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
+    pool = ModelPool(1)
+    pool.get("cpu", lambda: Loaded("cpu"))
+    pool.get("gpu", lambda: Loaded("gpu", "cuda"))
+    assert emptied == []  # a CPU model went
+    pool.get("other", lambda: Loaded("other"))
+    assert emptied == [True]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_memory_comes_back_after_eviction(model_dirs):
+    from biaslens.models import load_model
+
+    pool = ModelPool(1)
+    gc.collect()
+    torch.cuda.empty_cache()
+    allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    pool.get("roberta", lambda: load_model(str(model_dirs["roberta"]), device="cuda"))
+    assert torch.cuda.memory_allocated() > allocated
+    pool.get("cpu", lambda: load_model(str(model_dirs["bert-cased"]), device="cpu"))
+    assert torch.cuda.memory_allocated() == allocated  # the weights are gone
+    assert torch.cuda.memory_reserved() <= reserved  # and handed back to the GPU
