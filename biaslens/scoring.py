@@ -15,9 +15,9 @@ Where the time goes, and what the engine does about it (numbers: README, Perform
   rows x padded length) by `plan_batches`, which chooses the batch widths that minimise
   padded tokens plus a fixed cost per forward pass, so almost no compute is spent on
   padding even for a few hundred sentences of very different lengths.
-* The CPU budget is small enough for a batch's activations to stay in the processor
-  cache; on CUDA it is sized from the free memory, and an out-of-memory error halves it
-  and carries on with the same rows.
+* The CPU budget is small (1024 tokens: larger batches measured no faster); on CUDA it
+  is sized from the free memory, and an out-of-memory error halves it and carries on
+  with the same rows.
 * Only the positions that are read go through the vocabulary projection (in a masked
   pass, one row in |S|), and the (rows x vocabulary) float32 log-probabilities are made
   in blocks that fit the cache. Log-softmax is always computed in float32, whatever the
@@ -40,9 +40,11 @@ import torch
 
 from .models import Encoding, MaskedLM
 
-#: Rows x padded length per forward pass. CPU: chosen by benchmarks/bench_scale.py on a
-#: 2-core CPU (larger batches spill the activations out of the cache and run slower).
-#: CUDA starts from the free memory (`default_batch_tokens`); these are the fallbacks.
+#: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
+#: on a 2-core EPYC (bert-base, one thread, CPS 72-75 GFLOP/s, AUL+AULA 49-56 GFLOP/s), so
+#: the budget is kept small (little memory, progress often); `python -m biaslens.bench`
+#: measures the engine. CUDA starts from the free memory (`default_batch_tokens`); these
+#: are the fallbacks.
 DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": 65536, "mps": 16384}
 #: The fixed cost of one forward pass, in padded tokens: what `plan_batches` trades
 #: against padding when it decides where one batch width ends and the next begins.

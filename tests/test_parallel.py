@@ -94,6 +94,16 @@ def test_device_map_auto_loads_and_scores_identically(model_dirs):
     np.testing.assert_array_equal(a.summary_frame()[["stereo", "anti"]].to_numpy(), b.summary_frame()[["stereo", "anti"]].to_numpy())
 
 
+def test_cli_device_map_auto_gives_the_same_scores(model_dirs, capsys):
+    from biaslens.cli import main
+
+    outputs = []
+    for extra in ([], ["--device-map", "auto"]):
+        assert main(["inspect", *SENTENCES, "--model", str(model_dirs["bert-cased"]), "--metrics", "aul,cps", "--json", *extra]) == 0
+        outputs.append(json.loads(capsys.readouterr().out))
+    assert outputs[1]["scores"] == outputs[0]["scores"]
+
+
 def test_a_model_dispatched_over_devices_scores_identically(model_dirs, tmp_path):
     """accelerate's hooks (here: the encoder offloaded to disk) change no score.
 
