@@ -259,7 +259,8 @@ class AccuracyComparison:
 
 def _accuracy_row(metric: str, positions: str, correct: np.ndarray) -> dict[str, Any]:
     p = wilson_interval(int(correct.sum()), int(correct.size))
-    return {"metric": metric, "positions": positions, "hits": p.successes, "total": p.n, "accuracy": p.estimate, "ci_low": p.ci_low, "ci_high": p.ci_high}
+    return {"metric": metric, "positions": positions, "hits": p.successes, "total": p.n, "accuracy": p.estimate,
+            "ci_low": p.ci_low, "ci_high": p.ci_high}
 
 
 def compare_accuracy(run: TokenRun) -> AccuracyComparison:
@@ -364,7 +365,8 @@ def group_table(results: Mapping[str, EvaluationResult], metrics: Sequence[str] 
             for g in ("adv", "dis"):
                 b = groups.get(g, {})
                 scores[g] = b.get("bias_score", math.nan)
-                rows.append({"model": model, "source": SOURCE_RUN, "metric": metric, "group": g, "column": column_label(metric, group=g), "bias_score": scores[g],
+                rows.append({"model": model, "source": SOURCE_RUN, "metric": metric, "group": g, "column": column_label(metric, group=g),
+                             "bias_score": scores[g],
                              "ci_low": b.get("ci_low", math.nan), "ci_high": b.get("ci_high", math.nan), "n": b.get("n", 0)})
             rows.append({"model": model, "source": SOURCE_RUN, "metric": metric, "group": "diff", "column": column_label(metric, group="diff"),
                          "bias_score": abs(scores["adv"] - scores["dis"])})

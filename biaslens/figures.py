@@ -426,7 +426,8 @@ def shuffle_chart(tokens: pd.DataFrame, title: str = "Each token's log p before 
     data["label"] = [f"{p:>3} {t}" for p, t in zip(data["position"], data["token"])]
     long = pd.concat(
         [
-            data.assign(order=data["label"], state="original order", value=data["logprob"], where=data["position"], r=data["rank"], top=data["prediction"]),
+            data.assign(order=data["label"], state="original order", value=data["logprob"],
+                        where=data["position"], r=data["rank"], top=data["prediction"]),
             data.assign(order=data["label"], state="shuffled", value=data["shuffled_logprob"], where=data["new_position"], r=data["shuffled_rank"],
                         top=data["shuffled_prediction"]),
         ],
@@ -437,7 +438,8 @@ def shuffle_chart(tokens: pd.DataFrame, title: str = "Each token's log p before 
                       legend=alt.Legend(orient="top"))
     points = alt.Chart(long).mark_point(filled=True, size=120).encode(
         x=x, y=alt.Y("value:Q", title="log p of the token", scale=alt.Scale(zero=False)), color=color,
-        tooltip=[alt.Tooltip("token:N"), alt.Tooltip("state:N"), alt.Tooltip("where:Q", title="at position"), alt.Tooltip("value:Q", title="log p", format=".3f"),
+        tooltip=[alt.Tooltip("token:N"), alt.Tooltip("state:N"), alt.Tooltip("where:Q", title="at position"),
+                 alt.Tooltip("value:Q", title="log p", format=".3f"),
                  alt.Tooltip("r:Q", title="rank"), alt.Tooltip("top:N", title="model's top token")],
     )
     joins = alt.Chart(data).mark_rule(color=SHARED_COLOR, strokeWidth=2).encode(x=x, y="logprob:Q", y2="shuffled_logprob:Q")

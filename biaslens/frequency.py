@@ -138,7 +138,8 @@ def word_frequency(pairs: PairDataset | Sequence[Pair], *, top: int = 3) -> Word
                     "top_words": ", ".join(f"{r.word} ({r.count}×, rank {r.rank:,})" for r in best.itertuples()),
                 }
             )
-    return WordFrequency(words, pd.DataFrame(summary_rows), pd.DataFrame(top_rows, columns=["bias_type", "group", "word", "count", "rank", "zipf"]), WORDLIST)
+    top = pd.DataFrame(top_rows, columns=["bias_type", "group", "word", "count", "rank", "zipf"])
+    return WordFrequency(words, pd.DataFrame(summary_rows), top, WORDLIST)
 
 
 __all__ = ["WordFrequency", "corpus_ranks", "modified_words", "tokenize", "word_frequency"]

@@ -66,7 +66,10 @@ T_SLOT = "[T]"
 A_SLOT = "[A]"
 #: Significance level of Kurita et al.'s Table 3 (* = p < 0.01).
 ALPHA = 0.01
-CITATION = "Keita Kurita, Nidhi Vyas, Ayush Pareek, Alan W Black, Yulia Tsvetkov (2019). Measuring Bias in Contextualized Word Representations. GeBNLP 2019."
+CITATION = (
+    "Keita Kurita, Nidhi Vyas, Ayush Pareek, Alan W Black, Yulia Tsvetkov (2019). "
+    "Measuring Bias in Contextualized Word Representations. GeBNLP 2019."
+)
 
 Progress = Callable[[int, int], None]
 Permute = Literal["attributes", "targets"]
@@ -594,7 +597,8 @@ class WeatResult:
             "test": spec.key,
             "category": spec.label,
             "targets": " / ".join(", ".join(dict.fromkeys(getattr(p, side) for p in spec.pairs)) for side in ("first", "second")),
-            "attributes": f"{spec.attributes_1.category} ({len(spec.attributes_1.words)}) / {spec.attributes_2.category} ({len(spec.attributes_2.words)})",
+            "attributes": f"{spec.attributes_1.category} ({len(spec.attributes_1.words)}) / "
+                          f"{spec.attributes_2.category} ({len(spec.attributes_2.words)})",
             "templates": len(spec.templates),
             "permute": self.permute,
             "effect_size": self.effect_size,

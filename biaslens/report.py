@@ -258,10 +258,12 @@ class ReproductionReport:
         if "table2_word_frequency" in tables:
             out["table2_word_frequency"] = figures.word_rank_chart(tables["table2_word_frequency"])
         if "table3_groups" in tables:
-            out["table3_groups"] = figures.paper_bars(tables["table3_groups"], "bias_score", "Table 3 — Adv / Dis bias scores", "bias score", fifty=True)
+            out["table3_groups"] = figures.paper_bars(tables["table3_groups"], "bias_score", "Table 3 — Adv / Dis bias scores",
+                                                      "bias score", fifty=True)
         if "table4_shuffle" in tables:
-            out["table4_shuffle"] = figures.paper_bars(tables["table4_shuffle"], "accuracy", "Table 4 — AUL accuracy, original / shuffled / unrelated",
-                                                       "token accuracy (%)")
+            out["table4_shuffle"] = figures.paper_bars(
+                tables["table4_shuffle"], "accuracy", "Table 4 — AUL accuracy, original / shuffled / unrelated", "token accuracy (%)"
+            )
         if "table5_bias_scores" in tables:
             out["table5_bias_scores"] = figures.paper_bars(tables["table5_bias_scores"], "bias_score", TITLES["scores"], "bias score", fifty=True)
         if "figure1_roc" in tables:
@@ -286,7 +288,8 @@ class ReproductionReport:
                 shown.append(("McNemar's test between the masked metric and AUL on the tokens both score", mcn))
             defs = tables.get("table1_accuracy_definitions")
             if defs is not None and len(defs):
-                shown.append(("Accuracy under both position definitions", defs[["model", "dataset", "metric", "positions", "hits", "total", "accuracy", "ci_low", "ci_high"]]))
+                shown.append(("Accuracy under both position definitions",
+                              defs[["model", "dataset", "metric", "positions", "hits", "total", "accuracy", "ci_low", "ci_high"]]))
             text = (f"Share of scored tokens whose gold token is the model's top prediction. AUL counts {positions}; CPS the masked "
                     "unmodified tokens, SSS the masked modified tokens. McNemar's test pairs each token both metrics score "
                     "(CPS: the unmodified tokens, masked vs unmasked; SSS: the modified tokens).")

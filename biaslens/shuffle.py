@@ -313,7 +313,8 @@ def shuffle_table(comparisons: Sequence[ShuffleComparison], *, published: bool =
             for key, value in values.items():
                 ds, condition = key.split("_")
                 dataset = {"cp": "crows-pairs", "ss": "stereoset"}[ds]
-                rows.append({"model": label, "source": SOURCE_PAPER, "dataset": dataset, "condition": condition, "column": f"{ds.upper()} {condition}",
+                rows.append({"model": label, "source": SOURCE_PAPER, "dataset": dataset, "condition": condition,
+                             "column": f"{ds.upper()} {condition}",
                              "accuracy": value, "drop": round(base[dataset] - value, 2)})
     frame = pd.DataFrame(rows)
     for column in ("ci_low", "ci_high", "tokens", "seed", "mcnemar_p", "mcnemar_b", "mcnemar_c"):

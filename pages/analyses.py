@@ -318,7 +318,7 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     _frame(paper_layout(table, "bias_score"))
     ui.charts.show(figures.paper_bars(table, "bias_score", TITLES["scores"], "bias score", fifty=True), S + "chart_summary")
     st.download_button("Table 5 (CSV)", lambda: safe_csv(table), "table5_bias_scores.csv", "text/csv", icon=":material/download:",
-                       key=S + "dl_summary")
+                       key=S + "dl_summary", on_click="ignore")
 
 
 def _cli(names: list[str], options: ReportOptions) -> str:
@@ -469,5 +469,5 @@ with tabs[6]:
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "model"
         report = found[1]
         st.download_button("Download the report (zip)", lambda: zip_report(report), f"biaslens-report-{stem}.zip", "application/zip",
-                           type="primary", icon=":material/download:", key=S + "dl_report")
+                           type="primary", icon=":material/download:", key=S + "dl_report", on_click="ignore")
         st.code(_cli(list(datasets), options), language="bash", wrap_lines=True)

@@ -84,18 +84,21 @@ for model in models:
 if missing:
     n_pairs = (missing[0][2].sample or len(dataset))
     pending = any(ui.runs.is_pending(spec) for _, _, spec in missing)
-    st.info(
-        f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ", ".join(m for m, _, _ in missing) + ".",
-        icon=":material/hourglass_empty:",
-    )
-    if st.button("Score them", type="primary", icon=":material/play_arrow:", key=S + "run") or pending:
-        for model, lm, spec in missing:
-            result = ui.runs.run(spec, lm, dataset, f"Scoring {dataset.name} with {model}")
-            if result is None:
-                st.stop()
-            loaded[model] = result
-    else:
+    notice = st.empty()  # cleared once the runs are done, so it never sits above their results
+    with notice.container():
+        st.info(
+            f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ", ".join(m for m, _, _ in missing) + ".",
+            icon=":material/hourglass_empty:",
+        )
+        clicked = st.button("Score them", type="primary", icon=":material/play_arrow:", key=S + "run")
+    if not (clicked or pending):
         st.stop()
+    for model, lm, spec in missing:
+        result = ui.runs.run(spec, lm, dataset, f"Scoring {dataset.name} with {model}")
+        if result is None:
+            st.stop()
+        loaded[model] = result
+    notice.empty()
 
 if len(loaded) < 2:
     st.warning("Fewer than two of the chosen models could be loaded: nothing to compare.")
@@ -133,7 +136,8 @@ if by_type_long.empty:
 else:
     ui.charts.show(figures.by_type_chart(by_type_long, f"{metric_name} bias score per bias type and model"), S + "chart_types")
     st.dataframe(comparison.by_type, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(c, format="%.2f") for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")})
+                 column_config={c: st.column_config.NumberColumn(c, format="%.2f")
+                                for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")})
     st.caption(f"The last columns are each model's score minus {order[0]}'s, in percentage points.")
 
 st.subheader("Per pair")
@@ -163,5 +167,6 @@ else:
         st.session_state[S + "table_version"] = st.session_state.get(S + "table_version", 0) + 1
         ui.state.open_page(INSPECTOR, pair=int(comparison.flips["pair_id"].iloc[event.selection.rows[0]]), metric=metric)
     st.download_button(
-        "Flipped pairs (CSV)", lambda: safe_csv(comparison.flips), f"{dataset.name}-{metric}-flips.csv", "text/csv", icon=":material/download:"
+        "Flipped pairs (CSV)", lambda: safe_csv(comparison.flips), f"{dataset.name}-{metric}-flips.csv", "text/csv", icon=":material/download:",
+        on_click="ignore",
     )

@@ -104,7 +104,8 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str) -> None
         text=search,
         column_equals=None if verdict == "All" else {f"{focus}_verdict": verdict},
     )
-    columns = ["pair_id", "bias_type", "direction", "sent_stereo", "sent_anti", f"{focus}_stereo", f"{focus}_anti", f"{focus}_margin", f"{focus}_verdict"]
+    columns = ["pair_id", "bias_type", "direction", "sent_stereo", "sent_anti",
+               f"{focus}_stereo", f"{focus}_anti", f"{focus}_margin", f"{focus}_verdict"]
     if not (shown["direction"] != "").any():
         columns.remove("direction")
     name = METRICS[focus].name
@@ -138,21 +139,22 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str) -> None
 def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str) -> None:
     st.caption("Per-pair scores at full precision; the summary carries the manifest (model, revision or fingerprint, dataset sha256, versions).")
     c1, c2, c3 = st.columns(3)
-    c1.download_button("Pairs (CSV)", lambda: safe_csv(result.pairs), f"{stem}-pairs.csv", "text/csv", icon=":material/download:", key=S + "dl_csv")
+    c1.download_button("Pairs (CSV)", lambda: safe_csv(result.pairs), f"{stem}-pairs.csv", "text/csv", icon=":material/download:",
+                       key=S + "dl_csv", on_click="ignore")
     c2.download_button(
         "Pairs (JSON)", lambda: to_json(result.pairs.to_dict(orient="records")), f"{stem}-pairs.json", "application/json",
-        icon=":material/download:", key=S + "dl_json",
+        icon=":material/download:", key=S + "dl_json", on_click="ignore",
     )
     c3.download_button(
         "Summary + manifest (JSON)", lambda: to_json(result.summary), f"{stem}-summary.json", "application/json",
-        icon=":material/download:", key=S + "dl_summary",
+        icon=":material/download:", key=S + "dl_summary", on_click="ignore",
     )
     st.markdown("**Figures (SVG)**")
     cols = st.columns(max(1, len(charts)))
     for col, (name, chart) in zip(cols, charts.items()):
         col.download_button(
             name, lambda chart=chart: figures.to_svg(chart), f"{stem}-{re.sub(r'[^a-z]+', '-', name.lower()).strip('-')}.svg",
-            "image/svg+xml", icon=":material/image:", key=S + f"dl_svg_{name}",
+            "image/svg+xml", icon=":material/image:", key=S + f"dl_svg_{name}", on_click="ignore",
         )
 
 
@@ -176,7 +178,8 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
 
     tabs = st.tabs(["Scores", "By bias type", "Adv / Dis", "Pairs", "Export"])
     with tabs[0]:
-        st.caption("Share of pairs in which the metric scores the stereotypical sentence higher; 50 = no preference. Bars: 95% Wilson interval; numbers: N.")
+        st.caption("Share of pairs in which the metric scores the stereotypical sentence higher; 50 = no preference. "
+                   "Bars: 95% Wilson interval; numbers: N.")
         ui.charts.show(charts["Bias scores"], S + "chart_scores")
         st.dataframe(summary, hide_index=True, width="stretch", column_order=list(SUMMARY_COLUMNS), column_config=SUMMARY_COLUMNS)
     with tabs[1]:
@@ -238,15 +241,20 @@ result = ui.runs.lookup(spec, lm, dataset)
 if result is None:
     n_pairs = spec.sample or len(dataset)
     pending = ui.runs.is_pending(spec)
-    st.info(
-        f"Not scored yet: {n_pairs:,} pairs × {len(metrics)} metric{'s' if len(metrics) > 1 else ''} with this model. "
-        + ("The interrupted run resumes from the cache." if pending else "Finished chunks are cached, so an interrupted run resumes where it stopped."),
-        icon=":material/hourglass_empty:",
-    )
-    if st.button("Run", type="primary", icon=":material/play_arrow:", key=S + "run") or pending:
+    notice = st.empty()  # cleared once the run is done, so it never sits above its results
+    with notice.container():
+        st.info(
+            f"Not scored yet: {n_pairs:,} pairs × {len(metrics)} metric{'s' if len(metrics) > 1 else ''} with this model. "
+            + ("The interrupted run resumes from the cache." if pending
+               else "Finished chunks are cached, so an interrupted run resumes where it stopped."),
+            icon=":material/hourglass_empty:",
+        )
+        clicked = st.button("Run", type="primary", icon=":material/play_arrow:", key=S + "run")
+    if clicked or pending:
         names = ", ".join(METRICS[m].name for m in metrics)
         result = ui.runs.run(spec, lm, dataset, f"Scoring {dataset.name} ({names})")
     if result is None:
         st.stop()
+    notice.empty()
 
 show_result(result, metrics, _file_stem(settings.model, dataset.name))

@@ -144,8 +144,10 @@ def pair_from_form() -> tuple[str, str, str] | None:
     """Two sentences typed by the user: nothing runs until the form is submitted."""
     with st.form(S + "form", border=True):
         c1, c2 = st.columns(2)
-        c1.text_area("Stereotypical sentence", key=S + "s1_input", persist_state="session", height=90, help="The sentence that expresses the stereotype.")
-        c2.text_area("Anti-stereotypical sentence", key=S + "s2_input", persist_state="session", height=90, help="The same sentence with the group (or attribute) changed.")
+        c1.text_area("Stereotypical sentence", key=S + "s1_input", persist_state="session", height=90,
+                     help="The sentence that expresses the stereotype.")
+        c2.text_area("Anti-stereotypical sentence", key=S + "s2_input", persist_state="session", height=90,
+                     help="The same sentence with the group (or attribute) changed.")
         submitted = st.form_submit_button("Score this pair", type="primary", icon=":material/play_arrow:")
     if submitted:
         st.session_state[S + "custom"] = (st.session_state[S + "s1_input"], st.session_state[S + "s2_input"])
@@ -224,7 +226,8 @@ def show_tokens(result: PairInspection, tokens: pd.DataFrame, focus: str) -> Non
     with chart_tab:
         ui.charts.show(figures.token_chart(tokens, measure), S + "token_chart")
     with table_tab:
-        columns = ["sentence", "position", "label", "modified", "logprob", "rank", "attention", "aula_contribution", "cps_logprob", "sss_logprob", "all_masked_logprob", "top5"]
+        columns = ["sentence", "position", "label", "modified", "logprob", "rank", "attention", "aula_contribution",
+                   "cps_logprob", "sss_logprob", "all_masked_logprob", "top5"]
         st.dataframe(tokens[[c for c in columns if c in tokens]], hide_index=True, width="stretch")
 
 
@@ -292,7 +295,7 @@ def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> No
     if pinned_result is None:
         return
     left, right = st.columns(2)
-    for col, (stereo, anti, label), res in ((left, pinned, pinned_result), (right, current, result)):
+    for col, (_, _, label), res in ((left, pinned, pinned_result), (right, current, result)):
         with col.container(border=True):
             st.markdown(f"**{'📌 ' if res is pinned_result else ''}{html.escape(label)}**")
             st.html(figures.aligned_tokens_html(explore.aligned_columns(res)))

@@ -93,7 +93,7 @@ def _downloads(files: dict[str, tuple[Callable[[], str], str, str]], key: str) -
     """One row of download buttons: label -> (data function, file name, MIME type)."""
     for col, (label, (data, name, mime)) in zip(st.columns(len(files)), files.items()):
         icon = ":material/image:" if name.endswith(".svg") else ":material/download:"
-        col.download_button(label, data, name, mime, icon=icon, key=f"{S}dl.{key}.{label}")
+        col.download_button(label, data, name, mime, icon=icon, key=f"{S}dl.{key}.{label}", on_click="ignore")
 
 
 def _flags(scores: TemplateScores) -> None:
@@ -107,7 +107,8 @@ def _flags(scores: TemplateScores) -> None:
     multi = scores.multi_piece_attributes()
     if multi:
         shown = ", ".join(multi[:25]) + (", …" if len(multi) > 25 else "")
-        st.caption(f"{len(multi)} of {len(scores.attributes)} attributes are several word pieces (all masked for p_prior; flagged in the table): {shown}")
+        st.caption(f"{len(multi)} of {len(scores.attributes)} attributes are several word pieces "
+                   f"(all masked for p_prior; flagged in the table): {shown}")
 
 
 def _sides(scores: TemplateScores) -> tuple[str, str]:
@@ -182,7 +183,8 @@ def show_template_scores(scores: TemplateScores) -> None:
     )
     _flags(scores)
     c1, c2, c3 = st.columns(3)
-    c1.metric(f"More associated with {first}", f"{share.percent:.1f}%", help=f"{share.first} of {share.n}; 95% Wilson interval {share.ci_low:.1f}–{share.ci_high:.1f}%")
+    c1.metric(f"More associated with {first}", f"{share.percent:.1f}%",
+              help=f"{share.first} of {share.n}; 95% Wilson interval {share.ci_low:.1f}–{share.ci_high:.1f}%")
     c2.metric(f"More associated with {second}", f"{100 * share.second / share.n:.1f}%", help=f"{share.second} of {share.n}; ties: {share.ties}")
     c3.metric("Mean bias score", f"{scores.bias_by_attribute().mean():+.3f}", help=f"Positive: the attributes raise {first} more than {second}.")
     table = scores.attribute_table()
@@ -191,7 +193,8 @@ def show_template_scores(scores: TemplateScores) -> None:
     st.markdown("**Per attribute** (click a column to sort)")
     _attribute_view(scores, "table_attributes")
     with st.expander("Every template × target × attribute"):
-        st.dataframe(scores.frame, hide_index=True, width="stretch", column_config={c: NUMBER for c in ("log_p_target", "log_p_prior", "increased_log_prob")})
+        st.dataframe(scores.frame, hide_index=True, width="stretch",
+                     column_config={c: NUMBER for c in ("log_p_target", "log_p_prior", "increased_log_prob")})
     stem = _stem("templates")
     _downloads(
         {
@@ -226,7 +229,8 @@ def weat_tab() -> None:
         help="attributes (the paper): re-partition the words that fill [A]. targets: score each template target and "
         "re-partition the targets (one or two targets a side cannot reach significance).",
     ) or "attributes"  # fmt: skip
-    n_permutations = int(c3.number_input("Random partitions", 100, 1_000_000, 10_000, step=1000, key=S + "weat_n", help="Used when exact enumeration would exceed 100,000 partitions."))
+    n_permutations = int(c3.number_input("Random partitions", 100, 1_000_000, 10_000, step=1000, key=S + "weat_n",
+                                          help="Used when exact enumeration would exceed 100,000 partitions."))
     seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key=S + "weat_seed"))
     key = (settings.model_key, settings.data_dir, tuple(tests), permute, n_permutations, seed)
     if st.button("Run the tests", type="primary", icon=":material/play_arrow:", key=S + "weat_run", disabled=not tests):
@@ -257,12 +261,14 @@ def show_weat(results: list[WeatResult]) -> None:
     shown = table.assign(significant=["*" if s else "" for s in table["significant"]])
     st.dataframe(
         shown, hide_index=True, width="stretch",
-        column_order=["category", "targets", "attributes", "effect_size", "p_value", "significant", "published_log_prob", "p_method", "multi_piece_words"],
+        column_order=["category", "targets", "attributes", "effect_size", "p_value", "significant", "published_log_prob", "p_method",
+                      "multi_piece_words"],
         column_config={
             "effect_size": st.column_config.NumberColumn("d", format="%.4f"),
             "p_value": st.column_config.NumberColumn("p", format="%.4f"),
             "significant": st.column_config.TextColumn(f"p < {ALPHA}"),
-            "published_log_prob": st.column_config.NumberColumn("Kurita et al. d", format="%.4f", help="Table 3, log probability bias score, bert-base-uncased."),
+            "published_log_prob": st.column_config.NumberColumn("Kurita et al. d", format="%.4f",
+                                                               help="Table 3, log probability bias score, bert-base-uncased."),
             "p_method": "p from",
             "multi_piece_words": st.column_config.NumberColumn("multi-piece words"),
         },

@@ -37,6 +37,7 @@ def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
     assert metrics == {"AUL bias score": f"{want['aul']['bias_score']:.1f}", "CPS bias score": f"{want['cps']['bias_score']:.1f}"}
     assert f"N {want['cps']['n']}" in texts(at.caption) and "token accuracy" in texts(at.caption)
     assert not at.get("progress")  # the bar is gone once the run is finished
+    assert "Not scored yet" not in texts(at.info)  # and so is the notice
     tables = [d.value for d in at.dataframe]
     by_type = next(t for t in tables if "bias_type" in t.columns and "ci_low" in t.columns)
     assert set(by_type["metric"]) == {"cps"}  # the metric in focus
@@ -77,7 +78,8 @@ def test_an_interrupted_run_resumes_from_the_cache(app_env, monkeypatch):
 
     scored = []
     real_score = biaslens.evaluation.score_encoded_pairs
-    monkeypatch.setattr(biaslens.evaluation, "score_encoded_pairs", lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k))
+    monkeypatch.setattr(biaslens.evaluation, "score_encoded_pairs",
+                        lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k))
     monkeypatch.setattr(ui.progress.ProgressBar, "__call__", real_call)
     at.run()  # the user comes back: the pending run resumes by itself
     no_exceptions(at)

@@ -56,6 +56,7 @@ def server(model_dirs, tmp_path_factory):
     env = {
         **os.environ,
         "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
+        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # the comparison page loads the other tiny models
         "BIASLENS_DATA_DIR": str(DATA),
         "BIASLENS_CACHE_DIR": str(logs / "cache"),
     }
@@ -251,7 +252,7 @@ def test_model_comparison_page(page, server, model_dirs):
     models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
     open_app(page, server, "compare", models=models, metric="aul", sample="20")
     page.get_by_role("button", name="Score them").click()
-    expect(page.get_by_text("Pairs whose verdict flips", exact=False)).to_be_visible(timeout=180_000)
+    expect(page.get_by_role("heading", name=re.compile(r"^Pairs whose verdict flips"))).to_be_visible(timeout=180_000)
     settle(page)
     expect(page.locator('[data-testid="stVegaLiteChart"]')).to_have_count(3)
     screenshot(page, "compare")
