@@ -6,7 +6,7 @@ stored with its own checksum. SQLite transactions make every write atomic, so a 
 killed at any point leaves only whole entries; an entry whose checksum does not match is
 treated as missing and recomputed; a file that is not a database at all (a damaged disk,
 a half-copied file) is set aside as `results.sqlite.corrupt-<time>` and a fresh cache
-started (`notice` says so). If the folder is read-only or the disk is full the
+started (`notice` says so, and the next run's warnings). If the folder is read-only or the disk is full the
 cache switches itself off, says why in `warning`, and the run goes on without it.
 """
 
@@ -79,6 +79,12 @@ class ResultCache:
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self.notice = f"Result cache {self.path} was corrupted ({exc}); it was set aside as {aside.name} and a fresh cache started."
         logging.getLogger("biaslens").warning(self.notice)
+
+    def pop_notice(self) -> str | None:
+        """The notice, once: a run reports it, later runs on this (shared) cache do not."""
+        with self._lock:
+            notice, self.notice = self.notice, None
+        return notice
 
     @property
     def enabled(self) -> bool:

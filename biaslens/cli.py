@@ -214,11 +214,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         lm = _load(args)
     for note in dataset.notes if main else ():
         print(f"note: {note}", file=sys.stderr)
-    cache = None
+    cache, said = None, []
     if not args.no_cache:
         cache = ResultCache(Path(args.cache_dir) / "results.sqlite" if args.cache_dir else None)
-        if cache.warning:
-            print(f"warning: {cache.warning}", file=sys.stderr)
+        said = [w for w in (cache.notice, cache.warning) if w]  # said now, not only after the run
+        for warning in said:
+            print(f"warning: {warning}", file=sys.stderr)
     n = len(dataset)
     with _tqdm(min(n, args.limit or n, args.sample or n), "pair", f"{dataset.name} {','.join(metrics)}", disable=not main) as bar:
         result = evaluate(
@@ -241,7 +242,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if result.cached:
         print(f"{result.cached} of {len(result.pairs) * len(metrics)} pair scores came from the result cache", file=sys.stderr)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        if warning not in said:
+            print(f"warning: {warning}", file=sys.stderr)
     print(_summary_table(result.summary))
     print(f"wrote {pairs_path} and {summary_path}")
     parallel.finish(state)

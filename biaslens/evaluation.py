@@ -345,7 +345,8 @@ def evaluate(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - started, 3),
     )
-    warnings = [cache.warning] if cache is not None and cache.warning else []
+    # A cache set aside as corrupted (notice) or switched off (warning) is worth telling.
+    warnings = [w for w in (cache.pop_notice(), cache.warning) if w] if cache is not None else []
     return EvaluationResult(frame, summarize(frame, keys, manifest), warnings, cached)
 
 

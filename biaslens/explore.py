@@ -308,6 +308,7 @@ class _CacheProbe(ResultCache):
     def __init__(self, cache: ResultCache):  # noqa: D107 - shares the wrapped cache's file
         self.path = cache.path
         self.warning = cache.warning
+        self.notice = None  # left for the run that computes
         self._lock = cache._lock
 
     def get_many(self, keys):  # type: ignore[override]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
@@ -59,6 +61,18 @@ def test_a_finished_run_reopens_from_the_cache(app_env):
     no_exceptions(again)
     assert [m.value for m in again.metric] == scores
     assert not again.info
+
+
+def test_a_corrupted_cache_file_is_reported_once(app_env):
+    cache_dir = Path(app_env["BIASLENS_CACHE_DIR"])
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    (cache_dir / "results.sqlite").write_bytes(b"half-copied garbage " * 500)
+    at = run_app("explorer", LINK)
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    assert len(at.metric) == 2 and "was corrupted" in texts(at.warning)  # the run goes on with a fresh cache and says why
+    again = run_app("explorer", LINK)
+    assert len(again.metric) == 2 and "was corrupted" not in texts(again.warning)
 
 
 def test_an_interrupted_run_resumes_from_the_cache(app_env, monkeypatch):

@@ -217,7 +217,9 @@ def test_a_corrupted_cache_file_is_set_aside_and_a_fresh_cache_started(tiny_bert
     cache = ResultCache(path)
     assert cache.enabled and "was corrupted" in cache.notice
     assert [p.name.split("-")[0] for p in tmp_path.glob("results.sqlite.corrupt-*")] == ["results.sqlite.corrupt"]
+    notice = cache.notice
     first = evaluate(tiny_bert, _pairs(2), ["aul"], cache=cache)
-    assert not first.warnings and len(cache) == 2
+    assert first.warnings == [notice] and len(cache) == 2  # the run reports it (the app and the CLI show it) ...
+    assert not evaluate(tiny_bert, _pairs(2), ["aul"], cache=cache).warnings  # ... once
     again = evaluate(tiny_bert, _pairs(2), ["aul"], cache=ResultCache(path))
     pd.testing.assert_frame_equal(first.pairs, again.pairs)
