@@ -8,7 +8,7 @@ not: a researcher on their own machine loads any folder and any sentence the mod
 | --- | --- | --- |
 | `BIASLENS_MODEL_DIRS` | (none) | extra folders (separated by `:`; `;` on Windows) whose model folders the app may load; `*` = any folder |
 | `BIASLENS_MAX_TOKENS` | the model's own limit | longest sentence the app scores, in tokens (special tokens included) |
-| `BIASLENS_MAX_UPLOAD_ROWS` | 10000 | most rows (lines) of a file a user brings: a custom pairs file, an attribute list |
+| `BIASLENS_MAX_UPLOAD_ROWS` | 10000 | most rows (lines) of a file or pasted list a user brings: a custom pairs file, an attribute list |
 | `BIASLENS_MAX_MODELS` | 3 | most models kept loaded at once; the least recently used is evicted |
 
 Local model folders the app may always load: the Hugging Face cache (where hub models are
@@ -133,10 +133,10 @@ class ServerSettings:
         return lm.limited(self.max_tokens, TOKEN_LIMIT_NAME)
 
     def check_rows(self, rows: int, what: str) -> None:
-        """Refuse a user's file with more than `max_upload_rows` rows; `what` names the file."""
+        """Refuse a user's file or pasted list with more than `max_upload_rows` rows; `what` names it."""
         if rows > self.max_upload_rows:
             raise InputError(
-                f"{what} has {rows:,} rows; this server accepts at most {self.max_upload_rows:,} per file "
+                f"{what} has {rows:,} rows; this server accepts at most {self.max_upload_rows:,} per file or pasted list "
                 f"({ENV_MAX_UPLOAD_ROWS}). Split it or use a sample."
             )
 

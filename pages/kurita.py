@@ -31,7 +31,6 @@ from biaslens.kurita import (
     kurita_weat_spec,
     parse_target_pairs,
     parse_templates,
-    parse_word_list,
     published_list_key,
     score_templates,
     shares_chart,
@@ -159,7 +158,7 @@ def template_tab() -> None:
             pairs = parse_target_pairs(st.session_state[S + "pairs"])
             words: list[str] = []
             if st.session_state[S + "attributes"].strip():
-                words += parse_word_list(st.session_state[S + "attributes"], lowercase=lowercase).words
+                words += ui.resources.pasted_words(st.session_state[S + "attributes"], "The pasted attribute list", lowercase=lowercase)
             for upload in uploads or []:
                 words += decode_word_list(ui.resources.upload_bytes(upload), upload.name, lowercase=lowercase).words
             if not words:
@@ -314,7 +313,8 @@ def _lists(uploads, pasted_name: str, pasted: str, lowercase: bool) -> dict[str,
     for upload in uploads or []:
         lists[upload.name] = decode_word_list(ui.resources.upload_bytes(upload), upload.name, lowercase=lowercase).words
     if pasted.strip():
-        lists[pasted_name.strip() or "pasted list"] = parse_word_list(pasted, lowercase=lowercase).words
+        name = pasted_name.strip() or "pasted list"
+        lists[name] = ui.resources.pasted_words(pasted, f"The pasted list {name}", lowercase=lowercase)
     return lists
 
 

@@ -56,7 +56,7 @@ def test_a_users_pairs_file_over_the_row_limit_is_refused(app_env, monkeypatch, 
     pairs.write_text("sent_more,sent_less\n" + "\n".join(rows) + "\n")
     at = run_app(params={"dataset": str(pairs)})
     no_exceptions(at)
-    assert "mine.csv has 6 rows; this server accepts at most 5 per file (BIASLENS_MAX_UPLOAD_ROWS)" in texts(at.error)
+    assert "mine.csv has 6 rows; this server accepts at most 5 per file or pasted list (BIASLENS_MAX_UPLOAD_ROWS)" in texts(at.error)
     at = run_app()  # the built-in datasets are not users' files: CrowS-Pairs' 1,508 pairs still load
     no_exceptions(at)
     assert at.subheader[0].value.startswith("crows-pairs #0")
@@ -71,6 +71,15 @@ def test_an_uploaded_list_over_the_row_limit_is_refused(app_env, monkeypatch):
     big = SimpleNamespace(name="traits.txt", getvalue=lambda: b"kind\nsmart\nlazy\nrude\n")
     with pytest.raises(InputError, match="traits.txt has 4 rows; this server accepts at most 3"):
         ui.resources.upload_bytes(big)
+
+
+def test_a_pasted_list_over_the_row_limit_is_refused(app_env, monkeypatch):
+    import ui.resources
+
+    monkeypatch.setenv("BIASLENS_MAX_UPLOAD_ROWS", "3")
+    assert ui.resources.pasted_words("Kind\nsmart, lazy", "The pasted list", lowercase=True) == ("kind", "smart", "lazy")
+    with pytest.raises(InputError, match="The pasted list has 4 rows; this server accepts at most 3"):
+        ui.resources.pasted_words("kind, smart, lazy, rude", "The pasted list")  # commas separate too
 
 
 def test_the_model_pool_keeps_at_most_the_configured_number(app_env, monkeypatch, model_dirs):

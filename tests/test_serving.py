@@ -117,7 +117,7 @@ def test_row_limit_for_a_users_file():
     server.check_upload(b"one\n\n two\nthree\n  \n", "list.txt")  # blank lines are not rows
     with pytest.raises(InputError) as info:
         server.check_upload(b"one\ntwo\nthree\nfour\n", "list.txt")
-    assert "list.txt has 4 rows; this server accepts at most 3 per file (BIASLENS_MAX_UPLOAD_ROWS)" in str(info.value)
+    assert "list.txt has 4 rows; this server accepts at most 3 per file or pasted list (BIASLENS_MAX_UPLOAD_ROWS)" in str(info.value)
 
 
 # ---------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from biaslens.cache import ResultCache
 from biaslens.datasets import DATASETS, PairDataset, load_dataset
 from biaslens.errors import BiaslensError
 from biaslens.evaluation import PairInspection, inspect_pair
+from biaslens.kurita import parse_word_list
 from biaslens.metrics import PAPER_METRICS
 from biaslens.models import MaskedLM, load_model
 from biaslens.sanity import SanityReport, check_model
@@ -169,6 +170,13 @@ def upload_bytes(upload) -> bytes:
     return data
 
 
+def pasted_words(text: str, what: str, *, lowercase: bool = False) -> tuple[str, ...]:
+    """Words a user typed or pasted (one a line, commas also separate), refused above $BIASLENS_MAX_UPLOAD_ROWS."""
+    words = parse_word_list(text, lowercase=lowercase).words
+    server_settings().check_rows(len(words), what)
+    return words
+
+
 def dataset_or_none(settings: Settings, name: str | None = None) -> PairDataset | None:
     """The dataset, or None after showing why it is missing."""
     try:
@@ -224,5 +232,6 @@ __all__ = [
     "result_cache",
     "sanity",
     "server_settings",
+    "pasted_words",
     "upload_bytes",
 ]
