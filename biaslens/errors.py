@@ -23,6 +23,10 @@ class ModelNotAllowedError(ModelLoadError):
     """A local model folder outside the folders a server allows (`BIASLENS_MODEL_DIRS`)."""
 
 
+class DataNotAllowedError(BiaslensError):
+    """A dataset file or data folder outside the folders a server allows (`BIASLENS_DATA_DIRS`)."""
+
+
 class ServerConfigError(BiaslensError):
     """A server setting (a `BIASLENS_*` environment variable) has a value biaslens cannot use."""
 

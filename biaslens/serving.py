@@ -7,6 +7,7 @@ not: a researcher on their own machine loads any folder and any sentence the mod
 | variable | default | what |
 | --- | --- | --- |
 | `BIASLENS_MODEL_DIRS` | (none) | extra folders (separated by `:`; `;` on Windows) whose model folders the app may load; `*` = any folder |
+| `BIASLENS_DATA_DIRS` | (none) | extra folders whose dataset files (and sub-folders) the app may read; `*` = any folder |
 | `BIASLENS_MAX_TOKENS` | the model's own limit | longest sentence the app scores, in tokens (special tokens included) |
 | `BIASLENS_MAX_UPLOAD_ROWS` | 10000 | most rows (lines) of a file or pasted list a user brings: a custom pairs file, an attribute list |
 | `BIASLENS_MAX_MODELS` | 3 | most models kept loaded at once; the least recently used is evicted |
@@ -16,6 +17,11 @@ downloaded), biaslens's own cache folder (bias-lab models) and the folder named 
 `BIASLENS_MODEL` (the preselected model). Any other path is refused with a message naming
 `BIASLENS_MODEL_DIRS`. Hub ids are not restricted (they never run remote code and load
 from safetensors only).
+
+Dataset files and data folders the app may always read: biaslens's cache folder (downloaded
+datasets) and `BIASLENS_DATA_DIR` (the preselected data folder). Any other path typed into
+the app's Dataset or Data folder box is refused with a message naming `BIASLENS_DATA_DIRS`,
+before the path is looked at, so the refusal says nothing about what exists.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable, Mapping
 
-from .errors import InputError, ModelNotAllowedError, ServerConfigError
+from .errors import DataNotAllowedError, InputError, ModelNotAllowedError, ServerConfigError
 from .paths import default_cache_dir
 
 ENV_MODEL_DIRS = "BIASLENS_MODEL_DIRS"
@@ -36,6 +42,8 @@ ENV_MAX_TOKENS = "BIASLENS_MAX_TOKENS"
 ENV_MAX_UPLOAD_ROWS = "BIASLENS_MAX_UPLOAD_ROWS"
 ENV_MAX_MODELS = "BIASLENS_MAX_MODELS"
 ENV_MODEL = "BIASLENS_MODEL"
+ENV_DATA_DIRS = "BIASLENS_DATA_DIRS"
+ENV_DATA_DIR = "BIASLENS_DATA_DIR"
 
 DEFAULT_MAX_UPLOAD_ROWS = 10_000
 DEFAULT_MAX_MODELS = 3
@@ -43,6 +51,24 @@ DEFAULT_MAX_MODELS = 3
 MIN_MAX_TOKENS = 8
 #: What a refusal of an over-long sentence calls the limit.
 TOKEN_LIMIT_NAME = f"this server ({ENV_MAX_TOKENS})"
+
+
+def _folders(environ: Mapping[str, str], name: str) -> tuple[Path, ...] | None:
+    """The absolute folders listed in `name` (os.pathsep-separated); None for `*` (any folder)."""
+    raw = environ.get(name, "").strip()
+    if raw == "*":
+        return None
+    dirs = tuple(Path(p.strip()).expanduser() for p in raw.split(os.pathsep) if p.strip())
+    relative = [str(p) for p in dirs if not p.is_absolute()]
+    if relative:
+        raise ServerConfigError(f"{name} must list absolute folders; {relative[0]!r} is relative.")
+    return dirs
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    """Whether `path` (resolved: links and `..` followed) is one of `roots` or inside one."""
+    resolved = path.resolve()
+    return any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
 def _whole_number(environ: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
@@ -70,26 +96,23 @@ class ServerSettings:
     max_models: int = DEFAULT_MAX_MODELS
     #: The preselected model ($BIASLENS_MODEL): always loadable when it is a folder.
     default_model: str | None = None
+    #: Extra folders whose files may be read as datasets; None = any folder (`BIASLENS_DATA_DIRS=*`).
+    data_dirs: tuple[Path, ...] | None = ()
+    #: The preselected data folder ($BIASLENS_DATA_DIR): always readable.
+    default_data_dir: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "ServerSettings":
         """The settings in the environment; `ServerConfigError` names a bad value."""
         env = os.environ if environ is None else environ
-        raw_dirs = env.get(ENV_MODEL_DIRS, "").strip()
-        dirs: tuple[Path, ...] | None
-        if raw_dirs == "*":
-            dirs = None
-        else:
-            dirs = tuple(Path(p.strip()).expanduser() for p in raw_dirs.split(os.pathsep) if p.strip())
-            relative = [str(p) for p in dirs if not p.is_absolute()]
-            if relative:
-                raise ServerConfigError(f"{ENV_MODEL_DIRS} must list absolute folders; {relative[0]!r} is relative.")
         return cls(
-            model_dirs=dirs,
+            model_dirs=_folders(env, ENV_MODEL_DIRS),
             max_tokens=_whole_number(env, ENV_MAX_TOKENS, None, MIN_MAX_TOKENS),
             max_upload_rows=_whole_number(env, ENV_MAX_UPLOAD_ROWS, DEFAULT_MAX_UPLOAD_ROWS, 1),
             max_models=_whole_number(env, ENV_MAX_MODELS, DEFAULT_MAX_MODELS, 1),
             default_model=env.get(ENV_MODEL, "").strip() or None,
+            data_dirs=_folders(env, ENV_DATA_DIRS),
+            default_data_dir=env.get(ENV_DATA_DIR, "").strip() or None,
         )
 
     # -- model folders ----------------------------------------------------------------
@@ -116,13 +139,31 @@ class ServerSettings:
         local = Path(name).expanduser()
         if not name or self.model_dirs is None or not (local.exists() or _looks_like_path(name)):
             return
-        resolved = local.resolve()
-        if any(resolved == root or resolved.is_relative_to(root) for root in self.allowed_model_dirs()):
+        if _inside(local, self.allowed_model_dirs()):
             return
         raise ModelNotAllowedError(
             f"{name} is outside the folders this server may load models from (the Hugging Face cache, "
             f"biaslens's cache and {ENV_MODEL_DIRS}): ask its operator to add the folder to {ENV_MODEL_DIRS}, "
             "or use a hub id."
+        )
+
+    # -- dataset files and folders ---------------------------------------------------
+    def allowed_data_dirs(self) -> list[Path]:
+        """The folders whose files may be read as datasets (resolved); empty if any folder may."""
+        if self.data_dirs is None:
+            return []
+        roots = [default_cache_dir(), *self.data_dirs]
+        if self.default_data_dir:
+            roots.append(Path(self.default_data_dir).expanduser())
+        return [root.expanduser().resolve() for root in roots]
+
+    def check_data(self, path: str) -> None:
+        """Refuse a dataset file or data folder outside the allowed folders (links and `..` resolved)."""
+        if self.data_dirs is None or _inside(Path(str(path).strip()).expanduser(), self.allowed_data_dirs()):
+            return
+        raise DataNotAllowedError(
+            f"{path} is outside the folders this server may read datasets from (biaslens's cache and "
+            f"{ENV_DATA_DIR}): ask its operator to add the folder to {ENV_DATA_DIRS}, or pick a built-in dataset."
         )
 
     # -- sentences and files ----------------------------------------------------------
@@ -248,6 +289,7 @@ def _free(evicted: list[Any]) -> None:
 __all__ = [
     "DEFAULT_MAX_MODELS",
     "DEFAULT_MAX_UPLOAD_ROWS",
+    "ENV_DATA_DIRS",
     "ENV_MAX_MODELS",
     "ENV_MAX_TOKENS",
     "ENV_MAX_UPLOAD_ROWS",

@@ -237,7 +237,7 @@ def weat_tab() -> None:
             specs = []
             for test in tests:
                 with st.spinner(f"Finding {KURITA_CATEGORIES[test].weat}.jsonl…"):
-                    specs.append(kurita_weat_spec(test, load_weat(KURITA_CATEGORIES[test].weat, data_dir=settings.data_dir)))
+                    specs.append(kurita_weat_spec(test, load_weat(KURITA_CATEGORIES[test].weat, data_dir=ui.resources.data_dir(settings))))
             lm = ui.resources.model_or_stop(settings)
             results = []
             for spec in specs:

@@ -49,8 +49,27 @@ def test_sentences_over_the_servers_limit_are_refused_with_the_limit(app_env, mo
     assert not at.main.error and any("Margin (stereo − anti)" in d.value.columns for d in at.dataframe)
 
 
+def test_a_dataset_outside_the_allowed_folders_is_refused(app_env, monkeypatch, tmp_path):
+    pairs = tmp_path / "mine" / "pairs.csv"
+    pairs.parent.mkdir()
+    pairs.write_text("sent_more,sent_less\nWomen are kind.,Men are kind.\n")
+    refusal = "is outside the folders this server may read datasets from"
+    at = run_app(params={"dataset": str(pairs)})
+    no_exceptions(at)
+    assert f"{pairs} {refusal}" in texts(at.error) and "BIASLENS_DATA_DIRS" in texts(at.error)
+    at = run_app(params={"data_dir": "/etc"})  # a data folder too, for the built-in datasets
+    no_exceptions(at)
+    assert f"/etc {refusal}" in texts(at.error)
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path / "mine"))
+    at = run_app(params={"dataset": str(pairs)})
+    no_exceptions(at)
+    assert not at.main.error, texts(at.main.error)
+    assert at.subheader[0].value.startswith("custom #0")  # the file loads
+
+
 def test_a_users_pairs_file_over_the_row_limit_is_refused(app_env, monkeypatch, tmp_path):
     monkeypatch.setenv("BIASLENS_MAX_UPLOAD_ROWS", "5")
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
     pairs = tmp_path / "mine.csv"
     rows = [f"Person {i} is kind.,Person {i} is cruel." for i in range(6)]
     pairs.write_text("sent_more,sent_less\n" + "\n".join(rows) + "\n")

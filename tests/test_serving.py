@@ -10,7 +10,7 @@ import weakref
 import pytest
 import torch
 
-from biaslens.errors import InputError, ModelNotAllowedError, ServerConfigError
+from biaslens.errors import DataNotAllowedError, InputError, ModelNotAllowedError, ServerConfigError
 from biaslens.serving import DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_ROWS, ModelPool, ServerSettings
 
 
@@ -94,6 +94,24 @@ def test_links_and_dot_dot_do_not_lead_out_of_an_allowed_folder(folders, tmp_pat
     server.check_model("./m")
     with pytest.raises(ModelNotAllowedError):
         server.check_model("../outside/m")
+
+
+def test_only_allowed_folders_are_read_as_datasets(tmp_path, monkeypatch):
+    monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path / "biaslens-cache"))
+    server = ServerSettings.from_env({"BIASLENS_DATA_DIRS": str(tmp_path / "allowed"), "BIASLENS_DATA_DIR": str(tmp_path / "default")})
+    for path in ("allowed/mine.csv", "allowed/sub", "default", "default/x/pairs.jsonl", "biaslens-cache/datasets/crows-pairs"):
+        server.check_data(str(tmp_path / path))  # configured, $BIASLENS_DATA_DIR, biaslens's cache (downloads)
+    (tmp_path / "allowed").mkdir()
+    (tmp_path / "allowed" / "link.csv").symlink_to("/etc/passwd")
+    for path in ("/etc/passwd", f"{tmp_path}/allowed/../secret.csv", f"{tmp_path}/allowed/link.csv", "/nonexistent/pairs.csv"):
+        with pytest.raises(DataNotAllowedError) as info:
+            server.check_data(path)
+        assert "outside the folders this server may read datasets from" in str(info.value) and "BIASLENS_DATA_DIRS" in str(info.value)
+    with pytest.raises(DataNotAllowedError):  # without configuration only biaslens's cache
+        ServerSettings.from_env({}).check_data(str(tmp_path / "allowed" / "mine.csv"))
+    ServerSettings.from_env({"BIASLENS_DATA_DIRS": "*"}).check_data("/etc/passwd")  # a researcher's own machine
+    with pytest.raises(ServerConfigError, match="BIASLENS_DATA_DIRS must list absolute folders"):
+        ServerSettings.from_env({"BIASLENS_DATA_DIRS": "data"})
 
 
 # ---------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import streamlit as st
 
 from biaslens import lab
 from biaslens.cache import ResultCache
-from biaslens.datasets import DATASETS, PairDataset, load_dataset
+from biaslens.datasets import PairDataset, canonical_name, load_dataset
 from biaslens.errors import BiaslensError
 from biaslens.evaluation import PairInspection, inspect_pair
 from biaslens.kurita import parse_word_list
@@ -154,13 +154,25 @@ def _load_dataset(name: str, data_dir: str | None) -> PairDataset:
 def get_dataset(settings: Settings, name: str | None = None) -> PairDataset:
     """The dataset of `settings` (or `name`), cached for all sessions; raises on failure.
 
-    A user's own pairs file (not a built-in dataset) is refused above $BIASLENS_MAX_UPLOAD_ROWS pairs.
+    A user's own pairs file (not a built-in dataset) is refused outside the folders the server
+    allows ($BIASLENS_DATA_DIRS) and above $BIASLENS_MAX_UPLOAD_ROWS pairs.
     """
-    key = (name or settings.dataset, settings.data_dir)
+    name = name or settings.dataset
+    builtin = canonical_name(name)
+    if builtin is None:
+        server_settings().check_data(name)
+    key = (builtin or name, data_dir(settings))
     dataset = _remembering_failures(("dataset", *key), lambda: _load_dataset(*key))
-    if key[0] not in DATASETS:
+    if builtin is None:
         server_settings().check_rows(len(dataset), f"The pairs file {dataset.path.name}")
     return dataset
+
+
+def data_dir(settings: Settings) -> str | None:
+    """The settings' data folder, refused outside the folders the server allows ($BIASLENS_DATA_DIRS)."""
+    if settings.data_dir:
+        server_settings().check_data(settings.data_dir)
+    return settings.data_dir
 
 
 def upload_bytes(upload) -> bytes:
@@ -221,6 +233,7 @@ def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> Pair
 
 __all__ = [
     "BiaslensError",
+    "data_dir",
     "dataset_or_none",
     "dataset_or_stop",
     "forget_failure",
