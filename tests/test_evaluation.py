@@ -2,6 +2,7 @@
 
 import json
 import math
+import sqlite3
 
 import numpy as np
 import pandas as pd
@@ -130,6 +131,17 @@ def test_reruns_come_from_the_cache(tiny_bert, tmp_path, monkeypatch):
     monkeypatch.setattr(ev, "score_encoded_pairs", fail)
     second = evaluate(tiny_bert, _pairs(), ["aul", "sss"], cache=cache)
     pd.testing.assert_frame_equal(first.pairs, second.pairs)
+
+
+def test_the_cache_holds_small_records_never_attention(tiny_bert, tmp_path):
+    cache = ResultCache(tmp_path / "c.sqlite")
+    evaluate(tiny_bert, _pairs(), ["aul", "aula"], cache=cache)
+    with sqlite3.connect(cache.path) as db:
+        values = [json.loads(v) for (v,) in db.execute("SELECT value FROM scores")]
+    assert len(values) == 2 * len(_pairs())
+    for record in values:
+        assert set(record) == {"stereo", "anti", "hits", "total"}
+        assert all(isinstance(v, (int, float)) for v in record.values())
 
 
 def test_an_interrupted_run_resumes_without_recomputing_finished_chunks(tiny_bert, tmp_path, monkeypatch):
