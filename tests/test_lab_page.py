@@ -149,10 +149,15 @@ def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, mo
     model = lab.find_lab_model(lab.default_lab_settings())
     assert model is not None and lab.cached_lab_model_path() == model.path
     assert at.session_state["settings.model"] == str(model.path)
+    assert at.session_state["settings.dataset"] == str(model.path / lab.PAIRS_FILE)  # pairs in its own vocabulary
+    assert at.sidebar.selectbox(key="settings.dataset").format_func(str(model.path / lab.PAIRS_FILE)) == f"held-out pairs of {model.label}"
     # Loaded (a 12-step model fails its sanity check, as it should: only the hub's error must be gone).
     assert "HF_HUB_OFFLINE" not in texts(at.sidebar.error) and "Loaded" in texts(at.sidebar.caption)
-    assert not at.main.error  # the page works with it: the first CrowS-Pairs pair is scored
+    assert not at.main.error  # the page works with it: the first held-out pair is scored
     assert at.dataframe
+    first = lab.heldout_pairs(model.settings)[0].pair
+    picker = next(sb for sb in at.main.selectbox if sb.label.startswith("Pair ("))
+    assert first.sent_stereo in picker.options[0]
 
     # Another session later: the lab model is already trained, so it is selected without training.
     _never_train(monkeypatch)

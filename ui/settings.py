@@ -26,7 +26,7 @@ ENV_DATA_DIR = "BIASLENS_DATA_DIR"
 
 _KEY = "settings.current"
 _CUSTOM_MODELS = "settings.custom_models"
-_CHOOSE_MODEL = "settings.choose_model"  # a model to select at the start of the next run
+_CHOOSE = "settings.choose"  # sidebar values to select at the start of the next run: {"model": ..., "dataset": ...}
 #: Trained bias-lab models offered in the model list (newest first).
 MAX_LAB_CHOICES = 8
 
@@ -120,6 +120,14 @@ def _remember_model(value: str) -> None:
         custom.append(value)
 
 
+def _dataset_label(value: str) -> str:
+    """A benchmark's title, 'held-out pairs of <lab model>' for a bias-lab model's pairs file, else the path."""
+    if value in DATASETS:
+        return DATASETS[value].title
+    model = lab.lab_model_of(os.path.dirname(value)) if os.path.basename(value) == lab.PAIRS_FILE else None
+    return f"held-out pairs of {model.label}" if model else value
+
+
 def _valid(key: str, options: list[str]) -> None:
     if st.session_state.get(key) not in options:
         st.session_state[key] = options[0]
@@ -129,8 +137,8 @@ def render_sidebar() -> Settings:
     """Draw the global controls in the sidebar and return the settings (app.py calls this once per run)."""
     defaults = default_settings()
     _adopt_url(defaults)
-    if st.session_state.get(_CHOOSE_MODEL):  # e.g. the offline lab model, trained in the previous run
-        st.session_state["settings.model"] = st.session_state.pop(_CHOOSE_MODEL)
+    for name, value in st.session_state.pop(_CHOOSE, {}).items():  # e.g. the offline lab model, trained in the previous run
+        st.session_state[f"settings.{name}"] = value
     choices = model_choices()
     labels = {c.value: c.label for c in choices}
     options = [c.value for c in choices] + list(st.session_state.get(_CUSTOM_MODELS, []))
@@ -159,7 +167,7 @@ def render_sidebar() -> Settings:
         "Dataset",
         dataset_options,
         key="settings.dataset",
-        format_func=lambda v: DATASETS[v].title if v in DATASETS else v,
+        format_func=_dataset_label,
         accept_new_options=True,
         help="CrowS-Pairs, StereoSet (intrasentence), or the path of a pairs file: a CSV with sent_more, sent_less "
         "(and optional bias_type, stereo_antistereo) columns, or StereoSet JSON.",
@@ -255,15 +263,15 @@ def _offer_lab_model() -> None:
         icon=":material/wifi_off:",
     )
     if st.button("Use the offline lab model", key="settings.offline_lab", type="primary", icon=":material/model_training:"):
-        if cached:
-            st.session_state[_CHOOSE_MODEL] = str(cached)
-        else:
+        if not cached:
             bar = ProgressBar("Training the lab model", unit="steps")
             model = attempt(lab.default_lab_model, progress=lambda step, total, _loss: bar(step, total))
             bar.clear()
             if model is None:
                 return
-            st.session_state[_CHOOSE_MODEL] = str(model.path)
+            cached = model.path
+        # Its held-out pairs too: CrowS-Pairs' words are unknown to it, so they would be scored as letters.
+        st.session_state[_CHOOSE] = {"model": str(cached), "dataset": str(cached / lab.PAIRS_FILE)}
         st.rerun()
 
 
