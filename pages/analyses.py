@@ -373,7 +373,8 @@ with c1:
             datasets[dataset.name if dataset.name != "custom" else name] = dataset
 with c2:
     total = max((len(d) for d in datasets.values()), default=1)
-    sample, seed = ui.runs.sample_controls(S, total)
+    several = f"Score a random sample of each dataset (the largest has {total:,} pairs)" if len(datasets) > 1 else None
+    sample, seed = ui.runs.sample_controls(S, total, several)
     shuffle_seed = st.number_input("Shuffle seed (Table 4)", min_value=0, step=1, key=S + "shuffle_seed",
                                    help="Seeds the shuffle of every sentence: the same seed shuffles each sentence alike.")
 ui.state.publish(sample=sample)

@@ -55,6 +55,7 @@ def test_every_section_shows_the_engines_numbers(app_env, tiny_models, engine):
     no_exceptions(at)
     assert "Not run yet" in texts(at.info)
     assert len(at.warning) >= 2  # a content warning per dataset (and the untrained model's warning later)
+    assert at.toggle(key=S + "sample_on").label == "Score a random sample of each dataset (the largest has 2,106 pairs)"
     at.button(key=S + "run").click().run()
     no_exceptions(at)
     assert "Not run yet" not in texts(at.info)

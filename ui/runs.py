@@ -106,8 +106,8 @@ def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str) -> Evalua
     return None if result is None else _remember(spec, result)
 
 
-def sample_controls(prefix: str, total: int) -> tuple[int | None, int]:
-    """'Score a sample' toggle, sample size and seed (the URL's `sample` and `seed` preset them).
+def sample_controls(prefix: str, total: int, label: str | None = None) -> tuple[int | None, int]:
+    """'Score a sample' toggle (`label`), sample size and seed (the URL's `sample` and `seed` preset them).
 
     Returns (sample size or None for every pair, seed).
     """
@@ -119,7 +119,7 @@ def sample_controls(prefix: str, total: int) -> tuple[int | None, int]:
         st.session_state[prefix + "seed"] = int(seed)
     st.session_state[prefix + "sample_n"] = max(1, min(int(st.session_state.get(prefix + "sample_n", 200)), total))
     st.session_state.setdefault(prefix + "seed", 0)
-    on = st.toggle(f"Score a random sample (of {total:,} pairs)", key=prefix + "sample_on", persist_state="session")
+    on = st.toggle(label or f"Score a random sample (of {total:,} pairs)", key=prefix + "sample_on", persist_state="session")
     if not on:
         return None, int(st.session_state[prefix + "seed"])
     c1, c2 = st.columns(2)
