@@ -382,7 +382,7 @@ ui.state.publish(sample=sample)
 cols = st.columns(max(1, len(datasets)))
 for col, dataset in zip(cols, datasets.values()):
     with col:
-        ui.feedback.content_warning(dataset.name)
+        ui.feedback.content_warning(dataset)
 
 label = explore.short_names([settings.model])[settings.model]
 found = None

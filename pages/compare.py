@@ -42,7 +42,7 @@ st.caption(
 )
 
 dataset = ui.resources.dataset_or_stop(settings)
-ui.feedback.content_warning(dataset.name)
+ui.feedback.content_warning(dataset)
 
 choices = ui.settings.model_choices()
 labels = {c.value: c.label for c in choices}

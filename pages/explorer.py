@@ -216,7 +216,7 @@ st.title("Dataset explorer")
 st.caption("Bias scores of the sidebar's model on a whole benchmark, per metric, per bias type and per group, with every pair behind them.")
 
 dataset = ui.resources.dataset_or_stop(settings)
-ui.feedback.content_warning(dataset.name)
+ui.feedback.content_warning(dataset)
 for note in dataset.notes:
     st.caption(f"Note on the file: {note}")
 

@@ -90,7 +90,7 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
     if dataset is None:
         st.info("You can still type your own pair: choose **Your own sentences** above.", icon=":material/keyboard:")
         return None
-    ui.feedback.content_warning(dataset.name)
+    ui.feedback.content_warning(dataset)
     frame = _pairs_frame(str(dataset.path), dataset.sha256, dataset)
     has_direction = bool((frame["direction"] != "").any())
     cols = st.columns([1.2, 1, 2.2, 0.8] if has_direction else [1.2, 3.2, 0.8], vertical_alignment="bottom")

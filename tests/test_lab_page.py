@@ -158,6 +158,7 @@ def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, mo
     first = lab.heldout_pairs(model.settings)[0].pair
     picker = next(sb for sb in at.main.selectbox if sb.label.startswith("Pair ("))
     assert first.sent_stereo in picker.options[0]
+    assert "Synthetic pairs of the bias lab" in texts(at.main.info) and "Content warning" not in texts(at.main.warning)
 
     # Another session later: the lab model is already trained, so it is selected without training.
     _never_train(monkeypatch)

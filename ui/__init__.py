@@ -21,7 +21,7 @@ Conventions for a page (see pages/inspector.py for a complete one):
   traceback), or call `ui.feedback.show_error(exc)` yourself.
 * **Long work** gets a progress bar with time remaining: `bar = ui.progress.ProgressBar("Scoring")`,
   pass `bar` as the engine's `progress=` callback, `bar.clear()` at the end.
-* **Datasets on screen** get `ui.feedback.content_warning(dataset_name)` above them.
+* **Datasets on screen** get `ui.feedback.content_warning(dataset)` above them.
 * **Shareable state**: read values handed over by a URL with `ui.state.take("pair")`
   (None unless the URL brought a new value), and declare the page's own state with
   `ui.state.publish(pair=..., metric=...)` once it is known, before heavy work. app.py

@@ -7,7 +7,8 @@ from typing import Any, Callable, Iterator
 
 import streamlit as st
 
-from biaslens.datasets import DATASETS, canonical_name
+from biaslens import lab
+from biaslens.datasets import DATASETS, PairDataset, canonical_name
 from biaslens.errors import BiaslensError, DatasetNotFoundError, HubUnreachableError, InputError
 
 LOCAL_FOLDER_HINT = (
@@ -65,9 +66,16 @@ def attempt(fn: Callable[..., Any], *args: Any, where=None, **kwargs: Any) -> An
         return None
 
 
-def content_warning(dataset: str) -> None:
-    """The short content warning and the dataset's known caveats, with a link to its source."""
-    key = canonical_name(dataset)
+def content_warning(dataset: PairDataset) -> None:
+    """The short content warning and the dataset's known caveats, with a link to its source.
+
+    A bias-lab model's held-out pairs are synthetic (names and occupations): they get a note saying so instead.
+    """
+    if dataset.path.name == lab.PAIRS_FILE and lab.lab_model_of(dataset.path.parent) is not None:
+        st.info("Synthetic pairs of the bias lab: its made-up group words and attributes, with the association it planted.",
+                icon=":material/science:")
+        return
+    key = canonical_name(dataset.name)
     source = DATASETS.get(key) if key else None
     lines = ["**Content warning:** the pairs contain offensive stereotypes, shown here only to measure them."]
     if source is not None:
