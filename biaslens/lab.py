@@ -716,6 +716,12 @@ def lab_model_of(name: str | Path) -> LabModel | None:
         return None
 
 
+def lab_model_of_pairs(path: str | Path) -> LabModel | None:
+    """The lab model whose held-out pairs file `path` is, or None (e.g. a benchmark's file)."""
+    path = Path(str(path).strip()).expanduser()
+    return lab_model_of(path.parent) if path.name == PAIRS_FILE else None
+
+
 def sanity_sentences(model: LabModel, n: int = 8) -> tuple[str, ...]:
     """`n` sentences of the model's own training corpus, for `biaslens.sanity.check_model`.
 

@@ -71,7 +71,7 @@ def content_warning(dataset: PairDataset) -> None:
 
     A bias-lab model's held-out pairs are synthetic (names and occupations): they get a note saying so instead.
     """
-    if dataset.path.name == lab.PAIRS_FILE and lab.lab_model_of(dataset.path.parent) is not None:
+    if lab.lab_model_of_pairs(dataset.path) is not None:
         st.info("Synthetic pairs of the bias lab: its made-up group words and attributes, with the association it planted.",
                 icon=":material/science:")
         return

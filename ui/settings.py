@@ -124,7 +124,7 @@ def _dataset_label(value: str) -> str:
     """A benchmark's title, 'held-out pairs of <lab model>' for a bias-lab model's pairs file, else the path."""
     if value in DATASETS:
         return DATASETS[value].title
-    model = lab.lab_model_of(os.path.dirname(value)) if os.path.basename(value) == lab.PAIRS_FILE else None
+    model = lab.lab_model_of_pairs(value)
     return f"held-out pairs of {model.label}" if model else value
 
 
