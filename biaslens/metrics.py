@@ -4,7 +4,8 @@ Each metric is one `Metric` entry: what it is (name, formula, direction, ideal v
 citation: the app's metric cards and the CLI read these), which masked queries it needs
 for a sentence, and how it turns the pass results into a `SentenceScore`. The arithmetic
 itself lives in small pure functions (`aul`, `aula`, `cps`, `sss`, ...) that the tests
-check by hand. Definitions follow ../shared/spec/metrics.md; `compat=True` reproduces
+check by hand. Definitions follow the project's metric specification (spec/metrics.md, the
+contract the tests check against); `compat=True` reproduces
 the released code of Kaneko & Bollegala (2022) ("kaneko2022" mode).
 """
 
