@@ -105,16 +105,20 @@ def aul_shown(at) -> list[str]:
     return []
 
 
+def inspect(lm, pair):
+    """What the pair inspector computes for a pair (ui.resources.inspection)."""
+    return inspect_pair(lm, pair.sent_stereo, pair.sent_anti, metrics=PAPER_METRICS, top_k=5, attention_matrices=True)
+
+
 def bench_inspect(folder: Path, tmp: Path, n_pairs: int) -> tuple[list[dict], bool]:
     point_the_app_at(folder, tmp / "cache-inspect")
     lm = load_model(str(folder))
     crows = load_dataset("crows-pairs", data_dir=SHARED / "data").pairs
     open_page("pages/inspector.py", {"pair": "0"})  # warm-up: model, dataset and the attention twin load once per server
-    inspect_pair(lm, crows[0].sent_stereo, crows[0].sent_anti, metrics=PAPER_METRICS, top_k=5, attention_matrices=True)
+    inspect(lm, crows[0])
     rows, ok = [], True
     for pair in crows[1 : 1 + n_pairs]:
-        engine_s, result = timed(lambda p=pair: inspect_pair(
-            lm, p.sent_stereo, p.sent_anti, metrics=PAPER_METRICS, top_k=5, attention_matrices=True))  # fmt: skip
+        engine_s, result = timed(lambda p=pair: inspect(lm, p))
         page_s, at = timed(lambda p=pair: open_page("pages/inspector.py", {"pair": str(p.pair_id)}))
         same = not at.exception and aul_shown(at) == [f"{v:.4f}" for v in result.score("aul")]
         ok &= same
