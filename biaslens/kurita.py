@@ -568,9 +568,56 @@ def weat_unit_scores(scores: TemplateScores, spec: WeatSpec, permute: Permute = 
     return pd.DataFrame(rows, columns=["unit", "group", "s"])
 
 
+#: Kurita et al.'s model (Tables 3 and 5): published numbers are compared with this model only.
+PAPER_MODEL = "bert-base-uncased"
+
+
+def _model_id(manifest: Mapping[str, Any]) -> str:
+    return str(manifest.get("model") or "")
+
+
+def paper_model_reason(model: str) -> str | None:
+    """None when `model` (a hub id or a folder) is Kurita et al.'s bert-base-uncased, else why it is not comparable."""
+    tail = model.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+    if tail == PAPER_MODEL:
+        return None
+    return f"model {tail or 'unknown'} is not the paper's {PAPER_MODEL}"
+
+
+def weat_comparability(spec: WeatSpec, model: str, permute: Permute = "attributes") -> str | None:
+    """None when a WEAT-style result can be set beside Kurita et al.'s Table 3, else the reason it cannot.
+
+    Comparable: one of the paper's five tests with the paper's templates and target pairs
+    (`KURITA_CATEGORIES`), the word sets of its WEAT file, attributes permuted (the paper's
+    test) and the paper's model.
+    """
+    from .published import KURITA_WEAT
+
+    if spec.key not in KURITA_CATEGORIES or spec.key not in KURITA_WEAT:
+        return "not one of the paper's five tests"
+    cat = KURITA_CATEGORIES[spec.key]
+    if spec.templates != parse_templates(cat.templates) or spec.pairs != parse_target_pairs(cat.pairs):
+        return "templates or targets differ from the paper's"
+    if spec.source and spec.source != f"{cat.weat}.jsonl":
+        return f"word sets from {spec.source}, not {cat.weat}.jsonl"
+    if permute != "attributes":
+        return "targets permuted; the paper permutes the attributes"
+    return paper_model_reason(model)
+
+
+def not_comparable(reason: str) -> str:
+    """The text a published-number column shows when the comparison does not hold."""
+    return f"not comparable: {reason}"
+
+
 @dataclass(frozen=True)
 class WeatResult:
-    """Effect size and permutation test of one WEAT-style test."""
+    """Effect size and permutation test of one WEAT-style test.
+
+    ``p_value`` is Kurita et al.'s one-sided p, Pr[S_i > S]: the share of re-partitions
+    whose statistic strictly exceeds the observed one (a positive d is the direction the
+    test asks about). ``p_two_sided`` is Pr[|S_i| >= |S|], beside it.
+    """
 
     spec: WeatSpec
     scores: TemplateScores
@@ -578,13 +625,19 @@ class WeatResult:
     permute: Permute
     effect_size: float
     p_value: float
+    p_two_sided: float
     exact: bool
     n_permutations: int  # partitions enumerated (exact) or drawn
     seed: int
 
     @property
     def significant(self) -> bool:
+        """Kurita et al.'s star: one-sided p < 0.01."""
         return self.p_value < ALPHA
+
+    def comparability(self) -> str | None:
+        """None when the published effect size applies to this result, else why it does not."""
+        return weat_comparability(self.spec, _model_id(self.scores.manifest), self.permute)
 
     def row(self) -> dict[str, Any]:
         """One row of the Table 3 view."""
@@ -593,6 +646,8 @@ class WeatResult:
         spec = self.spec
         method = f"exact, {self.n_permutations:,} partitions" if self.exact else f"{self.n_permutations:,} permutations, seed {self.seed}"
         multi = self.scores.multi_piece_attributes()
+        reason = self.comparability()
+        published = KURITA_WEAT.get(spec.key, {}).get("log_prob", float("nan")) if reason is None else float("nan")
         return {
             "test": spec.key,
             "category": spec.label,
@@ -603,22 +658,28 @@ class WeatResult:
             "permute": self.permute,
             "effect_size": self.effect_size,
             "p_value": self.p_value,
+            "p_two_sided": self.p_two_sided,
             "p_method": method,
             "significant": self.significant,
-            "published_log_prob": KURITA_WEAT.get(spec.key, {}).get("log_prob", float("nan")),
+            "published_log_prob": published,
+            "published": f"{published:.4g}" if reason is None else not_comparable(reason),
             "multi_piece_words": len(multi),
         }
 
 
 def weat_statistics(
     units: pd.DataFrame, *, n_permutations: int = 10000, seed: int = 0
-) -> tuple[float, float, bool, int]:
-    """(d, two-sided p, exact?, partitions) of unit scores: biaslens.stats on groups 1 and 2."""
+) -> tuple[float, float, float, bool, int]:
+    """(d, one-sided p, two-sided p, exact?, partitions) of unit scores: biaslens.stats on groups 1 and 2.
+
+    The one-sided p is Kurita et al.'s Pr[S_i > S] (strictly greater); the two-sided one
+    Pr[|S_i| >= |S|].
+    """
     s_1 = units.loc[units["group"] == 1, "s"].to_numpy()
     s_2 = units.loc[units["group"] == 2, "s"].to_numpy()
     d = effect_size(s_1, s_2)
-    test = permutation_test(s_1, s_2, n_permutations=n_permutations, seed=seed)
-    return d, test.p_value, test.exact, test.n_permutations
+    test = permutation_test(s_1, s_2, n_permutations=n_permutations, seed=seed, two_sided=False)
+    return d, test.p_greater, test.p_two_sided, test.exact, test.n_permutations
 
 
 def weat_test(
@@ -635,8 +696,8 @@ def weat_test(
     words = (*spec.attributes_1.words, *spec.attributes_2.words)
     scores = score_templates(lm, spec.templates, spec.pairs, words, batch_tokens=batch_tokens, progress=progress)
     units = weat_unit_scores(scores, spec, permute)
-    d, p, exact, n = weat_statistics(units, n_permutations=n_permutations, seed=seed)
-    return WeatResult(spec, scores, units, permute, d, p, exact, n, seed)
+    d, p, p_two, exact, n = weat_statistics(units, n_permutations=n_permutations, seed=seed)
+    return WeatResult(spec, scores, units, permute, d, p, p_two, exact, n, seed)
 
 
 def weat_table(results: Sequence[WeatResult]) -> pd.DataFrame:
@@ -669,11 +730,39 @@ TABLE5_TEMPLATES = {
 }
 
 
+def _template_form(text: str) -> str:
+    return " ".join(text.lower().rstrip(" .").split())
+
+
+def share_comparability(key: str | None, scores: TemplateScores) -> str | None:
+    """None when a list's share can be set beside Kurita et al.'s Table 5 entry `key`, else the reason it cannot.
+
+    Comparable: the list is one of the paper's (by its name), of the paper's size (where the
+    paper states it), scored with the paper's one template for it (case and a final full
+    stop aside) and the single pair he/she, by the paper's model (bert-base-uncased).
+    """
+    from .published import KURITA_LIST_SIZES
+
+    if key is None:
+        return "not one of the paper's lists"
+    size = KURITA_LIST_SIZES.get(key)
+    if size is not None and len(scores.attributes) != size:
+        return f"{len(scores.attributes):,} items; the paper's {key} list has {size:,}"
+    want = TABLE5_TEMPLATES[key]
+    if [_template_form(t.text) for t in scores.templates] != [_template_form(want)]:
+        return f"template {' ; '.join(t.line for t in scores.templates)!r}; the paper's is {want!r}"
+    if [p.label for p in scores.pairs] != ["he/she"]:
+        return f"targets {', '.join(p.label for p in scores.pairs)}; the paper's are he/she"
+    return paper_model_reason(_model_id(scores.manifest))
+
+
 def shares_table(lists: Mapping[str, TemplateScores], published: Mapping[str, str | None] | None = None) -> pd.DataFrame:
     """One row per attribute list: share of attributes more associated with the first target (Table 5).
 
-    ``published`` maps a list name to a key of `published.KURITA_ATTRIBUTE_SHARES` for the
-    reference column.
+    ``published`` maps a list name to a key of `published.KURITA_ATTRIBUTE_SHARES`. The
+    published share fills ``published_share`` only when `share_comparability` finds the
+    list, template, targets and model the paper's; ``published`` says the share, or
+    "not comparable: <reason>".
     """
     from .published import KURITA_ATTRIBUTE_SHARES
 
@@ -681,6 +770,8 @@ def shares_table(lists: Mapping[str, TemplateScores], published: Mapping[str, st
     for name, scores in lists.items():
         share = scores.share()
         key = (published or {}).get(name)
+        reason = share_comparability(key, scores) if key else None
+        value = KURITA_ATTRIBUTE_SHARES.get(key, float("nan")) if key and reason is None else float("nan")
         rows.append(
             {
                 "list": name,
@@ -693,7 +784,8 @@ def shares_table(lists: Mapping[str, TemplateScores], published: Mapping[str, st
                 "share_first": share.percent,
                 "ci_low": share.ci_low,
                 "ci_high": share.ci_high,
-                "published_share": KURITA_ATTRIBUTE_SHARES.get(key, float("nan")) if key else float("nan"),
+                "published_share": value,
+                "published": (f"{value:.1f}" if reason is None else not_comparable(reason)) if key else "",
             }
         )
     return pd.DataFrame(rows)
@@ -824,7 +916,7 @@ def add_kurita_arguments(p: Any) -> Any:
     return p
 
 
-def _format_share(name: str, scores: TemplateScores, published: float | None) -> str:
+def _format_share(name: str, scores: TemplateScores, published: float | None, note: str = "") -> str:
     share, pairs = scores.share(), scores.pairs
     first = "/".join(dict.fromkeys(p.first for p in pairs))
     second = "/".join(dict.fromkeys(p.second for p in pairs))
@@ -834,6 +926,8 @@ def _format_share(name: str, scores: TemplateScores, published: float | None) ->
     )
     if published is not None:
         line += f"; Kurita et al. (bert-base-uncased): {published:.1f}%"
+    elif note:
+        line += f"; Kurita et al.'s share: {note}"
     table = scores.attribute_table().sort_values("bias_score")
     ends = [("strongest", table.iloc[::-1].head(5)), ("weakest", table.head(5))]
     for label, rows in ends:
@@ -848,12 +942,19 @@ def _format_share(name: str, scores: TemplateScores, published: float | None) ->
 
 
 def _format_weat(table: pd.DataFrame) -> str:
-    lines = [f"{'category':<40}{'d':>8}{'p':>9}  {'':<2}{'published':>10}  p from"]
+    lines = [f"{'category':<40}{'d':>8}{'p':>9}{'p 2-sided':>11}  {'':<2}{'published':>10}  p from"]
+    notes = []
     for row in table.itertuples():
         star = "*" if row.significant else ""
-        lines.append(f"{row.category:<40}{row.effect_size:>8.3f}{row.p_value:>9.4f}  {star:<2}{row.published_log_prob:>10.4f}  {row.p_method}")
-    lines.append(f"* p < {ALPHA}. published: Kurita et al. (2019) Table 3, log probability bias score, bert-base-uncased.")
-    return "\n".join(lines)
+        published = f"{row.published_log_prob:>10.4f}" if not math.isnan(row.published_log_prob) else f"{'n/c':>10}"
+        if math.isnan(row.published_log_prob):
+            notes.append(f"  n/c {row.category}: {row.published}")
+        lines.append(f"{row.category:<40}{row.effect_size:>8.3f}{row.p_value:>9.4f}{row.p_two_sided:>11.4f}  {star:<2}{published}  {row.p_method}")
+    lines.append(
+        f"p: one-sided, Pr[S_i > S] over re-partitions (Kurita et al.); p 2-sided: Pr[|S_i| >= |S|]. * one-sided p < {ALPHA}. "
+        "published: Kurita et al. (2019) Table 3, log probability bias score, bert-base-uncased."
+    )
+    return "\n".join(lines + notes)
 
 
 def cmd_kurita(args: Any) -> int:
@@ -885,8 +986,8 @@ def cmd_kurita(args: Any) -> int:
         published = {name: published_list_key(name) for name in scored}
         shares = shares_table(scored, published)
         atomic_write(out / "shares.csv", safe_csv(shares))
-        for (name, scores), ref in zip(scored.items(), shares["published_share"]):
-            print(_format_share(name, scores, None if math.isnan(ref) else ref))
+        for (name, scores), ref, note in zip(scored.items(), shares["published_share"], shares["published"]):
+            print(_format_share(name, scores, None if math.isnan(ref) else ref, note))
     if stimuli:
         results = []
         for key, stim in stimuli.items():
@@ -914,6 +1015,7 @@ __all__ = [
     "WeatResult",
     "WeatSpec",
     "WordList",
+    "PAPER_MODEL",
     "add_kurita_arguments",
     "bias_chart",
     "cmd_kurita",
@@ -928,10 +1030,14 @@ __all__ = [
     "read_word_list",
     "save_weat",
     "score_templates",
+    "not_comparable",
+    "paper_model_reason",
+    "share_comparability",
     "shares_chart",
     "shares_table",
     "weat_statistics",
     "weat_table",
     "weat_test",
+    "weat_comparability",
     "weat_unit_scores",
 ]

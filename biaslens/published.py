@@ -58,6 +58,10 @@ KURITA_WEAT = {
 #: Kurita et al. (2019) Table 5: share (%) of attributes more associated with "he" than "she".
 KURITA_ATTRIBUTE_SHARES = {"salary job titles": 88.5, "positive traits": 80.0, "negative traits": 78.9, "skills": 84.0}
 
+#: The sizes of the lists behind Kurita et al.'s Table 5 (None: the paper does not state it). Traits: 234 positive and
+#: 292 negative words; skills: O*NET 23.2's 17,649 technology skills.
+KURITA_LIST_SIZES: dict[str, int | None] = {"salary job titles": None, "positive traits": 234, "negative traits": 292, "skills": 17649}
+
 
 def published_bias_score(model: str, dataset: str, metric: str) -> float | None:
     """The paper's bias score for a model id, dataset name and metric key, if it printed one."""
@@ -75,6 +79,7 @@ __all__ = [
     "GROUP_SCORES",
     "KANEKO_MODELS",
     "KURITA_ATTRIBUTE_SHARES",
+    "KURITA_LIST_SIZES",
     "KURITA_WEAT",
     "SHUFFLE_ACCURACY",
     "TOKEN_ACCURACY",

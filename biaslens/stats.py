@@ -79,13 +79,19 @@ class PermutationResult:
     """A permutation test of two groups of scores.
 
     ``n_permutations`` is the number of partitions the p-value counts: all of them
-    when ``exact`` is true, otherwise the number of random ones drawn.
+    when ``exact`` is true, otherwise the number of random ones drawn. ``p_value`` is
+    the test asked for (two-sided or one-sided); both are kept: ``p_greater`` is the
+    one-sided p of Kurita et al. (2019) and Caliskan et al. (2017), the share of
+    re-partitions whose statistic is strictly greater than the observed one, and
+    ``p_two_sided`` the share whose absolute statistic is at least the observed one's.
     """
 
     observed: float
     p_value: float
     n_permutations: int
     exact: bool
+    p_greater: float = float("nan")
+    p_two_sided: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -275,11 +281,14 @@ def permutation_test(
     |X| != |Y|, where the mean difference is the one centred on 0 under the null.
 
     Two-sided counts partitions with |stat'| >= |observed|; one-sided (``two_sided=
-    False``) counts stat' >= observed. Values equal up to a relative 1e-12 count as
-    ties. When C(|X| + |Y|, |X|) <= ``exact_threshold`` every partition is enumerated
-    (the observed one included) and p = count / C; otherwise ``n_permutations`` random
+    False``, Kurita et al.'s p = Pr[S_i > S]) counts stat' > observed, strictly. Values
+    equal up to a relative 1e-12 count as ties (so a tie is >= but not >). Both p-values
+    are computed and returned (``p_greater``, ``p_two_sided``); ``two_sided`` picks which
+    one is ``p_value``. When C(|X| + |Y|, |X|) <= ``exact_threshold`` every partition is
+    enumerated (the observed one included) and p = count / C (the one-sided p can be 0:
+    no partition exceeds the observed one); otherwise ``n_permutations`` random
     partitions are drawn from a Generator seeded with ``seed`` and
-    p = (count + 1) / (n_permutations + 1).
+    p = (count + 1) / (n_permutations + 1), count over the drawn partitions.
     """
     x = _finite_scores(s_x, "s_x")
     y = _finite_scores(s_y, "s_y")
@@ -310,17 +319,19 @@ def permutation_test(
         members_x = np.vstack([np.arange(size_x), shuffled[:, :size_x]])
     null = from_sum_x(pooled[members_x].sum(axis=1))
     observed = float(null[0])
-    if two_sided:
-        null, threshold = np.abs(null), abs(observed)
-    else:
-        threshold = observed
     tolerance = _RELATIVE_TIE_TOLERANCE * max(1.0, abs(observed))
-    # Row 0 is the observed partition: one of the C partitions in exact mode, and
-    # the "+ 1" of (count + 1) / (n_permutations + 1) in sampled mode.
-    count = int(np.count_nonzero(null >= threshold - tolerance))
+    # Row 0 is the observed partition: one of the C partitions in exact mode; in sampled
+    # mode it is left out of the counts and stands for the "+ 1" of (count + 1) / (n + 1).
+    drawn = null if exact else null[1:]
+    at_least_as_extreme = int(np.count_nonzero(np.abs(drawn) >= abs(observed) - tolerance))
+    greater = int(np.count_nonzero(drawn > observed + tolerance))
     if exact:
-        return PermutationResult(observed, count / n_partitions, n_partitions, True)
-    return PermutationResult(observed, count / (n_permutations + 1), n_permutations, False)
+        p_two, p_greater = at_least_as_extreme / n_partitions, greater / n_partitions
+        n = n_partitions
+    else:
+        p_two, p_greater = (at_least_as_extreme + 1) / (n_permutations + 1), (greater + 1) / (n_permutations + 1)
+        n = n_permutations
+    return PermutationResult(observed, p_two if two_sided else p_greater, n, exact, p_greater, p_two)
 
 
 def bias_score(stereo: ArrayLike, anti: ArrayLike) -> BiasScoreCounts:

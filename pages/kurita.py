@@ -215,8 +215,9 @@ def weat_tab() -> None:
     st.caption(
         "Kurita et al.'s five categories with their templates and targets; the word sets that fill [A] are read from the "
         "WEAT files (SEAT's format), found in the sidebar's data folder or the cache, or downloaded. Each word's score s(w) "
-        "is its mean bias score; d = (mean s over the first set − over the second) / sample std; the two-sided permutation "
-        "test re-partitions the words, exactly when there are at most 100,000 partitions."
+        "is its mean bias score; d = (mean s over the first set − over the second) / sample std; the permutation test "
+        "re-partitions the words, exactly when there are at most 100,000 partitions. p is the paper's one-sided p, the share of "
+        "re-partitions whose statistic exceeds the observed one; the two-sided p is beside it."
     )
     c1, c2, c3, c4 = st.columns([2.2, 1.2, 1, 0.8], vertical_alignment="bottom")
     tests = c1.multiselect(
@@ -260,14 +261,15 @@ def show_weat(results: list[WeatResult]) -> None:
     shown = table.assign(significant=["*" if s else "" for s in table["significant"]])
     st.dataframe(
         shown, hide_index=True, width="stretch",
-        column_order=["category", "targets", "attributes", "effect_size", "p_value", "significant", "published_log_prob", "p_method",
+        column_order=["category", "targets", "attributes", "effect_size", "p_value", "p_two_sided", "significant", "published", "p_method",
                       "multi_piece_words"],
         column_config={
             "effect_size": st.column_config.NumberColumn("d", format="%.4f"),
-            "p_value": st.column_config.NumberColumn("p", format="%.4f"),
+            "p_value": st.column_config.NumberColumn("p (one-sided)", format="%.4f", help="Kurita et al.'s p: Pr[S_i > S] over re-partitions."),
+            "p_two_sided": st.column_config.NumberColumn("p (two-sided)", format="%.4f", help="Pr[|S_i| >= |S|] over re-partitions."),
             "significant": st.column_config.TextColumn(f"p < {ALPHA}"),
-            "published_log_prob": st.column_config.NumberColumn("Kurita et al. d", format="%.4f",
-                                                               help="Table 3, log probability bias score, bert-base-uncased."),
+            "published": st.column_config.TextColumn(
+                "Kurita et al. d", help="Table 3, log probability bias score, bert-base-uncased; shown only for the paper's model and setting."),
             "p_method": "p from",
             "multi_piece_words": st.column_config.NumberColumn("multi-piece words"),
         },
@@ -370,7 +372,9 @@ def show_lists(scored: dict[str, TemplateScores]) -> None:
             "first": st.column_config.NumberColumn(f"more {first}"),
             "second": st.column_config.NumberColumn(f"more {second}"),
             "ci_low": SHARE, "ci_high": SHARE,
-            "published_share": st.column_config.NumberColumn("Kurita et al. %", format="%.1f", help="Table 5, bert-base-uncased."),
+            "published_share": None,
+            "published": st.column_config.TextColumn(
+                "Kurita et al. %", help="Table 5, bert-base-uncased; shown only for the paper's list, size, template and model."),
         },
     )  # fmt: skip
     name = st.selectbox("Per attribute, for the list", list(scored), key=S + "list_focus")

@@ -1,6 +1,7 @@
 """Kurita et al. (2019) template scores: hand-checked log probabilities, WEAT statistics, lists, CLI."""
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -253,11 +254,11 @@ def test_bias_scores_share_and_weat_units_by_hand():
 
 def test_effect_size_and_exact_permutation_p_by_hand():
     units = pd.DataFrame({"unit": list("abcd"), "group": [1, 1, 2, 2], "s": [1.0, 2.0, 3.0, 4.0]})
-    d, p, exact, n = weat_statistics(units)
+    d, p, p_two, exact, n = weat_statistics(units)
     # d = (1.5 - 3.5) / std([1, 2, 3, 4], ddof=1) = -2 / 1.29099
     assert d == pytest.approx(-2 / np.std([1, 2, 3, 4], ddof=1)) and d == pytest.approx(-1.549193, abs=1e-6)
-    # C(4, 2) = 6 partitions; mean differences -2, -1, 0, 0, 1, 2: two reach |2|.
-    assert exact and n == 6 and p == pytest.approx(2 / 6)
+    # C(4, 2) = 6 partitions; mean differences -2, -1, 0, 0, 1, 2: two reach |2| (two-sided), five exceed -2 (one-sided).
+    assert exact and n == 6 and p_two == pytest.approx(2 / 6) and p == pytest.approx(5 / 6)
 
 
 def test_large_sets_use_seeded_permutations():
@@ -265,8 +266,8 @@ def test_large_sets_use_seeded_permutations():
     units = pd.DataFrame({"unit": range(60), "group": [1] * 30 + [2] * 30, "s": np.r_[rng.normal(1, 1, 30), rng.normal(0, 1, 30)]})
     first = weat_statistics(units, n_permutations=2000, seed=7)
     assert first == weat_statistics(units, n_permutations=2000, seed=7)
-    d, p, exact, n = first
-    assert not exact and n == 2000 and d > 0.5 and 1 / 2001 <= p < 0.01
+    d, p, p_two, exact, n = first
+    assert not exact and n == 2000 and d > 0.5 and 1 / 2001 <= p < 0.01 and p <= p_two
 
 
 # ---------------------------------------------------------------------------------------
@@ -311,7 +312,9 @@ def test_shares_table_carries_the_published_reference(tiny_bert):
     assert row["n"] == 25 and row["first"] + row["second"] + row["ties"] == 25
     assert row["share_first"] == pytest.approx(100 * row["first"] / 25)
     assert row["ci_low"] <= row["share_first"] <= row["ci_high"]
-    assert row["published_share"] == 84.0
+    # The paper's skills share (84.0%) was measured on O*NET's 17,649 skills with bert-base-uncased: not comparable here.
+    assert math.isnan(row["published_share"])
+    assert row["published"] == "not comparable: 25 items; the paper's skills list has 17,649"
     datasets = bias_chart(scores.attribute_table(), scores.pairs, top=5).to_dict()["datasets"].values()
     (plotted,) = [rows for rows in datasets if "attribute" in rows[0]]
     assert len(plotted) == 10 and {r["side"] for r in plotted} <= {"more he", "more she"}
@@ -334,16 +337,19 @@ def test_cli_writes_lists_and_weat_tables(model_dirs, tmp_path, capsys):
     summary = json.loads((out / "in_demand_tech_skills_summary.json").read_text())
     assert summary["templates"] == ["[T] is [A].", "[T] can do [A]."] and summary["manifest"]["method"] == "kurita2019"
     shares = pd.read_csv(out / "shares.csv")
-    assert shares["published_share"].tolist() == [84.0]
+    assert shares["published_share"].isna().all() and shares["published"].iloc[0].startswith("not comparable: 25 items")
     weat = pd.read_csv(out / "weat.csv").set_index("test")
     assert list(weat.index) == ["career_family", "insects_flowers"]
     assert weat.loc["career_family", "p_method"] == "exact, 12,870 partitions"
     assert weat.loc["insects_flowers", "p_method"] == "500 permutations, seed 0"
-    assert weat.loc["career_family", "published_log_prob"] == 1.126
+    # A tiny random BERT-cased model is not the paper's bert-base-uncased: no published effect size beside it.
+    assert math.isnan(weat.loc["career_family", "published_log_prob"])
+    assert weat.loc["career_family", "published"] == "not comparable: model bert-cased is not the paper's bert-base-uncased"
+    assert (weat["p_value"] <= 1).all() and (weat["p_two_sided"] <= 1).all()
     units = pd.read_csv(out / "weat_units.csv")
     assert len(units[units["test"] == "career_family"]) == 16
     printed = capsys.readouterr().out
-    assert "in_demand_tech_skills: 25 attributes" in printed and "84.0%" in printed and "Career/Family" in printed
+    assert "in_demand_tech_skills: 25 attributes" in printed and "not comparable: 25 items" in printed and "Career/Family" in printed
 
 
 @pytest.mark.parametrize(

@@ -93,7 +93,9 @@ def test_weat_tests_match_the_engine(app_env, tiny_bert):
         spec = kurita_weat_spec(key, load_weat(KURITA_CATEGORIES[key].weat, data_dir=DATA, download=False))
         want = weat_test(tiny_bert, spec, n_permutations=500, seed=0)
         assert row["effect_size"] == pytest.approx(want.effect_size) and row["p_value"] == pytest.approx(want.p_value)
-    assert table["published_log_prob"].tolist() == [1.126, 0.8744]
+        assert row["p_two_sided"] == pytest.approx(want.p_two_sided)
+    # A tiny random model is not the paper's bert-base-uncased: the column says so.
+    assert table["published"].str.startswith("not comparable: model").all()
     assert "d = " in " ".join(e.label for e in at.expander)
     assert len(frame_with(at, "unit")) == 16  # career/family: 8 + 8 words
 
@@ -124,7 +126,9 @@ def test_attribute_lists_show_the_share_and_the_published_reference(app_env, tin
     no_exceptions(at)
     shares = frame_with(at, "share_first")
     want = score_templates(tiny_bert, ["[T] is [A]"], ["he/she"], [w.lower() for w in words]).share()
-    assert shares[["list", "n", "first", "published_share"]].values.tolist() == [["positive_traits", 30, want.first, 80.0]]
+    assert shares[["list", "n", "first"]].values.tolist() == [["positive_traits", 30, want.first]]
+    # 30 of the traits, not the paper's 234: no published share beside it, the reason instead.
+    assert shares["published"].tolist() == ["not comparable: 30 items; the paper's positive traits list has 234"]
     assert shares["share_first"].iloc[0] == pytest.approx(want.percent)
     per_attribute = next(d.value for d in at.dataframe if "ilp[he]" in d.value.columns)
     assert len(per_attribute) == 30 and per_attribute["attribute"].str.islower().all()

@@ -135,11 +135,14 @@ def test_table3_runs_end_to_end_on_a_tiny_model(tiny_bert):
         results.append(weat_test(tiny_bert, spec, n_permutations=300, seed=3))
     table = weat_table(results).set_index("test")
     assert list(table.index) == list(KURITA_CATEGORIES)
-    assert table["published_log_prob"].tolist() == [KURITA_WEAT[k]["log_prob"] for k in KURITA_CATEGORIES]
+    # The tiny model is not the paper's bert-base-uncased: every published column says so instead of a number.
+    assert table["published_log_prob"].isna().all() and table["published"].str.startswith("not comparable: model").all()
+    assert set(KURITA_WEAT) == set(KURITA_CATEGORIES)
     assert table.loc["career_family", "p_method"] == "exact, 12,870 partitions"
     assert table.loc["ea_aa", "p_method"] == "300 permutations, seed 3"
     assert table.loc["career_family", "targets"] == "he, boys, men / she, girls, women"
     assert np.all(np.abs(table["effect_size"]) < 2) and table["p_value"].between(0, 1).all()
+    assert table["p_two_sided"].between(0, 1).all()
     # The effect size is the stats module's d over the per-word scores.
     units = results[2].units
     s1, s2 = units.loc[units["group"] == 1, "s"], units.loc[units["group"] == 2, "s"]

@@ -292,8 +292,10 @@ def test_permutation_exact_by_hand():
     assert result.observed == -2.0
     assert result.exact and result.n_permutations == 6
     assert result.p_value == pytest.approx(2 / 6)  # |stat| >= 2
-    assert permutation_test([1, 2], [3, 4], two_sided=False).p_value == 1.0  # stat >= -2
-    assert permutation_test([3, 4], [1, 2], two_sided=False).p_value == pytest.approx(1 / 6)
+    # One-sided (Kurita et al.: Pr[S_i > S], strictly): -1, 0, 0, 1, 2 exceed -2; nothing exceeds 2.
+    assert permutation_test([1, 2], [3, 4], two_sided=False).p_value == pytest.approx(5 / 6)
+    assert permutation_test([3, 4], [1, 2], two_sided=False).p_value == 0.0
+    assert result.p_greater == pytest.approx(5 / 6) and result.p_two_sided == result.p_value
 
 
 def test_permutation_counts_float_ties():
