@@ -45,9 +45,18 @@ def aula(logprob: np.ndarray, attention: np.ndarray) -> float:
 
 
 def cps(logprob: np.ndarray, compat: bool = False) -> float:
-    """CPS (Eq. 3): sum of the masked log-probabilities of the unmodified tokens."""
-    value = float(np.sum(logprob))
-    return round(value, 3) if compat else value
+    """CPS (Eq. 3): sum of the masked log-probabilities of the unmodified tokens.
+
+    Default: the float64 sum. Compat: as the released code, ``round(torch.sum(log_probs).item(), 3)``
+    over the float32 log-probabilities (torch's own float32 summation on the CPU), so equal
+    float32 inputs round as the reference does even at a rounding boundary, where a float64
+    sum can land on the other side (e.g. -20 and -0.0005 in float32: -20.0 here, -20.001 in float64).
+    """
+    if compat:
+        import torch
+
+        return round(torch.sum(torch.as_tensor(np.asarray(logprob, dtype=np.float32))).item(), 3)
+    return float(np.sum(logprob))
 
 
 def sss(matrix: np.ndarray, compat: bool = False) -> float:
@@ -247,7 +256,8 @@ METRICS: dict[str, Metric] = {
             pass_kind="masked",
             citation=NANGIA,
             accuracy_positions="the masked unmodified tokens",
-            note="kaneko2022 rounds each sentence score to 3 decimals before comparing, so ties occur.",
+            note="kaneko2022 sums the float32 log-probabilities as the released code does (torch.sum) and rounds each "
+            "sentence score to 3 decimals before comparing, so ties occur.",
             queries=_queries_cps,
             score=_score_cps,
         ),
