@@ -29,7 +29,7 @@ from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
 from .errors import InputError
 from .evaluation import EvaluationResult, score_encoded_pairs, select_pairs
-from .metrics import METRICS
+from .metrics import METRICS, sss_instance_accuracy
 from .models import MaskedLM
 from .published import BIAS_SCORES, GROUP_SCORES, TOKEN_ACCURACY
 from .stats import McNemarResult, mcnemar, wilson_interval
@@ -257,25 +257,49 @@ class AccuracyComparison:
         return float(rows["accuracy"].iloc[0])
 
 
-def _accuracy_row(metric: str, positions: str, correct: np.ndarray) -> dict[str, Any]:
+def _accuracy_row(metric: str, positions: str, correct: np.ndarray, unit: str = "tokens") -> dict[str, Any]:
     p = wilson_interval(int(correct.sum()), int(correct.size))
-    return {"metric": metric, "positions": positions, "hits": p.successes, "total": p.n, "accuracy": p.estimate,
+    return {"metric": metric, "positions": positions, "unit": unit, "hits": p.successes, "total": p.n, "accuracy": p.estimate,
             "ci_low": p.ci_low, "ci_high": p.ci_high}
+
+
+def sss_instances(tokens: pd.DataFrame) -> np.ndarray:
+    """Per pair of a `TokenRun.tokens` table (SSS run), whether the instance is right as the paper defines it.
+
+    `biaslens.metrics.sss_instance_accuracy` on each pair's masked ranks: right when every
+    masked (modified) token of the stereotype or of the anti-stereotype sentence is the
+    arg-max. Pairs with no masked token on either side are left out.
+    """
+    masked = tokens[tokens["masked"]]
+    out = []
+    for _pair, rows in masked.groupby("pair_id", sort=False):
+        sides = [rows.loc[rows["sentence"] == side, "masked_rank"].to_numpy() for side in ("stereo", "anti")]
+        hits, total = sss_instance_accuracy(*sides)
+        if total:
+            out.append(bool(hits))
+    return np.array(out, dtype=bool)
 
 
 def compare_accuracy(run: TokenRun) -> AccuracyComparison:
     """Table 1 from a `TokenRun`: accuracies under both position definitions and McNemar's test.
 
     AUL counts the non-special positions of the unmasked pass ("default") or all of them
-    ("kaneko2022"); the masked metric counts its masked positions under both. McNemar's
-    test pairs each masked position with the same position of the unmasked pass.
+    ("kaneko2022"); CPS counts its masked positions under both; SSS counts StereoSet
+    instances in the default mode (the paper: right when the predicted sub-token sequence
+    equals either candidate, `sss_instances`) and its masked tokens in kaneko2022 mode (the
+    released code). McNemar's test pairs each masked position with the same position of the
+    unmasked pass (tokens, for SSS too).
     """
     t = run.tokens
     masked = t[t["masked"]]
     masked_right = (masked["masked_rank"] == 1).to_numpy()
     aul_right_there = (masked["unmasked_rank"] == 1).to_numpy()
+    if run.masked_metric == "sss":  # the paper's definition counts instances; the released code, tokens
+        default_row = _accuracy_row("sss", "default", sss_instances(t), "instances")
+    else:
+        default_row = _accuracy_row(run.masked_metric, "default", masked_right)
     rows = [
-        _accuracy_row(run.masked_metric, "default", masked_right),
+        default_row,
         _accuracy_row(run.masked_metric, "kaneko2022", masked_right),
         _accuracy_row("aul", "default", (t.loc[~t["special"], "unmasked_rank"] == 1).to_numpy()),
         _accuracy_row("aul", "kaneko2022", (t["unmasked_rank"] == 1).to_numpy()),
@@ -323,7 +347,8 @@ def accuracy_table(comparisons: Sequence[AccuracyComparison], positions: str = "
             rows.append(
                 {
                     "model": c.model, "source": SOURCE_RUN, "dataset": c.dataset, "metric": metric, "column": column_label(metric, c.dataset),
-                    "accuracy": r["accuracy"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "tokens": r["total"], **test,
+                    "accuracy": r["accuracy"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "tokens": r["total"], "unit": r["unit"],
+                    "hits": r["hits"], **test,
                 }
             )
     if published:
@@ -333,7 +358,7 @@ def accuracy_table(comparisons: Sequence[AccuracyComparison], positions: str = "
                 dataset = {"cp": "crows-pairs", "ss": "stereoset", "": "crows-pairs" if metric == "cps" else "stereoset"}[ds]
                 rows.append({"model": published_label(model), "source": SOURCE_PAPER, "dataset": dataset, "metric": metric,
                              "column": column_label(metric, dataset), "accuracy": value})
-    return _tidy(rows, ["accuracy", "ci_low", "ci_high", "tokens", "mcnemar_p", "mcnemar_b", "mcnemar_c", "mcnemar_method"])
+    return _tidy(rows, ["accuracy", "ci_low", "ci_high", "tokens", "unit", "hits", "mcnemar_p", "mcnemar_b", "mcnemar_c", "mcnemar_method"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -468,6 +493,7 @@ __all__ = [
     "group_table",
     "paper_layout",
     "published_label",
+    "sss_instances",
     "token_frame",
     "token_ranks",
 ]

@@ -25,7 +25,7 @@ from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
 from .errors import InputError
 from .export import atomic_write, safe_csv, to_json
-from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, check_compat, parse_metrics
+from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, check_compat, pair_accuracy, parse_metrics
 from .models import Encoding, MaskedLM
 from .scoring import MaskedQuery, UnmaskedResult, default_batch_tokens, masked_pass, unmasked_pass
 from .stats import bias_score
@@ -361,6 +361,11 @@ def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | N
     return pairs
 
 
+#: Cached pair records whose accuracy counts changed meaning get their own key: SSS in the default mode counts
+#: the instance (the paper's definition), not tokens.
+_RECORD_TAGS = {("sss", "default"): "sss@instance-accuracy"}
+
+
 def _score_chunk(
     lm: MaskedLM,
     pairs: Sequence[Pair],
@@ -372,7 +377,7 @@ def _score_chunk(
 ) -> tuple[dict[tuple[int, str], dict[str, Any]], int]:
     """Scores of one chunk (from the cache where present, computed and cached otherwise), and the cache hits."""
     keys = {
-        (i, m): cache_key(lm.fingerprint, str(lm.dtype), m, mode, p.sent_stereo, p.sent_anti)
+        (i, m): cache_key(lm.fingerprint, str(lm.dtype), _RECORD_TAGS.get((m, mode), m), mode, p.sent_stereo, p.sent_anti)
         for i, p in enumerate(pairs)
         for m in metrics
     }
@@ -390,7 +395,8 @@ def _score_chunk(
     fresh = {}
     for i, result in zip(todo, scored):
         for m, (a, b) in result.scores.items():
-            record = {"stereo": a.value, "anti": b.value, "hits": a.hits + b.hits, "total": a.total + b.total}
+            hits, total = pair_accuracy(m, a, b, mode == "kaneko2022")
+            record = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
             out[(pairs[i].pair_id, m)] = record
             fresh[keys[(i, m)]] = record
     if cache is not None:

@@ -70,6 +70,34 @@ def sss(matrix: np.ndarray, compat: bool = False) -> float:
     return float(np.mean(matrix)) if compat else float(np.mean(np.diag(matrix)))
 
 
+def sss_instance_accuracy(stereo_rank: np.ndarray, anti_rank: np.ndarray) -> tuple[int, int]:
+    """SSS token prediction accuracy of one StereoSet instance, as the paper defines it: (hits, total).
+
+    Each argument holds the ranks of one candidate's gold sub-tokens at its masked slot
+    (its modified tokens, all masked at once: a candidate of k sub-tokens gets k masks,
+    so candidates of different lengths are each predicted with their own number of
+    masks). The instance is right (1, 1) when the predicted sub-token sequence equals at
+    least one candidate, i.e. every rank of that candidate is 1; else (0, 1). A candidate
+    with no modified token predicts nothing and matches nothing; with neither, (0, 0).
+    """
+    sides = [np.asarray(r) for r in (stereo_rank, anti_rank) if len(r)]
+    if not sides:
+        return 0, 0
+    return int(any(bool(np.all(r == 1)) for r in sides)), 1
+
+
+def pair_accuracy(metric: str, stereo: SentenceScore, anti: SentenceScore, compat: bool) -> tuple[int, int]:
+    """A pair's token prediction accuracy counts (hits, total) for `metric`.
+
+    SSS in the default mode counts the instance (`sss_instance_accuracy`: the paper's
+    Token Prediction Accuracy section); every other metric, and SSS in kaneko2022 mode (the
+    released code), counts per token over both sentences.
+    """
+    if metric == "sss" and not compat:
+        return sss_instance_accuracy(stereo.rank if stereo.rank is not None else [], anti.rank if anti.rank is not None else [])
+    return stereo.hits + anti.hits, stereo.total + anti.total
+
+
 def all_masked(logprob: np.ndarray) -> float:
     """All Masked: mean log p of every non-special token, all masked at once."""
     return float(np.mean(logprob)) if len(logprob) else math.nan
@@ -269,7 +297,8 @@ METRICS: dict[str, Metric] = {
             summary="Mean log-probability of the modified tokens, all masked at once.",
             pass_kind="masked",
             citation=NADEEM + " As written by " + KANEKO,
-            accuracy_positions="the masked modified tokens",
+            accuracy_positions="the masked modified tokens, per token (a pair's accuracy in the default mode counts the instance: "
+            "right when every masked token of either sentence is predicted, the paper's definition)",
             note="Undefined (undecidable) when a sentence has no modified token. kaneko2022 averages the whole "
             "|M|x|M| matrix log P(t_j at m_i), cross terms included.",
             queries=_queries_sss,
@@ -343,6 +372,8 @@ __all__ = [
     "check_compat",
     "cps",
     "parse_metrics",
+    "pair_accuracy",
     "pll",
     "sss",
+    "sss_instance_accuracy",
 ]

@@ -6,7 +6,8 @@ scored is read back, not computed again); `ReproductionReport` gathers several m
 analyses with the word-frequency table (no model needed), lays them out as the paper's
 tables with the published rows beside them, and `save` writes
 
-* one CSV per table, long format (`table1_token_accuracy.csv`, `table2_word_frequency.csv`,
+* one CSV per table, long format (`table1_token_accuracy.csv`, `table2_word_frequency.csv` and
+  `table2_top_words.csv` (the paper's Table 2), `table2_excluded_words.csv`, `table2_extra_occurrence_ranks.csv`,
   `table3_groups.csv`, `table4_shuffle.csv`, `table5_bias_scores.csv`,
   `figure1_auc.csv`, `figure1_roc.csv`, ...);
 * `report.md` (figures as SVG files in `figures/`) and `report.html` (self-contained,
@@ -229,8 +230,10 @@ class ReproductionReport:
                     [c.accuracy.assign(model=c.model, dataset=c.dataset) for c in comparisons], ignore_index=True
                 )
         if "frequency" in chosen and self.word_frequency is not None:
-            out["table2_word_frequency"] = self.word_frequency.summary
-            out["table2_top_words"] = self.word_frequency.top
+            out["table2_word_frequency"] = self.word_frequency.mean_ranks
+            out["table2_top_words"] = self.word_frequency.merged
+            out["table2_excluded_words"] = self.word_frequency.excluded
+            out["table2_extra_occurrence_ranks"] = self.word_frequency.occurrence_summary
         if "groups" in chosen:
             runs = {m.label: r for m in self.models if (r := _group_run(m)) is not None}
             out["table3_groups"] = group_table(runs)
@@ -256,7 +259,10 @@ class ReproductionReport:
         if "table1_token_accuracy" in tables:
             out["table1_token_accuracy"] = figures.paper_bars(tables["table1_token_accuracy"], "accuracy", TITLES["accuracy"], "token accuracy (%)")
         if "table2_word_frequency" in tables:
-            out["table2_word_frequency"] = figures.word_rank_chart(tables["table2_word_frequency"])
+            out["table2_word_frequency"] = figures.word_rank_chart(
+                _table2_chart_frame(tables["table2_word_frequency"], tables["table2_top_words"]),
+                "Table 2 — mean position of each group's words in the merged top-8 list (1 = most frequent)",
+            )
         if "table3_groups" in tables:
             out["table3_groups"] = figures.paper_bars(tables["table3_groups"], "bias_score", "Table 3 — Adv / Dis bias scores",
                                                       "bias score", fifty=True)
@@ -278,7 +284,8 @@ class ReproductionReport:
         positions = POSITIONS[self.options.positions]
         if "table1_token_accuracy" in tables:
             t = tables["table1_token_accuracy"]
-            shown = [("Accuracy (%)", paper_layout(t, "accuracy"))]
+            sss_unit = "per StereoSet instance" if self.options.positions == "default" else "per masked token"
+            shown = [(f"Accuracy (%); SSS counted {sss_unit}", paper_layout(t, "accuracy"))]
             tests = t[t["source"] == "this run"].drop_duplicates(["model", "dataset"])
             if len(tests):
                 mcn = _counts(tests[["model", "dataset", "mcnemar_b", "mcnemar_c", "mcnemar_p", "mcnemar_method"]]).rename(
@@ -289,17 +296,29 @@ class ReproductionReport:
             defs = tables.get("table1_accuracy_definitions")
             if defs is not None and len(defs):
                 shown.append(("Accuracy under both position definitions",
-                              defs[["model", "dataset", "metric", "positions", "hits", "total", "accuracy", "ci_low", "ci_high"]]))
+                              defs[["model", "dataset", "metric", "positions", "unit", "hits", "total", "accuracy", "ci_low", "ci_high"]]))
             text = (f"Share of scored tokens whose gold token is the model's top prediction. AUL counts {positions}; CPS the masked "
-                    "unmodified tokens, SSS the masked modified tokens. McNemar's test pairs each token both metrics score "
-                    "(CPS: the unmodified tokens, masked vs unmasked; SSS: the modified tokens).")
+                    "unmodified tokens. SSS, shown here " + sss_unit + ": in the default mode a StereoSet instance is right when the "
+                    "predicted sub-token sequence in the masked slot equals at least one of its two candidates, each candidate masked with "
+                    "as many masks as it has sub-tokens (the paper's Token Prediction Accuracy section); in kaneko2022 mode each masked "
+                    "modified token counts (the released code). Both are under 'Accuracy under both position definitions'. McNemar's "
+                    "test pairs each token both metrics score (CPS: the unmodified tokens, masked vs unmasked; SSS: the modified tokens, "
+                    "per token in both modes).")
             out.append((TITLES["accuracy"], text, shown, "table1_token_accuracy"))
         if "table2_word_frequency" in tables and self.word_frequency is not None:
+            wf = self.word_frequency
             text = ("Modified words of each CrowS-Pairs pair (word-level diff). Dis: the modified words of sent_more in stereo rows and of "
-                    "sent_less in antistereo rows; Adv: the others. Rank in wordfreq's English frequency list (1 = most frequent); the "
-                    "top words are those modified most often in the group. These readings are biaslens's own; the paper used its own corpus "
-                    "counts, so compare the direction of the difference, not the ranks.")
-            out.append((TITLES["frequency"], text, [("Per bias type", self.word_frequency.table())], "table2_word_frequency"))
+                    "sent_less in antistereo rows; Adv: the others. As in the paper: words whose common sense is not the group one are left "
+                    "out (list below); per bias type a word modified in both groups goes to the group where it is modified more often; the "
+                    "words of both groups are merged into one list ranked by corpus frequency and the top 8 kept, each marked with its "
+                    "group; a group's mean rank is the mean position (1-8) of its words in that list (blank: none made the list). Corpus "
+                    "frequency: the offline wordfreq English list, the documented stand-in for the paper's Wikipedia + BookCorpus counts, "
+                    "so compare which group ranks higher, not the words one by one.")
+            shown = [("Per bias type: the merged top-8 list and each group's mean rank", wf.table()),
+                     ("Words left out", wf.excluded_table()),
+                     ("Extra, not the paper's statistic: mean corpus rank over every modified-word occurrence, and the most "
+                      "modified words (biaslens's earlier reading)", wf.occurrence_table())]
+            out.append((TITLES["frequency"], text, shown, "table2_word_frequency"))
         if "table3_groups" in tables:
             text = "Dis = stereo rows (sent_more stereotypes a historically disadvantaged group), Adv = antistereo rows; Diff = |Adv − Dis|."
             out.append((TITLES["groups"], text, [("Bias score", paper_layout(tables["table3_groups"], "bias_score"))], "table3_groups"))
@@ -422,6 +441,16 @@ def _group_run(model: ModelAnalyses) -> EvaluationResult | None:
         if any(block.get("by_group") for block in result.summary["metrics"].values()):
             return result
     return None
+
+
+def _table2_chart_frame(mean_ranks: pd.DataFrame, merged: pd.DataFrame) -> pd.DataFrame:
+    """Table 2's mean ranks with the columns `figures.word_rank_chart` reads (median position, the group's listed words)."""
+    rows = []
+    for r in mean_ranks.itertuples(index=False):
+        own = merged[(merged["bias_type"] == r.bias_type) & (merged["group"] == r.group)]
+        rows.append({"bias_type": r.bias_type, "group": r.group, "mean_rank": r.mean_rank, "median_rank": own["position"].median(),
+                     "words": r.words_in_list, "top_words": ", ".join(own["word"])})
+    return pd.DataFrame(rows).dropna(subset=["mean_rank"])
 
 
 def _counts(frame: pd.DataFrame) -> pd.DataFrame:

@@ -193,6 +193,7 @@ SCORE_FORMAT = {
 
 def show_scores(result: PairInspection, focus: str) -> None:
     st.dataframe(scores_table(result), hide_index=True, column_config=SCORE_FORMAT, width="stretch")
+    st.caption("Token accuracy here: per token of each sentence. Table 1 counts SSS per StereoSet instance (the paper) unless kaneko2022.")
     verdict = result.verdict(focus)
     name = METRICS[focus].name
     if verdict in ("stereo", "anti"):

@@ -129,10 +129,12 @@ def test_token_ranks_match_a_naive_forward_pass_and_evaluate(tiny_bert, tmp_path
             assert (acc.loc[(metric, positions), "hits"], acc.loc[(metric, positions), "total"]) == (
                 summary[metric]["token_hits"], summary[metric]["token_total"]
             ), (metric, compat)
-    sss = compare_accuracy(token_ranks(lm, PAIRS, "sss"))
-    assert sss.accuracy.set_index(["metric", "positions"]).loc[("sss", "default"), "total"] == evaluate(lm, PAIRS, ["sss"]).summary["metrics"]["sss"][
-        "token_total"
-    ]
+    # SSS: instances in the default mode (the paper), tokens in kaneko2022 mode (the released code), as `evaluate` counts them.
+    sss = compare_accuracy(token_ranks(lm, PAIRS, "sss")).accuracy.set_index(["metric", "positions"])
+    for compat in ("default", "kaneko2022"):
+        summary = evaluate(lm, PAIRS, ["sss"], compat=compat).summary["metrics"]["sss"]
+        assert (sss.loc[("sss", compat), "hits"], sss.loc[("sss", compat), "total"]) == (summary["token_hits"], summary["token_total"])
+    assert sss.loc[("sss", "default"), "total"] == len(PAIRS) and sss.loc[("sss", "default"), "unit"] == "instances"
 
 
 def test_token_ranks_resume_from_the_cache(tiny_bert, tmp_path):

@@ -92,3 +92,175 @@ def test_compat_cps_equals_the_reference_on_many_float32_inputs():
     for _ in range(3000):
         logprob = (-rng.exponential(3, size=int(rng.integers(2, 30)))).astype(np.float32)
         assert cps(logprob.astype(np.float64), compat=True) == round(torch.sum(torch.from_numpy(logprob)).item(), 3)
+
+
+# ---------------------------------------------------------------------------------------
+# SSS token prediction accuracy: the paper's instance-level definition
+# ---------------------------------------------------------------------------------------
+
+
+def test_sss_instance_accuracy_by_hand():
+    from biaslens.metrics import sss_instance_accuracy
+
+    assert sss_instance_accuracy([1, 1], [2, 1]) == (1, 1)  # the stereotype's two sub-tokens both predicted
+    assert sss_instance_accuracy([1, 3], [1]) == (1, 1)  # different lengths: the one-piece candidate matches
+    assert sss_instance_accuracy([1, 3], [2]) == (0, 1)  # neither sequence matches exactly
+    assert sss_instance_accuracy([], [1]) == (1, 1)  # a side with nothing masked cannot match; the other can
+    assert sss_instance_accuracy([], [4]) == (0, 1)
+    assert sss_instance_accuracy([], []) == (0, 0)
+
+
+def _sss_run():
+    """Three hand-made StereoSet instances. Per token: masked rank at the modified positions.
+
+    0: same length, stereo 'nurse' right, anti 'doctor' wrong          -> right (stereo matches)
+    1: stereo two pieces (ranks 1, 2), anti one piece (rank 1)         -> right (anti matches)
+    2: stereo two pieces (ranks 1, 2), anti two pieces (ranks 3, 1)    -> wrong
+    Per token (the released code): (1 + 0) + (1 + 0 + 1) + (1 + 0 + 0 + 1) = 5 of 9.
+    """
+    from biaslens.analyses import TokenRun, token_frame
+    from biaslens.datasets import Pair
+
+    def side(n, masked, ranks):
+        return {"ids": list(range(100, 100 + n)), "special": [1] + [0] * (n - 2) + [1], "rank": [1] * n,
+                "masked_positions": masked, "masked_rank": ranks}
+
+    records = [
+        {"stereo": side(5, [2], [1]), "anti": side(5, [2], [4])},
+        {"stereo": side(6, [2, 3], [1, 2]), "anti": side(5, [2], [1])},
+        {"stereo": side(6, [2, 3], [1, 2]), "anti": side(6, [2, 3], [3, 1])},
+    ]
+    pairs = [Pair(i, "stereoset", "profession", "", f"s{i}", f"a{i}") for i in range(3)]
+    return TokenRun("hand", "stereoset", "sss", token_frame(pairs, records))
+
+
+def test_table1_sss_counts_instances_by_default_and_tokens_in_compat():
+    from biaslens.analyses import accuracy_table, compare_accuracy, sss_instances
+
+    run = _sss_run()
+    assert sss_instances(run.tokens).tolist() == [True, True, False]
+    acc = compare_accuracy(run).accuracy.set_index(["metric", "positions"])
+    assert acc.loc[("sss", "default"), ["hits", "total", "unit"]].tolist() == [2, 3, "instances"]
+    assert acc.loc[("sss", "default"), "accuracy"] == pytest.approx(200 / 3)
+    assert acc.loc[("sss", "kaneko2022"), ["hits", "total", "unit"]].tolist() == [5, 9, "tokens"]
+    table = accuracy_table([compare_accuracy(run)], "default", published=False).set_index("metric")
+    assert table.loc["sss", "unit"] == "instances" and table.loc["aul", "unit"] == "tokens"
+    compat = accuracy_table([compare_accuracy(run)], "kaneko2022", published=False).set_index("metric")
+    assert compat.loc["sss", "unit"] == "tokens" and compat.loc["sss", "accuracy"] == pytest.approx(500 / 9)
+
+
+def test_evaluate_counts_sss_instances_against_naive_masked_predictions(tiny_bert):
+    """Pair records: each candidate's modified tokens masked (as many masks as it has), arg-max compared by hand."""
+    from biaslens.alignment import align_pair
+    from biaslens.datasets import Pair
+    from biaslens.evaluation import evaluate
+
+    lm = tiny_bert
+    texts = [("The nurse was kind.", "The surgeon was kind."), ("She is a mathematician.", "He is a cook.")]
+    pairs = [Pair(i, "stereoset", "gender", "", a, b) for i, (a, b) in enumerate(texts)]
+    default = evaluate(lm, pairs, ["sss"]).pairs.set_index("pair_id")
+    compat = evaluate(lm, pairs, ["sss"], compat="kaneko2022").pairs.set_index("pair_id")
+    lengths = set()
+    for i, (a, b) in enumerate(texts):
+        ea, eb = lm.encode(a), lm.encode(b)
+        alignment = align_pair(ea, eb)
+        matched, token_hits, token_total = [], 0, 0
+        for enc, modified in ((ea, list(alignment.modified("a"))), (eb, list(alignment.modified("b")))):
+            ids = torch.tensor([list(enc.ids)])
+            gold = ids[0, modified].clone()
+            ids[0, modified] = lm.mask_id
+            with torch.inference_mode():
+                predicted = lm.model(input_ids=ids).logits[0, modified].argmax(-1)
+            matched.append(bool(modified) and bool(torch.equal(predicted, gold)))
+            token_hits += int((predicted == gold).sum())
+            token_total += len(modified)
+            lengths.add(len(modified))
+        assert (default.loc[i, "sss_hits"], default.loc[i, "sss_total"]) == (int(any(matched)), 1)
+        assert (compat.loc[i, "sss_hits"], compat.loc[i, "sss_total"]) == (token_hits, token_total)
+    assert len(lengths) > 1  # candidates of different lengths are among them
+
+
+# ---------------------------------------------------------------------------------------
+# Table 2 as the paper defines it
+# ---------------------------------------------------------------------------------------
+
+
+def test_merged_top_words_by_hand():
+    import pandas as pd
+
+    from biaslens.frequency import merged_top_words
+
+    counts = pd.DataFrame(
+        [("he", 3, 1), ("she", 0, 4), ("man", 2, 2), ("white", 1, 0), ("the", 1, 1), ("his", 1, 0), ("her", 0, 2), ("woman", 0, 1),
+         ("men", 1, 0), ("girl", 0, 1), ("boy", 1, 0), ("lady", 0, 1), ("sir", 1, 0), ("zzzq", 0, 1)],
+        columns=["word", "count_adv", "count_dis"],
+    )
+    ranks = {"he": 10, "her": 12, "his": 15, "she": 20, "men": 100, "woman": 300, "boy": 450, "girl": 500, "lady": 800, "sir": 900,
+             "man": 50, "white": 60, "the": 1}
+    merged, dropped = merged_top_words(counts, ranks)
+    # he: 3 Adv vs 1 Dis -> adv. Sorted by corpus rank, the first 8: he 10, her 12, his 15, she 20, men 100, woman 300,
+    # boy 450, girl 500 (lady, sir and the unlisted zzzq fall outside).
+    assert merged["word"].tolist() == ["he", "her", "his", "she", "men", "woman", "boy", "girl"]
+    assert merged["group"].tolist() == ["adv", "dis", "adv", "dis", "adv", "dis", "adv", "dis"]
+    assert merged["position"].tolist() == list(range(1, 9))
+    # Mean rank in the merged list: Adv (1 + 3 + 5 + 7) / 4 = 4, Dis (2 + 4 + 6 + 8) / 4 = 5.
+    assert merged.loc[merged["group"] == "adv", "position"].mean() == 4.0
+    assert merged.loc[merged["group"] == "dis", "position"].mean() == 5.0
+    reasons = {d["word"]: d["reason"] for d in dropped}
+    assert set(reasons) == {"man", "white", "the"}  # a tie, a colour, an article
+    assert reasons["man"] == "modified equally often in both groups" and reasons["white"].startswith("colour")
+
+
+def test_word_frequency_assigns_shared_words_and_leaves_out_colours():
+    from biaslens.datasets import Pair
+    from biaslens.frequency import EXCLUDED_WORDS, corpus_ranks, word_frequency
+
+    pairs = [
+        Pair(0, "crows-pairs", "race-color", "stereo", "The black man stole it.", "The white man stole it."),
+        Pair(1, "crows-pairs", "gender", "stereo", "She is bad at math.", "He is bad at math."),
+        Pair(2, "crows-pairs", "gender", "antistereo", "He cried all day.", "She cried all day."),  # Dis = sent_less: she
+        Pair(3, "crows-pairs", "gender", "stereo", "He is a nurse.", "She is a nurse."),  # he once Dis, twice Adv
+    ]
+    w = word_frequency(pairs)
+    gender = w.merged[w.merged["bias_type"] == "gender"].set_index("word")
+    assert gender.loc["he", ["count_adv", "count_dis", "group"]].tolist() == [2, 1, "adv"]
+    assert gender.loc["she", ["count_adv", "count_dis", "group"]].tolist() == [1, 2, "dis"]
+    ranks = corpus_ranks()
+    first = "he" if ranks["he"] < ranks["she"] else "she"
+    assert gender.loc[first, "position"] == 1
+    means = w.mean_ranks.set_index(["bias_type", "group"])["mean_rank"]
+    assert means[("gender", gender.loc["he", "group"])] == gender.loc["he", "position"]
+    # white and black are colours first: left out, so race-color has no list and no mean rank.
+    assert w.merged[w.merged["bias_type"] == "race-color"].empty
+    assert np.isnan(means[("race-color", "adv")]) and np.isnan(means[("race-color", "dis")])
+    shown = w.excluded_table().set_index("word")
+    assert {"black", "white"} <= set(shown.index) and shown.loc["white", "reason"] == EXCLUDED_WORDS["white"]
+
+
+def test_report_writes_the_table2_csv_contract(tmp_path):
+    import pandas as pd
+
+    from biaslens.datasets import Pair
+    from biaslens.frequency import word_frequency
+    from biaslens.report import ReportOptions, ReproductionReport
+
+    pairs = [
+        Pair(0, "crows-pairs", "gender", "stereo", "She is bad at math.", "He is bad at math."),
+        Pair(1, "crows-pairs", "age", "antistereo", "Young people are bad with phones.", "Old people are bad with phones."),
+        Pair(2, "crows-pairs", "race-color", "stereo", "The black man stole it.", "The white man stole it."),
+    ]
+    report = ReproductionReport(ReportOptions(analyses=("frequency",)), [], {}, word_frequency(pairs))
+    report.save(tmp_path)
+    top = pd.read_csv(tmp_path / "table2_top_words.csv")
+    assert {"bias_type", "word", "group", "position"} <= set(top.columns)
+    assert set(top["group"]) <= {"adv", "dis"} and top["position"].between(1, 8).all()
+    per_group = pd.read_csv(tmp_path / "table2_word_frequency.csv")
+    assert {"bias_type", "group", "mean_rank"} <= set(per_group.columns)
+    assert len(per_group) == 2 * per_group["bias_type"].nunique()
+    age = per_group[per_group["bias_type"] == "age"].set_index("group")["mean_rank"]
+    ages = top[top["bias_type"] == "age"].set_index("word")
+    assert age["dis"] == ages.loc["old", "position"] and age["adv"] == ages.loc["young", "position"]  # antistereo: Dis = sent_less
+    excluded = pd.read_csv(tmp_path / "table2_excluded_words.csv")
+    assert {"white", "black"} <= set(excluded["word"])
+    text = (tmp_path / "report.md").read_text()
+    assert "Words left out" in text and "colour sense" in text and "Extra, not the paper's statistic" in text

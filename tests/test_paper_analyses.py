@@ -106,11 +106,16 @@ def test_modified_words_and_groups_by_hand():
     # Stereo row: sent_more's words are the disadvantaged group's; antistereo row: sent_less's.
     assert words.loc["women", "group"] == "dis" and words.loc["men", "group"] == "adv"
     assert words.loc["old", "group"] == "dis" and words.loc["young", "group"] == "adv"
-    summary = w.summary.set_index(["bias_type", "group"])
+    # The extra (biaslens's earlier statistic): mean corpus rank over the occurrences.
+    summary = w.occurrence_summary.set_index(["bias_type", "group"])
     assert summary.loc[("all", "adv"), "mean_rank"] == pytest.approx((words.loc["men", "rank"] + words.loc["young", "rank"]) / 2)
     assert words.loc["men", "rank"] == corpus_ranks()["men"] and words.loc["women", "rank"] == corpus_ranks()["women"]
+    assert w.occurrence_table()["adv mean rank"].dtype == float
+    # The paper's Table 2: merged list by corpus frequency (old 174 < women 245 < men 289 < young 364), mean position per group.
     table = w.table()
     assert table["bias_type"].tolist() == ["age", "gender", "all"] and table["adv mean rank"].dtype == float
+    all_types = w.merged[w.merged["bias_type"] == "all"]
+    assert all_types["word"].tolist() == sorted(["old", "women", "men", "young"], key=lambda x: corpus_ranks()[x])
     with pytest.raises(InputError):
         word_frequency([Pair(0, "stereoset", "race", "", "a b", "a c")])
 
