@@ -23,7 +23,7 @@ from .datasets import Pair, PairDataset
 from .errors import InputError
 from .evaluation import EvaluationResult
 from .metrics import METRICS
-from .stats import roc_curve
+from .stats import bootstrap_auc_interval, roc_curve
 
 HUMAN_THRESHOLD = 3
 READING = (
@@ -41,7 +41,8 @@ def human_votes(pair: Pair) -> int:
 class Agreement:
     """ROC analysis of one model's margins against the human labels (Figure 1).
 
-    `auc`: one row per metric: `auc`, `pairs` (used), `positives`, `negatives`,
+    `auc`: one row per metric: `auc` with its 95% stratified bootstrap interval (`auc_ci_low`,
+    `auc_ci_high`, 2,000 resamples, seed 0), `pairs` (used), `positives`, `negatives`,
     `undecidable` (pairs left out because the margin is NaN). `roc`: the curves, one row
     per point (`metric`, `name`, `fpr`, `tpr`, `threshold`). `labels`: per pair,
     `pair_id`, `bias_type`, `votes` (validators naming the bias type) and `biased`.
@@ -100,10 +101,11 @@ def human_agreement(
             curve = roc_curve(y, margin)
         except ValueError as exc:
             raise InputError(f"No ROC curve for {METRICS[m].name}: {exc} (score more pairs).") from exc
+        low, high = bootstrap_auc_interval(y, margin)
         auc_rows.append(
             {
-                "metric": m, "name": METRICS[m].name, "auc": curve.auc, "pairs": int(kept.sum()), "positives": int(y[kept].sum()),
-                "negatives": int((~y[kept]).sum()), "undecidable": int((~kept).sum()),
+                "metric": m, "name": METRICS[m].name, "auc": curve.auc, "auc_ci_low": low, "auc_ci_high": high, "pairs": int(kept.sum()),
+                "positives": int(y[kept].sum()), "negatives": int((~y[kept]).sum()), "undecidable": int((~kept).sum()),
             }
         )
         roc_frames.append(pd.DataFrame({"metric": m, "name": METRICS[m].name, "fpr": curve.fpr, "tpr": curve.tpr, "threshold": curve.thresholds}))
@@ -114,7 +116,9 @@ def agreement_table(agreements: Sequence[Agreement]) -> pd.DataFrame:
     """Several models' AUCs, long: `model` plus the `Agreement.auc` columns."""
     frames = [a.auc.assign(model=a.model) for a in agreements]
     if not frames:
-        return pd.DataFrame(columns=["model", "metric", "name", "auc", "pairs", "positives", "negatives", "undecidable"])
+        return pd.DataFrame(
+            columns=["model", "metric", "name", "auc", "auc_ci_low", "auc_ci_high", "pairs", "positives", "negatives", "undecidable"]
+        )
     table = pd.concat(frames, ignore_index=True)
     return table[["model", *[c for c in table.columns if c != "model"]]]
 

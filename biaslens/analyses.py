@@ -250,6 +250,7 @@ class AccuracyComparison:
     mcnemar: McNemarResult
     contingency: pd.DataFrame
     paired_tokens: str
+    pairs: int = 0  # pairs the counts rest on
 
     def value(self, metric: str, positions: str = "default") -> float:
         """The accuracy (%) of `metric` ("aul" or the masked metric) under a positions definition."""
@@ -322,6 +323,7 @@ def compare_accuracy(run: TokenRun) -> AccuracyComparison:
         mcnemar(masked_right, aul_right_there),
         contingency,
         PAIRED_TOKENS[run.masked_metric],
+        int(t["pair_id"].nunique()),
     )
 
 

@@ -38,6 +38,7 @@ from .agreement import READING, Agreement, agreement_table, human_agreement
 from .analyses import (
     GROUP_METRICS,
     POSITIONS,
+    SOURCE_RUN,
     AccuracyComparison,
     accuracy_table,
     bias_score_table,
@@ -69,6 +70,11 @@ ANALYSES: dict[str, str] = {
     "agreement": "Figure 1: ROC curves and AUC of each metric's per-pair margin against CrowS-Pairs' human ratings",
 }
 DEFAULT_DATASETS = ("crows-pairs", "stereoset")
+
+#: A cell resting on fewer pairs than this (or, for Figure 1, fewer pairs of a class than SMALL_CLASS) gets a visible note.
+SMALL_PAIRS = 30
+SMALL_CLASS = 10
+GROUP_NAMES = {"adv": "Adv", "dis": "Dis"}
 
 #: stage label, pairs done, pairs in the stage
 StageProgress = Callable[[str, float, int], None]
@@ -321,10 +327,17 @@ class ReproductionReport:
             out.append((TITLES["frequency"], text, shown, "table2_word_frequency"))
         if "table3_groups" in tables:
             text = "Dis = stereo rows (sent_more stereotypes a historically disadvantaged group), Adv = antistereo rows; Diff = |Adv − Dis|."
-            out.append((TITLES["groups"], text, [("Bias score", paper_layout(tables["table3_groups"], "bias_score"))], "table3_groups"))
+            t = tables["table3_groups"]
+            run = t[(t["source"] == SOURCE_RUN) & (t["group"] != "diff")]
+            shown = [("Bias score", paper_layout(t, "bias_score")),
+                     ("This run: each cell with its pairs (n) and 95% Wilson interval",
+                      _counts(run[["model", "metric", "group", "n", "bias_score", "ci_low", "ci_high"]]))]
+            out.append((TITLES["groups"], text, shown, "table3_groups"))
         if "table4_shuffle" in tables:
             t = tables["table4_shuffle"]
-            shown = [("AUL accuracy (%)", paper_layout(t, "accuracy")), ("Drop from the original sentences (points)", paper_layout(t, "drop"))]
+            shown = [("AUL accuracy (%)", paper_layout(t, "accuracy")), ("Drop from the original sentences (points)", paper_layout(t, "drop")),
+                     ("This run: each accuracy with its tokens (n) and 95% Wilson interval",
+                      _counts(t[t["source"] == SOURCE_RUN][["model", "dataset", "condition", "tokens", "accuracy", "ci_low", "ci_high"]]))]
             tests = t[(t["source"] == "this run") & (t["condition"] == "shuffled")]
             if len(tests):
                 shown.append(("McNemar's test, each token before vs after shuffling",
@@ -334,14 +347,61 @@ class ReproductionReport:
                     f"new position). Accuracy counts {positions}. The published 'original' is the paper's Table 1 AUL accuracy.")
             out.append((TITLES["shuffle"], text, shown, "table4_shuffle"))
         if "table5_bias_scores" in tables:
-            text = ("Percentage of pairs whose stereotypical sentence scores higher (50 = no preference). 95% Wilson intervals are in "
-                    "table5_bias_scores.csv.")
-            out.append((TITLES["scores"], text, [("Bias score", paper_layout(tables["table5_bias_scores"], "bias_score"))], "table5_bias_scores"))
+            text = "Percentage of pairs whose stereotypical sentence scores higher (50 = no preference)."
+            t = tables["table5_bias_scores"]
+            shown = [("Bias score", paper_layout(t, "bias_score")),
+                     ("This run: each score with its pairs (n) and 95% Wilson interval",
+                      _counts(t[t["source"] == SOURCE_RUN][["model", "dataset", "metric", "n", "bias_score", "ci_low", "ci_high", "ties",
+                                                            "undecidable"]]))]
+            out.append((TITLES["scores"], text, shown, "table5_bias_scores"))
         if "figure1_auc" in tables:
             text = (f"{READING} Score = the metric's per-pair margin f(stereo) − f(anti). The paper plots these curves for BERT and finds AUL "
-                    "and AULA above CPS and SSS; it prints no AUC values.")
+                    "and AULA above CPS and SSS; it prints no AUC values. AUC intervals: 95% stratified percentile bootstrap (2,000 "
+                    "resamples of the positive and negative pairs, seed 0).")
             out.append((TITLES["agreement"], text, [("AUC", tables["figure1_auc"])], "figure1_roc"))
         return out
+
+    def small_sample_notes(self) -> dict[str, list[str]]:
+        """Per section (figure stem), one line for each cell that rests on few pairs.
+
+        A note when a cell rests on fewer than `SMALL_PAIRS` (30) pairs, or (Figure 1) on
+        fewer than `SMALL_CLASS` (10) pairs of a class: its interval is wide and it can
+        move a lot with a different sample.
+        """
+        tables = self.tables()
+        notes: dict[str, list[str]] = {}
+
+        def add(stem: str, line: str) -> None:
+            notes.setdefault(stem, [])
+            if line not in notes[stem]:
+                notes[stem].append(line)
+
+        if "table1_token_accuracy" in tables:
+            for c in (c for m in self.models for c in m.accuracy):
+                if c.pairs < SMALL_PAIRS:
+                    add("table1_token_accuracy", f"{c.model}, {c.dataset}: the accuracies rest on {c.pairs} pairs (fewer than {SMALL_PAIRS}).")
+        if "table3_groups" in tables:
+            t = tables["table3_groups"]
+            for r in t[(t["source"] == SOURCE_RUN) & (t["group"] != "diff")].itertuples():
+                if r.n < SMALL_PAIRS:
+                    add("table3_groups", f"{r.model}: the {GROUP_NAMES[r.group]} cells rest on {int(r.n)} pairs (fewer than {SMALL_PAIRS}).")
+        if "table4_shuffle" in tables:
+            for m in self.models:
+                for key, tokens in m.token_tables.items():
+                    if key.endswith("/tokens_shuffle") and tokens["pair_id"].nunique() < SMALL_PAIRS:
+                        add("table4_shuffle", f"{m.label}, {key.split('/')[0]}: the accuracies rest on {tokens['pair_id'].nunique()} pairs "
+                                              f"(fewer than {SMALL_PAIRS}).")
+        if "table5_bias_scores" in tables:
+            t = tables["table5_bias_scores"]
+            for r in t[t["source"] == SOURCE_RUN].itertuples():
+                if r.n < SMALL_PAIRS:
+                    add("table5_bias_scores", f"{r.model}, {r.dataset}: the bias scores rest on {int(r.n)} pairs (fewer than {SMALL_PAIRS}).")
+        if "figure1_auc" in tables:
+            for r in tables["figure1_auc"].itertuples():
+                if r.pairs < SMALL_PAIRS or min(r.positives, r.negatives) < SMALL_CLASS:
+                    add("figure1_roc", f"{r.model}, {r.name}: the AUC rests on {r.pairs} pairs, {r.positives} rated biased and {r.negatives} "
+                                       f"not (fewer than {SMALL_PAIRS} pairs or {SMALL_CLASS} of a class).")
+        return notes
 
     def warnings(self) -> list[str]:
         """One line per model whose numbers should not be read as a trained model's."""
@@ -371,8 +431,10 @@ class ReproductionReport:
         parts += [f"- {line}" for line in self.header_lines()] + [""]
         for w in self.warnings():
             parts += [f"> **Warning:** {w}", ""]
+        notes = self.small_sample_notes()
         for title, text, shown, stem in self.sections():
             parts += [f"## {title}", "", text, ""]
+            parts += [f"> **Small sample:** {n}" for n in notes.get(stem or "", [])] + ([""] if notes.get(stem or "") else [])
             for caption, frame in shown:
                 parts += [f"**{caption}**", "", markdown_table(frame), ""]
             if figure_files and stem in figure_files:
@@ -384,8 +446,10 @@ class ReproductionReport:
         body = ["<h1>Reproducing Kaneko &amp; Bollegala (2022), <em>Unmasking the Mask</em></h1>", "<ul>"]
         body += [f"<li>{html.escape(line)}</li>" for line in self.header_lines()] + ["</ul>"]
         body += [f'<p class="warning"><strong>Warning:</strong> {html.escape(w)}</p>' for w in self.warnings()]
+        notes = self.small_sample_notes()
         for title, text, shown, stem in self.sections():
             body += [f"<h2>{html.escape(title)}</h2>", f"<p>{html.escape(text)}</p>"]
+            body += [f'<p class="warning"><strong>Small sample:</strong> {html.escape(n)}</p>' for n in notes.get(stem or "", [])]
             for caption, frame in shown:
                 body += [f"<h3>{html.escape(caption)}</h3>", _html_table(frame)]
             if svgs and stem in svgs:
@@ -455,7 +519,7 @@ def _table2_chart_frame(mean_ranks: pd.DataFrame, merged: pd.DataFrame) -> pd.Da
 
 def _counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Count columns (McNemar's b and c, seeds) as integers, not floats."""
-    return frame.astype({c: "Int64" for c in ("mcnemar_b", "mcnemar_c", "seed") if c in frame})
+    return frame.astype({c: "Int64" for c in ("mcnemar_b", "mcnemar_c", "seed", "n", "tokens", "ties", "undecidable") if c in frame})
 
 
 def short_file_names(labels: Sequence[str]) -> dict[str, str]:
@@ -629,6 +693,9 @@ def cmd_report(args: Any) -> int:
             print(f"{m.label}: {m.cached_pairs} pair records came from the result cache", file=sys.stderr)
     for w in report.warnings():
         print(f"warning: {w}", file=sys.stderr)
+    for stem_notes in report.small_sample_notes().values():
+        for note in stem_notes:
+            print(f"note: small sample: {note}", file=sys.stderr)
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 60):
         for title, _text, shown, _stem in report.sections():
             caption, frame = shown[0]
@@ -644,6 +711,8 @@ __all__ = [
     "ModelAnalyses",
     "ReportOptions",
     "ReproductionReport",
+    "SMALL_CLASS",
+    "SMALL_PAIRS",
     "analyse_model",
     "build_report",
     "cmd_report",

@@ -194,6 +194,8 @@ def _section(found, stem: str, chart_key: str, why_not: str) -> None:
             return
         _title, text, shown, _stem = sections[stem]
         st.caption(text)
+        for note in found[1].small_sample_notes().get(stem, []):
+            st.warning(f"Small sample: {note}", icon=":material/warning:")
         for caption, table in shown:
             st.markdown(f"**{caption}**")
             _frame(table)

@@ -264,3 +264,57 @@ def test_report_writes_the_table2_csv_contract(tmp_path):
     assert {"white", "black"} <= set(excluded["word"])
     text = (tmp_path / "report.md").read_text()
     assert "Words left out" in text and "colour sense" in text and "Extra, not the paper's statistic" in text
+
+
+# ---------------------------------------------------------------------------------------
+# Small-sample honesty: n and 95% intervals beside every rate, notes on small cells
+# ---------------------------------------------------------------------------------------
+
+
+def test_bootstrap_auc_interval_resamples_each_class():
+    from biaslens.stats import bootstrap_auc_interval, roc_curve
+
+    # Perfectly separated: every resample has AUC 1.
+    assert bootstrap_auc_interval([1, 1, 0, 0], [3.0, 2.0, 1.0, 0.0]) == (1.0, 1.0)
+    # One resample, redrawn by hand with the same generator calls: positives first, then negatives.
+    labels = np.array([1, 0, 1, 0, 0, 1, 0], bool)
+    scores = np.array([0.3, 0.1, 0.2, 0.4, np.nan, 0.2, 0.0])
+    low, high = bootstrap_auc_interval(labels, scores, n_resamples=1, seed=5)
+    rng = np.random.default_rng(5)
+    kept = ~np.isnan(scores)
+    pos, neg = scores[kept & labels], scores[kept & ~labels]
+    p = pos[rng.integers(0, pos.size, size=(1, pos.size))][0]
+    n = neg[rng.integers(0, neg.size, size=(1, neg.size))][0]
+    by_hand = roc_curve(np.r_[np.ones(p.size, bool), np.zeros(n.size, bool)], np.r_[p, n]).auc
+    assert low == high == pytest.approx(by_hand)
+    assert all(math.isnan(v) for v in bootstrap_auc_interval([1, 1], [0.1, 0.2]))
+
+
+def test_report_shows_n_and_intervals_and_flags_small_samples(tiny_bert, tmp_path):
+    from pathlib import Path
+
+    from biaslens.datasets import load_dataset
+    from biaslens.report import ReportOptions, analyse_model, build_report
+
+    data = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    if not data.is_dir():
+        pytest.skip("../shared is not beside the checkout")
+    cp = load_dataset("crows-pairs", data_dir=data, download=False)
+    options = ReportOptions(analyses=("groups", "scores", "agreement"), metrics=("aul",), sample=12, seed=0)
+    analysed = analyse_model(tiny_bert, {"crows-pairs": cp}, options, label="tiny")
+    report = build_report([analysed], {"crows-pairs": cp}, options)
+    scored = analysed.evaluations["crows-pairs"].pairs
+    adv = int((scored["direction"] == "antistereo").sum())
+    notes = report.small_sample_notes()
+    assert f"tiny: the Adv cells rest on {adv} pairs (fewer than 30)." in notes["table3_groups"]
+    assert "tiny, crows-pairs: the bias scores rest on 12 pairs (fewer than 30)." in notes["table5_bias_scores"]
+    assert notes["figure1_roc"][0].startswith("tiny, AUL: the AUC rests on 12 pairs")
+    sections = {stem: shown for _title, _text, shown, stem in report.sections()}
+    groups = dict(sections["table3_groups"])["This run: each cell with its pairs (n) and 95% Wilson interval"].set_index(["metric", "group"])
+    assert groups.loc[("aul", "adv"), "n"] == adv
+    assert groups.loc[("aul", "adv"), "ci_low"] <= groups.loc[("aul", "adv"), "bias_score"] <= groups.loc[("aul", "adv"), "ci_high"]
+    auc = report.tables()["figure1_auc"].iloc[0]
+    assert auc["auc_ci_low"] <= auc["auc"] <= auc["auc_ci_high"]
+    report.save(tmp_path)
+    assert "**Small sample:**" in (tmp_path / "report.md").read_text()
+    assert "Small sample:" in (tmp_path / "report.html").read_text()
