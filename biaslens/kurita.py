@@ -572,19 +572,25 @@ def weat_unit_scores(scores: TemplateScores, spec: WeatSpec, permute: Permute = 
 PAPER_MODEL = "bert-base-uncased"
 
 
-def _model_id(manifest: Mapping[str, Any]) -> str:
-    return str(manifest.get("model") or "")
+def paper_model_reason(model: str, model_type: str | None = None) -> str | None:
+    """None when `model` is Kurita et al.'s bert-base-uncased, else why it is not comparable.
 
-
-def paper_model_reason(model: str) -> str | None:
-    """None when `model` (a hub id or a folder) is Kurita et al.'s bert-base-uncased, else why it is not comparable."""
+    Told by the model id: a hub id (``bert-base-uncased``, ``google-bert/bert-base-uncased``)
+    or a folder named so, whose ``model_type`` (when known) is ``bert``.
+    """
     tail = model.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
-    if tail == PAPER_MODEL:
-        return None
-    return f"model {tail or 'unknown'} is not the paper's {PAPER_MODEL}"
+    if tail != PAPER_MODEL:
+        return f"model {tail or 'unknown'} is not the paper's {PAPER_MODEL}"
+    if model_type not in (None, "", "bert"):
+        return f"model type {model_type} is not BERT"
+    return None
 
 
-def weat_comparability(spec: WeatSpec, model: str, permute: Permute = "attributes") -> str | None:
+def _manifest_reason(manifest: Mapping[str, Any]) -> str | None:
+    return paper_model_reason(str(manifest.get("model") or ""), manifest.get("model_type"))
+
+
+def weat_comparability(spec: WeatSpec, model: str, permute: Permute = "attributes", model_type: str | None = None) -> str | None:
     """None when a WEAT-style result can be set beside Kurita et al.'s Table 3, else the reason it cannot.
 
     Comparable: one of the paper's five tests with the paper's templates and target pairs
@@ -602,7 +608,7 @@ def weat_comparability(spec: WeatSpec, model: str, permute: Permute = "attribute
         return f"word sets from {spec.source}, not {cat.weat}.jsonl"
     if permute != "attributes":
         return "targets permuted; the paper permutes the attributes"
-    return paper_model_reason(model)
+    return paper_model_reason(model, model_type)
 
 
 def not_comparable(reason: str) -> str:
@@ -637,7 +643,8 @@ class WeatResult:
 
     def comparability(self) -> str | None:
         """None when the published effect size applies to this result, else why it does not."""
-        return weat_comparability(self.spec, _model_id(self.scores.manifest), self.permute)
+        manifest = self.scores.manifest
+        return weat_comparability(self.spec, str(manifest.get("model") or ""), self.permute, manifest.get("model_type"))
 
     def row(self) -> dict[str, Any]:
         """One row of the Table 3 view."""
@@ -753,7 +760,7 @@ def share_comparability(key: str | None, scores: TemplateScores) -> str | None:
         return f"template {' ; '.join(t.line for t in scores.templates)!r}; the paper's is {want!r}"
     if [p.label for p in scores.pairs] != ["he/she"]:
         return f"targets {', '.join(p.label for p in scores.pairs)}; the paper's are he/she"
-    return paper_model_reason(_model_id(scores.manifest))
+    return _manifest_reason(scores.manifest)
 
 
 def shares_table(lists: Mapping[str, TemplateScores], published: Mapping[str, str | None] | None = None) -> pd.DataFrame:

@@ -343,7 +343,8 @@ def lists_tab() -> None:
         reference = published_list_key(name)
         templates[name] = st.text_input(
             f"Template for {name} ({len(lists[name])} items)", TABLE5_TEMPLATES.get(reference, "[T] is [A]"), key=f"{S}list_tpl.{name}",
-            help=f"Compared with Kurita et al.'s '{reference}'." if reference else "No published share to compare with.",
+            help=f"Kurita et al.'s '{reference}' share is shown only for their list size, this template, he/she and bert-base-uncased."
+            if reference else "No published share to compare with.",
         )  # fmt: skip
     key = (settings.model_key, pair_text, tuple((n, lists[n], templates[n]) for n in lists))
     if st.button("Score the lists", type="primary", icon=":material/play_arrow:", key=S + "list_run"):

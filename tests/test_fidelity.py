@@ -318,3 +318,54 @@ def test_report_shows_n_and_intervals_and_flags_small_samples(tiny_bert, tmp_pat
     report.save(tmp_path)
     assert "**Small sample:**" in (tmp_path / "report.md").read_text()
     assert "Small sample:" in (tmp_path / "report.html").read_text()
+
+
+# ---------------------------------------------------------------------------------------
+# Published numbers only where the paper's setting holds
+# ---------------------------------------------------------------------------------------
+
+
+def _paper_spec(key="career_family"):
+    from biaslens.kurita import KURITA_CATEGORIES, WeatSpec, parse_target_pairs, parse_templates
+    from biaslens.weat import WordSet
+
+    cat = KURITA_CATEGORIES[key]
+    return WeatSpec(key, cat.label, parse_templates(cat.templates), parse_target_pairs(cat.pairs), cat.target_names,
+                    WordSet("A", ("x", "y")), WordSet("B", ("z", "w")), f"{cat.weat}.jsonl")
+
+
+def test_weat_published_effect_size_needs_the_papers_setting():
+    import dataclasses
+
+    from biaslens.kurita import parse_templates, weat_comparability
+
+    spec = _paper_spec()
+    assert weat_comparability(spec, "bert-base-uncased") is None
+    assert weat_comparability(spec, "google-bert/bert-base-uncased", model_type="bert") is None
+    assert weat_comparability(spec, "/models/bert-base-cased") == "model bert-base-cased is not the paper's bert-base-uncased"
+    assert weat_comparability(spec, "bert-base-uncased", "targets") == "targets permuted; the paper permutes the attributes"
+    assert weat_comparability(spec, "bert-base-uncased", model_type="roberta") == "model type roberta is not BERT"
+    other = dataclasses.replace(spec, templates=parse_templates(["[T] is [A]."]))
+    assert weat_comparability(other, "bert-base-uncased") == "templates or targets differ from the paper's"
+    assert weat_comparability(dataclasses.replace(spec, source="weat7.jsonl"), "bert-base-uncased").startswith("word sets from weat7")
+
+
+def test_table5_published_share_needs_list_size_template_targets_and_model():
+    import pandas as pd
+
+    from biaslens.kurita import TemplateScores, parse_target_pairs, parse_templates, share_comparability
+
+    def scores(n, template="[T] is [A].", pairs="he/she", model="bert-base-uncased"):
+        return TemplateScores(parse_templates([template]), parse_target_pairs(pairs), tuple(f"w{i}" for i in range(n)), pd.DataFrame(),
+                              {"model": model, "model_type": "bert"})
+
+    assert share_comparability("positive traits", scores(234)) is None  # "[T] is [A]." = the paper's "[T] is [A]"
+    assert share_comparability("positive traits", scores(230)) == "230 items; the paper's positive traits list has 234"
+    assert share_comparability("negative traits", scores(365)) == "365 items; the paper's negative traits list has 292"
+    assert share_comparability("skills", scores(17649)).startswith("template '[T] is [A].'; the paper's is '[T] can do [A]'")
+    assert share_comparability("skills", scores(17649, "[T] can do [A]")) is None
+    assert share_comparability("skills", scores(25, "[T] can do [A]")) == "25 items; the paper's skills list has 17,649"
+    assert share_comparability("positive traits", scores(234, pairs="men/women")).startswith("targets men/women")
+    assert share_comparability("positive traits", scores(234, model="roberta-base")).startswith("model roberta-base")
+    assert share_comparability("salary job titles", scores(3)) is None  # the paper states no size: not checked
+    assert share_comparability(None, scores(3)) == "not one of the paper's lists"
