@@ -25,7 +25,11 @@ On top of the scores:
   (increased log probability per target, bias score per pair) and the share of
   attributes more associated with the first target (Kurita's Table 5).
 * `weat_test` with `kurita_weat_spec`: the paper's five WEAT-style tests (Table 3) with
-  effect size d and a seeded permutation test (exact when small).
+  effect size d and a seeded permutation test (exact when small): ``p_value`` is the
+  paper's one-sided p = Pr[S_i > S], ``p_two_sided`` = Pr[|S_i| >= |S|] beside it.
+* Published numbers (Tables 3 and 5) are set beside a result only when the list, its size,
+  the template(s), the targets and the model are the paper's (`weat_comparability`,
+  `share_comparability`); otherwise the column says "not comparable: <reason>".
 
 How biaslens reads the paper's WEAT-style test (documented in the README): the
 template targets (flowers/insects, white/black, he/she/boys/girls/men/women) play
