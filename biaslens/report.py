@@ -349,10 +349,7 @@ class ReproductionReport:
         if "table5_bias_scores" in tables:
             text = "Percentage of pairs whose stereotypical sentence scores higher (50 = no preference)."
             t = tables["table5_bias_scores"]
-            shown = [("Bias score", paper_layout(t, "bias_score")),
-                     ("This run: each score with its pairs (n) and 95% Wilson interval",
-                      _counts(t[t["source"] == SOURCE_RUN][["model", "dataset", "metric", "n", "bias_score", "ci_low", "ci_high", "ties",
-                                                            "undecidable"]]))]
+            shown = [("Bias score", paper_layout(t, "bias_score")), (TABLE5_INTERVALS, table5_intervals(t))]
             out.append((TITLES["scores"], text, shown, "table5_bias_scores"))
         if "figure1_auc" in tables:
             text = (f"{READING} Score = the metric's per-pair margin f(stereo) − f(anti). The paper plots these curves for BERT and finds AUL "
@@ -392,10 +389,8 @@ class ReproductionReport:
                         add("table4_shuffle", f"{m.label}, {key.split('/')[0]}: the accuracies rest on {tokens['pair_id'].nunique()} pairs "
                                               f"(fewer than {SMALL_PAIRS}).")
         if "table5_bias_scores" in tables:
-            t = tables["table5_bias_scores"]
-            for r in t[t["source"] == SOURCE_RUN].itertuples():
-                if r.n < SMALL_PAIRS:
-                    add("table5_bias_scores", f"{r.model}, {r.dataset}: the bias scores rest on {int(r.n)} pairs (fewer than {SMALL_PAIRS}).")
+            for line in table5_notes(tables["table5_bias_scores"]):
+                add("table5_bias_scores", line)
         if "figure1_auc" in tables:
             for r in tables["figure1_auc"].itertuples():
                 if r.pairs < SMALL_PAIRS or min(r.positives, r.negatives) < SMALL_CLASS:
@@ -505,6 +500,25 @@ def _group_run(model: ModelAnalyses) -> EvaluationResult | None:
         if any(block.get("by_group") for block in result.summary["metrics"].values()):
             return result
     return None
+
+
+TABLE5_INTERVALS = "This run: each score with its pairs (n) and 95% Wilson interval"
+
+
+def table5_intervals(table: pd.DataFrame) -> pd.DataFrame:
+    """Table 5's own rows (from `bias_score_table`) with n, the 95% Wilson interval, ties and undecidable pairs."""
+    run = table[table["source"] == SOURCE_RUN]
+    return _counts(run[["model", "dataset", "metric", "n", "bias_score", "ci_low", "ci_high", "ties", "undecidable"]]).reset_index(drop=True)
+
+
+def table5_notes(table: pd.DataFrame) -> list[str]:
+    """One small-sample line per model and dataset whose bias scores rest on fewer than `SMALL_PAIRS` pairs."""
+    lines: list[str] = []
+    for r in table[table["source"] == SOURCE_RUN].itertuples():
+        line = f"{r.model}, {r.dataset}: the bias scores rest on {int(r.n)} pairs (fewer than {SMALL_PAIRS})."
+        if r.n < SMALL_PAIRS and line not in lines:
+            lines.append(line)
+    return lines
 
 
 def _table2_chart_frame(mean_ranks: pd.DataFrame, merged: pd.DataFrame) -> pd.DataFrame:
@@ -713,11 +727,14 @@ __all__ = [
     "ReproductionReport",
     "SMALL_CLASS",
     "SMALL_PAIRS",
+    "TABLE5_INTERVALS",
     "analyse_model",
     "build_report",
     "cmd_report",
     "evaluation_metrics",
     "markdown_table",
     "short_file_names",
+    "table5_intervals",
+    "table5_notes",
     "zip_report",
 ]

@@ -28,12 +28,15 @@ from biaslens.models import MaskedLM
 from biaslens.report import (
     ANALYSES,
     DEFAULT_DATASETS,
+    TABLE5_INTERVALS,
     TITLES,
     ModelAnalyses,
     ReportOptions,
     ReproductionReport,
     analyse_model,
     build_report,
+    table5_intervals,
+    table5_notes,
     zip_report,
 )
 from biaslens.shuffle import ShuffledSentence, shuffle_sentence
@@ -318,6 +321,10 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     if table is None:
         return
     _frame(paper_layout(table, "bias_score"))
+    for note in table5_notes(table):
+        st.warning(f"Small sample: {note}", icon=":material/warning:")
+    st.markdown(f"**{TABLE5_INTERVALS}**")
+    _frame(table5_intervals(table))
     ui.charts.show(figures.paper_bars(table, "bias_score", TITLES["scores"], "bias score", fifty=True), S + "chart_summary")
     st.download_button("Table 5 (CSV)", lambda: safe_csv(table), "table5_bias_scores.csv", "text/csv", icon=":material/download:",
                        key=S + "dl_summary", on_click="ignore")
