@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="score a dataset; writes pairs.csv and summary.json")
     _add_model_args(ev)
-    ev.add_argument("--dataset", required=True, help="crows-pairs, stereoset, or a path to a dataset / custom pairs CSV")
+    ev.add_argument("--dataset", required=True, help="crows-pairs, stereoset, crows-pairs-revised, crows-pairs-revised-210, crows-pairs-fr, crows-pairs-ja, crows-pairs-ru, winoqueer, "
+                    "or a path to a dataset / custom pairs CSV")
     ev.add_argument("--metrics", default=",".join(PAPER_METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
     ev.add_argument("--out", required=True, help="output folder")
     _add_compat_arg(ev)
@@ -328,8 +329,8 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         if path is None and args.fetch:
             with _DownloadBar(name) as bar:
                 path = load_dataset(name, data_dir=args.data_dir, progress=bar).path
-        print(f"{name:<13}{path if path else 'not found locally (run with --fetch, or pass --data-dir)'}")
-        print(f"{'':<13}source: {source.url}")
+        print(f"{name:<24}{path if path else 'not found locally (run with --fetch, or pass --data-dir)'}")
+        print(f"{'':<24}source: {source.url} ({source.license})")
     return 0
 
 
