@@ -86,7 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     ev.add_argument("--no-download", action="store_true", help="never download a dataset")
+    from .cli_field import add_compare_command, add_evaluate_options
+
+    add_evaluate_options(ev)
     ev.set_defaults(func=cmd_evaluate)
+    add_compare_command(sub, _add_model_args, _add_compat_arg, _positive_int)
 
     ins = sub.add_parser("inspect", help="score one sentence pair, token by token")
     _add_model_args(ins)
@@ -239,6 +243,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not main:
         parallel.finish(state)
         return 0
+    from .cli_field import after_evaluate
+
+    result = after_evaluate(args, lm, dataset, result, cache, metrics)
     pairs_path, summary_path = result.save(args.out)
     if result.cached:
         print(f"{result.cached} of {len(result.pairs) * len(metrics)} pair scores came from the result cache", file=sys.stderr)
