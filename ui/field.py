@@ -10,7 +10,6 @@ import streamlit as st
 from biaslens import flags as flagging
 from biaslens.datasets import PairDataset
 from biaslens.evaluation import EvaluationResult, summarize
-from biaslens.export import safe_csv
 from biaslens.metrics import METRICS
 from biaslens.models import MaskedLM
 from biaslens.paired import N_RESAMPLES, with_and_without
@@ -80,8 +79,6 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
         )
         st.caption(f"{int((~keep).sum()):,} of {len(ids):,} scored pairs flagged. Difference = unflagged − all, in percentage "
                    f"points, with a bootstrap 95% interval ({N_RESAMPLES:,} resamples of the pairs).")
-        st.download_button("Flags (CSV)", lambda: safe_csv(chosen), f"{dataset.name}-flags.csv", "text/csv",
-                           icon=":material/download:", key=S + "dl_flags", on_click="ignore")
         exclude = st.toggle("Exclude the flagged pairs from the scores below", key=S + "exclude")
     if not exclude or keep.all():
         return result
