@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="score a dataset; writes pairs.csv and summary.json")
     _add_model_args(ev)
-    ev.add_argument("--dataset", required=True, help="crows-pairs, stereoset, or a path to a dataset / custom pairs CSV")
+    ev.add_argument("--dataset", required=True, help="crows-pairs, stereoset, crows-pairs-revised, crows-pairs-revised-210, crows-pairs-fr, crows-pairs-ja, crows-pairs-ru, winoqueer, "
+                    "or a path to a dataset / custom pairs CSV")
     ev.add_argument("--metrics", default=",".join(PAPER_METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
     ev.add_argument("--out", required=True, help="output folder")
     _add_compat_arg(ev)
@@ -85,7 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     ev.add_argument("--no-download", action="store_true", help="never download a dataset")
+    from .cli_field import add_compare_command, add_evaluate_options
+
+    add_evaluate_options(ev)
     ev.set_defaults(func=cmd_evaluate)
+    add_compare_command(sub, _add_model_args, _add_compat_arg, _positive_int)
 
     ins = sub.add_parser("inspect", help="score one sentence pair, token by token")
     _add_model_args(ins)
@@ -238,6 +243,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not main:
         parallel.finish(state)
         return 0
+    from .cli_field import after_evaluate
+
+    result = after_evaluate(args, lm, dataset, result, cache, metrics)
     pairs_path, summary_path = result.save(args.out)
     if result.cached:
         print(f"{result.cached} of {len(result.pairs) * len(metrics)} pair scores came from the result cache", file=sys.stderr)
@@ -328,8 +336,8 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         if path is None and args.fetch:
             with _DownloadBar(name) as bar:
                 path = load_dataset(name, data_dir=args.data_dir, progress=bar).path
-        print(f"{name:<13}{path if path else 'not found locally (run with --fetch, or pass --data-dir)'}")
-        print(f"{'':<13}source: {source.url}")
+        print(f"{name:<24}{path if path else 'not found locally (run with --fetch, or pass --data-dir)'}")
+        print(f"{'':<24}source: {source.url} ({source.license})")
     return 0
 
 

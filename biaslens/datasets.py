@@ -61,6 +61,7 @@ class Pair:
     context: str = ""  # StereoSet only, with BLANK
     target: str = ""  # StereoSet only
     annotations: tuple[tuple[str, ...], ...] = ()  # CrowS-Pairs: the validators' label lists
+    source_id: str = ""  # the id written in the source file when it is not pair_id itself (revised CrowS-Pairs' "LA0", ...)
 
     @property
     def group(self) -> str:
@@ -107,6 +108,9 @@ class DatasetSource:
     # Other names the file circulates under; accepted only inside a folder whose name
     # contains the dataset's name (a bare "test.jsonl" could be anything).
     alt_file_names: tuple[str, ...] = ()
+    # When set, even the primary file name is accepted only inside a folder whose name contains the
+    # dataset's name or one of these (a bare "japanese.json" could be anything).
+    folder_hints: tuple[str, ...] = ()
 
 
 DATASETS: dict[str, DatasetSource] = {
@@ -464,6 +468,9 @@ def read_pairs_file(path: str | Path) -> PairDataset:
     """Any supported file, recognised by extension and content: StereoSet JSON, CrowS-Pairs CSV or custom CSV."""
     path = Path(path)
     text, sha256 = _read_file(path)
+    newer = _newer_format(path, text, sha256)
+    if newer is not None:
+        return newer
     if path.suffix.lower() in (".json", ".jsonl") or text.lstrip().startswith("{"):
         return _stereoset(path, text, sha256)
     if all(c in _csv_header(text) for c in CROWS_PAIRS_COLUMNS):
@@ -510,8 +517,9 @@ def _find(source: DatasetSource, folder: Path) -> Path | None:
     """The first file under `folder` (recursively, sorted) with the usual name, the primary name first."""
     for file_name in (source.file_name, *source.alt_file_names):
         for candidate in sorted(folder.rglob(file_name)):
-            alt_ok = source.name in candidate.parent.name.lower()
-            if candidate.is_file() and (file_name == source.file_name or alt_ok):
+            parent = candidate.parent.name.lower()
+            alt_ok = source.name in parent or any(hint in parent for hint in source.folder_hints)
+            if candidate.is_file() and ((file_name == source.file_name and not source.folder_hints) or alt_ok):
                 return candidate
     return None
 
@@ -620,6 +628,345 @@ def _download(key: str, cache_dir: str | Path | None, progress: Progress | None)
     return dataclasses.replace(dataset, path=target)
 
 
+
+# ---------------------------------------------------------------------------------------
+# Revised and translated CrowS-Pairs, WinoQueer
+# ---------------------------------------------------------------------------------------
+
+#: CrowS-Pairs' nine bias types; the "+210" revision adds "autre" (French: other).
+CROWS_PAIRS_BIAS_TYPES = (
+    "race-color", "gender", "socioeconomic", "nationality", "religion", "age", "sexual-orientation", "physical-appearance", "disability",
+)
+_REVISED_BIAS_TYPES = (*CROWS_PAIRS_BIAS_TYPES, "autre")
+_MEMOIRE = "https://raw.githubusercontent.com/JulienBez/MemoireMaster/1d7c0b700e50fce66e6d08d8d0c2a2705d89afa4/data/"
+_KANEKO_ML = "https://raw.githubusercontent.com/kanekomasahiro/bias_eval_in_multiple_mlm/bb2f2c718d17f41444112b4191e46fd8d436a141/translated_data/"
+_BLODGETT = "Blodgett et al. (2021) report serious noise and reliability problems in CrowS-Pairs (https://aclanthology.org/2021.acl-long.81/)"
+_NEVEOL = (
+    "Aurélie Névéol, Yoann Dupont, Julien Bezançon, Karën Fort (2022). French CrowS-Pairs: Extending a challenge dataset "
+    "for measuring social bias in masked language models to a language other than English. ACL 2022."
+)
+_KANEKO_NAACL = (
+    "Masahiro Kaneko, Aizhan Imankulova, Danushka Bollegala, Naoaki Okazaki (2022). Gender Bias in Masked Language Models "
+    "for Multiple Languages. NAACL 2022."
+)
+
+DATASETS.update(
+    {
+        "crows-pairs-revised": DatasetSource(
+            name="crows-pairs-revised",
+            title="CrowS-Pairs revised (English, 1,467 pairs)",
+            file_name="crows_pairs_EN_revised.csv",
+            url=_MEMOIRE + "crows_pairs_EN_revised.csv",
+            sha256="1f28318b4ce7a940cf48ffaad0b00796a2163556ed585a144b9ed42aeeff6764",
+            license="CC BY-SA 4.0",
+            homepage="https://gitlab.inria.fr/french-crows-pairs/acl-2022-paper-data-and-code",
+            caveat="Névéol et al. (2022) corrected CrowS-Pairs and removed 41 pairs flagged during translation; pair ids are "
+            f"CrowS-Pairs' row numbers. {_BLODGETT}.",
+            citation=_NEVEOL,
+        ),
+        "crows-pairs-revised-210": DatasetSource(
+            name="crows-pairs-revised-210",
+            title="CrowS-Pairs revised + 210 (English, 1,677 pairs)",
+            file_name="crows_pairs_EN_revised+210.csv",
+            url=_MEMOIRE + "crows_pairs_EN_revised%2B210.csv",
+            sha256="c2c449a051ae93a61dae7a882c7a3efdfce04215c492ed2365d01c0861cecafe",
+            license="CC BY-SA 4.0",
+            homepage="https://gitlab.inria.fr/french-crows-pairs/acl-2022-paper-data-and-code",
+            caveat="The revised English CrowS-Pairs plus 210 pairs translated from native French contributions (source ids "
+            f"LA0-LA209, pair ids 1508-1717). {_BLODGETT}.",
+            citation=_NEVEOL,
+        ),
+        "crows-pairs-fr": DatasetSource(
+            name="crows-pairs-fr",
+            title="French CrowS-Pairs (1,467 pairs)",
+            file_name="crows_pairs_FR.csv",
+            url=_MEMOIRE + "crows_pairs_FR.csv",
+            sha256="c22724becd2da955ca61cbf6cad802e65af3be1e43c2335b5d205414903692a3",
+            license="CC BY-SA 4.0",
+            homepage="https://gitlab.inria.fr/french-crows-pairs/acl-2022-paper-data-and-code",
+            caveat="A French adaptation of CrowS-Pairs: score it with a French or multilingual model. Pair ids are the English "
+            f"rows'. {_BLODGETT}.",
+            citation=_NEVEOL,
+        ),
+        "crows-pairs-ja": DatasetSource(
+            name="crows-pairs-ja",
+            title="Japanese CrowS-Pairs, gender (262 pairs)",
+            file_name="japanese.json",
+            url=_KANEKO_ML + "japanese.json",
+            sha256="711522cd8939a0ca5660bff0a1d1aa7993611e747bfe512a1ae39465fa277e5d",
+            license="MIT (a translation of CrowS-Pairs, CC BY-SA 4.0)",
+            homepage="https://github.com/kanekomasahiro/bias_eval_in_multiple_mlm",
+            caveat="Hand-translated gender pairs of CrowS-Pairs; pair ids are positions in the file. Score it with a Japanese "
+            f"or multilingual model. {_BLODGETT}.",
+            citation=_KANEKO_NAACL,
+            folder_hints=("translated",),
+        ),
+        "crows-pairs-ru": DatasetSource(
+            name="crows-pairs-ru",
+            title="Russian CrowS-Pairs, gender (262 pairs)",
+            file_name="russian.json",
+            url=_KANEKO_ML + "russian.json",
+            sha256="1868e02a6088b8a6e8360b51c42e0c916a356879185df4b79108e3f453e8441c",
+            license="MIT (a translation of CrowS-Pairs, CC BY-SA 4.0)",
+            homepage="https://github.com/kanekomasahiro/bias_eval_in_multiple_mlm",
+            caveat="Hand-translated gender pairs of CrowS-Pairs (text tokenised, spaces before punctuation); pair ids are "
+            f"positions in the file. Score it with a Russian or multilingual model. {_BLODGETT}.",
+            citation=_KANEKO_NAACL,
+            folder_hints=("translated",),
+        ),
+        "winoqueer": DatasetSource(
+            name="winoqueer",
+            title="WinoQueer v0 (5,872 pairs)",
+            file_name="winoqueer_benchmark.csv",
+            url="https://raw.githubusercontent.com/katyfelkner/winoqueer-v0/f116ae77cb2566d0f95b78be6206fa3c6ab0f876/winoqueer_benchmark.csv",
+            sha256="70e993554d0b08276a4b6053885afcd95d3fcda1eef2e2bbd46e9f6a0a1b76eb",
+            license="MIT",
+            homepage="https://github.com/katyfelkner/winoqueer-v0",
+            caveat="Anti-LGBTQ+ stereotypes built from templates (many pairs repeat); the v0 benchmark, not the 2023 release.",
+            citation="Virginia K. Felkner, Ho-Chun Herbert Chang, Eugene Jang, Jonathan May (2022). Towards WinoQueer: "
+            "Developing a Benchmark for Anti-Queer Bias in Large Language Models. QueerInAI @ NAACL 2022.",
+        ),
+    }
+)
+_ALIASES.update(
+    {
+        "crows-pairs-en-revised": "crows-pairs-revised",
+        "crows-pairs-revised+210": "crows-pairs-revised-210",
+        "crows-pairs-french": "crows-pairs-fr",
+        "crows-pairs-japanese": "crows-pairs-ja",
+        "crows-pairs-russian": "crows-pairs-ru",
+        "wq": "winoqueer",
+    }
+)
+
+
+def _name_for(path: Path, default: str) -> str:
+    """The dataset key whose usual file name `path` has, else `default`."""
+    return next((k for k, source in DATASETS.items() if source.file_name == path.name), default)
+
+
+def _published_note(key: str, path: Path, sha256: str) -> list[str]:
+    expected = DATASETS[key].sha256 if key in DATASETS else None
+    if not expected or sha256 == expected:
+        return []
+    return [f"{path.name} is not the published {DATASETS[key].title} file (sha256 {sha256[:12]}…, expected {expected[:12]}…): "
+            "it may be a modified copy."]
+
+
+class _Quirks:
+    """Oddities found while reading, each kind counted with its pair ids, reported as notes."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, list[str]] = {}
+
+    def add(self, kind: str, pair_id: int | str) -> None:
+        ids = self.items.setdefault(kind, [])
+        if str(pair_id) not in ids:
+            ids.append(str(pair_id))
+
+    def notes(self) -> list[str]:
+        return [f"{kind}: pair ids {', '.join(ids[:10])}{', …' if len(ids) > 10 else ''} ({len(ids):,})" for kind, ids in self.items.items()]
+
+
+def _trimmed(value: str, quirks: _Quirks, pair_id: int, where: str) -> str:
+    if value != value.strip():
+        quirks.add(f"spaces around the {where} removed", pair_id)
+    return value.strip()
+
+
+def _bias_type(value: str, known: tuple[str, ...], quirks: _Quirks, pair_id: int) -> str:
+    """A known bias type as written; a case variant lower-cased; anything else is unknown ("") and reported."""
+    value = value.strip()
+    if value in known or not value:
+        return value
+    if value.lower() in known:
+        quirks.add(f"bias_type written with capitals, read as lower case ({value!r})", pair_id)
+        return value.lower()
+    quirks.add(f"bias_type {value!r} is not a bias type of this dataset (left unknown)", pair_id)
+    return ""
+
+
+def _revised_id(path: Path, value: str, line: int) -> tuple[int, str]:
+    """(pair_id, source_id): CrowS-Pairs row numbers are the pair ids; "LA<k>" (the +210 pairs) become 1508 + k."""
+    value = value.strip()
+    if value.isdigit():
+        return int(value), ""
+    if value.startswith("LA") and value[2:].isdigit():
+        return 1508 + int(value[2:]), value
+    raise DatasetError(f"id {value!r} is neither a CrowS-Pairs row number nor LA<number> (line {line})", path=str(path))
+
+
+def _revised(path: Path, text: str, sha256: str, name: str | None = None) -> PairDataset:
+    """Névéol et al.'s tab-separated files: <id>, sent_more, sent_less, stereo_antistereo, bias_type (no quoting)."""
+    key = name or _name_for(path, "custom")
+    lines = text.split("\n")
+    header_at = next(i for i, line in enumerate(lines) if line.strip())
+    header = [h.strip() for h in lines[header_at].rstrip("\r").split("\t")]
+    missing = [c for c in ("sent_more", "sent_less", "stereo_antistereo", "bias_type") if c not in header]
+    if missing:
+        raise DatasetError(f"missing column(s) {', '.join(missing)} in the tab-separated header; found {', '.join(c or '(unnamed)' for c in header)}",
+                           path=str(path))
+    pairs: list[Pair] = []
+    quirks = _Quirks()
+    seen: dict[int, int] = {}
+    for index in range(header_at + 1, len(lines)):
+        line = lines[index].rstrip("\r")
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        number = len(pairs) + 1
+        if len(fields) != len(header):
+            raise DatasetError(f"{len(fields)} tab-separated fields where the header has {len(header)} (line {index + 1})",
+                               path=str(path), row=number)
+        values = dict(zip(header, fields))
+        pair_id, source_id = _revised_id(path, values.get(header[0], ""), index + 1) if header[0] == "" or header[0] == "id" else (number - 1, "")
+        if pair_id in seen:
+            raise DatasetError(f"id {pair_id} appears twice (lines {seen[pair_id]} and {index + 1})", path=str(path), row=number)
+        seen[pair_id] = index + 1
+        row = _Row(number, index + 1, values)
+        empty = [c for c in ("sent_more", "sent_less") if _sentence(values[c]) is None]
+        if empty:
+            quirks.add(f"skipped: {' and '.join(empty)} empty in the source", source_id or pair_id)
+            continue
+        sentences = [_trimmed(values[c], quirks, pair_id, "sentences") for c in ("sent_more", "sent_less")]
+        pairs.append(
+            Pair(
+                pair_id=pair_id,
+                dataset=key,
+                bias_type=_bias_type(values["bias_type"], _REVISED_BIAS_TYPES, quirks, pair_id),
+                direction=_csv_direction(path, row, optional=False),
+                sent_stereo=sentences[0],
+                sent_anti=sentences[1],
+                source_id=source_id,
+            )
+        )
+    if not pairs:
+        raise DatasetError("no data rows", path=str(path))
+    notes = _published_note(key, path, sha256) + quirks.notes() + _duplicate_notes(pairs)
+    return PairDataset(key, path, sha256, tuple(pairs), tuple(notes))
+
+
+def _translated(path: Path, text: str, sha256: str, name: str | None = None) -> PairDataset:
+    """Kaneko et al.'s translated CrowS-Pairs: a JSON array of {stereotype, anti-stereotype, direction, bias_type, bias_score}."""
+    key = name or _name_for(path, "custom")
+    document = parse_json_document(path, text)
+    if not isinstance(document, list):
+        raise DatasetError('expected a JSON array of {"stereotype": ..., "anti-stereotype": ..., "direction": ...} objects', path=str(path))
+    pairs: list[Pair] = []
+    quirks = _Quirks()
+    for pair_id, item in enumerate(document):
+        if not isinstance(item, dict):
+            raise DatasetError(f"item {pair_id} is not a JSON object", path=str(path), row=pair_id + 1)
+        sentences = []
+        for label in ("stereotype", "anti-stereotype"):
+            sentence = _sentence(item.get(label))
+            if sentence is None:
+                raise DatasetError(f"item {pair_id}: missing or empty {label} sentence", path=str(path), row=pair_id + 1)
+            sentences.append(_trimmed(sentence, quirks, pair_id, "sentences"))
+        direction = _text(item.get("direction")).strip()
+        if direction not in _GROUPS:
+            raise DatasetError(f"item {pair_id}: direction is {direction!r}, expected stereo or antistereo", path=str(path), row=pair_id + 1)
+        pairs.append(
+            Pair(
+                pair_id=pair_id,
+                dataset=key,
+                bias_type=_bias_type(_text(item.get("bias_type")), CROWS_PAIRS_BIAS_TYPES, quirks, pair_id),
+                direction=direction,
+                sent_stereo=sentences[0],
+                sent_anti=sentences[1],
+            )
+        )
+    if not pairs:
+        raise DatasetError("no pairs in the JSON array", path=str(path))
+    notes = _published_note(key, path, sha256) + quirks.notes() + _duplicate_notes(pairs)
+    return PairDataset(key, path, sha256, tuple(pairs), tuple(notes))
+
+
+_WINOQUEER_DIRECTION = ("stereo_antistero", "stereo_antistereo")  # v0's header is misspelt; the right spelling is accepted too
+
+
+def _winoqueer(path: Path, text: str, sha256: str, name: str | None = None) -> PairDataset:
+    """WinoQueer v0: CrowS-Pairs-like CSV, header `stereo_antistero` [sic], values often with a leading space."""
+    key = name or "winoqueer"
+    header = _csv_header(text)
+    column = next((c for c in _WINOQUEER_DIRECTION if c in header), None)
+    if column is None:
+        raise DatasetError("missing column stereo_antistero (or stereo_antistereo)", path=str(path))
+    quirks = _Quirks()
+    pairs: list[Pair] = []
+    for row in _csv_rows(path, text, ("sent_more", "sent_less", column, "bias_type")):
+        pair_id = row.number - 1
+        direction = row.values[column].strip()
+        if direction != row.values[column]:
+            quirks.add("spaces around stereo_antistero removed", pair_id)
+        if direction not in _GROUPS:
+            raise row.error(path, f"{column} is {row.values[column]!r}, expected stereo or antistereo")
+        bias_type = row.values["bias_type"]
+        if bias_type != bias_type.strip():
+            quirks.add("spaces around bias_type removed", pair_id)
+        pairs.append(
+            Pair(
+                pair_id=pair_id,
+                dataset=key,
+                bias_type=bias_type.strip(),
+                direction=direction,
+                sent_stereo=_trimmed(_csv_sentence(path, row, "sent_more"), quirks, pair_id, "sentences"),
+                sent_anti=_trimmed(_csv_sentence(path, row, "sent_less"), quirks, pair_id, "sentences"),
+            )
+        )
+    notes = _published_note(key, path, sha256)
+    if column == "stereo_antistero":
+        notes.append("the direction column is spelt stereo_antistero in the source (read as stereo_antistereo)")
+    notes += quirks.notes() + _duplicate_notes(pairs)
+    return PairDataset(key, path, sha256, tuple(pairs), tuple(notes))
+
+
+def _newer_format(path: Path, text: str, sha256: str) -> PairDataset | None:
+    """A revised (tab-separated) or translated (JSON array) CrowS-Pairs file or WinoQueer, recognised by content; else None."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped.startswith("["):
+        return _translated(path, text, sha256)
+    first = stripped.split("\n", 1)[0]
+    if "\t" in first and {"sent_more", "sent_less"} <= {h.strip() for h in first.split("\t")}:
+        return _revised(path, text, sha256)
+    if "stereo_antistero" in _csv_header(text):
+        return _winoqueer(path, text, sha256)
+    return None
+
+
+def read_crows_pairs_revised(path: str | Path, name: str | None = None) -> PairDataset:
+    """Névéol et al. (2022)'s revised English, "+210" and French CrowS-Pairs (tab-separated; ids are CrowS-Pairs row numbers).
+
+    Bad bias_type values are reported in `notes` (a capitalised one is lower-cased, others left unknown); "LA<k>" ids
+    of the +210 pairs become pair ids 1508 + k, the original kept in `source_id`.
+    """
+    path = Path(path)
+    return _revised(path, *_read_file(path), name=name)
+
+
+def read_translated_crows_pairs(path: str | Path, name: str | None = None) -> PairDataset:
+    """Kaneko et al. (2022)'s Japanese or Russian CrowS-Pairs gender pairs (JSON array); pair ids are positions."""
+    path = Path(path)
+    return _translated(path, *_read_file(path), name=name)
+
+
+def read_winoqueer(path: str | Path) -> PairDataset:
+    """WinoQueer v0's benchmark CSV; spaces around values are removed and reported in `notes`."""
+    path = Path(path)
+    return _winoqueer(path, *_read_file(path))
+
+
+_READERS.update(
+    {
+        "crows-pairs-revised": lambda p: read_crows_pairs_revised(p, "crows-pairs-revised"),
+        "crows-pairs-revised-210": lambda p: read_crows_pairs_revised(p, "crows-pairs-revised-210"),
+        "crows-pairs-fr": lambda p: read_crows_pairs_revised(p, "crows-pairs-fr"),
+        "crows-pairs-ja": lambda p: read_translated_crows_pairs(p, "crows-pairs-ja"),
+        "crows-pairs-ru": lambda p: read_translated_crows_pairs(p, "crows-pairs-ru"),
+        "winoqueer": read_winoqueer,
+    }
+)
+
 __all__ = [
     "DATASETS",
     "DatasetSource",
@@ -631,7 +978,10 @@ __all__ = [
     "load_dataset",
     "locate_dataset",
     "read_crows_pairs",
+    "read_crows_pairs_revised",
     "read_custom_pairs",
     "read_pairs_file",
     "read_stereoset",
+    "read_translated_crows_pairs",
+    "read_winoqueer",
 ]

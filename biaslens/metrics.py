@@ -27,6 +27,7 @@ KANEKO = "Kaneko & Bollegala (2022), Unmasking the Mask – Evaluating Social Bi
 NANGIA = "Nangia et al. (2020), CrowS-Pairs: A Challenge Dataset for Measuring Social Biases in Masked Language Models, EMNLP."
 NADEEM = "Nadeem et al. (2021), StereoSet: Measuring stereotypical bias in pretrained language models, ACL."
 SALAZAR = "Salazar et al. (2020), Masked Language Model Scoring, ACL."
+KAUF = "Kauf & Ivanova (2023), A Better Way to Do Masked Language Model Scoring, ACL."
 
 
 # ---------------------------------------------------------------------------------------
@@ -192,6 +193,29 @@ def _score_pll(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
     return _single_mask_score(s, r, s.encoding.scored_positions.tolist(), pll)
 
 
+def word_l2r_masks(encoding: Encoding) -> list[tuple[int, tuple[int, ...]]]:
+    """PLL-word-l2r: for each scored position i, (i, the positions masked to score it).
+
+    Those are i and the positions to its right within the same word (`Encoding.word_ids`); without
+    word ids every token is its own word (plain PLL).
+    """
+    pos = encoding.scored_positions.tolist()
+    words = encoding.word_ids or tuple(range(len(encoding)))
+    return [(i, tuple(j for j in pos if j >= i and words[j] == words[i])) for i in pos]
+
+
+def _queries_pll_word_l2r(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
+    return [MaskedQuery(s.encoding.ids, mask, (i,)) for i, mask in word_l2r_masks(s.encoding)]
+
+
+def _score_pll_word_l2r(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    results = [r.masked[q] for q in _queries_pll_word_l2r(s, compat)]
+    logprob = np.array([m.logprob[0] for m in results], dtype=np.float64)
+    rank = np.array([m.rank[0] for m in results], dtype=np.int64)
+    hits, total = _accuracy(rank)
+    return SentenceScore(pll(logprob), tuple(s.encoding.scored_positions.tolist()), logprob, hits, total, rank=rank)
+
+
 def _query_sss(s: SentenceInput, compat: bool) -> MaskedQuery:
     ids = s.encoding.ids
     candidates = tuple(ids[m] for m in s.modified) if compat else ()
@@ -328,6 +352,23 @@ METRICS: dict[str, Metric] = {
             accuracy_positions="every non-special token, each masked in turn",
             queries=_queries_pll,
             score=_score_pll,
+        ),
+        Metric(
+            key="pll_word_l2r",
+            name="PLL-word-l2r",
+            long_name="Pseudo-Log-Likelihood, within-word left-to-right",
+            formula=r"\mathrm{PLL}_{\mathrm{w\text{-}l2r}}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid S_{\setminus \{j \,:\, j \ge i,\ "
+            r"\mathrm{word}(j) = \mathrm{word}(i)\}}; \theta)",
+            summary="PLL, but a piece is scored with itself and the pieces to its right in the same word masked.",
+            pass_kind="masked",
+            citation=KAUF,
+            accuracy_positions="every non-special token, masked with the rest of its word to its right",
+            note="Corrects PLL (and CPS, which masks one token at a time the same way): with one piece masked, the other "
+            "pieces of a multi-piece word give it away, which inflates the likelihood of words split into several "
+            "pieces, as group words and names often are. Words are the tokenizer's own (BERT splits off punctuation; "
+            "sentencepiece splits on spaces only, so a sentence without spaces, e.g. Japanese, is one word).",
+            queries=_queries_pll_word_l2r,
+            score=_score_pll_word_l2r,
         ),
     )
 }

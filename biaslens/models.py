@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -68,6 +68,9 @@ class Encoding:
     ids: tuple[int, ...]
     special: tuple[bool, ...]
     tokens: tuple[str, ...]
+    # Per position, the index of the word the token belongs to (-1 for special tokens): the tokenizer's own
+    # word boundaries (`word_ids`), else read from the pieces' markers. Empty when unknown.
+    word_ids: tuple[int, ...] = ()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -76,6 +79,35 @@ class Encoding:
     def scored_positions(self) -> np.ndarray:
         """Positions of the non-special tokens (the ones every metric scores)."""
         return np.flatnonzero(~np.asarray(self.special, dtype=bool))
+
+
+def word_ids_of(enc: Any, tokens: Sequence[str], special: Sequence[bool]) -> tuple[int, ...]:
+    """The word index of every position (-1 for special tokens).
+
+    A fast tokenizer's `word_ids()` (its pre-tokenizer's words: BERT splits off punctuation, sentencepiece
+    splits on spaces only). A slow one's from the piece markers: "##" continues a word (WordPiece); a
+    piece starting with "▁" or "Ġ" starts one, any other continues the previous one (sentencepiece, byte BPE).
+    """
+    words = None
+    try:
+        words = enc.word_ids()
+    except (AttributeError, ValueError, TypeError):
+        words = None
+    if words is not None and len(words) == len(tokens):
+        out, seen = [], {}
+        for w, is_special in zip(words, special):
+            out.append(-1 if w is None or is_special else seen.setdefault(w, len(seen)))
+        return tuple(out)
+    wordpiece = any(t.startswith("##") for t in tokens)
+    out, current = [], -1
+    for token, is_special in zip(tokens, special):
+        if is_special:
+            out.append(-1)
+            continue
+        starts = not token.startswith("##") if wordpiece else token.startswith(("\u2581", "\u0120")) or current < 0
+        current += 1 if starts or current < 0 else 0
+        out.append(current)
+    return tuple(out)
 
 
 def resolve_device(device: str | None = "auto") -> torch.device:
@@ -181,7 +213,7 @@ class MaskedLM:
         if typed:
             raise InputError(f"The sentence contains the tokenizer's reserved token {', '.join(typed)}; remove it.")
         tokens = tuple(self.tokenizer.convert_ids_to_tokens(list(ids)))
-        return Encoding(text=text, ids=ids, special=special, tokens=tokens)
+        return Encoding(text=text, ids=ids, special=special, tokens=tokens, word_ids=word_ids_of(enc, tokens, special))
 
     def limited(self, max_tokens: int, who: str) -> "MaskedLM":
         """This model refusing sentences longer than `max_tokens` (e.g. a server's limit).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 import ui
@@ -11,7 +12,7 @@ import ui.resources
 import ui.runs
 import ui.settings
 import ui.state
-from biaslens import explore, figures
+from biaslens import explore, figures, paired
 from biaslens.export import safe_csv
 from biaslens.metrics import METRICS
 
@@ -139,6 +140,36 @@ else:
                  column_config={c: st.column_config.NumberColumn(c, format="%.2f")
                                 for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")})
     st.caption(f"The last columns are each model's score minus {order[0]}'s, in percentage points.")
+
+st.subheader("Paired test")
+paired_rows = []
+for label in order[1:]:
+    table = ui.feedback.attempt(paired.paired_comparison, results[order[0]], results[label], [metric], seed=seed)
+    if table is not None:
+        paired_rows.append(table.assign(models=f"{label} − {order[0]}"))
+if paired_rows:
+    st.dataframe(
+        pd.concat(paired_rows, ignore_index=True), hide_index=True, width="stretch",
+        column_order=["models", "n", "score_first", "score_second", "difference", "ci_low", "ci_high", "mcnemar_b", "mcnemar_c",
+                      "p_value", "mcnemar_method"],
+        column_config={
+            "models": "Models", "n": "Pairs",
+            "score_first": st.column_config.NumberColumn(f"{order[0]}", format="%.2f"),
+            "score_second": st.column_config.NumberColumn("Other model", format="%.2f"),
+            "difference": st.column_config.NumberColumn("Difference", format="%+.2f"),
+            "ci_low": st.column_config.NumberColumn("95% CI low", format="%+.2f"),
+            "ci_high": st.column_config.NumberColumn("95% CI high", format="%+.2f"),
+            "mcnemar_b": st.column_config.NumberColumn(f"Only {order[0]} prefers stereo"),
+            "mcnemar_c": st.column_config.NumberColumn("Only the other prefers stereo"),
+            "p_value": st.column_config.NumberColumn("McNemar p", format="%.3g"),
+            "mcnemar_method": "Test",
+        },
+    )
+    st.caption(
+        f"The same pairs under both models: difference of bias scores in percentage points with a paired bootstrap 95% interval "
+        f"({paired.N_RESAMPLES:,} resamples of the pairs, seed {seed}), and McNemar's test on the verdicts (exact below 25 "
+        "discordant pairs). An interval that excludes 0 and a small p say the models' bias scores differ on these pairs."
+    )
 
 st.subheader("Per pair")
 x_model, y_model = order[0], order[1]

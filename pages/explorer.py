@@ -10,6 +10,7 @@ import streamlit as st
 import ui
 import ui.charts
 import ui.feedback
+import ui.field
 import ui.resources
 import ui.runs
 import ui.settings
@@ -257,4 +258,6 @@ if result is None:
         st.stop()
     notice.empty()
 
+result = ui.field.flag_filter(settings, lm, dataset, result, metrics)
 show_result(result, metrics, _file_stem(settings.model, dataset.name))
+ui.field.stereoset_panel(settings, lm, dataset, result, metrics)

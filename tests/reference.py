@@ -91,6 +91,23 @@ def pll(lm, ids):
     return cps(lm, ids, [0, *positions, ids.shape[1] - 1])
 
 
+@torch.inference_mode()
+def pll_word_l2r(lm, text):
+    """Kauf & Ivanova (2023): each token masked with the tokens to its right in the same word (the tokenizer's word_ids)."""
+    enc = lm.tokenizer(text)
+    ids = torch.tensor([enc["input_ids"]])
+    words = enc.word_ids()
+    n = ids.shape[1]
+    score, correct = 0.0, []
+    for i in range(1, n - 1):
+        masked = ids.clone()
+        masked[0, [j for j in range(i, n - 1) if words[j] == words[i]]] = lm.mask_id
+        log_probs = torch.log_softmax(lm.model(masked).logits[0, i].float(), dim=-1)
+        score += log_probs[ids[0, i]].item()
+        correct.append(int(log_probs.argmax().item() == ids[0, i].item()))
+    return score, sum(correct), len(correct)
+
+
 def pair_scores(lm, stereo, anti, metric, compat=False):
     """(score_stereo, score_anti, hits, total) for one pair and one metric."""
     a, b = encode(lm, stereo), encode(lm, anti)
@@ -106,6 +123,8 @@ def pair_scores(lm, stereo, anti, metric, compat=False):
         ra, rb = all_masked(lm, a), all_masked(lm, b)
     elif metric == "pll":
         ra, rb = pll(lm, a), pll(lm, b)
+    elif metric == "pll_word_l2r":
+        ra, rb = pll_word_l2r(lm, stereo), pll_word_l2r(lm, anti)
     else:
         raise ValueError(metric)
     return ra[0], rb[0], ra[1] + rb[1], ra[2] + rb[2]

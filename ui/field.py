@@ -1,0 +1,130 @@
+"""Dataset explorer additions: flagged rows (exclude them, every metric with and without) and StereoSet's own numbers.
+
+Streamlit-only; the computing is in `biaslens.flags`, `biaslens.paired` and `biaslens.stereoset_scores`.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from biaslens import flags as flagging
+from biaslens.datasets import PairDataset
+from biaslens.evaluation import EvaluationResult, summarize
+from biaslens.metrics import METRICS
+from biaslens.models import MaskedLM
+from biaslens.paired import N_RESAMPLES, with_and_without
+from biaslens.stereoset_scores import stereoset_scores
+
+from . import resources
+from .feedback import attempt
+from .progress import ProgressBar
+from .settings import Settings
+
+S = "field."
+
+
+def _flags(settings: Settings, lm: MaskedLM, dataset: PairDataset):
+    """Every flag of the dataset's pairs (kept in the session per dataset and tokenizer)."""
+    key = (S + "flags", dataset.sha256, str(dataset.path), lm.fingerprint)
+    store = st.session_state.setdefault(S + "store", {})
+    if key not in store:
+        found = attempt(flagging.flag_pairs, dataset, lm=lm, data_dir=resources.data_dir(settings))
+        if found is None:
+            return None
+        store.clear()  # one dataset at a time
+        store[key] = found
+    return store[key]
+
+
+def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> EvaluationResult:
+    """The flagged-rows panel; returns `result` without the flagged pairs when the user excludes them."""
+    with st.expander("Flagged rows: pairs that may not be minimal pairs", icon=":material/flag:"):
+        st.caption(
+            "Blodgett et al. (2021) found many benchmark pairs that are not minimal pairs or not about the stated group. "
+            "Automatic checks flag pairs where more than the group words differ (word-level diff, pronoun agreement allowed), "
+            "StereoSet examples whose BLANK is odd, repeated pairs and pairs whose two sentences have the same tokens; for "
+            "CrowS-Pairs-based sets also the published list of non-minimal pairs (CrowsPairsTools) and, for CrowS-Pairs, "
+            "the rows the revised set removed."
+        )
+        found = _flags(settings, lm, dataset)
+        if found is None:
+            return result
+        all_flags, notes = found
+        for note in notes:
+            st.caption(f"Note: {note}")
+        ids = list(result.pairs["pair_id"])
+        scored = all_flags[all_flags["pair_id"].isin(set(ids))]
+        available = [c for c in flagging.CHECKS if c in set(scored["check"])]
+        if not available:
+            st.info("No scored pair is flagged.")
+            return result
+        checks = st.multiselect("Checks", available, default=available, key=S + "checks",
+                                format_func=lambda c: flagging.CHECK_LABELS.get(c, c))
+        chosen = scored[scored["check"].isin(set(checks))]
+        keep = flagging.keep_mask(ids, chosen)
+        st.dataframe(flagging.flag_summary(chosen), hide_index=True, width="stretch",
+                     column_config={"check": None, "label": "Check", "pairs": "Pairs flagged"})
+        table = with_and_without(result, keep, metrics)
+        table.insert(0, "name", [METRICS[m].name for m in table["metric"]])
+        st.dataframe(
+            table, hide_index=True, width="stretch",
+            column_config={
+                "metric": None, "name": "Metric", "n_all": "N all", "n_kept": "N unflagged",
+                "score_all": st.column_config.NumberColumn("All pairs", format="%.2f"),
+                "score_kept": st.column_config.NumberColumn("Unflagged pairs", format="%.2f"),
+                "difference": st.column_config.NumberColumn("Difference", format="%+.2f"),
+                "ci_low": st.column_config.NumberColumn("95% CI low", format="%+.2f"),
+                "ci_high": st.column_config.NumberColumn("95% CI high", format="%+.2f"),
+            },
+        )
+        st.caption(f"{int((~keep).sum()):,} of {len(ids):,} scored pairs flagged. Difference = unflagged − all, in percentage "
+                   f"points, with a bootstrap 95% interval ({N_RESAMPLES:,} resamples of the pairs).")
+        exclude = st.toggle("Exclude the flagged pairs from the scores below", key=S + "exclude")
+    if not exclude or keep.all():
+        return result
+    kept = result.pairs[keep].reset_index(drop=True)
+    if kept.empty:
+        st.warning("Every scored pair is flagged: showing them all.")
+        return result
+    st.info(f"Showing the {len(kept):,} unflagged pairs ({int((~keep).sum()):,} flagged pairs excluded).", icon=":material/filter_alt:")
+    manifest = {**result.summary["manifest"], "excluded_flagged": int((~keep).sum())}
+    return EvaluationResult(kept, summarize(kept, metrics, manifest), result.warnings, result.cached)
+
+
+def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> None:
+    """StereoSet's LMS, SS and ICAT per bias type under each metric, computed on request."""
+    by_id = {p.pair_id: p for p in dataset.pairs}
+    chosen = [by_id[i] for i in result.pairs["pair_id"] if i in by_id]
+    if not any(p.unrelated for p in chosen):
+        return
+    key = (S + "stereoset", str(dataset.path), dataset.sha256, lm.fingerprint, settings.compat, tuple(metrics), tuple(result.pairs["pair_id"]))
+    store = st.session_state.setdefault(S + "stereoset_store", {})
+    st.subheader("StereoSet's own scores")
+    st.caption(
+        "Nadeem et al. (2021), intrasentence: **LMS** (language-modelling score: how often a meaningful candidate beats the "
+        "unrelated one; ideal 100), **SS** (stereotype score: how often the stereotype beats the anti-stereotype; ideal 50), "
+        "**ICAT** = LMS · min(SS, 100 − SS) / 50 (ideal 100); per target term, then averaged, as StereoSet's scorer does. "
+        "Each metric's sentence score is the likelihood that compares the candidates."
+    )
+    if key not in store:
+        if not st.button("Compute LMS, SS and ICAT", key=S + "stereoset_run", icon=":material/play_arrow:",
+                         help="Scores the unrelated candidates too: about twice the work of the run above."):
+            return
+        bar = ProgressBar("Scoring StereoSet's unrelated candidates")
+        scores = attempt(stereoset_scores, lm, chosen, metrics, compat=settings.compat, cache=resources.result_cache(),
+                         main=result, progress=bar)
+        bar.clear()
+        if scores is None:
+            return
+        store.clear()
+        store[key] = scores
+    scores = store[key]
+    table = scores.table.copy()
+    table.insert(0, "name", [METRICS[m].name for m in table["metric"]])
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_config={"metric": None, "name": "Metric", "bias_type": "Bias type", "n": "N", "targets": "Targets",
+                                "lms": st.column_config.NumberColumn("LMS", format="%.2f"),
+                                "ss": st.column_config.NumberColumn("SS", format="%.2f"),
+                                "icat": st.column_config.NumberColumn("ICAT", format="%.2f")})
+    if scores.skipped:
+        st.caption(f"{scores.skipped:,} examples without an unrelated sentence are left out.")
