@@ -10,6 +10,7 @@ import streamlit as st
 import ui
 import ui.charts
 import ui.feedback
+import ui.honesty
 import ui.resources
 import ui.runs
 import ui.settings
@@ -252,9 +253,10 @@ if result is None:
         clicked = st.button("Run", type="primary", icon=":material/play_arrow:", key=S + "run")
     if clicked or pending:
         names = ", ".join(METRICS[m].name for m in metrics)
-        result = ui.runs.run(spec, lm, dataset, f"Scoring {dataset.name} ({names})")
+        result = ui.runs.run(spec, lm, dataset, f"Scoring {ui.settings.short_dataset_name(dataset)} ({names})")
     if result is None:
         st.stop()
     notice.empty()
 
+ui.honesty.model_banner(settings, lm, [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
 show_result(result, metrics, _file_stem(settings.model, dataset.name))

@@ -11,10 +11,11 @@ import streamlit as st
 import ui
 import ui.charts
 import ui.feedback
+import ui.honesty
 import ui.resources
 import ui.settings
 import ui.state
-from biaslens import explore, figures
+from biaslens import explore, figures, lab
 from biaslens.evaluation import PairInspection
 from biaslens.metrics import METRICS, PAPER_METRICS
 
@@ -46,8 +47,22 @@ def _adopt_url() -> None:
         st.session_state[S + "metric"] = metric
     st.session_state.setdefault(S + "source", "dataset")
     st.session_state.setdefault(S + "metric", "aul")
-    st.session_state.setdefault(S + "s1_input", EXAMPLE[0])
-    st.session_state.setdefault(S + "s2_input", EXAMPLE[1])
+    example = _example()
+    if st.session_state.get(S + "example") != example:  # a new model: its own example, unless the user typed something else
+        if st.session_state.get(S + "s1_input", example[0]) == st.session_state.get(S + "example", EXAMPLE)[0]:
+            st.session_state[S + "s1_input"], st.session_state[S + "s2_input"] = example
+        st.session_state[S + "example"] = example
+    st.session_state.setdefault(S + "s1_input", example[0])
+    st.session_state.setdefault(S + "s2_input", example[1])
+
+
+def _example() -> tuple[str, str]:
+    """The typed example: a lab model's first held-out pair (it knows no other words), else a CrowS-Pairs-like pair."""
+    model = ui.settings.selected_lab_model()
+    if model is None:
+        return EXAMPLE
+    first = lab.heldout_pairs(model.settings)[0]
+    return first.pair.sent_stereo, first.pair.sent_anti
 
 
 def _set_custom(stereo: str, anti: str) -> None:
@@ -126,8 +141,10 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
         text = p.sent_stereo if len(p.sent_stereo) <= 110 else p.sent_stereo[:107] + "…"
         return f"#{pair_id} · {kind} · {text}"
 
+    prefix = ui.settings.pair_label(dataset)
+
     st.selectbox(
-        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {dataset.name})",
+        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {prefix})",
         options,
         key=S + "pair_choice",
         format_func=describe,
@@ -136,7 +153,7 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
     if not ids:
         st.caption("No pair matches these filters; showing the current pair.")
     pair = by_id[current]
-    label = f"{dataset.name} #{pair.pair_id}" + "".join(f" · {x}" for x in (pair.bias_type, pair.direction) if x)
+    label = f"{prefix} #{pair.pair_id}" + "".join(f" · {x}" for x in (pair.bias_type, pair.direction) if x)
     return pair.sent_stereo, pair.sent_anti, label
 
 
@@ -332,6 +349,7 @@ if chosen is not None:
         st.stop()
 
     st.divider()
+    ui.honesty.model_banner(settings, lm, [stereo, anti])
     head_left, head_right = st.columns([4, 1.4], vertical_alignment="top")
     with head_left:
         st.subheader(label)

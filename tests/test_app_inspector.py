@@ -53,7 +53,9 @@ def test_home_page_inspects_a_crows_pairs_pair(app_env, tiny_bert):
     assert at.query_params["pair"] == "0" and at.query_params["model"] == app_env["BIASLENS_MODEL"]
     # The sidebar: the model's status and the sanity indicator (a random model looks untrained).
     assert "Loaded" in texts(at.sidebar.caption)
-    assert "Looks untrained" in texts(at.sidebar.error)
+    assert "Looks untrained" in texts(at.sidebar.warning)
+    # ... and in the main area, beside the verdicts (a projector hides the sidebar).
+    assert "looks untrained: read these results as noise" in texts(at.main.warning)
 
 
 def test_a_link_restores_pair_and_metric(app_env):
@@ -171,9 +173,12 @@ def test_an_unreachable_hub_is_explained_and_the_app_keeps_working(app_env, monk
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as on a machine without network
     at = run_app(params={"model": "bert-base-cased", "s1": "A b.", "s2": "A c."})
     no_exceptions(at)
-    errors = texts(at.error)
-    assert "bert-base-cased is not in the local Hugging Face cache" in errors
-    assert "type the path of a local folder into the **Model** box" in errors
+    assert not at.error  # nothing went wrong: the model is just not on this machine (a calm note, no red box)
+    notes = texts(at.main.info)
+    assert "The model bert-base-cased is not on this machine, and the Hugging Face hub cannot be reached" in notes
+    assert "into the **Model** box" in notes and "Use the offline lab model" in notes
+    assert "--model" not in notes and "HF_HUB_OFFLINE" not in notes  # the UI's own words, no CLI flags or raw errors
+    assert "Use the offline lab model" in [b.label for b in at.main.button]
     assert "Retry loading" in [b.label for b in at.button]
     assert at.title[0].value == "Pair inspector"
     # The rest of the app keeps working: the explorer still loads its dataset.
@@ -192,8 +197,10 @@ def test_a_missing_dataset_is_explained_and_typed_pairs_still_work(app_env, monk
     monkeypatch.setattr(urllib.request, "urlopen", offline)
     at = run_app()
     no_exceptions(at)
-    assert "CrowS-Pairs not found" in texts(at.error)
-    assert "Data folder" in texts(at.error)
+    assert not at.error
+    notes = texts(at.info)
+    assert "CrowS-Pairs is not on this machine" in notes and "Data folder" in notes
+    assert "--data-dir" not in notes and "network is unreachable" not in notes
     at.button_group(key=S + "source").set_value("custom").run()
     submit(at)
     no_exceptions(at)
