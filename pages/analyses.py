@@ -355,9 +355,9 @@ lm = ui.resources.model_or_stop(settings)
 _lab_model = ui.settings.selected_lab_model()
 # A lab model knows only its own words: it defaults to its held-out pairs, not to CrowS-Pairs and StereoSet.
 _defaults = [str(_lab_model.path / lab.PAIRS_FILE)] if _lab_model else list(dict.fromkeys([*DEFAULT_DATASETS, settings.dataset]))
-if st.session_state.get(S + "datasets_for") != settings.model:
-    st.session_state[S + "datasets"] = _defaults
-    st.session_state[S + "datasets_for"] = settings.model
+if S + "datasets" not in st.session_state or st.session_state.get(S + "datasets_for", settings.model) != settings.model:
+    st.session_state[S + "datasets"] = _defaults  # first visit, or another model: what that model knows
+st.session_state[S + "datasets_for"] = settings.model
 st.session_state.setdefault(S + "analyses", list(ANALYSES))
 st.session_state.setdefault(S + "shuffle_seed", 0)
 st.session_state.setdefault(S + "sample_on", True)

@@ -223,29 +223,50 @@ def show_scores(result: PairInspection, focus: str) -> None:
         st.markdown(f"**{name}** is undefined for this pair (a sentence has no modified token): it counts as no win.")
 
 
+#: The token table's columns, with names for people.
+TOKEN_COLUMNS = {
+    "side_name": "Sentence", "position": "Position", "label": "Token", "kind": "Kind", "logprob": "log p (AUL term)",
+    "rank": "Rank", "attention": "Attention received", "aula_contribution": "AULA contribution", "cps_logprob": "CPS masked log p",
+    "sss_logprob": "SSS masked log p", "all_masked_logprob": "All Masked log p", "top5": "Top-5 predictions (log p)",
+}
+DEFAULT_MEASURES = ["logprob", "aula_contribution"]
+
+
 def show_tokens(result: PairInspection, tokens: pd.DataFrame, focus: str) -> None:
     st.subheader("Token by token")
     st.caption(
-        "Each bar is one token. Hover it for every measure and the model's top-5 predictions at that position. "
-        "Coloured bars are modified tokens (they differ between the sentences); grey ones are shared."
+        "Both sentences on one axis, token by token in the order of the sentence: each shared token has a pale bar per "
+        "sentence, and a modified pair (e.g. *Women / Men*) full-colour bars. Hover a bar for every measure."
     )
-    measures = list(figures.TOKEN_MEASURES)
-    st.session_state.setdefault(S + "measure", METRIC_MEASURE[focus])
-    measure = st.segmented_control(
-        "Measure",
-        measures,
-        key=S + "measure", persist_state="session",
+    aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
+    extra = [METRIC_MEASURE[focus]] if METRIC_MEASURE[focus] not in DEFAULT_MEASURES else []
+    st.session_state.setdefault(S + "measures", [*DEFAULT_MEASURES, *extra])
+    measures = st.pills(
+        "Measures, side by side", list(figures.TOKEN_MEASURES), selection_mode="multi", key=S + "measures",
         format_func=lambda m: figures.TOKEN_MEASURES[m][0],
-        required=True,
-    ) or METRIC_MEASURE[focus]
-    st.caption(figures.TOKEN_MEASURES[measure][1].capitalize() + ".")
+    ) or DEFAULT_MEASURES
     chart_tab, table_tab = st.tabs(["Chart", "Table"])
     with chart_tab:
-        ui.charts.show(figures.token_chart(tokens, measure), S + "token_chart")
+        for col, measure in zip(st.columns(len(measures)), measures):
+            with col:
+                ui.charts.show(figures.aligned_token_chart(aligned, measure, title=figures.TOKEN_MEASURES[measure][0].capitalize()),
+                               S + f"tokens_{measure}")
+                st.caption(figures.TOKEN_MEASURES[measure][1].capitalize() + ".")
+        modified = aligned[aligned["kind"] == "modified"]
+        if "top5" in aligned and not modified.empty:
+            st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
+            st.dataframe(_readable(modified[["side_name", "label", "rank", "top5"]]), hide_index=True, width="stretch")
     with table_tab:
-        columns = ["sentence", "position", "label", "modified", "logprob", "rank", "attention", "aula_contribution",
-                   "cps_logprob", "sss_logprob", "all_masked_logprob", "top5"]
-        st.dataframe(tokens[[c for c in columns if c in tokens]], hide_index=True, width="stretch")
+        st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch")
+
+
+def _readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Column names for people and blanks instead of missing values (never a literal None)."""
+    frame = frame.rename(columns=TOKEN_COLUMNS).copy()
+    for column in frame.columns:
+        if frame[column].dtype.kind == "f" and frame[column].isna().any():  # a measure that does not apply to this token: blank
+            frame[column] = [f"{v:.4f}" if pd.notna(v) else "" for v in frame[column]]
+    return frame
 
 
 def show_drivers(result: PairInspection, focus: str) -> None:
@@ -289,18 +310,16 @@ def attention_view(result: PairInspection) -> None:
 
 
 def metric_cards() -> None:
-    cols = st.columns(len(PAPER_METRICS))
-    for col, key in zip(cols, PAPER_METRICS):
+    """One card per metric, full width: the formula on its own line (never clipped), then what it means."""
+    for key in PAPER_METRICS:
         m = METRICS[key]
-        with col.container(border=True):
+        with st.container(border=True):
             st.markdown(f"**{m.name}** · {m.long_name}")
             st.latex(m.formula)
             st.markdown(m.summary)
-            st.caption(f"Ideal bias score: **{m.ideal:g}**. {m.direction}")
-            if m.note:
-                st.caption(m.note)
-            st.caption(f"Token accuracy over {m.accuracy_positions}.")
-            st.caption(f"Source: {m.citation}")
+            notes = [f"Ideal bias score: **{m.ideal:g}**. {m.direction}", m.note, f"Token accuracy over {m.accuracy_positions}.",
+                     f"Source: {m.citation}"]
+            st.caption("  \n".join(n for n in notes if n))
 
 
 def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> None:
@@ -311,10 +330,11 @@ def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> No
     pinned_result = ui.feedback.attempt(ui.resources.inspection, settings, lm, pinned[0], pinned[1])
     if pinned_result is None:
         return
-    left, right = st.columns(2)
-    for col, (_, _, label), res in ((left, pinned, pinned_result), (right, current, result)):
-        with col.container(border=True):
-            st.markdown(f"**{'📌 ' if res is pinned_result else ''}{html.escape(label)}**")
+    # One under the other, each in full and titled by its own sentences (side by side, the tables and tokens would be cut).
+    for (stereo, anti, label), res, mark in ((pinned, pinned_result, "📌 Pinned"), (current, result, "This pair")):
+        with st.container(border=True):
+            st.markdown(f"**{mark}** · {html.escape(label)}")
+            st.html(sentences_html(stereo, anti))
             st.html(figures.aligned_tokens_html(explore.aligned_columns(res)))
             st.dataframe(scores_table(res).iloc[:, :5], hide_index=True, column_config=SCORE_FORMAT, width="stretch")
     st.button("Unpin", icon=":material/close:", on_click=_unpin)

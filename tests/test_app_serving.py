@@ -64,7 +64,7 @@ def test_a_dataset_outside_the_allowed_folders_is_refused(app_env, monkeypatch, 
     at = run_app(params={"dataset": str(pairs)})
     no_exceptions(at)
     assert not at.main.error, texts(at.main.error)
-    assert at.subheader[0].value.startswith("custom #0")  # the file loads
+    assert at.subheader[0].value.startswith("pairs #0")  # the file loads (named after the file, never "custom")
 
 
 def test_a_users_pairs_file_over_the_row_limit_is_refused(app_env, monkeypatch, tmp_path):

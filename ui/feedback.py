@@ -32,7 +32,9 @@ def _missing_message(exc: BaseException) -> str:
     if isinstance(exc, HubUnreachableError):
         from .settings import current, model_label
 
-        return (f"**The model {model_label(current().model)} is not on this machine, and the Hugging Face hub cannot be "
+        named = re.search(r"(?:to download|is set and|HTTP \d+ for) (\S+?)(?::|\.? is not|\. |$)", text)
+        name = named.group(1).rstrip(".") if named else current().model
+        return (f"**The model {model_label(name)} is not on this machine, and the Hugging Face hub cannot be "
                 "reached from here** to download it.")
     what = text.split(" not found and ")[0].strip() or "A data file"
     where = re.search(r"from (https?://\S+?) and put", text)
