@@ -198,8 +198,21 @@ def aligned_token_frame(columns: pd.DataFrame, tokens: pd.DataFrame, *, hide_spe
     return pd.DataFrame(out)
 
 
+#: Height of one aligned token (two bars and a gap) in `aligned_token_chart`.
+ALIGNED_ROW_HEIGHT = 30
+
 _SHADE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", "Stereotypical · shared", "Anti-stereotypical · shared"]
 _SHADE_RANGE = [STEREO_COLOR, ANTI_COLOR, "#F2B48A", "#8DBBD9"]
+
+
+def shade_legend_html() -> str:
+    """The colours of `aligned_token_chart` as one line of HTML swatches (one legend for several narrow charts)."""
+    items = "".join(
+        f'<span style="white-space:nowrap;margin-right:1.1rem"><span style="display:inline-block;width:0.9em;height:0.9em;'
+        f'background:{color};border-radius:2px;vertical-align:-0.1em;margin-right:0.35rem"></span>{html.escape(name)}</span> '
+        for name, color in zip(_SHADE_DOMAIN, _SHADE_RANGE)
+    )
+    return f'<div style="font-size:0.95rem;line-height:1.9">{items}</div>'
 
 
 def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, title: str | None = None, legend: bool = True) -> alt.LayerChart:
@@ -235,7 +248,7 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
     )
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
     layers = [bars] if measure == "rank" else [bars, zero]
-    chart = alt.layer(*layers).properties(height=rows_height(len(order), 2 * 16 + 8), width="container")
+    chart = alt.layer(*layers).properties(height=rows_height(len(order), ALIGNED_ROW_HEIGHT), width="container")
     if title:
         chart = chart.properties(title=title)
     return _style(chart)
@@ -524,6 +537,55 @@ def lab_scenarios_chart(frame: pd.DataFrame, title: str = "Bias score per metric
     return chart.configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=0, orient="top", direction="vertical")
 
 
+def inspector_slide(title: str, stereo: str, anti: str, aligned: pd.DataFrame, drivers: dict[str, pd.DataFrame],
+                    measures: tuple[str, ...] = ("logprob", "aula_contribution"), *, panel_width: int = 380) -> Any:
+    """One pair on one slide: its two sentences, the aligned token charts side by side and what drives each margin.
+
+    `aligned` comes from `aligned_token_frame`; `drivers` maps a chart title (e.g. "AUL: margin +0.0123") to
+    `explore.margin_drivers`. Fixed widths, so `to_svg` / `to_png` give the same picture anywhere.
+    """
+    def sentence(text: str, side: str) -> Any:
+        frame = pd.DataFrame({"t": [f"{SIDE_NAMES[side].upper()}   {text}"]})
+        return alt.Chart(frame).mark_text(align="left", fontSize=17, color=SIDE_COLORS[side], limit=2 * panel_width + 120).encode(
+            text="t:N", x=alt.value(0)).properties(width=2 * panel_width, height=24)
+
+    tokens = [
+        alt.layer(*_unstyled(aligned_token_chart(aligned, m, title=TOKEN_MEASURES[m][0][:1].upper() + TOKEN_MEASURES[m][0][1:],
+                                                 legend=(i == 0)))).properties(width=panel_width)
+        for i, m in enumerate(measures)
+    ]
+    driver_charts = [alt.layer(*_unstyled(drivers_chart(frame, name))).properties(width=panel_width) for name, frame in drivers.items()]
+    rows: list[Any] = [sentence(stereo, "stereo"), sentence(anti, "anti"), alt.hconcat(*tokens)]
+    if driver_charts:
+        rows.append(alt.hconcat(*driver_charts).resolve_scale(color="shared"))
+    slide = alt.vconcat(*rows, spacing=18).resolve_scale(color="independent")
+    return _style(slide.properties(title=alt.Title(title, fontSize=20)))
+
+
+def _unstyled(chart: Any) -> list[Any]:
+    """The layers of a styled top-level chart, without its configuration (to nest it in a larger figure)."""
+    copy = chart.copy(deep=True)
+    copy.config = alt.Undefined
+    layers = copy.layer if getattr(copy, "layer", alt.Undefined) is not alt.Undefined else [copy]
+    out = []
+    for layer in layers:
+        layer = layer.copy(deep=True)
+        for attr in ("height", "title"):
+            if getattr(copy, attr, alt.Undefined) is not alt.Undefined and getattr(layer, attr, alt.Undefined) is alt.Undefined:
+                setattr(layer, attr, getattr(copy, attr))
+        out.append(layer)
+    return out
+
+
+def to_png(chart: Any, width: int = 760, scale: float = 2.0) -> bytes:
+    """The chart as PNG bytes, offline (vl-convert), at `scale` times its pixel size (sharp on a projector)."""
+    import vl_convert
+
+    spec = chart.to_dict()
+    _fix_width(spec, width)
+    return vl_convert.vegalite_to_png(spec, scale=scale)
+
+
 def to_svg(chart: Any, width: int = 760) -> str:
     """The chart as SVG text, offline (vl-convert). Container widths become `width` pixels."""
     import vl_convert
@@ -553,6 +615,7 @@ __all__ = [
     "aligned_token_chart",
     "aligned_token_frame",
     "aligned_tokens_html",
+    "shade_legend_html",
     "attention_heatmap",
     "bias_scores_chart",
     "by_type_chart",
@@ -565,6 +628,8 @@ __all__ = [
     "roc_chart",
     "rows_height",
     "shuffle_chart",
+    "inspector_slide",
+    "to_png",
     "to_svg",
     "token_chart",
     "word_rank_chart",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import random
+import re
 
 import pandas as pd
 import streamlit as st
@@ -108,7 +110,7 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
     ui.feedback.content_warning(dataset)
     frame = _pairs_frame(str(dataset.path), dataset.sha256, dataset)
     has_direction = bool((frame["direction"] != "").any())
-    cols = st.columns([1.2, 1, 2.2, 0.8] if has_direction else [1.2, 3.2, 0.8], vertical_alignment="bottom")
+    cols = st.columns([1.1, 0.9, 1.5, 1.1] if has_direction else [1.1, 2.4, 1.1], vertical_alignment="bottom")
     types = sorted(t for t in frame["bias_type"].unique() if t)
     bias_type = cols[0].selectbox("Bias type", ["All", *types], key=S + "bias_type", persist_state="session")
     direction = "All"
@@ -208,8 +210,18 @@ SCORE_FORMAT = {
 } | {c: st.column_config.NumberColumn(c, format="%.0f") for c in ("Token acc. stereo (%)", "Token acc. anti (%)")}
 
 
+def static_table(frame: pd.DataFrame, formats: dict[str, str] | None = None) -> None:
+    """A small table drawn in full (cells wrap, nothing scrolls out of sight): for projectors and narrow windows."""
+    styler = frame.style.hide(axis="index").format(formats or {}, na_rep="")
+    st.table(styler)
+
+
+SCORE_FORMATS = {"Stereotypical": "{:.4f}", "Anti-stereotypical": "{:.4f}", "Margin (stereo − anti)": "{:+.4f}",
+                 "Token acc. stereo (%)": "{:.0f}", "Token acc. anti (%)": "{:.0f}"}
+
+
 def show_scores(result: PairInspection, focus: str) -> None:
-    st.dataframe(scores_table(result), hide_index=True, column_config=SCORE_FORMAT, width="stretch")
+    static_table(scores_table(result), SCORE_FORMATS)
     verdict = result.verdict(focus)
     name = METRICS[focus].name
     if verdict in ("stereo", "anti"):
@@ -247,15 +259,18 @@ def show_tokens(result: PairInspection, tokens: pd.DataFrame, focus: str) -> Non
     ) or DEFAULT_MEASURES
     chart_tab, table_tab = st.tabs(["Chart", "Table"])
     with chart_tab:
+        st.html(figures.shade_legend_html())
         for col, measure in zip(st.columns(len(measures)), measures):
             with col:
-                ui.charts.show(figures.aligned_token_chart(aligned, measure, title=figures.TOKEN_MEASURES[measure][0].capitalize()),
+                name = figures.TOKEN_MEASURES[measure][0]
+                ui.charts.show(figures.aligned_token_chart(aligned, measure, title=name[:1].upper() + name[1:], legend=False),
                                S + f"tokens_{measure}")
-                st.caption(figures.TOKEN_MEASURES[measure][1].capitalize() + ".")
+                about = figures.TOKEN_MEASURES[measure][1]
+                st.caption(about[:1].upper() + about[1:] + ".")
         modified = aligned[aligned["kind"] == "modified"]
         if "top5" in aligned and not modified.empty:
             st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
-            st.dataframe(_readable(modified[["side_name", "label", "rank", "top5"]]), hide_index=True, width="stretch")
+            static_table(_readable(modified[["side_name", "label", "rank", "top5"]]))
     with table_tab:
         st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch")
 
@@ -284,6 +299,25 @@ def show_drivers(result: PairInspection, focus: str) -> None:
             if drivers is not None:
                 margin = result.margin(key)
                 ui.charts.show(figures.drivers_chart(drivers, f"{METRICS[key].name}: margin {margin:+.4f}"), S + f"drivers_{key}")
+
+
+def slide_downloads(result: PairInspection, tokens: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
+    """One click: the pair, its aligned token charts and what drives the margins, as one picture for a slide."""
+
+    def slide():
+        aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
+        drivers = {}
+        for key in ("aul", "aula"):
+            with contextlib.suppress(Exception):  # kaneko2022 CPS/SSS are not additive; AUL and AULA always are
+                drivers[f"{METRICS[key].name}: margin {result.margin(key):+.4f}"] = explore.margin_drivers(result, key)
+        return figures.inspector_slide(label, stereo, anti, aligned, drivers)
+
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "pair"
+    with st.container(horizontal=True):
+        st.download_button("Slide (PNG)", lambda: figures.to_png(slide()), f"biaslens-{stem}.png", "image/png", icon=":material/image:",
+                           on_click="ignore", key=S + "slide_png", help="The pair, its token charts and what drives the difference, in one image.")
+        st.download_button("Slide (SVG)", lambda: figures.to_svg(slide()), f"biaslens-{stem}.svg", "image/svg+xml", icon=":material/image:",
+                           on_click="ignore", key=S + "slide_svg", help="The same as a vector image (scales to any projector).")
 
 
 @st.fragment
@@ -336,7 +370,7 @@ def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> No
             st.markdown(f"**{mark}** · {html.escape(label)}")
             st.html(sentences_html(stereo, anti))
             st.html(figures.aligned_tokens_html(explore.aligned_columns(res)))
-            st.dataframe(scores_table(res).iloc[:, :5], hide_index=True, column_config=SCORE_FORMAT, width="stretch")
+            static_table(scores_table(res).iloc[:, :5], SCORE_FORMATS)
     st.button("Unpin", icon=":material/close:", on_click=_unpin)
 
 
@@ -370,14 +404,12 @@ if chosen is not None:
 
     st.divider()
     ui.honesty.model_banner(settings, lm, [stereo, anti])
-    head_left, head_right = st.columns([4, 1.4], vertical_alignment="top")
-    with head_left:
-        st.subheader(label)
-        st.html(sentences_html(stereo, anti))
-    with head_right:
-        st.button("Pin for comparison", icon=":material/push_pin:", on_click=_pin, args=(stereo, anti, label), width="stretch",
-                  help="Keep this pair on screen; then change a word or pick another pair to compare side by side.")
-        st.button("Edit this pair", icon=":material/edit:", on_click=_set_custom, args=(stereo, anti), width="stretch",
+    st.subheader(label)
+    st.html(sentences_html(stereo, anti))
+    with st.container(horizontal=True):
+        st.button("Pin for comparison", icon=":material/push_pin:", on_click=_pin, args=(stereo, anti, label),
+                  help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.")
+        st.button("Edit this pair", icon=":material/edit:", on_click=_set_custom, args=(stereo, anti),
                   help="Copy the two sentences into the form to change a word.")
     st.html(figures.aligned_tokens_html(explore.aligned_columns(result)))
     st.caption(
@@ -399,12 +431,14 @@ if chosen is not None:
     show_tokens(result, tokens, focus)
     show_drivers(result, focus)
 
+    slide_downloads(result, tokens, label, stereo, anti)
+
     with st.expander("Attention drill-down", icon=":material/grid_on:"):
         st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
         attention_view(result)
     with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
         metric_cards()
     st.caption(
-        f"Model {result.manifest['model']} · {result.manifest['device']} · {result.manifest['dtype']} · "
+        f"Model {ui.settings.model_label(result.manifest['model'])} · {result.manifest['device']} · {result.manifest['dtype']} · "
         f"mode {'kaneko2022' if result.compat else 'default'}"
     )

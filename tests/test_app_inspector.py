@@ -19,7 +19,7 @@ S = "inspector."
 
 def scores(at):
     """The sentence-scores table as {metric name: (stereo, anti)}."""
-    table = next(d.value for d in at.dataframe if "Margin (stereo − anti)" in d.value.columns)
+    table = next(d.value for d in [*at.table, *at.dataframe] if "Margin (stereo − anti)" in d.value.columns)
     return {row["Metric"]: (row["Stereotypical"], row["Anti-stereotypical"]) for _, row in table.iterrows()}
 
 
@@ -79,7 +79,7 @@ def test_typed_pair_runs_only_on_submit(app_env, tiny_bert):
     at = run_app()
     at.button_group(key=S + "source").set_value("custom").run()
     no_exceptions(at)
-    assert not any("Margin (stereo − anti)" in d.value.columns for d in at.dataframe)  # nothing scored yet
+    assert not any("Margin (stereo − anti)" in d.value.columns for d in [*at.table, *at.dataframe])  # nothing scored yet
     assert "Score this pair" in texts(at.info)
     at.text_area(key=S + "s1_input").input("The nurse said she was tired.")
     at.text_area(key=S + "s2_input").input("The nurse said he was tired.")
