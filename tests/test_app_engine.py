@@ -318,3 +318,14 @@ def test_eta_uses_the_recent_rate():
 
 def test_format_duration():
     assert [format_duration(s) for s in (0, 8.4, 65, 3725)] == ["0 s", "8 s", "1 min 05 s", "1 h 02 min"]
+
+
+def test_the_inspector_slide_is_one_picture_in_png_and_svg(pair_inspection, tiny_bert):
+    tokens = explore.token_table(pair_inspection, tiny_bert.decode_token)
+    aligned = figures.aligned_token_frame(explore.aligned_columns(pair_inspection), tokens)
+    drivers = {"AUL: margin": explore.margin_drivers(pair_inspection, "aul")}
+    slide = figures.inspector_slide("A pair", "She is a nurse.", "He is a nurse.", aligned, drivers)
+    png = figures.to_png(slide, scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = figures.to_svg(slide)
+    assert "She is a nurse." in svg and "AUL: margin" in svg and "Log p (AUL term)" in svg

@@ -227,3 +227,17 @@ def test_concurrent_sessions_get_correct_results(app_env, model_dirs):
         t.join()
     for i, frame in enumerate(alone):
         assert results[i][["stereo", "anti"]].to_numpy() == pytest.approx(frame[["stereo", "anti"]].to_numpy(), abs=1e-6)
+
+
+def test_classroom_mode_enlarges_hides_the_sidebar_and_offers_a_slide(app_env):
+    at = run_app(params={"pair": "15"})
+    no_exceptions(at)
+    assert {b.label for b in at.get("download_button")} >= {"Slide (PNG)", "Slide (SVG)"}
+    at.sidebar.toggle(key="classroom.on").set_value(True).run()
+    no_exceptions(at)
+    styles = " ".join(h.proto.body for h in at.get("html"))
+    assert "font-size: 21px" in styles and '[data-testid="stSidebar"]' in styles
+    assert "looks untrained: read these results as noise" in texts(at.main.warning)  # the caveat stays in view
+    at.button(key="classroom.leave").click().run()
+    assert not at.session_state["classroom.on"]
+    assert "font-size: 21px" not in " ".join(h.proto.body for h in at.get("html"))
