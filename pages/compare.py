@@ -91,6 +91,10 @@ if missing:
             f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ", ".join(ui.settings.model_label(m) for m, _, _ in missing) + ".",
             icon=":material/hourglass_empty:",
         )
+        if not pending:
+            for i, (model, model_lm, model_spec) in enumerate(missing):
+                st.caption(f"{ui.settings.model_label(model)}:")
+                ui.runs.time_estimate(model_spec, model_lm, dataset, n_pairs, key=f"{S}estimate.{i}")
         clicked = st.button("Score them", type="primary", icon=":material/play_arrow:", key=S + "run")
     if not (clicked or pending):
         st.stop()

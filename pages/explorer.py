@@ -250,6 +250,8 @@ if result is None:
                else "Finished chunks are cached, so an interrupted run resumes where it stopped."),
             icon=":material/hourglass_empty:",
         )
+        if not pending:
+            ui.runs.time_estimate(spec, lm, dataset, n_pairs, key=S + "estimate")
         clicked = st.button("Run", type="primary", icon=":material/play_arrow:", key=S + "run")
     if clicked or pending:
         names = ", ".join(METRICS[m].name for m in metrics)
