@@ -8,6 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
+import ui.classroom
 import ui.settings
 import ui.state
 
@@ -29,5 +30,7 @@ st.html(f"<style>{(ASSETS / 'app.css').read_text()}</style>")
 ui.state.begin_run()
 page = st.navigation(PAGES)
 ui.settings.render_sidebar()
+ui.classroom.sidebar_toggle()
+ui.classroom.apply()
 page.run()
 ui.state.flush()

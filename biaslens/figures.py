@@ -61,12 +61,14 @@ def _fifty_rule() -> alt.Chart:
 
 _ALIGN_STYLE = (
     "<style>"
-    ".bl-align{overflow-x:auto;margin:0.25rem 0 0.5rem 0}"
-    ".bl-align table{border-collapse:separate;border-spacing:3px 5px;font-size:1.15rem;margin-bottom:0.6rem}"
-    ".bl-align td,.bl-align th{border:none;padding:0;white-space:nowrap}"
-    ".bl-side{font-size:0.9rem;font-weight:600;padding-right:0.75rem!important;text-align:right;min-width:9.5rem}"
+    ".bl-align{display:flex;flex-wrap:wrap;align-items:flex-start;row-gap:0.7rem;column-gap:4px;margin:0.25rem 0 0.6rem 0;"
+    "font-size:1.15rem;max-width:100%}"
+    ".bl-col{display:flex;flex-direction:column;gap:5px;align-items:stretch}"
+    ".bl-col .bl-tok{text-align:center}"
+    ".bl-side{font-size:0.9rem;font-weight:600;padding-right:0.6rem;text-align:right}"
+    ".bl-side span{display:block;padding:3px 0;line-height:1.45rem}"
     f".bl-stereo-label{{color:{STEREO_COLOR}}} .bl-anti-label{{color:{ANTI_COLOR}}}"
-    ".bl-tok{display:inline-block;padding:2px 7px;border-radius:6px;border:1px solid transparent}"
+    ".bl-tok{display:inline-block;padding:2px 7px;border-radius:6px;border:1px solid transparent;white-space:nowrap;line-height:1.45rem}"
     f".bl-mod.bl-stereo{{background:{STEREO_COLOR};color:#fff;font-weight:700}}"
     f".bl-mod.bl-anti{{background:{ANTI_COLOR};color:#fff;font-weight:700}}"
     ".bl-shared{border-color:#cfcfcf}"
@@ -76,12 +78,13 @@ _ALIGN_STYLE = (
 )
 
 
-def aligned_tokens_html(columns: pd.DataFrame, line_chars: int = 90) -> str:
+def aligned_tokens_html(columns: pd.DataFrame) -> str:
     """The two sentences token by token, aligned column by column (from `explore.aligned_columns`).
 
-    Modified tokens are filled with their sentence's colour, shared tokens are plain and
-    special tokens faint; an empty cell marks a token the other sentence lacks. Long
-    pairs wrap onto several lines of about `line_chars` characters.
+    Each aligned column holds the stereotypical token above the anti-stereotypical one;
+    modified tokens are filled with their sentence's colour, shared tokens are plain and
+    special tokens faint; a dot marks a token the other sentence lacks. Columns wrap onto
+    new lines at any width, so long pairs never overflow.
     """
 
     def cell(token: str, kind: str, side: str) -> str:
@@ -90,27 +93,13 @@ def aligned_tokens_html(columns: pd.DataFrame, line_chars: int = 90) -> str:
         css = {"modified": f"bl-mod bl-{side}", "special": "bl-special", "shared": "bl-shared"}[kind]
         return f'<span class="bl-tok {css}" title="{kind} token">{html.escape(token)}</span>'
 
-    tables = []
-    for chunk in _chunks(columns, line_chars):
-        rows = []
-        for side in ("stereo", "anti"):
-            cells = "".join(f"<td>{cell(t, k, side)}</td>" for t, k in zip(chunk[f"{side}_token"], chunk["kind"]))
-            rows.append(f'<tr><th class="bl-side bl-{side}-label">{SIDE_NAMES[side]}</th>{cells}</tr>')
-        tables.append(f"<table>{''.join(rows)}</table>")
-    return f'{_ALIGN_STYLE}<div class="bl-align">{"".join(tables)}</div>'
-
-
-def _chunks(columns: pd.DataFrame, line_chars: int) -> list[pd.DataFrame]:
-    """Split the aligned columns into lines of about `line_chars` characters, so long pairs wrap."""
-    widths = [max(len(a), len(b)) + 3 for a, b in zip(columns["stereo_token"], columns["anti_token"])]
-    chunks, start, used = [], 0, 0
-    for i, w in enumerate(widths):
-        if used + w > line_chars and i > start:
-            chunks.append(columns.iloc[start:i])
-            start, used = i, 0
-        used += w
-    chunks.append(columns.iloc[start:])
-    return chunks
+    side = (f'<div class="bl-col bl-side"><span class="bl-stereo-label">{SIDE_NAMES["stereo"]}</span>'
+            f'<span class="bl-anti-label">{SIDE_NAMES["anti"]}</span></div>')
+    cols = "".join(
+        f'<div class="bl-col">{cell(s, k, "stereo")}{cell(a, k, "anti")}</div>'
+        for s, a, k in zip(columns["stereo_token"], columns["anti_token"], columns["kind"])
+    )
+    return f'{_ALIGN_STYLE}<div class="bl-align">{side}{cols}</div>'
 
 
 def _role(frame: pd.DataFrame) -> pd.Series:
@@ -171,6 +160,100 @@ def token_chart(tokens: pd.DataFrame, measure: str = "logprob", *, hide_special:
     return _style(alt.vconcat(*rows).resolve_scale(color="shared"))
 
 
+#: Height of one row of a horizontal bar chart (px), and the least height of such a chart.
+ROW_HEIGHT = 30
+MIN_HEIGHT = 140
+
+
+def rows_height(n_rows: int, per_row: int = ROW_HEIGHT, minimum: int = MIN_HEIGHT) -> int:
+    """Height of a chart with `n_rows` rows: a fixed height per row, never below `minimum` (labels never overlap)."""
+    return max(minimum, per_row * max(1, n_rows))
+
+
+def aligned_token_frame(columns: pd.DataFrame, tokens: pd.DataFrame, *, hide_special: bool = True) -> pd.DataFrame:
+    """Both sentences' tokens paired by alignment, one row per token (from `explore.aligned_columns` and `explore.token_table`).
+
+    `row` names the aligned column ("drive" for a shared token, "Women / Men" for a modified
+    pair; repeats made distinct with invisible marks), `order` keeps the sentence order,
+    `side_name` is the sentence; every measure and `top5` of `tokens` comes along.
+    """
+    by_position = {(r["sentence"], int(r["position"])): r for r in tokens.to_dict("records")}
+    out, seen = [], {}
+    for order, col in enumerate(columns.to_dict("records")):
+        if hide_special and col["kind"] == "special":
+            continue
+        s, a = col["stereo_token"], col["anti_token"]
+        label = s if col["kind"] != "modified" else f"{s or '∅'} / {a or '∅'}"
+        seen[label] = seen.get(label, 0) + 1
+        label += "\u200b" * (seen[label] - 1)  # the same token twice: two rows, one visible label each
+        for side in ("stereo", "anti"):
+            position = int(col[f"{side}_position"])
+            if position < 0:
+                continue
+            token = by_position.get((side, position))
+            if token is None:
+                continue
+            out.append({**token, "row": label, "order": order, "kind": col["kind"], "side_name": SIDE_NAMES[side],
+                        "shade": f"{SIDE_NAMES[side]} · {'modified' if col['kind'] == 'modified' else 'shared'}"})
+    return pd.DataFrame(out)
+
+
+#: Height of one aligned token (two bars and a gap) in `aligned_token_chart`.
+ALIGNED_ROW_HEIGHT = 30
+
+_SHADE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", "Stereotypical · shared", "Anti-stereotypical · shared"]
+_SHADE_RANGE = [STEREO_COLOR, ANTI_COLOR, "#F2B48A", "#8DBBD9"]
+
+
+def shade_legend_html() -> str:
+    """The colours of `aligned_token_chart` as one line of HTML swatches (one legend for several narrow charts)."""
+    items = "".join(
+        f'<span style="white-space:nowrap;margin-right:1.1rem"><span style="display:inline-block;width:0.9em;height:0.9em;'
+        f'background:{color};border-radius:2px;vertical-align:-0.1em;margin-right:0.35rem"></span>{html.escape(name)}</span> '
+        for name, color in zip(_SHADE_DOMAIN, _SHADE_RANGE)
+    )
+    return f'<div style="font-size:0.95rem;line-height:1.9">{items}</div>'
+
+
+def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, title: str | None = None, legend: bool = True) -> alt.LayerChart:
+    """One horizontal bar pair per aligned token (from `aligned_token_frame`): stereotypical above anti-stereotypical.
+
+    Both sentences share one axis, so their tokens compare directly; modified tokens are
+    full colour, shared ones pale. The height grows with the number of tokens.
+    """
+    if measure not in TOKEN_MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(TOKEN_MEASURES)}")
+    axis_title, _ = TOKEN_MEASURES[measure]
+    order = list(dict.fromkeys(aligned.sort_values("order")["row"]))
+    tooltip = [
+        alt.Tooltip("label:N", title="token"), alt.Tooltip("side_name:N", title="sentence"), alt.Tooltip("position:Q"),
+        alt.Tooltip("logprob:Q", title="log p", format=".3f"), alt.Tooltip("rank:Q"), alt.Tooltip("attention:Q", format=".4f"),
+        alt.Tooltip("aula_contribution:Q", title="AULA contribution", format=".4f"),
+        alt.Tooltip("cps_logprob:Q", title="CPS masked log p", format=".3f"),
+    ]
+    if "top5" in aligned:
+        tooltip.append(alt.Tooltip("top5:N", title="top-5 predictions"))
+    x_scale = alt.Scale(type="log") if measure == "rank" else alt.Scale(zero=True)
+    bars = (
+        alt.Chart(aligned)
+        .mark_bar()
+        .encode(
+            y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=220)),
+            yOffset=alt.YOffset("side_name:N", sort=list(SIDE_NAMES.values())),
+            x=alt.X(f"{measure}:Q", title=axis_title, scale=x_scale),
+            color=alt.Color("shade:N", title=None, scale=alt.Scale(domain=_SHADE_DOMAIN, range=_SHADE_RANGE),
+                            legend=alt.Legend(orient="top", columns=2) if legend else None),
+            tooltip=tooltip,
+        )
+    )
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
+    layers = [bars] if measure == "rank" else [bars, zero]
+    chart = alt.layer(*layers).properties(height=rows_height(len(order), ALIGNED_ROW_HEIGHT), width="container")
+    if title:
+        chart = chart.properties(title=title)
+    return _style(chart)
+
+
 def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Chart:
     """The columns that move the margin most (from `explore.margin_drivers`), signed bars.
 
@@ -200,7 +283,7 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
         )
     )
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
-    return _style(alt.layer(chart, zero).properties(height=max(120, 30 * len(data)), width="container"))
+    return _style(alt.layer(chart, zero).properties(height=rows_height(len(data)), width="container"))
 
 
 def attention_heatmap(table: pd.DataFrame, title: str) -> alt.Chart:
@@ -258,11 +341,12 @@ def _score_with_interval(data: pd.DataFrame, x: str, x_title: str, color: str | 
     ]
     if color:
         tooltip.insert(1, alt.Tooltip(f"{color}:N"))
-    bars = base.mark_bar(opacity=0.85).encode(
+    # A dot and its 95% interval around the reference line at 50 (no preference): bars from 0 would suggest 0 is the baseline.
+    bars = base.mark_point(filled=True, size=140, opacity=1).encode(
         y=alt.Y("bias_score:Q", title="bias score (%)", scale=alt.Scale(domain=[0, 100])), tooltip=tooltip, **enc
     )
-    errors = base.mark_errorbar(ticks=True, color=NEUTRAL_COLOR).encode(
-        y=alt.Y("ci_low:Q", title="bias score (%)"), y2="ci_high:Q", **{k: v for k, v in enc.items() if k != "color"}
+    errors = base.mark_errorbar(ticks=True, thickness=2.5).encode(
+        y=alt.Y("ci_low:Q", title="bias score (%)"), y2="ci_high:Q", **enc
     )
     labels = (
         base.transform_calculate(n_label="'n=' + datum.n")
@@ -453,6 +537,55 @@ def lab_scenarios_chart(frame: pd.DataFrame, title: str = "Bias score per metric
     return chart.configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=0, orient="top", direction="vertical")
 
 
+def inspector_slide(title: str, stereo: str, anti: str, aligned: pd.DataFrame, drivers: dict[str, pd.DataFrame],
+                    measures: tuple[str, ...] = ("logprob", "aula_contribution"), *, panel_width: int = 380) -> Any:
+    """One pair on one slide: its two sentences, the aligned token charts side by side and what drives each margin.
+
+    `aligned` comes from `aligned_token_frame`; `drivers` maps a chart title (e.g. "AUL: margin +0.0123") to
+    `explore.margin_drivers`. Fixed widths, so `to_svg` / `to_png` give the same picture anywhere.
+    """
+    def sentence(text: str, side: str) -> Any:
+        frame = pd.DataFrame({"t": [f"{SIDE_NAMES[side].upper()}   {text}"]})
+        return alt.Chart(frame).mark_text(align="left", fontSize=17, color=SIDE_COLORS[side], limit=2 * panel_width + 120).encode(
+            text="t:N", x=alt.value(0)).properties(width=2 * panel_width, height=24)
+
+    tokens = [
+        alt.layer(*_unstyled(aligned_token_chart(aligned, m, title=TOKEN_MEASURES[m][0][:1].upper() + TOKEN_MEASURES[m][0][1:],
+                                                 legend=(i == 0)))).properties(width=panel_width)
+        for i, m in enumerate(measures)
+    ]
+    driver_charts = [alt.layer(*_unstyled(drivers_chart(frame, name))).properties(width=panel_width) for name, frame in drivers.items()]
+    rows: list[Any] = [sentence(stereo, "stereo"), sentence(anti, "anti"), alt.hconcat(*tokens)]
+    if driver_charts:
+        rows.append(alt.hconcat(*driver_charts).resolve_scale(color="shared"))
+    slide = alt.vconcat(*rows, spacing=18).resolve_scale(color="independent")
+    return _style(slide.properties(title=alt.Title(title, fontSize=20)))
+
+
+def _unstyled(chart: Any) -> list[Any]:
+    """The layers of a styled top-level chart, without its configuration (to nest it in a larger figure)."""
+    copy = chart.copy(deep=True)
+    copy.config = alt.Undefined
+    layers = copy.layer if getattr(copy, "layer", alt.Undefined) is not alt.Undefined else [copy]
+    out = []
+    for layer in layers:
+        layer = layer.copy(deep=True)
+        for attr in ("height", "title"):
+            if getattr(copy, attr, alt.Undefined) is not alt.Undefined and getattr(layer, attr, alt.Undefined) is alt.Undefined:
+                setattr(layer, attr, getattr(copy, attr))
+        out.append(layer)
+    return out
+
+
+def to_png(chart: Any, width: int = 760, scale: float = 2.0) -> bytes:
+    """The chart as PNG bytes, offline (vl-convert), at `scale` times its pixel size (sharp on a projector)."""
+    import vl_convert
+
+    spec = chart.to_dict()
+    _fix_width(spec, width)
+    return vl_convert.vegalite_to_png(spec, scale=scale)
+
+
 def to_svg(chart: Any, width: int = 760) -> str:
     """The chart as SVG text, offline (vl-convert). Container widths become `width` pixels."""
     import vl_convert
@@ -479,7 +612,10 @@ __all__ = [
     "PALETTE",
     "STEREO_COLOR",
     "TOKEN_MEASURES",
+    "aligned_token_chart",
+    "aligned_token_frame",
     "aligned_tokens_html",
+    "shade_legend_html",
     "attention_heatmap",
     "bias_scores_chart",
     "by_type_chart",
@@ -490,7 +626,10 @@ __all__ = [
     "model_scores_chart",
     "paper_bars",
     "roc_chart",
+    "rows_height",
     "shuffle_chart",
+    "inspector_slide",
+    "to_png",
     "to_svg",
     "token_chart",
     "word_rank_chart",

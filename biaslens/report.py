@@ -57,7 +57,7 @@ from .export import atomic_write, safe_csv, to_json
 from .frequency import WordFrequency, word_frequency
 from .metrics import METRICS, PAPER_METRICS, check_compat, parse_metrics
 from .models import MaskedLM
-from .sanity import SanityReport, check_model
+from .sanity import SanityReport, model_verdict
 from .shuffle import ShuffleComparison, compare_shuffle, sensitivity_run, shuffle_table
 
 #: The analyses, in the paper's order of presentation, with what each produces.
@@ -166,7 +166,7 @@ def analyse_model(
     the token-accuracy run, the shuffle run). Analyses that need what a dataset lacks
     (directions for Table 3, annotations for Figure 1) skip that dataset.
     """
-    sanity = check_model(lm)
+    sanity = model_verdict(lm)  # the same verdict the app and the CLI show (a lab model: on its own corpus)
     out = ModelAnalyses(label or lm.name, lm.manifest(compat=options.compat, options=asdict(options)), sanity)
 
     def stage(name: str) -> Callable[[float, int], None] | None:

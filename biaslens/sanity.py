@@ -7,14 +7,19 @@ English sentences and reports the token prediction accuracy (the share of tokens
 gold token is the model's arg-max) and the mean token log-probability. A trained masked
 LM predicts nearly every visible token of such sentences; a random one is close to the
 uniform distribution over its vocabulary (log-probability about -log V, accuracy about 0).
-The app shows the report in its sidebar; `python -m biaslens sanity` would print it.
+`model_verdict` is the one verdict per model that every caller shows (the app's sidebar and
+banners, Paper analyses, reports, the CLI): it checks a bias-lab model on its own training
+corpus (it knows nothing else) and any other model on the plain sentences, once per model.
+`vocabulary_report` tells whether a text is mostly out of a model's vocabulary (a lab
+model reading CrowS-Pairs spells most words letter by letter).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -53,6 +58,12 @@ class SanityReport:
     n_sentences: int
     status: str  # "ok", "weak" or "untrained"
     message: str  # one line for people
+    subject: str = "plain English"  # what the sentences were: "plain English" or "its training corpus"
+
+    @property
+    def trustworthy(self) -> bool:
+        """True when the model predicts its check sentences well ("ok")."""
+        return self.status == "ok"
 
 
 def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subject: str = "plain English") -> tuple[str, str]:
@@ -80,7 +91,96 @@ def check_model(lm: MaskedLM, sentences: Sequence[str] = SANITY_SENTENCES, subje
     mean_logprob = float(np.mean(logprob))
     uniform = -math.log(len(lm.tokenizer))
     status, message = classify(accuracy, mean_logprob, uniform, subject)
-    return SanityReport(accuracy, mean_logprob, uniform, int(logprob.size), len(sentences), status, message)
+    return SanityReport(accuracy, mean_logprob, uniform, int(logprob.size), len(sentences), status, message, subject)
 
 
-__all__ = ["SANITY_SENTENCES", "SanityReport", "check_model", "classify"]
+_VERDICTS: dict[tuple, SanityReport] = {}
+_VERDICTS_LOCK = threading.Lock()
+#: Verdicts kept (one per model, device and precision); the oldest goes first.
+MAX_VERDICTS = 64
+
+
+def model_verdict(lm: MaskedLM) -> SanityReport:
+    """The one sanity verdict of `lm`, computed once per model (fingerprint, device, dtype) and then reused.
+
+    A bias-lab model knows only its synthetic corpus, so it is checked on sentences of that
+    corpus ("its training corpus"); any other model on `SANITY_SENTENCES` ("plain English").
+    Every place that shows a verdict (app, reports, CLI) calls this, so they always agree.
+    """
+    from . import lab  # lab imports the scoring stack; imported here to keep this module light
+
+    key = (lm.name, lm.fingerprint, str(lm.device), str(lm.dtype))
+    with _VERDICTS_LOCK:
+        if key in _VERDICTS:
+            return _VERDICTS[key]
+    lab_model = lab.lab_model_of(lm.name) if lm.source == "local" else None
+    full = lm.unlimited()  # the check sentences, whatever length limit a server put on the model
+    if lab_model is not None:
+        report = check_model(full, lab.sanity_sentences(lab_model), subject="its training corpus")
+    else:
+        report = check_model(full)
+    with _VERDICTS_LOCK:
+        if len(_VERDICTS) >= MAX_VERDICTS:
+            _VERDICTS.pop(next(iter(_VERDICTS)))
+        _VERDICTS[key] = report
+    return report
+
+
+#: A text counts as "mostly out of vocabulary" for a model when at least this share of its words is unknown.
+MOSTLY_UNKNOWN = 0.5
+
+
+@dataclass(frozen=True)
+class VocabularyReport:
+    """How many words of some text a model knows: unknown = [UNK], or spelled one character per piece."""
+
+    n_words: int
+    unknown: tuple[str, ...]  # the distinct unknown words, in order of appearance
+
+    @property
+    def n_unknown(self) -> int:
+        return len(self.unknown)
+
+    @property
+    def share_unknown(self) -> float:
+        return self.n_unknown / self.n_words if self.n_words else 0.0
+
+    @property
+    def mostly_unknown(self) -> bool:
+        return self.n_words > 0 and self.share_unknown >= MOSTLY_UNKNOWN
+
+    @property
+    def message(self) -> str:
+        examples = ", ".join(self.unknown[:6]) + (", …" if self.n_unknown > 6 else "")
+        return (
+            f"{self.n_unknown} of {self.n_words} distinct words are out of this model's vocabulary ({examples}): it reads them "
+            "as unknown tokens or letter by letter, so its scores say little about these sentences."
+        )
+
+
+def _word_unknown(word: str, pieces: Sequence[str], unk: str | None) -> bool:
+    if unk is not None and unk in pieces:
+        return True
+    letters = [p.lstrip("#").lstrip("\u0120\u2581") for p in pieces]
+    return sum(c.isalpha() for c in word) >= 3 and len(pieces) > 1 and all(len(p) <= 1 for p in letters)
+
+
+def vocabulary_report(lm: MaskedLM, texts: Iterable[str]) -> VocabularyReport:
+    """Which distinct words (letters only, at least 2) of `texts` the model does not know (see `VocabularyReport`)."""
+    import re
+
+    tok = lm.tokenizer
+    unk = getattr(tok, "unk_token", None)
+    seen: dict[str, bool] = {}
+    for text in texts:
+        for word in re.findall(r"[^\W\d_]{2,}", str(text)):
+            if word in seen:
+                continue
+            pieces = [p for p in tok.tokenize(" " + word) if p.strip("\u0120\u2581")] or tok.tokenize(word)
+            seen[word] = _word_unknown(word, pieces, unk)
+    return VocabularyReport(len(seen), tuple(w for w, unknown in seen.items() if unknown))
+
+
+__all__ = [
+    "SANITY_SENTENCES", "SanityReport", "VocabularyReport", "check_model", "classify", "model_verdict", "vocabulary_report",
+]

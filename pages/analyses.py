@@ -14,12 +14,13 @@ import streamlit as st
 import ui
 import ui.charts
 import ui.feedback
+import ui.honesty
 import ui.progress
 import ui.resources
 import ui.runs
 import ui.settings
 import ui.state
-from biaslens import explore, figures
+from biaslens import explore, figures, lab
 from biaslens.analyses import SOURCE_RUN, bias_score_table, paper_layout
 from biaslens.datasets import DATASETS, PairDataset
 from biaslens.evaluation import EvaluationResult
@@ -278,12 +279,13 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     choices = ui.settings.model_choices()
     labels = {c.value: c.label for c in choices}
     offered = list(dict.fromkeys([c.value for c in choices] + [settings.model] + list(st.session_state[S + "models"])))
-    models = st.multiselect("Models", offered, key=S + "models", format_func=lambda v: labels.get(v, v), accept_new_options=True,
+    models = st.multiselect("Models", offered, key=S + "models",
+                            format_func=lambda v: labels.get(v) or ui.settings.model_label(v), accept_new_options=True,
                             help="Presets, hub ids or local folders (type a path and press Enter), on the sidebar's device and precision.")
     if not models:
         st.info("Choose at least one model.", icon=":material/group_add:")
         return
-    names = explore.short_names(models)
+    names = ui.settings.model_names(models)
     results: dict[str, dict[str, EvaluationResult]] = {}
     missing: list[tuple[str, MaskedLM]] = []
     for model in models:
@@ -359,7 +361,12 @@ st.caption(
 
 lm = ui.resources.model_or_stop(settings)
 
-st.session_state.setdefault(S + "datasets", list(dict.fromkeys([*DEFAULT_DATASETS, settings.dataset])))
+_lab_model = ui.settings.selected_lab_model()
+# A lab model knows only its own words: it defaults to its held-out pairs, not to CrowS-Pairs and StereoSet.
+_defaults = [str(_lab_model.path / lab.PAIRS_FILE)] if _lab_model else list(dict.fromkeys([*DEFAULT_DATASETS, settings.dataset]))
+if S + "datasets" not in st.session_state or st.session_state.get(S + "datasets_for", settings.model) != settings.model:
+    st.session_state[S + "datasets"] = _defaults  # first visit, or another model: what that model knows
+st.session_state[S + "datasets_for"] = settings.model
 st.session_state.setdefault(S + "analyses", list(ANALYSES))
 st.session_state.setdefault(S + "shuffle_seed", 0)
 st.session_state.setdefault(S + "sample_on", True)
@@ -367,9 +374,9 @@ st.session_state.setdefault(S + "sample_n", DEFAULT_SAMPLE)
 
 c1, c2 = st.columns([1.4, 1])
 with c1:
-    offered = list(dict.fromkeys([*DEFAULT_DATASETS, *DATASETS, settings.dataset, *st.session_state[S + "datasets"]]))
+    offered = list(dict.fromkeys([*_defaults, *DEFAULT_DATASETS, *DATASETS, settings.dataset, *st.session_state[S + "datasets"]]))
     chosen = st.multiselect(
-        "Datasets", offered, key=S + "datasets", format_func=lambda v: DATASETS[v].title if v in DATASETS else v,
+        "Datasets", offered, key=S + "datasets", format_func=ui.settings._dataset_label,
         help="The paper uses CrowS-Pairs (Tables 1-5, Figure 1) and StereoSet (Tables 1, 4, 5). A custom pairs file from "
         "the sidebar's Dataset box is offered too.",
     )
@@ -379,7 +386,7 @@ with c1:
     for name in chosen:
         dataset = ui.resources.dataset_or_none(settings, name)
         if dataset is not None:
-            datasets[dataset.name if dataset.name != "custom" else name] = dataset
+            datasets[ui.settings.short_dataset_name(dataset)] = dataset
 with c2:
     total = max((len(d) for d in datasets.values()), default=1)
     several = f"Score a random sample of each dataset (the largest has {total:,} pairs)" if len(datasets) > 1 else None
@@ -393,7 +400,7 @@ for col, dataset in zip(cols, datasets.values()):
     with col:
         ui.feedback.content_warning(dataset)
 
-label = explore.short_names([settings.model])[settings.model]
+label = ui.settings.model_label(settings.model)
 found = None
 options = None
 if not datasets:
@@ -428,15 +435,18 @@ else:
 
 if found is not None:
     analysed, report = found
+    ui.honesty.model_banner(settings, lm, [t for d in datasets.values() for p in d.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
     for warning in report.warnings():
         st.warning(warning, icon=":material/warning:")
     if analysed.cached_pairs:
         st.caption(f"{analysed.cached_pairs:,} pair records came from the result cache.")
 
+# In the paper's order: Tables 1-5, then Figure 1.
 tabs = st.tabs([
-    "Token accuracy · T1", "Adv / Dis groups · T3", "Shuffle · T4", "Word frequency · T2", "Human ratings · F1", "Summary · T5", "Report",
+    "Token accuracy · T1", "Word frequency · T2", "Adv / Dis groups · T3", "Shuffle · T4", "Bias scores · T5", "Human ratings · F1", "Report",
 ])
-with tabs[0]:
+TAB = {"accuracy": 0, "frequency": 1, "groups": 2, "shuffle": 3, "scores": 4, "agreement": 5, "report": 6}
+with tabs[TAB["accuracy"]]:
     st.subheader(TITLES["accuracy"])
     _section(found, "table1_token_accuracy", "chart_accuracy", "Token accuracy was not part of this run: choose it under Analyses.")
     if found is not None:
@@ -444,29 +454,29 @@ with tabs[0]:
             st.markdown(f"**{c.dataset}: {c.masked_metric.upper()} vs AUL on the {c.paired_tokens}** "
                         f"(McNemar, {c.mcnemar.method}: p = {c.mcnemar.p_value:.3g})")
             _frame(c.contingency, hide_index=False)
-with tabs[1]:
+with tabs[TAB["groups"]]:
     st.subheader(TITLES["groups"])
     _section(found, "table3_groups", "chart_groups",
              "No Adv / Dis groups: choose Adv / Dis groups under Analyses, with CrowS-Pairs (or a custom file with stereo_antistereo).")
-with tabs[2]:
+with tabs[TAB["shuffle"]]:
     st.subheader(TITLES["shuffle"])
     _section(found, "table4_shuffle", "chart_shuffle", "The shuffle experiment was not part of this run: choose it under Analyses.")
     st.divider()
     _shuffle_box(lm)
-with tabs[3]:
+with tabs[TAB["frequency"]]:
     st.subheader(TITLES["frequency"])
     _section(found, "table2_word_frequency", "chart_frequency",
              "No word frequency: choose it under Analyses, with CrowS-Pairs (it needs stereo/antistereo pairs).")
-with tabs[4]:
+with tabs[TAB["agreement"]]:
     st.subheader(TITLES["agreement"])
     _section(found, "figure1_roc", "chart_roc", "No agreement analysis: choose it under Analyses, with CrowS-Pairs (it needs the human annotations).")
-with tabs[5]:
+with tabs[TAB["scores"]]:
     st.subheader(TITLES["scores"])
     if options is None:
         st.info("Choose the datasets and analyses above first.")
     else:
         _summary(lm, datasets, options)
-with tabs[6]:
+with tabs[TAB["report"]]:
     st.subheader("Reproduction report")
     if found is None or options is None:
         st.info("Run the analyses above first: the report holds their tables.", icon=":material/play_arrow:")

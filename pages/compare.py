@@ -8,6 +8,7 @@ import streamlit as st
 import ui
 import ui.charts
 import ui.feedback
+import ui.honesty
 import ui.resources
 import ui.runs
 import ui.settings
@@ -54,7 +55,7 @@ with c1:
         "Models",
         options,
         key=S + "models",
-        format_func=lambda v: labels.get(v, v),
+        format_func=lambda v: labels.get(v) or ui.settings.model_label(v),
         accept_new_options=True,
         persist_state="session",
         help="Presets, hub ids or local folders (type a path and press Enter). Each runs on the sidebar's device and precision.",
@@ -88,14 +89,18 @@ if missing:
     notice = st.empty()  # cleared once the runs are done, so it never sits above their results
     with notice.container():
         st.info(
-            f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ", ".join(m for m, _, _ in missing) + ".",
+            f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ", ".join(ui.settings.model_label(m) for m, _, _ in missing) + ".",
             icon=":material/hourglass_empty:",
         )
+        if not pending:
+            for i, (model, model_lm, model_spec) in enumerate(missing):
+                st.caption(f"{ui.settings.model_label(model)}:")
+                ui.runs.time_estimate(model_spec, model_lm, dataset, n_pairs, key=f"{S}estimate.{i}")
         clicked = st.button("Score them", type="primary", icon=":material/play_arrow:", key=S + "run")
     if not (clicked or pending):
         st.stop()
     for model, lm, spec in missing:
-        result = ui.runs.run(spec, lm, dataset, f"Scoring {dataset.name} with {model}")
+        result = ui.runs.run(spec, lm, dataset, f"Scoring {ui.settings.short_dataset_name(dataset)} with {ui.settings.model_label(model)}")
         if result is None:
             st.stop()
         loaded[model] = result
@@ -105,7 +110,10 @@ if len(loaded) < 2:
     st.warning("Fewer than two of the chosen models could be loaded: nothing to compare.")
     st.stop()
 
-names = explore.short_names(list(loaded))
+names = ui.settings.model_names(list(loaded))
+_texts = [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)]
+for _model in loaded:  # a model that looks untrained or does not know these words: said here, beside its scores
+    ui.honesty.model_banner(settings, ui.resources.get_model(settings, _model), _texts, name=ui.settings.model_label(_model))
 results = {names[m]: loaded[m] for m in models if m in loaded}
 comparison = ui.feedback.attempt(explore.compare_models, results, metric)
 if comparison is None:

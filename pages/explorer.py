@@ -11,6 +11,7 @@ import ui
 import ui.charts
 import ui.feedback
 import ui.field
+import ui.honesty
 import ui.resources
 import ui.runs
 import ui.settings
@@ -250,14 +251,17 @@ if result is None:
                else "Finished chunks are cached, so an interrupted run resumes where it stopped."),
             icon=":material/hourglass_empty:",
         )
+        if not pending:
+            ui.runs.time_estimate(spec, lm, dataset, n_pairs, key=S + "estimate")
         clicked = st.button("Run", type="primary", icon=":material/play_arrow:", key=S + "run")
     if clicked or pending:
         names = ", ".join(METRICS[m].name for m in metrics)
-        result = ui.runs.run(spec, lm, dataset, f"Scoring {dataset.name} ({names})")
+        result = ui.runs.run(spec, lm, dataset, f"Scoring {ui.settings.short_dataset_name(dataset)} ({names})")
     if result is None:
         st.stop()
     notice.empty()
 
 result = ui.field.flag_filter(settings, lm, dataset, result, metrics)
+ui.honesty.model_banner(settings, lm, [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
 show_result(result, metrics, _file_stem(settings.model, dataset.name))
 ui.field.stereoset_panel(settings, lm, dataset, result, metrics)

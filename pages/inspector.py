@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import random
+import re
 
 import pandas as pd
 import streamlit as st
@@ -11,10 +13,11 @@ import streamlit as st
 import ui
 import ui.charts
 import ui.feedback
+import ui.honesty
 import ui.resources
 import ui.settings
 import ui.state
-from biaslens import explore, figures
+from biaslens import explore, figures, lab
 from biaslens.evaluation import PairInspection
 from biaslens.metrics import METRICS, PAPER_METRICS
 
@@ -46,8 +49,22 @@ def _adopt_url() -> None:
         st.session_state[S + "metric"] = metric
     st.session_state.setdefault(S + "source", "dataset")
     st.session_state.setdefault(S + "metric", "aul")
-    st.session_state.setdefault(S + "s1_input", EXAMPLE[0])
-    st.session_state.setdefault(S + "s2_input", EXAMPLE[1])
+    example = _example()
+    if st.session_state.get(S + "example") != example:  # a new model: its own example, unless the user typed something else
+        if st.session_state.get(S + "s1_input", example[0]) == st.session_state.get(S + "example", EXAMPLE)[0]:
+            st.session_state[S + "s1_input"], st.session_state[S + "s2_input"] = example
+        st.session_state[S + "example"] = example
+    st.session_state.setdefault(S + "s1_input", example[0])
+    st.session_state.setdefault(S + "s2_input", example[1])
+
+
+def _example() -> tuple[str, str]:
+    """The typed example: a lab model's first held-out pair (it knows no other words), else a CrowS-Pairs-like pair."""
+    model = ui.settings.selected_lab_model()
+    if model is None:
+        return EXAMPLE
+    first = lab.heldout_pairs(model.settings)[0]
+    return first.pair.sent_stereo, first.pair.sent_anti
 
 
 def _set_custom(stereo: str, anti: str) -> None:
@@ -93,7 +110,7 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
     ui.feedback.content_warning(dataset)
     frame = _pairs_frame(str(dataset.path), dataset.sha256, dataset)
     has_direction = bool((frame["direction"] != "").any())
-    cols = st.columns([1.2, 1, 2.2, 0.8] if has_direction else [1.2, 3.2, 0.8], vertical_alignment="bottom")
+    cols = st.columns([1.1, 0.9, 1.5, 1.1] if has_direction else [1.1, 2.4, 1.1], vertical_alignment="bottom")
     types = sorted(t for t in frame["bias_type"].unique() if t)
     bias_type = cols[0].selectbox("Bias type", ["All", *types], key=S + "bias_type", persist_state="session")
     direction = "All"
@@ -126,8 +143,10 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
         text = p.sent_stereo if len(p.sent_stereo) <= 110 else p.sent_stereo[:107] + "…"
         return f"#{pair_id} · {kind} · {text}"
 
+    prefix = ui.settings.pair_label(dataset)
+
     st.selectbox(
-        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {dataset.name})",
+        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {prefix})",
         options,
         key=S + "pair_choice",
         format_func=describe,
@@ -136,7 +155,7 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
     if not ids:
         st.caption("No pair matches these filters; showing the current pair.")
     pair = by_id[current]
-    label = f"{dataset.name} #{pair.pair_id}" + "".join(f" · {x}" for x in (pair.bias_type, pair.direction) if x)
+    label = f"{prefix} #{pair.pair_id}" + "".join(f" · {x}" for x in (pair.bias_type, pair.direction) if x)
     return pair.sent_stereo, pair.sent_anti, label
 
 
@@ -191,8 +210,18 @@ SCORE_FORMAT = {
 } | {c: st.column_config.NumberColumn(c, format="%.0f") for c in ("Token acc. stereo (%)", "Token acc. anti (%)")}
 
 
+def static_table(frame: pd.DataFrame, formats: dict[str, str] | None = None) -> None:
+    """A small table drawn in full (cells wrap, nothing scrolls out of sight): for projectors and narrow windows."""
+    styler = frame.style.hide(axis="index").format(formats or {}, na_rep="")
+    st.table(styler)
+
+
+SCORE_FORMATS = {"Stereotypical": "{:.4f}", "Anti-stereotypical": "{:.4f}", "Margin (stereo − anti)": "{:+.4f}",
+                 "Token acc. stereo (%)": "{:.0f}", "Token acc. anti (%)": "{:.0f}"}
+
+
 def show_scores(result: PairInspection, focus: str) -> None:
-    st.dataframe(scores_table(result), hide_index=True, column_config=SCORE_FORMAT, width="stretch")
+    static_table(scores_table(result), SCORE_FORMATS)
     st.caption("Token accuracy here: per token of each sentence. Table 1 counts SSS per StereoSet instance (the paper) unless kaneko2022.")
     verdict = result.verdict(focus)
     name = METRICS[focus].name
@@ -207,29 +236,53 @@ def show_scores(result: PairInspection, focus: str) -> None:
         st.markdown(f"**{name}** is undefined for this pair (a sentence has no modified token): it counts as no win.")
 
 
+#: The token table's columns, with names for people.
+TOKEN_COLUMNS = {
+    "side_name": "Sentence", "position": "Position", "label": "Token", "kind": "Kind", "logprob": "log p (AUL term)",
+    "rank": "Rank", "attention": "Attention received", "aula_contribution": "AULA contribution", "cps_logprob": "CPS masked log p",
+    "sss_logprob": "SSS masked log p", "all_masked_logprob": "All Masked log p", "top5": "Top-5 predictions (log p)",
+}
+DEFAULT_MEASURES = ["logprob", "aula_contribution"]
+
+
 def show_tokens(result: PairInspection, tokens: pd.DataFrame, focus: str) -> None:
     st.subheader("Token by token")
     st.caption(
-        "Each bar is one token. Hover it for every measure and the model's top-5 predictions at that position. "
-        "Coloured bars are modified tokens (they differ between the sentences); grey ones are shared."
+        "Both sentences on one axis, token by token in the order of the sentence: each shared token has a pale bar per "
+        "sentence, and a modified pair (e.g. *Women / Men*) full-colour bars. Hover a bar for every measure."
     )
-    measures = list(figures.TOKEN_MEASURES)
-    st.session_state.setdefault(S + "measure", METRIC_MEASURE[focus])
-    measure = st.segmented_control(
-        "Measure",
-        measures,
-        key=S + "measure", persist_state="session",
+    aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
+    extra = [METRIC_MEASURE[focus]] if METRIC_MEASURE[focus] not in DEFAULT_MEASURES else []
+    st.session_state.setdefault(S + "measures", [*DEFAULT_MEASURES, *extra])
+    measures = st.pills(
+        "Measures, side by side", list(figures.TOKEN_MEASURES), selection_mode="multi", key=S + "measures",
         format_func=lambda m: figures.TOKEN_MEASURES[m][0],
-        required=True,
-    ) or METRIC_MEASURE[focus]
-    st.caption(figures.TOKEN_MEASURES[measure][1].capitalize() + ".")
+    ) or DEFAULT_MEASURES
     chart_tab, table_tab = st.tabs(["Chart", "Table"])
     with chart_tab:
-        ui.charts.show(figures.token_chart(tokens, measure), S + "token_chart")
+        st.html(figures.shade_legend_html())
+        for col, measure in zip(st.columns(len(measures)), measures):
+            with col:
+                name = figures.TOKEN_MEASURES[measure][0]
+                ui.charts.show(figures.aligned_token_chart(aligned, measure, title=name[:1].upper() + name[1:], legend=False),
+                               S + f"tokens_{measure}")
+                about = figures.TOKEN_MEASURES[measure][1]
+                st.caption(about[:1].upper() + about[1:] + ".")
+        modified = aligned[aligned["kind"] == "modified"]
+        if "top5" in aligned and not modified.empty:
+            st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
+            static_table(_readable(modified[["side_name", "label", "rank", "top5"]]))
     with table_tab:
-        columns = ["sentence", "position", "label", "modified", "logprob", "rank", "attention", "aula_contribution",
-                   "cps_logprob", "sss_logprob", "all_masked_logprob", "top5"]
-        st.dataframe(tokens[[c for c in columns if c in tokens]], hide_index=True, width="stretch")
+        st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch")
+
+
+def _readable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Column names for people and blanks instead of missing values (never a literal None)."""
+    frame = frame.rename(columns=TOKEN_COLUMNS).copy()
+    for column in frame.columns:
+        if frame[column].dtype.kind == "f" and frame[column].isna().any():  # a measure that does not apply to this token: blank
+            frame[column] = [f"{v:.4f}" if pd.notna(v) else "" for v in frame[column]]
+    return frame
 
 
 def show_drivers(result: PairInspection, focus: str) -> None:
@@ -247,6 +300,25 @@ def show_drivers(result: PairInspection, focus: str) -> None:
             if drivers is not None:
                 margin = result.margin(key)
                 ui.charts.show(figures.drivers_chart(drivers, f"{METRICS[key].name}: margin {margin:+.4f}"), S + f"drivers_{key}")
+
+
+def slide_downloads(result: PairInspection, tokens: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
+    """One click: the pair, its aligned token charts and what drives the margins, as one picture for a slide."""
+
+    def slide():
+        aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
+        drivers = {}
+        for key in ("aul", "aula"):
+            with contextlib.suppress(Exception):  # kaneko2022 CPS/SSS are not additive; AUL and AULA always are
+                drivers[f"{METRICS[key].name}: margin {result.margin(key):+.4f}"] = explore.margin_drivers(result, key)
+        return figures.inspector_slide(label, stereo, anti, aligned, drivers)
+
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "pair"
+    with st.container(horizontal=True):
+        st.download_button("Slide (PNG)", lambda: figures.to_png(slide()), f"biaslens-{stem}.png", "image/png", icon=":material/image:",
+                           on_click="ignore", key=S + "slide_png", help="The pair, its token charts and what drives the difference, in one image.")
+        st.download_button("Slide (SVG)", lambda: figures.to_svg(slide()), f"biaslens-{stem}.svg", "image/svg+xml", icon=":material/image:",
+                           on_click="ignore", key=S + "slide_svg", help="The same as a vector image (scales to any projector).")
 
 
 @st.fragment
@@ -273,18 +345,16 @@ def attention_view(result: PairInspection) -> None:
 
 
 def metric_cards() -> None:
-    cols = st.columns(len(PAPER_METRICS))
-    for col, key in zip(cols, PAPER_METRICS):
+    """One card per metric, full width: the formula on its own line (never clipped), then what it means."""
+    for key in PAPER_METRICS:
         m = METRICS[key]
-        with col.container(border=True):
+        with st.container(border=True):
             st.markdown(f"**{m.name}** · {m.long_name}")
             st.latex(m.formula)
             st.markdown(m.summary)
-            st.caption(f"Ideal bias score: **{m.ideal:g}**. {m.direction}")
-            if m.note:
-                st.caption(m.note)
-            st.caption(f"Token accuracy over {m.accuracy_positions}.")
-            st.caption(f"Source: {m.citation}")
+            notes = [f"Ideal bias score: **{m.ideal:g}**. {m.direction}", m.note, f"Token accuracy over {m.accuracy_positions}.",
+                     f"Source: {m.citation}"]
+            st.caption("  \n".join(n for n in notes if n))
 
 
 def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> None:
@@ -295,12 +365,13 @@ def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> No
     pinned_result = ui.feedback.attempt(ui.resources.inspection, settings, lm, pinned[0], pinned[1])
     if pinned_result is None:
         return
-    left, right = st.columns(2)
-    for col, (_, _, label), res in ((left, pinned, pinned_result), (right, current, result)):
-        with col.container(border=True):
-            st.markdown(f"**{'📌 ' if res is pinned_result else ''}{html.escape(label)}**")
+    # One under the other, each in full and titled by its own sentences (side by side, the tables and tokens would be cut).
+    for (stereo, anti, label), res, mark in ((pinned, pinned_result, "📌 Pinned"), (current, result, "This pair")):
+        with st.container(border=True):
+            st.markdown(f"**{mark}** · {html.escape(label)}")
+            st.html(sentences_html(stereo, anti))
             st.html(figures.aligned_tokens_html(explore.aligned_columns(res)))
-            st.dataframe(scores_table(res).iloc[:, :5], hide_index=True, column_config=SCORE_FORMAT, width="stretch")
+            static_table(scores_table(res).iloc[:, :5], SCORE_FORMATS)
     st.button("Unpin", icon=":material/close:", on_click=_unpin)
 
 
@@ -333,14 +404,13 @@ if chosen is not None:
         st.stop()
 
     st.divider()
-    head_left, head_right = st.columns([4, 1.4], vertical_alignment="top")
-    with head_left:
-        st.subheader(label)
-        st.html(sentences_html(stereo, anti))
-    with head_right:
-        st.button("Pin for comparison", icon=":material/push_pin:", on_click=_pin, args=(stereo, anti, label), width="stretch",
-                  help="Keep this pair on screen; then change a word or pick another pair to compare side by side.")
-        st.button("Edit this pair", icon=":material/edit:", on_click=_set_custom, args=(stereo, anti), width="stretch",
+    ui.honesty.model_banner(settings, lm, [stereo, anti])
+    st.subheader(label)
+    st.html(sentences_html(stereo, anti))
+    with st.container(horizontal=True):
+        st.button("Pin for comparison", icon=":material/push_pin:", on_click=_pin, args=(stereo, anti, label),
+                  help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.")
+        st.button("Edit this pair", icon=":material/edit:", on_click=_set_custom, args=(stereo, anti),
                   help="Copy the two sentences into the form to change a word.")
     st.html(figures.aligned_tokens_html(explore.aligned_columns(result)))
     st.caption(
@@ -362,12 +432,14 @@ if chosen is not None:
     show_tokens(result, tokens, focus)
     show_drivers(result, focus)
 
+    slide_downloads(result, tokens, label, stereo, anti)
+
     with st.expander("Attention drill-down", icon=":material/grid_on:"):
         st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
         attention_view(result)
     with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
         metric_cards()
     st.caption(
-        f"Model {result.manifest['model']} · {result.manifest['device']} · {result.manifest['dtype']} · "
+        f"Model {ui.settings.model_label(result.manifest['model'])} · {result.manifest['device']} · {result.manifest['dtype']} · "
         f"mode {'kaneko2022' if result.compat else 'default'}"
     )

@@ -11,6 +11,7 @@ import streamlit as st
 import ui
 import ui.charts
 import ui.feedback
+import ui.honesty
 import ui.progress
 import ui.resources
 import ui.settings
@@ -56,13 +57,32 @@ SHARE = st.column_config.NumberColumn(format="%.1f")
 def _adopt_url() -> None:
     # One parameter each, lines joined by new lines (a one-item list would not survive the URL round trip).
     templates, targets = ui.state.take_one("templates"), ui.state.take_one("targets")
+    defaults = _defaults()
+    previous = st.session_state.get(S + "defaults")
+    if previous != defaults:  # another model: its own defaults, for every box the user has not edited
+        for name, value in defaults.items():
+            if previous is None or st.session_state.get(S + name, previous[name]) == previous[name]:
+                st.session_state[S + name] = value
+        st.session_state[S + "defaults"] = defaults
+    for name, value in defaults.items():
+        st.session_state.setdefault(S + name, value)
     if templates:
         st.session_state[S + "templates"] = templates
     if targets:
         st.session_state[S + "pairs"] = targets
-    st.session_state.setdefault(S + "templates", DEFAULT_TEMPLATES)
-    st.session_state.setdefault(S + "pairs", DEFAULT_PAIRS)
-    st.session_state.setdefault(S + "attributes", DEFAULT_ATTRIBUTES)
+
+
+def _defaults() -> dict[str, str]:
+    """Templates, target pairs and attributes to start from: a lab model's own (it knows no other words), else he/she."""
+    model = ui.settings.selected_lab_model()
+    if model is None:
+        return {"templates": DEFAULT_TEMPLATES, "pairs": DEFAULT_PAIRS, "attributes": DEFAULT_ATTRIBUTES}
+    s = model.settings
+    return {
+        "templates": "\n".join(t.replace("{name}", "[T]").replace("{attribute}", "[A]") for t in s.templates[:2]),
+        "pairs": ", ".join(f"{a}/{b}" for a, b in zip(s.group_a[:4], s.group_b[:4])),
+        "attributes": "\n".join([*s.attributes_x[:4], *s.attributes_y[:4]]),
+    }
 
 
 def _stem(*parts: str) -> str:
@@ -175,6 +195,7 @@ def template_tab() -> None:
 
 def show_template_scores(scores: TemplateScores) -> None:
     first, second = _sides(scores)
+    ui.honesty.settings_banner(settings, [*scores.targets, *scores.attributes])
     share = scores.share()
     st.caption(
         f"{len(scores.attributes)} attributes × {len(scores.templates)} templates × {len(scores.targets)} targets · "
@@ -257,6 +278,7 @@ def weat_tab() -> None:
 
 
 def show_weat(results: list[WeatResult]) -> None:
+    ui.honesty.settings_banner(settings, [w for r in results for w in (*r.scores.targets, *r.scores.attributes)])
     table = weat_table(results)
     shown = table.assign(significant=["*" if s else "" for s in table["significant"]])
     st.dataframe(
@@ -330,7 +352,7 @@ def lists_tab() -> None:
     pasted_name = c2.text_input("…or paste a list: its name", "my list", key=S + "list_name")
     pasted = c2.text_area("Items, one a line", key=S + "list_items", height=100)
     c3, c4 = st.columns([1, 1.3])
-    pair_text = c3.text_input("Target pair", DEFAULT_PAIRS, key=S + "list_pair")
+    pair_text = c3.text_input("Target pair", _defaults()["pairs"].split(",")[0], key=S + "list_pair")
     lowercase = c4.checkbox("Lower-case the items (as Kurita et al.)", value=True, key=S + "list_lowercase")
     lists = None
     with ui.feedback.guard():
@@ -362,6 +384,7 @@ def lists_tab() -> None:
 
 
 def show_lists(scored: dict[str, TemplateScores]) -> None:
+    ui.honesty.settings_banner(settings, [w for sc in scored.values() for w in (*sc.targets, *sc.attributes)])
     table = shares_table(scored, {name: published_list_key(name) for name in scored})
     first, second = _sides(next(iter(scored.values())))
     chart = shares_chart(table, first)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import streamlit as st
 
 import ui
 import ui.charts
 import ui.feedback
+import ui.honesty
 import ui.progress
 import ui.resources
 import ui.settings
@@ -226,6 +229,7 @@ def _inspect(model: lab.LabModel, pair: lab.LabPair, metric: str) -> None:
 def show_report(report: lab.LabReport) -> None:
     s = report.settings
     frame = report.frame()
+    ui.honesty.settings_banner(dataclasses.replace(settings, model=str(report.model.path), revision=None))
     st.subheader("Every metric against the planted truth")
     st.markdown(
         f"**Planted truth:** bias score **{lab.EXPECTED_TEXT[s.expected]}** "

@@ -48,6 +48,42 @@ def test_sanity_thresholds(accuracy, logprob, status):
     assert classify(accuracy, logprob, -10.3)[0] == status
 
 
+@pytest.fixture(scope="module")
+def quick_lab_lm(tmp_path_factory):
+    from biaslens import lab
+    from biaslens.models import load_model
+
+    model = lab.train_lab_model(lab.LabSettings(corpus_size=600, steps=12, batch_size=32), cache_dir=tmp_path_factory.mktemp("lab"))
+    return model, load_model(str(model.path))
+
+
+def test_one_verdict_per_model_a_lab_model_checked_on_its_own_corpus(tiny_bert, quick_lab_lm, monkeypatch):
+    from biaslens import lab, sanity
+
+    model, lm = quick_lab_lm
+    verdict = sanity.model_verdict(lm)
+    assert verdict.subject == "its training corpus"
+    again = check_model(lm, lab.sanity_sentences(model), subject="its training corpus")
+    assert (verdict.accuracy, verdict.mean_logprob, verdict.status) == (again.accuracy, again.mean_logprob, again.status)
+    plain = sanity.model_verdict(tiny_bert)
+    assert plain.subject == "plain English" and plain.status == "untrained"
+    # computed once: later calls (sidebar, banners, Paper analyses, reports) reuse it
+    monkeypatch.setattr(sanity, "check_model", lambda *a, **k: pytest.fail("the verdict was computed again"))
+    assert sanity.model_verdict(lm) is verdict and sanity.model_verdict(tiny_bert) is plain
+
+
+def test_text_mostly_out_of_a_model_s_vocabulary_is_told(tiny_bert, quick_lab_lm):
+    from biaslens import lab, sanity
+
+    model, lm = quick_lab_lm
+    crows = ["Women don't know how to drive.", "Poor people really hate their neighbours."]
+    own = [p.pair.sent_stereo for p in lab.heldout_pairs(model.settings)[:5]]
+    assert not sanity.vocabulary_report(tiny_bert, crows).mostly_unknown  # bert-base-cased knows English
+    report = sanity.vocabulary_report(lm, crows)  # the lab model knows its names and occupations only
+    assert report.mostly_unknown and "Women" in report.unknown and "out of this model's vocabulary" in report.message
+    assert sanity.vocabulary_report(lm, own).n_unknown == 0
+
+
 # ---------------------------------------------------------------------------------------
 # One pair
 # ---------------------------------------------------------------------------------------
@@ -235,13 +271,32 @@ def test_every_figure_exports_as_svg(pair_inspection, tiny_bert):
         figures.token_chart(tokens, "nonsense")
 
 
+def test_the_aligned_token_chart_pairs_both_sentences_on_one_axis(pair_inspection, tiny_bert):
+    tokens = explore.token_table(pair_inspection, tiny_bert.decode_token)
+    cols = explore.aligned_columns(pair_inspection)
+    aligned = figures.aligned_token_frame(cols, tokens)
+    shown = cols[cols["kind"] != "special"]
+    # one bar per (non-special) token of each sentence, each under its aligned column's row
+    assert len(aligned) == (shown["stereo_position"] >= 0).sum() + (shown["anti_position"] >= 0).sum()
+    assert aligned["row"].nunique() == len(shown)  # repeated tokens stay distinct rows
+    first_modified = shown[shown["kind"] == "modified"].iloc[0]
+    row = aligned[aligned["order"] == first_modified.name]
+    assert set(row["side_name"]) <= {"Stereotypical", "Anti-stereotypical"} and " / " in row["row"].iloc[0]
+    spec = figures.aligned_token_chart(aligned, "aula_contribution").to_dict()
+    assert spec["layer"][0]["encoding"]["yOffset"]["field"] == "side_name"  # both sentences share the x axis
+    assert spec["height"] == figures.rows_height(len(shown), figures.ALIGNED_ROW_HEIGHT)  # grows with the tokens
+    assert figures.rows_height(1) == figures.MIN_HEIGHT and figures.rows_height(40) == 40 * figures.ROW_HEIGHT
+    assert "<svg" in figures.to_svg(figures.aligned_token_chart(aligned, "logprob"))
+    with pytest.raises(ValueError):
+        figures.aligned_token_chart(aligned, "nonsense")
+
+
 def test_aligned_tokens_html_escapes_and_wraps(pair_inspection):
     cols = explore.aligned_columns(pair_inspection)
     html = figures.aligned_tokens_html(cols)
     assert html.count("bl-mod bl-stereo") == 2 and html.count("bl-mod bl-anti") == 3
-    assert html.count("bl-tok bl-gap") == 1 and html.count("<table>") == 1
-    wrapped = figures.aligned_tokens_html(cols, line_chars=20)
-    assert wrapped.count("<table>") > 1
+    assert html.count("bl-tok bl-gap") == 1
+    assert html.count('<div class="bl-col">') == len(cols)  # one wrapping column per aligned position: never overflows
     evil = cols.assign(stereo_token=["<script>"] * len(cols))
     assert "<script>" not in figures.aligned_tokens_html(evil).split("</style>", 1)[1]
 
@@ -263,3 +318,14 @@ def test_eta_uses_the_recent_rate():
 
 def test_format_duration():
     assert [format_duration(s) for s in (0, 8.4, 65, 3725)] == ["0 s", "8 s", "1 min 05 s", "1 h 02 min"]
+
+
+def test_the_inspector_slide_is_one_picture_in_png_and_svg(pair_inspection, tiny_bert):
+    tokens = explore.token_table(pair_inspection, tiny_bert.decode_token)
+    aligned = figures.aligned_token_frame(explore.aligned_columns(pair_inspection), tokens)
+    drivers = {"AUL: margin": explore.margin_drivers(pair_inspection, "aul")}
+    slide = figures.inspector_slide("A pair", "She is a nurse.", "He is a nurse.", aligned, drivers)
+    png = figures.to_png(slide, scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = figures.to_svg(slide)
+    assert "She is a nurse." in svg and "AUL: margin" in svg and "Log p (AUL term)" in svg

@@ -141,3 +141,18 @@ def test_stereoset_has_types_but_no_groups(app_env, dataset):
     assert "Intrasentence dev split only" in texts(at.warning)
     assert "Only CrowS-Pairs" in texts(at.info)
     assert len(at.metric) == 2
+
+
+def test_before_a_run_the_time_is_estimated_from_this_machine_s_throughput(app_env):
+    ui.progress._rates().clear()
+    at = run_app("explorer", {"sample": "20", "metrics": ["aul"]})
+    no_exceptions(at)
+    assert "Estimated time" not in texts(at.caption)  # nothing measured yet: a button offers to measure
+    at.button(key=S + "estimate").click().run()
+    no_exceptions(at)
+    estimate = next(c.value for c in at.caption if c.value.startswith("Estimated time"))
+    assert "on this machine (measured here:" in estimate and "pairs/s" in estimate
+    assert not any(r.value for r in at.get("progress"))  # measuring is not the run: nothing was scored for the page
+    at.button(key=S + "run").click().run()  # the run itself refines the measurement
+    no_exceptions(at)
+    assert len(ui.progress._rates()) == 1

@@ -19,7 +19,7 @@ S = "inspector."
 
 def scores(at):
     """The sentence-scores table as {metric name: (stereo, anti)}."""
-    table = next(d.value for d in at.dataframe if "Margin (stereo − anti)" in d.value.columns)
+    table = next(d.value for d in [*at.table, *at.dataframe] if "Margin (stereo − anti)" in d.value.columns)
     return {row["Metric"]: (row["Stereotypical"], row["Anti-stereotypical"]) for _, row in table.iterrows()}
 
 
@@ -53,7 +53,9 @@ def test_home_page_inspects_a_crows_pairs_pair(app_env, tiny_bert):
     assert at.query_params["pair"] == "0" and at.query_params["model"] == app_env["BIASLENS_MODEL"]
     # The sidebar: the model's status and the sanity indicator (a random model looks untrained).
     assert "Loaded" in texts(at.sidebar.caption)
-    assert "Looks untrained" in texts(at.sidebar.error)
+    assert "Looks untrained" in texts(at.sidebar.warning)
+    # ... and in the main area, beside the verdicts (a projector hides the sidebar).
+    assert "looks untrained: read these results as noise" in texts(at.main.warning)
 
 
 def test_a_link_restores_pair_and_metric(app_env):
@@ -61,7 +63,7 @@ def test_a_link_restores_pair_and_metric(app_env):
     no_exceptions(at)
     assert at.subheader[0].value.startswith("crows-pairs #15")
     assert at.session_state[S + "metric"] == "cps"
-    assert at.session_state[S + "measure"] == "cps_logprob"  # the per-token view follows the metric
+    assert "cps_logprob" in at.session_state[S + "measures"]  # the per-token view shows the metric's measure too
     assert "**CPS** prefers" in texts(at.markdown)
     assert at.query_params["pair"] == "15" and at.query_params["metric"] == "cps"
 
@@ -77,7 +79,7 @@ def test_typed_pair_runs_only_on_submit(app_env, tiny_bert):
     at = run_app()
     at.button_group(key=S + "source").set_value("custom").run()
     no_exceptions(at)
-    assert not any("Margin (stereo − anti)" in d.value.columns for d in at.dataframe)  # nothing scored yet
+    assert not any("Margin (stereo − anti)" in d.value.columns for d in [*at.table, *at.dataframe])  # nothing scored yet
     assert "Score this pair" in texts(at.info)
     at.text_area(key=S + "s1_input").input("The nurse said she was tired.")
     at.text_area(key=S + "s2_input").input("The nurse said he was tired.")
@@ -171,9 +173,12 @@ def test_an_unreachable_hub_is_explained_and_the_app_keeps_working(app_env, monk
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as on a machine without network
     at = run_app(params={"model": "bert-base-cased", "s1": "A b.", "s2": "A c."})
     no_exceptions(at)
-    errors = texts(at.error)
-    assert "bert-base-cased is not in the local Hugging Face cache" in errors
-    assert "type the path of a local folder into the **Model** box" in errors
+    assert not at.error  # nothing went wrong: the model is just not on this machine (a calm note, no red box)
+    notes = texts(at.main.info)
+    assert "The model bert-base-cased is not on this machine, and the Hugging Face hub cannot be reached" in notes
+    assert "into the **Model** box" in notes and "Use the offline lab model" in notes
+    assert "--model" not in notes and "HF_HUB_OFFLINE" not in notes  # the UI's own words, no CLI flags or raw errors
+    assert "Use the offline lab model" in [b.label for b in at.main.button]
     assert "Retry loading" in [b.label for b in at.button]
     assert at.title[0].value == "Pair inspector"
     # The rest of the app keeps working: the explorer still loads its dataset.
@@ -192,8 +197,10 @@ def test_a_missing_dataset_is_explained_and_typed_pairs_still_work(app_env, monk
     monkeypatch.setattr(urllib.request, "urlopen", offline)
     at = run_app()
     no_exceptions(at)
-    assert "CrowS-Pairs not found" in texts(at.error)
-    assert "Data folder" in texts(at.error)
+    assert not at.error
+    notes = texts(at.info)
+    assert "CrowS-Pairs is not on this machine" in notes and "Data folder" in notes
+    assert "--data-dir" not in notes and "network is unreachable" not in notes
     at.button_group(key=S + "source").set_value("custom").run()
     submit(at)
     no_exceptions(at)
@@ -220,3 +227,17 @@ def test_concurrent_sessions_get_correct_results(app_env, model_dirs):
         t.join()
     for i, frame in enumerate(alone):
         assert results[i][["stereo", "anti"]].to_numpy() == pytest.approx(frame[["stereo", "anti"]].to_numpy(), abs=1e-6)
+
+
+def test_classroom_mode_enlarges_hides_the_sidebar_and_offers_a_slide(app_env):
+    at = run_app(params={"pair": "15"})
+    no_exceptions(at)
+    assert {b.label for b in at.get("download_button")} >= {"Slide (PNG)", "Slide (SVG)"}
+    at.sidebar.toggle(key="classroom.on").set_value(True).run()
+    no_exceptions(at)
+    styles = " ".join(h.proto.body for h in at.get("html"))
+    assert "font-size: 21px" in styles and '[data-testid="stSidebar"]' in styles
+    assert "looks untrained: read these results as noise" in texts(at.main.warning)  # the caveat stays in view
+    at.button(key="classroom.leave").click().run()
+    assert not at.session_state["classroom.on"]
+    assert "font-size: 21px" not in " ".join(h.proto.body for h in at.get("html"))

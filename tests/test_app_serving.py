@@ -46,7 +46,7 @@ def test_sentences_over_the_servers_limit_are_refused_with_the_limit(app_env, mo
     assert "Sanity check failed" not in texts(at.sidebar.warning)  # the check's own sentences are not users' input
     at = run_app(params={"s1": "She was tired.", "s2": "He was tired."})  # short sentences still score
     no_exceptions(at)
-    assert not at.main.error and any("Margin (stereo − anti)" in d.value.columns for d in at.dataframe)
+    assert not at.main.error and any("Margin (stereo − anti)" in d.value.columns for d in [*at.table, *at.dataframe])
 
 
 def test_a_dataset_outside_the_allowed_folders_is_refused(app_env, monkeypatch, tmp_path):
@@ -64,7 +64,7 @@ def test_a_dataset_outside_the_allowed_folders_is_refused(app_env, monkeypatch, 
     at = run_app(params={"dataset": str(pairs)})
     no_exceptions(at)
     assert not at.main.error, texts(at.main.error)
-    assert at.subheader[0].value.startswith("custom #0")  # the file loads
+    assert at.subheader[0].value.startswith("pairs #0")  # the file loads (named after the file, never "custom")
 
 
 def test_a_users_pairs_file_over_the_row_limit_is_refused(app_env, monkeypatch, tmp_path):

@@ -8,6 +8,7 @@ that is a failure. A screenshot of each page goes to test-artifacts/.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -47,19 +48,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(model_dirs, tmp_path_factory):
-    """The app, served on a free local port; yields its base URL and the tiny models."""
-    _require_browser()
+@contextlib.contextmanager
+def _serve(env: dict[str, str], logs: Path):
+    """`streamlit run app.py` on a free local port with `env`; yields its base URL, stops it afterwards."""
     port = _free_port()
-    logs = tmp_path_factory.mktemp("server")
-    env = {
-        **os.environ,
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # the comparison page loads the other tiny models
-        "BIASLENS_DATA_DIR": str(DATA),
-        "BIASLENS_CACHE_DIR": str(logs / "cache"),
-    }
     command = [
         sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
@@ -84,6 +76,22 @@ def server(model_dirs, tmp_path_factory):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server(model_dirs, tmp_path_factory):
+    """The app, served on a free local port; yields its base URL and the tiny models."""
+    _require_browser()
+    logs = tmp_path_factory.mktemp("server")
+    env = {
+        **os.environ,
+        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
+        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # the comparison page loads the other tiny models
+        "BIASLENS_DATA_DIR": str(DATA),
+        "BIASLENS_CACHE_DIR": str(logs / "cache"),
+    }
+    with _serve(env, logs) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -256,3 +264,168 @@ def test_model_comparison_page(page, server, model_dirs):
     settle(page)
     expect(page.locator('[data-testid="stVegaLiteChart"]')).to_have_count(3)
     screenshot(page, "compare")
+
+
+# ---------------------------------------------------------------------------------------
+# Readable at every width, honest about the model, calm offline (issue 12)
+# ---------------------------------------------------------------------------------------
+
+#: In the main area: elements whose content is wider than their box (cut off or scrolled out of sight),
+#: error boxes, exceptions and a literal "None". Hidden elements (inactive tabs, closed expanders) are skipped.
+LAYOUT_CHECK = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const boxes = ['[data-testid="stMetric"]', '[data-testid="stMarkdownContainer"]', '[data-testid="stCaptionContainer"]', '.katex-display',
+    '[data-testid="stExpander"] summary', '[data-testid="stTab"]', 'h1', 'h2', 'h3', '[data-testid="stAlert"]', 'td', 'th', '.bl-align',
+    '[data-testid="stVegaLiteChart"]', 'button'];
+  const overflow = [];
+  for (const el of main.querySelectorAll(boxes.join(', '))) {
+    if (el.offsetParent === null) continue;
+    if (el.scrollWidth <= el.clientWidth + 2) continue;
+    overflow.push(`${el.getAttribute('data-testid') || el.tagName} ${el.scrollWidth}>${el.clientWidth}: ${el.innerText.slice(0, 60)}`);
+  }
+  return {
+    overflow,
+    errors: [...main.querySelectorAll('[data-testid="stAlertContentError"]')].map(e => e.innerText.slice(0, 160)),
+    exceptions: main.querySelectorAll('[data-testid="stException"]').length,
+    none: /(^|\\W)None(\\W|$)/.test(main.innerText),
+  };
+}"""
+
+
+def settle_charts(page) -> None:
+    """`settle`, then wait until every chart has replaced its loading skeleton."""
+    settle(page)
+    page.wait_for_function("() => !document.querySelector('[data-testid=stSkeleton]')", timeout=TIMEOUT_MS)
+    page.wait_for_timeout(300)
+
+
+def assert_readable(page, where: str) -> None:
+    report = page.evaluate(LAYOUT_CHECK)
+    assert not report["overflow"], f"{where}: content wider than its box: {report['overflow']}"
+    assert not report["errors"], f"{where}: error boxes: {report['errors']}"
+    assert not report["exceptions"], f"{where}: an exception is shown"
+    assert not report["none"], f"{where}: a literal None is shown"
+
+
+def _click_if_visible(page, name: str) -> None:
+    button = page.get_by_role("button", name=name)
+    if button.count() and button.first.is_visible():
+        button.first.click()
+        settle(page)
+
+
+@pytest.mark.parametrize("width", [1400, 1024])
+def test_every_page_is_readable_at_projector_and_laptop_widths(browser, server, model_dirs, width):
+    """Every page with its results, at a projector's and a laptop's width: nothing cut off, no error, no None."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    try:
+        open_app(page, server, "", pair="15")
+        expect(page.get_by_role("heading", name="Token by token")).to_be_visible()
+        settle_charts(page)
+        assert_readable(page, f"inspector at {width}px")
+
+        _finished_run(page, server)  # the explorer with a finished run
+        settle_charts(page)
+        assert_readable(page, f"explorer at {width}px")
+
+        models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
+        open_app(page, server, "compare", models=models, metric="aul", sample="20")
+        _click_if_visible(page, "Score them")
+        expect(page.get_by_role("heading", name=re.compile(r"^Pairs whose verdict flips"))).to_be_visible(timeout=180_000)
+        settle_charts(page)
+        assert_readable(page, f"compare at {width}px")
+
+        open_app(page, server, "kurita")
+        page.get_by_role("button", name="Score", exact=True).click()
+        expect(page.get_by_text("More associated with he")).to_be_visible()
+        settle_charts(page)
+        assert_readable(page, f"kurita at {width}px")
+
+        open_app(page, server, "analyses", sample="6")
+        _click_if_visible(page, "Run the analyses")
+        expect(page.get_by_role("tab", name="Token accuracy · T1")).to_be_visible()
+        expect(page.get_by_text("Not run yet")).to_have_count(0, timeout=300_000)
+        settle_charts(page)
+        assert_readable(page, f"analyses at {width}px")
+        tabs = [t.inner_text() for t in page.get_by_role("tab").all()]
+        assert [t.split("·")[-1].strip() for t in tabs if "·" in t] == ["T1", "T2", "T3", "T4", "T5", "F1"]  # the paper's order
+
+        open_app(page, server, "lab")
+        settle_charts(page)
+        assert_readable(page, f"lab at {width}px")
+        screenshot(page, f"lab-{width}")
+    finally:
+        context.close()
+
+
+def test_an_untrained_model_is_flagged_beside_its_results(page, server):
+    """The random-weight model: a banner in the main area, next to the verdicts, not only in the sidebar."""
+    from playwright.sync_api import expect
+
+    open_app(page, server, "", pair="15")
+    main = page.locator('[data-testid="stMain"]')
+    banner = main.get_by_text("looks untrained: read these results as noise")
+    expect(banner).to_be_visible()
+    expect(main.get_by_text("prefers the", exact=False).first).to_be_visible()
+    _finished_run(page, server)
+    expect(main.get_by_text("looks untrained: read these results as noise")).to_be_visible()
+    screenshot(page, "explorer-untrained-banner")
+
+
+@pytest.fixture(scope="module")
+def offline_server(tmp_path_factory):
+    """A first run on a machine without network: a clean cache, no model and no data on disk, the hub out of reach."""
+    _require_browser()
+    logs = tmp_path_factory.mktemp("offline")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")}
+    env.update({"BIASLENS_CACHE_DIR": str(logs / "cache"), "HF_HUB_OFFLINE": "1", "HF_HOME": str(logs / "hf")})
+    with _serve(env, logs) as base:
+        yield base
+
+
+OFFLINE_PAGES = ["", "explorer", "compare", "kurita", "lab", "analyses"]
+
+
+def test_a_first_run_offline_has_no_red_and_the_lab_model_fits_every_page(browser, offline_server):
+    """Every page explains calmly what is missing; the offline lab model then works on every page, with its own words."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=TIMEOUT_MS)
+    try:
+        for path in OFFLINE_PAGES:
+            open_app(page, offline_server, path)
+            report = page.evaluate(LAYOUT_CHECK.replace("'[data-testid=\"stMain\"]'", "'[data-testid=\"stApp\"]'"))
+            assert not report["errors"] and not report["exceptions"], (path, report)
+            text = page.locator('[data-testid="stApp"]').inner_text()
+            assert "--model" not in text and "--data-dir" not in text and "Errno" not in text, path
+        open_app(page, offline_server, "")
+        expect(page.get_by_text("is not on this machine").first).to_be_visible()
+        page.get_by_role("button", name="Use the offline lab model").first.click()  # trains it here once
+        expect(page.get_by_text("Bias-lab model", exact=False)).to_be_visible(timeout=600_000)
+        settle_charts(page)
+        main = page.locator('[data-testid="stMain"]')
+        expect(main.get_by_role("heading", name=re.compile(r"^lab pairs #"))).to_be_visible()  # its own held-out pairs
+        expect(page.get_by_text("Predicts its training corpus well")).to_be_visible()
+        expect(main.get_by_text("looks untrained")).to_have_count(0)  # trained: no banner
+        expect(main.get_by_text("Mostly unknown words")).to_have_count(0)
+        for path in OFFLINE_PAGES:
+            page.locator('[data-testid="stSidebarNav"] a').nth(OFFLINE_PAGES.index(path)).click()
+            settle_charts(page)
+            report = page.evaluate(LAYOUT_CHECK)
+            assert not report["errors"] and not report["exceptions"] and not report["none"], (path, report)
+            text = page.locator('[data-testid="stApp"]').inner_text()
+            assert "custom" not in text.lower().split() and "association-" not in text, path
+        page.locator('[data-testid="stSidebarNav"] a').nth(OFFLINE_PAGES.index("kurita")).click()
+        settle(page)
+        assert "John/Mary" in page.get_by_label("Target pairs (first/second)").input_value()  # its own group words
+        screenshot(page, "offline-lab-kurita")
+    finally:
+        context.close()

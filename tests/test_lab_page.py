@@ -87,7 +87,7 @@ def test_a_second_visit_finds_the_model_in_the_cache(app_env, monkeypatch):
     assert "Planted truth:** bias score **above 50**" in texts(again.markdown)
     # The trained model is now one of the sidebar's models.
     model = lab.find_lab_model(lab.scenario_settings("association", TINY))
-    assert model.label in again.sidebar.selectbox(key="settings.model").options
+    assert "lab model: planted association" in again.sidebar.selectbox(key="settings.model").options
 
 
 def test_invalid_knobs_are_explained_in_one_line(app_env):
@@ -140,9 +140,10 @@ def offline(app_env, monkeypatch):
 def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, monkeypatch):
     at = run_app()
     no_exceptions(at)
-    assert "HF_HUB_OFFLINE is set and bert-base-cased is not in the local Hugging Face cache" in texts(at.sidebar.error)
+    assert not at.error  # a first run without network: no red anywhere
+    assert "bert-base-cased is not on this machine" in texts(at.sidebar.info)
     assert "trains here once" in texts(at.sidebar.info)
-    assert "Use the offline lab model" in texts(at.main.error)  # the page's own message points to it too
+    assert "Use the offline lab model" in texts(at.main.info)  # the page's own message points to it too
 
     at.sidebar.button(key="settings.offline_lab").click().run()
     no_exceptions(at)
@@ -150,7 +151,8 @@ def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, mo
     assert model is not None and lab.cached_lab_model_path() == model.path
     assert at.session_state["settings.model"] == str(model.path)
     assert at.session_state["settings.dataset"] == str(model.path / lab.PAIRS_FILE)  # pairs in its own vocabulary
-    assert at.sidebar.selectbox(key="settings.dataset").format_func(str(model.path / lab.PAIRS_FILE)) == f"held-out pairs of {model.label}"
+    assert at.sidebar.selectbox(key="settings.dataset").format_func(str(model.path / lab.PAIRS_FILE)) == \
+        "held-out pairs of the lab model: planted association"
     # Loaded (a 12-step model fails its sanity check, as it should: only the hub's error must be gone).
     assert "HF_HUB_OFFLINE" not in texts(at.sidebar.error) and "Loaded" in texts(at.sidebar.caption)
     assert not at.main.error  # the page works with it: the first held-out pair is scored
@@ -158,6 +160,8 @@ def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, mo
     first = lab.heldout_pairs(model.settings)[0].pair
     picker = next(sb for sb in at.main.selectbox if sb.label.startswith("Pair ("))
     assert first.sent_stereo in picker.options[0]
+    shown = " ".join([picker.label, *(h.value for h in at.main.subheader), *(o for o in at.sidebar.selectbox(key="settings.model").options)])
+    assert "lab pairs #" in shown and "custom" not in shown and "association-" not in shown  # named after the model, never internal names
     assert "Synthetic pairs of the bias lab" in texts(at.main.info) and "Content warning" not in texts(at.main.warning)
 
     # Another session later: the lab model is already trained, so it is selected without training.

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from biaslens import lab
 from biaslens.cache import ResultCache
 from biaslens.datasets import PairDataset, canonical_name, load_dataset
 from biaslens.errors import BiaslensError
@@ -25,11 +24,11 @@ from biaslens.evaluation import PairInspection, inspect_pair
 from biaslens.kurita import parse_word_list
 from biaslens.metrics import PAPER_METRICS
 from biaslens.models import MaskedLM, load_model
-from biaslens.sanity import SanityReport, check_model
+from biaslens.sanity import SanityReport, VocabularyReport, model_verdict, vocabulary_report
 from biaslens.serving import ModelPool, ServerSettings
 
 from .feedback import show_error
-from .settings import Settings
+from .settings import Settings, _dataset_label, model_label
 
 FAILURE_TTL_S = 120.0
 
@@ -113,7 +112,7 @@ def forget_failure(settings: Settings) -> None:
 def model_or_none(settings: Settings, model: str | None = None, *, where=None) -> MaskedLM | None:
     """The cached model, or None after showing why it could not be loaded."""
     try:
-        with st.spinner(f"Loading {model or settings.model}…"):
+        with st.spinner(f"Loading {model_label(model or settings.model)}…"):
             return get_model(settings, model)
     except Exception as exc:
         show_error(exc, where=where)
@@ -128,17 +127,19 @@ def model_or_stop(settings: Settings) -> MaskedLM:
     return lm
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _sanity(model_key: tuple, fingerprint: str, dtype: str) -> SanityReport:
-    lab_model = lab.lab_model_of(model_key[0])
-    if lab_model is not None:  # a bias-lab model knows only its synthetic corpus: check it on that
-        return check_model(_load_model(*model_key).unlimited(), lab.sanity_sentences(lab_model), subject="its training corpus")
-    return check_model(_load_model(*model_key).unlimited())  # its plain sentences, whatever the server's length limit
-
-
 def sanity(settings: Settings, lm: MaskedLM) -> SanityReport:
-    """The sanity report of the settings' model (computed once per model)."""
-    return _sanity(settings.model_key, lm.fingerprint, str(lm.dtype))
+    """The model's one sanity verdict (`biaslens.sanity.model_verdict`: computed once per model, shared by every page)."""
+    return model_verdict(lm)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _vocabulary(model_key: tuple, fingerprint: str, texts: tuple[str, ...]) -> VocabularyReport:
+    return vocabulary_report(_load_model(*model_key), texts)
+
+
+def vocabulary(settings: Settings, lm: MaskedLM, texts) -> VocabularyReport:
+    """Which words of `texts` the model does not know (cached per model and texts)."""
+    return _vocabulary(settings.model_key, lm.fingerprint, tuple(str(t) for t in texts))
 
 
 # ---------------------------------------------------------------------------------------
@@ -192,7 +193,7 @@ def pasted_words(text: str, what: str, *, lowercase: bool = False) -> tuple[str,
 def dataset_or_none(settings: Settings, name: str | None = None) -> PairDataset | None:
     """The dataset, or None after showing why it is missing."""
     try:
-        with st.spinner(f"Loading {name or settings.dataset}…"):
+        with st.spinner(f"Loading {_dataset_label(name or settings.dataset)}…"):
             return get_dataset(settings, name)
     except Exception as exc:
         show_error(exc)
@@ -244,6 +245,7 @@ __all__ = [
     "model_or_stop",
     "result_cache",
     "sanity",
+    "vocabulary",
     "server_settings",
     "pasted_words",
     "upload_bytes",

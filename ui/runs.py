@@ -96,7 +96,7 @@ def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str) -> Evalua
     controls = st.empty()
     controls.button("Stop", icon=":material/stop_circle:", on_click=_stop, args=(spec,), key=f"runs.stop.{hash(spec)}",
                     help="Stop scoring. Finished chunks stay in the cache: running again resumes from there.")
-    bar = ProgressBar(label)
+    bar = ProgressBar(label, rate_key=speed_key(spec))
     result = attempt(
         evaluate, lm, dataset, list(spec.metrics), cache=resources.result_cache(), chunk_pairs=CHUNK_PAIRS, progress=bar, **_options(spec)
     )
@@ -104,6 +104,28 @@ def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str) -> Evalua
     controls.empty()
     _stop(spec)
     return None if result is None else _remember(spec, result)
+
+
+def speed_key(spec: RunSpec) -> tuple:
+    """What a run's throughput depends on: model, precision, scoring mode, dataset and metrics (not the sample)."""
+    return ("run", spec.fingerprint, spec.dtype, spec.compat, spec.dataset_sha256, spec.metrics)
+
+
+def time_estimate(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, n_pairs: int, *, key: str) -> None:
+    """Before a long run: the time it will take from the throughput measured here, or a button that measures it."""
+    from .progress import estimate, measure
+
+    text = estimate(speed_key(spec), n_pairs)
+    if text is not None:
+        st.caption(f"Estimated time: {text}.")
+        return
+    if st.button("Estimate the time", key=key, icon=":material/timer:", type="tertiary",
+                 help="Scores 3 pairs (not cached) and times them on this machine."):
+        probe = min(3, len(dataset))
+        with st.spinner("Timing 3 pairs…"):
+            attempt(measure, speed_key(spec), lambda: evaluate(lm, dataset, list(spec.metrics), cache=None, compat=spec.compat,
+                                                                 sample=probe, seed=spec.seed), probe)
+        st.rerun()
 
 
 def sample_controls(prefix: str, total: int, label: str | None = None) -> tuple[int | None, int]:

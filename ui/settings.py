@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
 from biaslens import lab
-from biaslens.datasets import DATASETS
+from biaslens.datasets import DATASETS, canonical_name
 from biaslens.errors import HubUnreachableError
 from biaslens.metrics import COMPAT_MODES
 from biaslens.models import DEFAULT_MODEL, DTYPES, PRESETS
@@ -74,13 +75,13 @@ def model_choices() -> list[ModelChoice]:
 
     The hook for new offline defaults (e.g. a trained lab model): add a choice here.
     """
-    choices = [ModelChoice(default_model(), f"{default_model()} (default)")]
+    choices = [ModelChoice(default_model(), f"{model_label(default_model())} (default)")]
     choices += [ModelChoice(name, f"{name} · {about}") for name, about in PRESETS.items() if name != default_model()]
     try:  # the bias lab's trained models (in biaslens's cache): they need no network
         lab_models = lab.list_lab_models()[:MAX_LAB_CHOICES]
     except OSError:
         lab_models = []
-    choices += [ModelChoice(str(m.path), m.label) for m in lab_models if str(m.path) != default_model()]
+    choices += [ModelChoice(str(m.path), lab_model_name(m)) for m in lab_models if str(m.path) != default_model()]
     return choices
 
 
@@ -105,7 +106,8 @@ def _adopt_url(defaults: Settings) -> None:
             _remember_model(value)
         st.session_state[f"settings.{name}"] = value
     st.session_state.setdefault("settings.model", defaults.model)
-    st.session_state.setdefault("settings.dataset", defaults.dataset)
+    lab_default = lab.lab_model_of(st.session_state["settings.model"]) if "settings.dataset" not in st.session_state else None
+    st.session_state.setdefault("settings.dataset", str(lab_default.path / lab.PAIRS_FILE) if lab_default else defaults.dataset)
     st.session_state.setdefault("settings.compat", defaults.compat)
     st.session_state.setdefault("settings.device", defaults.device)
     st.session_state.setdefault("settings.dtype", defaults.dtype)
@@ -120,12 +122,86 @@ def _remember_model(value: str) -> None:
         custom.append(value)
 
 
+def lab_model_name(model: lab.LabModel) -> str:
+    """A lab model as people call it: 'lab model: planted association' (plus its seed when not 0)."""
+    s = model.settings
+    seed = f", seed {s.seed}" if s.seed else ""
+    return f"lab model: {lab.SCENARIOS[s.scenario].title.lower()}{seed}"
+
+
+def model_label(value: str) -> str:
+    """A friendly model name: the hub id, a local folder's name, or the lab scenario's name (never a cache path)."""
+    value = str(value).strip()
+    model = lab.lab_model_of(value)
+    if model is not None:
+        return lab_model_name(model)
+    if "/" in value and (value.startswith(("/", "~", ".")) or Path(value).expanduser().exists()):
+        return Path(value.rstrip("/")).name or value
+    return value
+
+
+def model_names(models) -> dict[str, str]:
+    """Distinct friendly names for several models (tables, charts, legends): lab models by scenario, folders by name."""
+    from biaslens.explore import short_names
+
+    short = short_names(list(models))
+    names = {}
+    for m in models:
+        model = lab.lab_model_of(m)
+        names[m] = lab_model_name(model) if model is not None else short[m]
+    if len(set(names.values())) < len(names):  # two lab models of one scenario: fall back to the distinct short names
+        return short
+    return names
+
+
+def _model_changed() -> None:
+    """A model chosen in the sidebar: remembered; a lab model brings its own held-out pairs (it knows no other words)."""
+    value = st.session_state["settings.model"]
+    _remember_model(value)
+    model = lab.lab_model_of(value)
+    if model is not None and canonical_name(str(st.session_state.get("settings.dataset", ""))) is not None:
+        use_lab_pairs(model)
+
+
 def _dataset_label(value: str) -> str:
-    """A benchmark's title, 'held-out pairs of <lab model>' for a bias-lab model's pairs file, else the path."""
+    """A benchmark's title, 'held-out pairs of <lab model>' for a bias-lab model's pairs file, else the file's name."""
     if value in DATASETS:
         return DATASETS[value].title
     model = lab.lab_model_of_pairs(value)
-    return f"held-out pairs of {model.label}" if model else value
+    return f"held-out pairs of the {lab_model_name(model)}" if model else (Path(value).name or value)
+
+
+def dataset_label(dataset) -> str:
+    """A loaded dataset's name for people: 'crows-pairs', 'held-out pairs of the lab model: …', or its file name."""
+    model = lab.lab_model_of_pairs(dataset.path)
+    if model is not None:
+        return f"held-out pairs of the {lab_model_name(model)}"
+    return dataset.name if dataset.name != "custom" else Path(dataset.path).name
+
+
+def short_dataset_name(dataset) -> str:
+    """A dataset's name in tables and reports: 'crows-pairs', 'lab pairs: planted association', or the file's stem."""
+    model = lab.lab_model_of_pairs(dataset.path)
+    if model is not None:
+        return "lab pairs: " + lab_model_name(model).removeprefix("lab model: ")
+    return dataset.name if dataset.name != "custom" else Path(dataset.path).stem
+
+
+def pair_label(dataset) -> str:
+    """The short prefix of a pair's number: 'crows-pairs', 'lab pairs', or the file's name (never 'custom')."""
+    if lab.lab_model_of_pairs(dataset.path) is not None:
+        return "lab pairs"
+    return dataset.name if dataset.name != "custom" else Path(dataset.path).stem
+
+
+def selected_lab_model() -> lab.LabModel | None:
+    """The bias-lab model selected in the sidebar, or None (a hub or other local model)."""
+    return lab.lab_model_of(current().model)
+
+
+def use_lab_pairs(model: lab.LabModel) -> None:
+    """Callback: make the lab model's held-out pairs the sidebar's dataset."""
+    st.session_state["settings.dataset"] = str(model.path / lab.PAIRS_FILE)
 
 
 def _valid(key: str, options: list[str]) -> None:
@@ -152,11 +228,11 @@ def render_sidebar() -> Settings:
         "Model",
         options,
         key="settings.model",
-        format_func=lambda v: labels.get(v, v),
+        format_func=lambda v: labels.get(v) or model_label(v),
         accept_new_options=True,
         help="A preset, any Hugging Face hub id (e.g. bert-base-uncased), or a local model folder: type its path and press Enter "
         "(on a shared server, a folder its operator allows in BIASLENS_MODEL_DIRS).",
-        on_change=lambda: _remember_model(st.session_state["settings.model"]),
+        on_change=_model_changed,
     )
     status_box = sb.container()
     sb.markdown("### Data")
@@ -213,19 +289,21 @@ def render_sidebar() -> Settings:
 
 
 def _model_status(settings: Settings, box) -> None:
-    """The model's status and its sanity indicator, under the model box."""
+    """The model's status and its sanity verdict, under the model box."""
     from . import resources
 
     with box:
         try:
-            with st.spinner(f"Loading {settings.model}…"):
+            with st.spinner(f"Loading {model_label(settings.model)}…"):
                 lm = resources.get_model(settings)
         except Exception as exc:
             message, _ = explain(exc)
-            st.error(message, icon=":material/error:")
             if isinstance(exc, HubUnreachableError):
-                _offer_lab_model()
-            st.caption("The pages explain how to use a local folder. The rest of the app keeps working.")
+                st.info(message, icon=":material/wifi_off:")
+                offer_lab_model("sidebar")
+            else:
+                st.error(message, icon=":material/error:")
+                st.caption("Type another hub id or the path of a local model folder into the Model box. The rest of the app keeps working.")
             if st.button("Retry loading", key="settings.retry"):
                 resources.forget_failure(settings)
                 st.rerun()
@@ -241,7 +319,7 @@ def _model_status(settings: Settings, box) -> None:
         except Exception as exc:
             st.warning(f"Sanity check failed: {explain(exc)[0]}")
             return
-        show = {"ok": st.success, "weak": st.warning, "untrained": st.error}[report.status]
+        show = {"ok": st.success, "weak": st.warning, "untrained": st.warning}[report.status]
         icon = {"ok": ":material/check_circle:", "weak": ":material/warning:", "untrained": ":material/dangerous:"}[report.status]
         show(f"**Sanity check:** {report.message}", icon=icon)
         corpus = "sentences of its training corpus" if lab_model else "plain sentences"
@@ -249,20 +327,23 @@ def _model_status(settings: Settings, box) -> None:
         if lab_model:
             about = lab.describe_settings(lab_model.settings)
             st.caption(f"Bias-lab model, {about}: it knows only the lab's words and templates (see the Bias lab page).")
+        with st.expander("Model details"):
+            st.caption(f"`{settings.model}`" + (f" · revision `{settings.revision}`" if settings.revision else ""))
 
 
-def _offer_lab_model() -> None:
-    """The hub is out of reach: offer the bias lab's model, trained here once (no download) and then cached."""
+def offer_lab_model(where: str = "sidebar") -> None:
+    """No hub: offer the bias lab's model, trained here once (no download) and then cached; `where` keys the button."""
     from .feedback import attempt
     from .progress import ProgressBar
 
     cached = lab.cached_lab_model_path()
     st.info(
         "No network? Every page also works with the bias lab's small model: "
-        + ("it is already trained on this machine." if cached else "it trains here once (well under 2 minutes), then stays in the cache."),
+        + ("it is already trained on this machine." if cached else "it trains here once (about a minute), then stays in the cache."),
         icon=":material/wifi_off:",
     )
-    if st.button("Use the offline lab model", key="settings.offline_lab", type="primary", icon=":material/model_training:"):
+    key = "settings.offline_lab" if where == "sidebar" else f"settings.offline_lab.{where}"
+    if st.button("Use the offline lab model", key=key, type="primary", icon=":material/model_training:"):
         if not cached:
             bar = ProgressBar("Training the lab model", unit="steps")
             model = attempt(lab.default_lab_model, progress=lambda step, total, _loss: bar(step, total))
