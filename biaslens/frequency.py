@@ -14,8 +14,9 @@ Per the spec (Word frequency), as the paper defines Table 2:
   `wordfreq` English "large" list as the documented stand-in (rank 1 = the most frequent
   word; a word not in the list ranks after every listed one);
 * words whose common sense is not the group one are left out (`EXCLUDED_WORDS`: white and
-  black as colours, as the paper says, and the articles, which name no group), and the
-  exclusion list is part of the result;
+  black as colours, as the paper says, and function words such as articles and
+  prepositions, which name no group: `FUNCTION_WORDS`), and the exclusion list is part of
+  the result;
 * per bias type, a word modified in both groups goes to the group where it is modified
   more often (a word modified equally often in both is left out, and listed);
 * the words of both groups are merged into one list ranked by corpus frequency and the
@@ -48,14 +49,20 @@ WORD_COLUMNS = ("pair_id", "bias_type", "direction", "group", "sentence", "word"
 #: Kaneko & Bollegala's Table 2 keeps the top 8 words of the merged list.
 TOP = 8
 
+#: Closed-class words a word-level diff catches (articles, prepositions, conjunctions, auxiliaries, negation) but which
+#: name no group; pronouns are not among them (he, she, his, her name genders). biaslens's addition to the paper's list.
+FUNCTION_WORDS = (
+    "a an the of in on at to for with by from into about as and or but nor so if than then that this these those it its "
+    "is are was were be been being am do does did done have has had will would shall should can could may might must "
+    "not no n't don't doesn't didn't isn't aren't wasn't weren't can't won't there here very too also just all any some"
+).split()
+
 #: Words left out of Table 2 because their common sense is not the group one (the paper: white and black, "which
-#: have non-stereotypical senses" as colours), and the articles, which a word-level diff can catch but which name no group.
+#: have non-stereotypical senses" as colours), and the function words, which name no group.
 EXCLUDED_WORDS: dict[str, str] = {
     "white": "colour sense (the paper leaves it out)",
     "black": "colour sense (the paper leaves it out)",
-    "a": "article: names no group",
-    "an": "article: names no group",
-    "the": "article: names no group",
+    **{w: "function word: names no group (biaslens's addition)" for w in FUNCTION_WORDS},
 }
 
 MERGED_COLUMNS = ("bias_type", "word", "group", "position", "rank", "zipf", "count_adv", "count_dis")
@@ -265,6 +272,7 @@ def word_frequency(pairs: PairDataset | Sequence[Pair], *, top: int = 3, merged_
 
 __all__ = [
     "EXCLUDED_WORDS",
+    "FUNCTION_WORDS",
     "TOP",
     "WordFrequency",
     "corpus_ranks",

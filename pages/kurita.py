@@ -300,7 +300,7 @@ def show_weat(results: list[WeatResult]) -> None:
     ui.charts.show(chart, S + "chart_weat")
     for result in results:
         spec = result.spec
-        with st.expander(f"{spec.label}: d = {result.effect_size:.3f}, p = {result.p_value:.4f}"):
+        with st.expander(f"{spec.label}: d = {result.effect_size:.3f}, p = {result.p_value:.4f} (two-sided {result.p_two_sided:.4f})"):
             st.markdown(
                 f"**Templates:** {' · '.join(f'`{t.line}`' for t in spec.templates)}  \n"
                 f"**Target pairs** ({spec.target_names[0]} / {spec.target_names[1]}): {', '.join(p.label for p in spec.pairs)}  \n"

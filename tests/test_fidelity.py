@@ -369,3 +369,15 @@ def test_table5_published_share_needs_list_size_template_targets_and_model():
     assert share_comparability("positive traits", scores(234, model="roberta-base")).startswith("model roberta-base")
     assert share_comparability("salary job titles", scores(3)) is None  # the paper states no size: not checked
     assert share_comparability(None, scores(3)) == "not one of the paper's lists"
+
+
+def test_function_words_are_left_out_but_pronouns_kept():
+    import pandas as pd
+
+    from biaslens.frequency import FUNCTION_WORDS, merged_top_words
+
+    counts = pd.DataFrame([("of", 0, 3), ("not", 2, 0), ("he", 2, 0), ("her", 0, 2)], columns=["word", "count_adv", "count_dis"])
+    merged, dropped = merged_top_words(counts, {"of": 2, "not": 20, "he": 11, "her": 30})
+    assert merged["word"].tolist() == ["he", "her"] and merged["position"].tolist() == [1, 2]
+    assert {d["word"] for d in dropped} == {"of", "not"} and all(d["reason"].startswith("function word") for d in dropped)
+    assert not {"he", "she", "his", "her", "him", "they"} & set(FUNCTION_WORDS)
