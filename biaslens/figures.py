@@ -11,7 +11,8 @@ enough for a projector.
 from __future__ import annotations
 
 import html
-from typing import Any
+import json
+from typing import Any, Sequence
 
 import altair as alt
 import pandas as pd
@@ -286,15 +287,26 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
     return _style(alt.layer(chart, zero).properties(height=rows_height(len(data)), width="container"))
 
 
-def attention_heatmap(table: pd.DataFrame, title: str) -> alt.Chart:
-    """An attention matrix (from `explore.attention_table`): rows are queries, columns keys."""
+def _highlight_axis(labels: Sequence[str], color: str) -> dict[str, Any]:
+    """Axis settings that draw `labels` bold in `color` (e.g. a sentence's modified tokens)."""
+    test = f"indexof({json.dumps(list(labels))}, datum.value) >= 0"
+    return {"labelColor": {"condition": {"test": test, "value": color}, "value": "#333333"},
+            "labelFontWeight": {"condition": {"test": test, "value": "bold"}, "value": "normal"}}
+
+
+def attention_heatmap(table: pd.DataFrame, title: str, *, modified: Sequence[str] = (), side: str = "stereo") -> alt.Chart:
+    """An attention matrix (from `explore.attention_table`): rows are queries, columns keys.
+
+    `modified` token labels are drawn bold in the sentence's colour on both axes.
+    """
     order = table.drop_duplicates("key_position").sort_values("key_position")["key"].tolist()
+    marked = _highlight_axis(modified, SIDE_COLORS.get(side, STEREO_COLOR)) if len(modified) else {}
     chart = (
         alt.Chart(table, title=title)
         .mark_rect()
         .encode(
-            x=alt.X("key:N", sort=order, title="attends to (key)", axis=alt.Axis(labelAngle=-40)),
-            y=alt.Y("query:N", sort=order, title="query"),
+            x=alt.X("key:N", sort=order, title="attends to (key)", axis=alt.Axis(labelAngle=-40, **marked)),
+            y=alt.Y("query:N", sort=order, title="query", axis=alt.Axis(**marked)),
             color=alt.Color("weight:Q", title="weight", scale=alt.Scale(scheme="viridis")),
             tooltip=[alt.Tooltip("query:N"), alt.Tooltip("key:N"), alt.Tooltip("weight:Q", format=".4f")],
         )
@@ -303,10 +315,18 @@ def attention_heatmap(table: pd.DataFrame, title: str) -> alt.Chart:
     return _style(chart)
 
 
-def head_overview_chart(overview: pd.DataFrame, title: str) -> alt.Chart:
-    """Layer × head grid (from `explore.head_overview`)."""
-    chart = (
-        alt.Chart(overview, title=title)
+#: Name of the click selection on `head_overview_chart` (read back by the app's `on_select`).
+HEAD_SELECTION = "head"
+
+
+def head_overview_chart(overview: pd.DataFrame, title: str, *, selected: tuple[int, int] | None = None) -> alt.LayerChart:
+    """Layer × head grid (from `explore.head_overview`); clicking a cell selects that head (the `HEAD_SELECTION` param).
+
+    `selected` (layer, head), 1-based, is outlined.
+    """
+    pick = alt.selection_point(name=HEAD_SELECTION, fields=["layer", "head"], on="click", clear="dblclick")
+    cells = (
+        alt.Chart(overview)
         .mark_rect()
         .encode(
             x=alt.X("head:O", title="head"),
@@ -314,8 +334,13 @@ def head_overview_chart(overview: pd.DataFrame, title: str) -> alt.Chart:
             color=alt.Color("attention:Q", title="attention", scale=alt.Scale(scheme="viridis")),
             tooltip=["layer:O", "head:O", alt.Tooltip("attention:Q", format=".4f")],
         )
-        .properties(width="container", height=max(160, 22 * overview["layer"].nunique()))
+        .add_params(pick)
     )
+    layers: list[Any] = [cells]
+    if selected is not None:
+        mark = overview[(overview["layer"] == selected[0]) & (overview["head"] == selected[1])]
+        layers.append(alt.Chart(mark).mark_rect(filled=False, stroke=STEREO_COLOR, strokeWidth=4).encode(x="head:O", y="layer:O"))
+    chart = alt.layer(*layers, title=title).properties(width="container", height=max(160, 34 * overview["layer"].nunique()))
     return _style(chart)
 
 
@@ -621,6 +646,7 @@ __all__ = [
     "by_type_chart",
     "drivers_chart",
     "groups_chart",
+    "HEAD_SELECTION",
     "head_overview_chart",
     "margin_scatter",
     "model_scores_chart",

@@ -7,6 +7,7 @@ import html
 import random
 import re
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -321,6 +322,17 @@ def slide_downloads(result: PairInspection, tokens: pd.DataFrame, label: str, st
                            on_click="ignore", key=S + "slide_svg", help="The same as a vector image (scales to any projector).")
 
 
+def _head_clicked() -> None:
+    """A click on the layer × head grid selects that head in the Layer and Head boxes (a double click: all)."""
+    event = st.session_state.get(S + "att_heads")
+    points = (event or {}).get("selection", {}).get(figures.HEAD_SELECTION) or []
+    if points:
+        st.session_state[S + "att_layer"] = int(points[0]["layer"])
+        st.session_state[S + "att_head"] = int(points[0]["head"])
+    else:
+        st.session_state[S + "att_layer"] = st.session_state[S + "att_head"] = "all"
+
+
 @st.fragment
 def attention_view(result: PairInspection) -> None:
     """The attention drill-down: re-rendering it reruns only this fragment, not the page."""
@@ -334,14 +346,24 @@ def attention_view(result: PairInspection) -> None:
     table = explore.attention_table(
         result, side, layer=None if layer == "all" else int(layer) - 1, head=None if head == "all" else int(head) - 1, hide_special=hide
     )
+    detail = getattr(result, side)
+    modified_positions = set(np.flatnonzero(detail.modified).tolist())
+    modified = table.loc[table["key_position"].isin(modified_positions), "key"].unique().tolist()
     which = "averaged over layers and heads (AULA's matrix)" if layer == "all" and head == "all" else f"layer {layer}, head {head}"
     left, right = st.columns([3, 2])
     with left:
-        ui.charts.show(figures.attention_heatmap(table, f"{figures.SIDE_NAMES[side]}: attention, {which}"), S + "att_map")
+        title = f"{figures.SIDE_NAMES[side]}: attention, {which}"
+        ui.charts.show(figures.attention_heatmap(table, title, modified=modified, side=side), S + "att_map")
+        if modified:
+            st.caption("Modified tokens are bold, in the sentence's colour, on both axes.")
     with right:
         overview = explore.head_overview(result, side)
-        ui.charts.show(figures.head_overview_chart(overview, "Attention on the modified tokens, per layer × head"), S + "att_heads")
-        st.caption("Summed over the modified tokens (every token if there is none), averaged over query positions.")
+        selected = (int(layer), int(head)) if layer != "all" and head != "all" else None
+        chart = figures.head_overview_chart(overview, "Attention on the modified tokens, per layer × head", selected=selected)
+        st.altair_chart(chart, width="stretch", theme=None, key=S + "att_heads", on_select=_head_clicked,
+                        selection_mode=figures.HEAD_SELECTION)
+        st.caption("Click a cell to look at that head (outlined); double-click to go back to the average. Summed over the modified "
+                   "tokens (every token if there is none), averaged over query positions.")
 
 
 def metric_cards() -> None:
