@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -419,7 +419,7 @@ def _pair_list(dataset: Any) -> list[Pair]:
     """The pairs of a PairDataset or a sequence of Pair; anything else is an InputError."""
     if isinstance(dataset, PairDataset):
         return list(dataset.pairs)
-    if isinstance(dataset, (str, bytes, Path)) or not isinstance(dataset, Sequence):
+    if isinstance(dataset, (str, bytes, Path, Mapping)) or not isinstance(dataset, Iterable):
         raise InputError(f"dataset must be a PairDataset (load_dataset) or a list of Pair, not {_type_name(dataset)}.")
     pairs = list(dataset)
     bad = next((p for p in pairs if not isinstance(p, Pair)), None)

@@ -30,6 +30,8 @@ def _adopt_url() -> None:
     metric = ui.state.take_one("metric")
     if metric in METRICS:
         st.session_state[S + "metric"] = metric
+    elif metric is not None:
+        ui.state.reject("metric", metric, "one of " + ", ".join(METRICS))
     st.session_state.setdefault(S + "models", [settings.model])
     st.session_state.setdefault(S + "metric", "aul")
 
@@ -87,7 +89,7 @@ if missing:
     notice = st.empty()  # cleared once the runs are done, so it never sits above their results
     with notice.container():
         st.info(
-            f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ", ".join(m for m, _, _ in missing) + ".",
+            f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ui.feedback.md(", ".join(m for m, _, _ in missing)) + ".",
             icon=":material/hourglass_empty:",
         )
         clicked = st.button("Score them", type="primary", icon=":material/play_arrow:", key=S + "run")
@@ -138,7 +140,7 @@ else:
     st.dataframe(comparison.by_type, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format="%.2f")
                                 for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")})
-    st.caption(f"The last columns are each model's score minus {order[0]}'s, in percentage points.")
+    st.caption(f"The last columns are each model's score minus {ui.feedback.md(order[0])}'s, in percentage points.")
 
 st.subheader("Per pair")
 x_model, y_model = order[0], order[1]

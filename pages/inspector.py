@@ -42,8 +42,13 @@ def _adopt_url() -> None:
     elif pair is not None and pair.isdigit():
         st.session_state[S + "source"] = "dataset"
         st.session_state[S + "pair"] = int(pair)
+        st.session_state[S + "pair_from_url"] = True
+    elif pair is not None:
+        ui.state.reject("pair", pair, "a pair id (a whole number, 0 or more)")
     if metric in PAPER_METRICS:
         st.session_state[S + "metric"] = metric
+    elif metric is not None:
+        ui.state.reject("metric", metric, "one of " + ", ".join(PAPER_METRICS))
     st.session_state.setdefault(S + "source", "dataset")
     st.session_state.setdefault(S + "metric", "aul")
     st.session_state.setdefault(S + "s1_input", EXAMPLE[0])
@@ -114,6 +119,8 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
 
     by_id = {p.pair_id: p for p in dataset.pairs}
     current = st.session_state.get(S + "pair")
+    if st.session_state.pop(S + "pair_from_url", False) and current not in by_id:
+        ui.state.reject("pair", str(current), f"a pair id of this dataset ({min(by_id)} to {max(by_id)})")
     if current not in by_id:
         current = ids[0] if ids else dataset.pairs[0].pair_id
         st.session_state[S + "pair"] = current
@@ -127,7 +134,7 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
         return f"#{pair_id} · {kind} · {text}"
 
     st.selectbox(
-        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {dataset.name})",
+        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {ui.feedback.md(dataset.name)})",
         options,
         key=S + "pair_choice",
         format_func=describe,
@@ -297,7 +304,7 @@ def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> No
     left, right = st.columns(2)
     for col, (_, _, label), res in ((left, pinned, pinned_result), (right, current, result)):
         with col.container(border=True):
-            st.markdown(f"**{'📌 ' if res is pinned_result else ''}{html.escape(label)}**")
+            st.markdown(f"**{'📌 ' if res is pinned_result else ''}{ui.feedback.md(label)}**")
             st.html(figures.aligned_tokens_html(explore.aligned_columns(res)))
             st.dataframe(scores_table(res).iloc[:, :5], hide_index=True, column_config=SCORE_FORMAT, width="stretch")
     st.button("Unpin", icon=":material/close:", on_click=_unpin)
@@ -367,6 +374,6 @@ if chosen is not None:
     with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
         metric_cards()
     st.caption(
-        f"Model {result.manifest['model']} · {result.manifest['device']} · {result.manifest['dtype']} · "
+        f"Model {ui.feedback.md(result.manifest['model'])} · {result.manifest['device']} · {result.manifest['dtype']} · "
         f"mode {'kaneko2022' if result.compat else 'default'}"
     )
