@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import BiaslensError
+from .errors import BiaslensError, OutputError
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -246,7 +246,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .cli_field import after_evaluate
 
     result = after_evaluate(args, lm, dataset, result, cache, metrics)
-    pairs_path, summary_path = result.save(args.out)
+    try:
+        pairs_path, summary_path = result.save(args.out)
+    except OutputError as exc:
+        kept = (f"the scores are kept in the result cache ({cache.path}): run the same command with a writable --out to write them "
+                "without scoring again") if cache is not None and cache.warning is None else "the scores were not cached (--no-cache or cache off)"
+        raise OutputError(f"{str(exc).rstrip('.')}; {kept}.") from None
     if result.cached:
         print(f"{result.cached} of {len(result.pairs) * len(metrics)} pair scores came from the result cache", file=sys.stderr)
     for warning in result.warnings:
@@ -345,6 +350,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if isinstance(getattr(args, "out", None), str):  # refuse an unwritable output folder before any work
+            from .export import check_output_dir
+
+            check_output_dir(args.out)
         return args.func(args)
     except BiaslensError as exc:
         print(f"biaslens {args.command}: error: {exc}", file=sys.stderr)

@@ -214,6 +214,9 @@ def _csv_rows(path: Path, text: str, required: tuple[str, ...]) -> list[_Row]:
                 continue
             if header is None:
                 header = [f.strip() for f in fields]
+                repeated = sorted({c for c in header if c and header.count(c) > 1})
+                if repeated:
+                    raise DatasetError(f"the header repeats column(s) {', '.join(repeated)}: keep one column of each name", path=str(path))
                 missing = [c for c in required if c not in header]
                 if missing:
                     found = ", ".join(c or "(unnamed)" for c in header)
@@ -390,6 +393,13 @@ def _stereoset_document(path: Path, text: str) -> tuple[list[tuple[int, dict[str
         example = {k: item.get(k) for k in ("target", "bias_type", "context")}
         for sentence in sentences:
             label = sentence.get("gold_label") if isinstance(sentence, dict) else None
+            if not isinstance(label, str) and label is not None:
+                raise DatasetError(
+                    f"intrasentence example {_shown(item.get('id'))} has a gold_label that is {_kind(label)}, "
+                    f"expected one of {', '.join(_STEREOSET_LABELS)}",
+                    path=str(path),
+                    row=number,
+                )
             if label not in _STEREOSET_LABELS or label in example:
                 problem = "a second" if label in example else "an unknown"
                 raise DatasetError(
@@ -405,10 +415,30 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _kind(value: Any) -> str:
+    """What a JSON value is, for messages: 'a list', 'a number', ..."""
+    names = {dict: "an object", list: "a list", bool: "true/false", int: "a number", float: "a number", str: "text"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def _check_text_fields(path: Path, row: int, example: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """Refuse a field that is present but not text (a list, an object, a number) with file, row and field."""
+    for name in fields:
+        value = example.get(name)
+        if value is not None and not isinstance(value, str):
+            raise DatasetError(f"{name} is {_kind(value)}, expected text", path=str(path), row=row)
+
+
 def _stereoset(path: Path, text: str, sha256: str) -> PairDataset:
     examples, intersentence = (_stereoset_lines if _is_json_lines(path, text) else _stereoset_document)(path, text)
     pairs, odd_contexts = [], []
     for pair_id, (row, example) in enumerate(examples):
+        _check_text_fields(path, row, example, ("stereotype", "anti-stereotype", "unrelated", "context", "target", "bias_type"))
         sentences = {}
         for label in ("stereotype", "anti-stereotype"):
             sentences[label] = _sentence(example.get(label))

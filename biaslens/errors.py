@@ -35,6 +35,22 @@ class InputError(BiaslensError):
     """A sentence or argument cannot be scored (empty, too long, identical pair, ...)."""
 
 
+class OutputError(BiaslensError):
+    """An output folder or file cannot be written (read-only, a file where a folder should be, disk full, ...)."""
+
+
+class NumericalError(BiaslensError):
+    """A model's outputs are not finite numbers (NaN or infinity): its weights are broken."""
+
+
+class LimitError(InputError):
+    """Work a shared server will not do (or stopped): above an operator's limit, switched off, or the server is busy."""
+
+
+class JobCancelled(BiaslensError):
+    """A job stopped because the session that started it went away, or the server is shutting down."""
+
+
 class DatasetError(BiaslensError):
     """A dataset file is missing or malformed. Messages name the file, the row and the problem."""
 

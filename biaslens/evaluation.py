@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -224,11 +224,20 @@ def inspect_pair(
     attention_matrices: bool = False,
 ) -> PairInspection:
     """Score one pair with every metric and keep the per-token detail."""
-    keys = parse_metrics(metrics)
+    keys = parse_metrics(_metrics_arg(metrics))
     is_compat = check_compat(compat)
+    for label, value in (("sent_stereo", sent_stereo), ("sent_anti", sent_anti)):
+        if not isinstance(value, str):
+            raise InputError(f"{label} must be a sentence (a str), not {_type_name(value)}.")
+    _check_int("top_k", top_k, minimum=0)
     if sent_stereo.strip() == sent_anti.strip():
         raise InputError("The two sentences are identical: change at least one word in one of them.")
     a, b = lm.encode(sent_stereo), lm.encode(sent_anti)
+    if a.ids == b.ids:
+        raise InputError(
+            f"The two sentences encode to the same tokens for {lm.name} (characters its vocabulary lacks become "
+            f"{lm.tokenizer.unk_token}, spacing may be dropped), so they are not a pair: change a word in one of them."
+        )
     (scored,) = score_encoded_pairs(
         lm, [(a, b)], keys, compat=is_compat, unmasked=True, top_k=top_k, attention_matrices=attention_matrices
     )
@@ -302,12 +311,21 @@ def evaluate(
     Under `accelerate launch` with several processes, each scores its share of the
     chunks and every process returns the whole result (`biaslens.parallel`).
     """
-    keys = parse_metrics(metrics)
+    keys = parse_metrics(_metrics_arg(metrics))
     mode = "kaneko2022" if check_compat(compat) else "default"
-    pairs = list(dataset.pairs if isinstance(dataset, PairDataset) else dataset)
+    _check_int("chunk_pairs", chunk_pairs, minimum=1)
+    _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
+    _check_int("seed", seed, minimum=0)
+    pairs = _pair_list(dataset)
     pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
     if not pairs:
         raise InputError("No pairs to score.")
+    identical = token_identical_pairs(lm, pairs)
+    if identical:
+        if len(identical) == len(pairs):
+            raise InputError(f"Every pair's two sentences encode to the same tokens for {lm.name}: there is nothing to compare.")
+        left_out = set(identical)
+        pairs = [p for p in pairs if p.pair_id not in left_out]
     budget = batch_tokens or default_batch_tokens(lm)
     started = time.perf_counter()
 
@@ -347,10 +365,73 @@ def evaluate(
     )
     # A cache set aside as corrupted (notice) or switched off (warning) is worth telling.
     warnings = [w for w in (cache.pop_notice(), cache.warning) if w] if cache is not None else []
-    return EvaluationResult(frame, summarize(frame, keys, manifest), warnings, cached)
+    summary = summarize(frame, keys, manifest)
+    summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
+    if identical:
+        warnings.append(identical_note(identical))
+    return EvaluationResult(frame, summary, warnings, cached)
+
+
+def identical_note(pair_ids: Sequence[int]) -> str:
+    """The one-line note on pairs left out because both sentences encode to the same tokens."""
+    shown = ", ".join(map(str, pair_ids[:10])) + (f" and {len(pair_ids) - 10} more" if len(pair_ids) > 10 else "")
+    return (
+        f"{len(pair_ids)} pair{'s' if len(pair_ids) != 1 else ''} left out of N: both sentences encode to the same tokens "
+        f"for this model, so they are not pairs (pair id{'s' if len(pair_ids) != 1 else ''} {shown})."
+    )
+
+
+def token_identical_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[int]:
+    """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK])."""
+    if not pairs:
+        return []
+    texts = [p.sent_stereo for p in pairs] + [p.sent_anti for p in pairs]
+    if not all(isinstance(t, str) for t in texts):
+        bad = next(p for p in pairs if not isinstance(p.sent_stereo, str) or not isinstance(p.sent_anti, str))
+        raise InputError(f"Pair {bad.pair_id}: both sentences must be text (str).")
+    ids = lm.tokenizer(texts, add_special_tokens=True)["input_ids"]
+    n = len(pairs)
+    return [p.pair_id for i, p in enumerate(pairs) if ids[i] == ids[n + i]]
+
+
+def _metrics_arg(metrics: Any) -> Any:
+    """`metrics` if it is None, a str or a sequence of str; else an InputError."""
+    if metrics is None or isinstance(metrics, str):
+        return metrics
+    if isinstance(metrics, Sequence) and all(isinstance(m, str) for m in metrics):
+        return metrics
+    raise InputError(f"metrics must be metric names ('aul,cps' or ['aul', 'cps']), not {metrics!r}.")
+
+
+def _type_name(value: Any) -> str:
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
+    """Refuse an argument that is not a whole number of at least `minimum` (None allowed when `optional`)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"{name} must be a whole number of at least {minimum}, not {value!r}.")
+
+
+def _pair_list(dataset: Any) -> list[Pair]:
+    """The pairs of a PairDataset or a sequence of Pair; anything else is an InputError."""
+    if isinstance(dataset, PairDataset):
+        return list(dataset.pairs)
+    if isinstance(dataset, (str, bytes, Path, Mapping)) or not isinstance(dataset, Iterable):
+        raise InputError(f"dataset must be a PairDataset (load_dataset) or a list of Pair, not {_type_name(dataset)}.")
+    pairs = list(dataset)
+    bad = next((p for p in pairs if not isinstance(p, Pair)), None)
+    if bad is not None:
+        raise InputError(f"dataset must hold Pair objects, not {_type_name(bad)}.")
+    return pairs
 
 
 def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Pair]:
+    for name, value in (("limit", limit), ("sample", sample)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise InputError(f"{name} must be a whole number, not {value!r}.")
     if limit is not None and limit < 1 or sample is not None and sample < 1:
         raise InputError("--limit and --sample must be positive.")
     if sample is not None and sample < len(pairs):
@@ -480,9 +561,11 @@ __all__ = [
     "ScoredPair",
     "SentenceDetail",
     "evaluate",
+    "identical_note",
     "inspect_pair",
     "pairs_frame",
     "score_encoded_pairs",
     "select_pairs",
     "summarize",
+    "token_identical_pairs",
 ]

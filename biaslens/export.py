@@ -7,6 +7,7 @@ leading apostrophe, which spreadsheets show as plain text; numbers are never tou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -16,6 +17,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .errors import OutputError
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -53,19 +56,68 @@ def to_json(value: Any) -> str:
     return json.dumps(json_safe(value), indent=2, ensure_ascii=False) + "\n"
 
 
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def current_umask() -> int:
+    """The process's file-creation mask (read from /proc where possible: setting it is not thread-safe)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_output_dir(path: str | Path, *, option: str = "--out") -> Path:
+    """Refuse, before any work, an output folder that cannot be written; `OutputError` says why in one line.
+
+    The folder need not exist (it is created when the results are written), but then its
+    nearest existing parent must be a folder in which one can be created. Nothing is left behind.
+    """
+    out = Path(path).expanduser()
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{option} {out} is a file, not a folder: name a folder (it is created if missing).")
+    probe_in = out
+    while not probe_in.exists():
+        if probe_in.parent == probe_in:
+            break
+        probe_in = probe_in.parent
+    if probe_in.exists() and not probe_in.is_dir():
+        raise OutputError(f"{option} {out} cannot be created: {probe_in} is a file, not a folder.")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=probe_in, prefix=".biaslens-probe-"))
+    except OSError as exc:
+        raise OutputError(f"{option} {out} cannot be written ({_reason(exc)} in {probe_in}): choose a folder you can write to.") from None
+    return out
+
+
 def atomic_write(path: str | Path, text: str) -> Path:
-    """Write a text file so that readers see either the old or the new file, never half of one."""
+    """Write a text file so that readers see either the old or the new file, never half of one.
+
+    The file gets the usual permissions (0666 less the umask), not the private 0600 of a
+    temporary file. A failure (read-only folder, disk full) raises `OutputError` naming the file.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(f"cannot write {path} ({_reason(exc)}).") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"cannot write {path} ({_reason(exc)}).") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
 
 
-__all__ = ["atomic_write", "json_safe", "neutralize_cell", "safe_csv", "to_json"]
+__all__ = ["atomic_write", "check_output_dir", "current_umask", "json_safe", "neutralize_cell", "safe_csv", "to_json"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .errors import HubUnreachableError, InputError, ModelLoadError, NotMaskedLMError
+from .errors import HubUnreachableError, InputError, ModelLoadError, NotMaskedLMError, NumericalError
 from .paths import default_cache_dir
 
 DEFAULT_MODEL = "bert-base-cased"
@@ -351,6 +352,44 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
 
 
+#: The longest hub id part (the hub's own rule).
+_HUB_PART_MAX = 96
+
+
+def check_hub_id(name: str) -> None:
+    """Refuse a hub id the Hugging Face hub would reject, with the rule it breaks (one line, no HFValidationError)."""
+    rule = "hub ids are `name` or `org/name` of letters, digits, '-', '_' and '.'"
+    parts = name.split("/")
+    if len(parts) > 2 or not all(parts):
+        raise InputError(f"{name!r} is not a hub id: {rule}.")
+    for part in parts:
+        bad = next((c for c in part if not (c.isascii() and (c.isalnum() or c in "-_."))), None)
+        if bad is not None:
+            shown = "a space" if bad == " " else repr(bad)
+            raise InputError(f"{name!r} is not a hub id: it contains {shown}, and {rule}.")
+        if "--" in part or ".." in part:
+            raise InputError(f"{name!r} is not a hub id: it contains '--' or '..', which hub ids may not.")
+        if part[0] in "-." or part[-1] in "-.":
+            raise InputError(f"{name!r} is not a hub id: a hub id's parts may not start or end with '-' or '.'.")
+        if len(part) > _HUB_PART_MAX:
+            raise InputError(f"{name!r} is not a hub id: its parts are at most {_HUB_PART_MAX} characters.")
+    if name.endswith(".git") or name.endswith(".ipynb"):
+        raise InputError(f"{name!r} is not a hub id: it may not end with .git or .ipynb.")
+
+
+def check_finite_weights(model: torch.nn.Module, name: str) -> None:
+    """Refuse a model with a weight that is NaN or infinite: every score it gives would be meaningless."""
+    with torch.no_grad():
+        for param_name, param in itertools.chain(model.named_parameters(), model.named_buffers()):
+            if param.device.type == "meta" or not param.is_floating_point():
+                continue
+            if not bool(torch.isfinite(param).all()):
+                raise NumericalError(
+                    f"{name} has weights that are not finite numbers (NaN or infinity), e.g. in {param_name}: "
+                    "the checkpoint is broken; copy or download it again."
+                )
+
+
 def load_model(
     name_or_path: str = DEFAULT_MODEL,
     *,
@@ -387,6 +426,7 @@ def load_model(
     elif local.exists():
         raise ModelLoadError(f"{name} is a file; give the folder that holds config.json and the weights.")
     else:
+        check_hub_id(name)
         source, target = "hub", name
         rev, files_only = _resolve_hub_revision(name, revision, hub_timeout)
         fingerprint = f"hub:{name}@{rev}"
@@ -396,6 +436,7 @@ def load_model(
         model.to(dev)
     else:
         dev = model.get_input_embeddings().weight.device
+    check_finite_weights(model, name)
     return MaskedLM(
         model, tokenizer, name=name, source=source, revision=rev, fingerprint=fingerprint, device=dev, dtype=torch_dtype
     )

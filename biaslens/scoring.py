@@ -38,6 +38,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from .errors import NumericalError
 from .models import Encoding, MaskedLM
 
 #: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
@@ -270,7 +271,13 @@ def _gather_and_read(
         logits, att = lm.logits(input_ids, attention_mask, attentions=attentions)
         rows = logits.reshape(-1, logits.shape[-1])[flat_positions.to(logits.device)]
         read = _readout(lm, rows, gold.to(logits.device), _to(candidates, logits.device), top_k, project=False)
-    return {k: v.cpu().numpy() for k, v in read.items()}, att
+    out = {k: v.cpu().numpy() for k, v in read.items()}
+    if not np.isfinite(out["logprob"]).all():
+        raise NumericalError(
+            f"{lm.name} gives log-probabilities that are not finite numbers (NaN or infinity): its weights are broken "
+            "or overflow in this dtype (try float32); nothing was scored."
+        )
+    return out, att
 
 
 def _to(tensor: torch.Tensor | None, device: torch.device) -> torch.Tensor | None:

@@ -11,6 +11,14 @@ not: a researcher on their own machine loads any folder and any sentence the mod
 | `BIASLENS_MAX_TOKENS` | the model's own limit | longest sentence the app scores, in tokens (special tokens included) |
 | `BIASLENS_MAX_UPLOAD_ROWS` | 10000 | most rows (lines) of a file or pasted list a user brings: a custom pairs file, an attribute list |
 | `BIASLENS_MAX_MODELS` | 3 | most models kept loaded at once; the least recently used is evicted |
+| `BIASLENS_MAX_UPLOAD_MB` | 50 | largest pairs file the app reads, in MB (checked before the file is read) |
+| `BIASLENS_MAX_RUN_SCORES` | 50000 | most pairs × metrics one dataset run, comparison or analysis may score |
+| `BIASLENS_MAX_KURITA_QUERIES` | 20000 | most masked queries one Kurita template run may make (templates × targets × attributes × 2) |
+| `BIASLENS_MAX_JOBS` | 2 | heavy jobs (dataset runs, lab training, Kurita runs) running at once; more wait in line |
+| `BIASLENS_MAX_QUEUE` | 20 | jobs waiting in line; more are refused (the server is busy) |
+| `BIASLENS_LAB` | on | `off` switches bias-lab training off (lab models already trained can still be used) |
+| `BIASLENS_LAB_MAX_STEPS`, `_CORPUS`, `_LAYERS`, `_HIDDEN`, `_SECONDS` | 5000, 100000, 6, 512, 900 | caps of one lab training |
+| `BIASLENS_SHARE_LAB_MODELS` | off | `on` lists every lab model of the server to every user; off: each session its own |
 
 Local model folders the app may always load: the Hugging Face cache (where hub models are
 downloaded), biaslens's own cache folder (bias-lab models) and the folder named by
@@ -26,15 +34,17 @@ before the path is looked at, so the refusal says nothing about what exists.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Hashable, Mapping
+from typing import Any, Callable, Hashable, Iterator, Mapping
 
-from .errors import DataNotAllowedError, InputError, ModelNotAllowedError, ServerConfigError
+from .errors import DataNotAllowedError, InputError, JobCancelled, LimitError, ModelNotAllowedError, ServerConfigError
 from .paths import default_cache_dir
 
 ENV_MODEL_DIRS = "BIASLENS_MODEL_DIRS"
@@ -44,9 +54,31 @@ ENV_MAX_MODELS = "BIASLENS_MAX_MODELS"
 ENV_MODEL = "BIASLENS_MODEL"
 ENV_DATA_DIRS = "BIASLENS_DATA_DIRS"
 ENV_DATA_DIR = "BIASLENS_DATA_DIR"
+ENV_MAX_UPLOAD_MB = "BIASLENS_MAX_UPLOAD_MB"
+ENV_MAX_RUN_SCORES = "BIASLENS_MAX_RUN_SCORES"
+ENV_MAX_KURITA_QUERIES = "BIASLENS_MAX_KURITA_QUERIES"
+ENV_MAX_JOBS = "BIASLENS_MAX_JOBS"
+ENV_MAX_QUEUE = "BIASLENS_MAX_QUEUE"
+ENV_LAB = "BIASLENS_LAB"
+ENV_LAB_MAX_STEPS = "BIASLENS_LAB_MAX_STEPS"
+ENV_LAB_MAX_CORPUS = "BIASLENS_LAB_MAX_CORPUS"
+ENV_LAB_MAX_LAYERS = "BIASLENS_LAB_MAX_LAYERS"
+ENV_LAB_MAX_HIDDEN = "BIASLENS_LAB_MAX_HIDDEN"
+ENV_LAB_MAX_SECONDS = "BIASLENS_LAB_MAX_SECONDS"
+ENV_SHARE_LAB_MODELS = "BIASLENS_SHARE_LAB_MODELS"
 
 DEFAULT_MAX_UPLOAD_ROWS = 10_000
 DEFAULT_MAX_MODELS = 3
+DEFAULT_MAX_UPLOAD_MB = 50
+DEFAULT_MAX_RUN_SCORES = 50_000
+DEFAULT_MAX_KURITA_QUERIES = 20_000
+DEFAULT_MAX_JOBS = 2
+DEFAULT_MAX_QUEUE = 20
+DEFAULT_LAB_MAX_STEPS = 5_000
+DEFAULT_LAB_MAX_CORPUS = 100_000
+DEFAULT_LAB_MAX_LAYERS = 6
+DEFAULT_LAB_MAX_HIDDEN = 512
+DEFAULT_LAB_MAX_SECONDS = 900
 #: The shortest sensible sentence limit: [CLS], a few words, [SEP].
 MIN_MAX_TOKENS = 8
 #: What a refusal of an over-long sentence calls the limit.
@@ -69,6 +101,17 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     """Whether `path` (resolved: links and `..` followed) is one of `roots` or inside one."""
     resolved = path.resolve()
     return any(resolved == root or resolved.is_relative_to(root) for root in roots)
+
+
+def _switch(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("on", "1", "true", "yes"):
+        return True
+    if raw in ("off", "0", "false", "no"):
+        return False
+    raise ServerConfigError(f"{name}={raw!r} is neither on nor off: set it to on or off, or unset it.")
 
 
 def _whole_number(environ: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
@@ -100,6 +143,18 @@ class ServerSettings:
     data_dirs: tuple[Path, ...] | None = ()
     #: The preselected data folder ($BIASLENS_DATA_DIR): always readable.
     default_data_dir: str | None = None
+    max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB
+    max_run_scores: int = DEFAULT_MAX_RUN_SCORES
+    max_kurita_queries: int = DEFAULT_MAX_KURITA_QUERIES
+    max_jobs: int = DEFAULT_MAX_JOBS
+    max_queue: int = DEFAULT_MAX_QUEUE
+    lab_training: bool = True
+    lab_max_steps: int = DEFAULT_LAB_MAX_STEPS
+    lab_max_corpus: int = DEFAULT_LAB_MAX_CORPUS
+    lab_max_layers: int = DEFAULT_LAB_MAX_LAYERS
+    lab_max_hidden: int = DEFAULT_LAB_MAX_HIDDEN
+    lab_max_seconds: int = DEFAULT_LAB_MAX_SECONDS
+    share_lab_models: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "ServerSettings":
@@ -113,6 +168,18 @@ class ServerSettings:
             default_model=env.get(ENV_MODEL, "").strip() or None,
             data_dirs=_folders(env, ENV_DATA_DIRS),
             default_data_dir=env.get(ENV_DATA_DIR, "").strip() or None,
+            max_upload_mb=_whole_number(env, ENV_MAX_UPLOAD_MB, DEFAULT_MAX_UPLOAD_MB, 1),
+            max_run_scores=_whole_number(env, ENV_MAX_RUN_SCORES, DEFAULT_MAX_RUN_SCORES, 1),
+            max_kurita_queries=_whole_number(env, ENV_MAX_KURITA_QUERIES, DEFAULT_MAX_KURITA_QUERIES, 1),
+            max_jobs=_whole_number(env, ENV_MAX_JOBS, DEFAULT_MAX_JOBS, 1),
+            max_queue=_whole_number(env, ENV_MAX_QUEUE, DEFAULT_MAX_QUEUE, 0),
+            lab_training=_switch(env, ENV_LAB, True),
+            lab_max_steps=_whole_number(env, ENV_LAB_MAX_STEPS, DEFAULT_LAB_MAX_STEPS, 1),
+            lab_max_corpus=_whole_number(env, ENV_LAB_MAX_CORPUS, DEFAULT_LAB_MAX_CORPUS, 1),
+            lab_max_layers=_whole_number(env, ENV_LAB_MAX_LAYERS, DEFAULT_LAB_MAX_LAYERS, 1),
+            lab_max_hidden=_whole_number(env, ENV_LAB_MAX_HIDDEN, DEFAULT_LAB_MAX_HIDDEN, 1),
+            lab_max_seconds=_whole_number(env, ENV_LAB_MAX_SECONDS, DEFAULT_LAB_MAX_SECONDS, 1),
+            share_lab_models=_switch(env, ENV_SHARE_LAB_MODELS, False),
         )
 
     # -- model folders ----------------------------------------------------------------
@@ -185,6 +252,168 @@ class ServerSettings:
         """`check_rows` on a file's bytes, before parsing it: its non-empty lines (less a header line)."""
         rows = sum(1 for line in data.splitlines() if line.strip()) - (1 if header else 0)
         self.check_rows(max(rows, 0), what)
+
+    def check_word_list(self, data: bytes, what: str) -> None:
+        """`check_rows` on a word list's bytes counted as the parser counts them: items of every line that is not
+        blank or a `#` comment, commas included (one line of 5,000 comma-separated words is 5,000 rows)."""
+        self.check_rows(count_word_items(data.decode("utf-8", errors="replace")), what)
+
+    def check_pairs_file(self, path: str | Path, what: str) -> None:
+        """Refuse a pairs file from its size, then from its first lines, before it is parsed whole.
+
+        A CSV or one-object-per-line file with more than twice `max_upload_rows` lines (a sentence may
+        span two lines when quoted) is refused after reading only that many lines. The exact row count is
+        checked again after parsing (`check_rows`). A path that is not a file is left to the loader.
+        """
+        path = Path(str(path).strip()).expanduser()
+        if not path.is_file():
+            return
+        size = path.stat().st_size
+        if size > self.max_upload_mb * 1_000_000:
+            raise LimitError(
+                f"{what} is {size / 1e6:,.1f} MB; this server reads files up to {self.max_upload_mb:,} MB ({ENV_MAX_UPLOAD_MB}). "
+                "Split it or use a sample."
+            )
+        if path.suffix.lower() == ".json":  # one document: its lines are not rows
+            return
+        most = 2 * self.max_upload_rows + 1
+        with path.open("rb") as handle:
+            for lines, _ in enumerate(handle, start=1):
+                if lines > most:
+                    raise LimitError(
+                        f"{what} has more than {most:,} lines; this server accepts at most {self.max_upload_rows:,} rows per file "
+                        f"({ENV_MAX_UPLOAD_ROWS}). Split it or use a sample."
+                    )
+
+    # -- work ---------------------------------------------------------------------------
+    def check_run(self, pairs: int, metrics: int, what: str = "This run") -> None:
+        """Refuse a dataset run (comparison, analysis) of more than `max_run_scores` pair × metric scores."""
+        scores = int(pairs) * int(metrics)
+        if scores > self.max_run_scores:
+            raise LimitError(
+                f"{what} needs {pairs:,} pairs × {metrics} metric{'s' if metrics != 1 else ''} = {scores:,} scores; this server "
+                f"runs at most {self.max_run_scores:,} at once ({ENV_MAX_RUN_SCORES}): score a sample or fewer metrics."
+            )
+
+    def check_kurita(self, queries: int) -> None:
+        """Refuse a Kurita template run of more than `max_kurita_queries` masked queries."""
+        if queries > self.max_kurita_queries:
+            raise LimitError(
+                f"These templates, targets and attributes make {queries:,} masked queries; this server runs at most "
+                f"{self.max_kurita_queries:,} at once ({ENV_MAX_KURITA_QUERIES}): use fewer templates, targets or attributes."
+            )
+
+    def check_lab(self, lab_settings: Any) -> None:
+        """Refuse bias-lab training when it is switched off or a knob is above the operator's cap."""
+        if not self.lab_training:
+            raise LimitError(
+                f"Training is switched off on this server ({ENV_LAB}=off): use a lab model already trained here, "
+                "or run the bias lab on your own machine."
+            )
+        for value, cap, what, env in (
+            (lab_settings.steps, self.lab_max_steps, "Training steps", ENV_LAB_MAX_STEPS),
+            (lab_settings.corpus_size, self.lab_max_corpus, "The corpus size", ENV_LAB_MAX_CORPUS),
+            (lab_settings.num_layers, self.lab_max_layers, "The number of layers", ENV_LAB_MAX_LAYERS),
+            (lab_settings.hidden_size, self.lab_max_hidden, "The hidden size", ENV_LAB_MAX_HIDDEN),
+        ):
+            if value > cap:
+                raise LimitError(f"{what} {value:,} is above this server's limit of {cap:,} ({env}): lower it.")
+
+    def lab_deadline(self, started: float | None = None) -> Callable[[], None]:
+        """A check to call during training: raises `LimitError` once `lab_max_seconds` have passed."""
+        start = time.monotonic() if started is None else started
+
+        def check() -> None:
+            if time.monotonic() - start > self.lab_max_seconds:
+                raise LimitError(
+                    f"Training stopped after {self.lab_max_seconds:,} s, this server's limit ({ENV_LAB_MAX_SECONDS}): "
+                    "fewer steps, a smaller corpus or a smaller model train faster."
+                )
+
+        return check
+
+
+def count_word_items(text: str) -> int:
+    """The items a word list holds as `biaslens.kurita.parse_word_list` splits it (repeats counted): commas included."""
+    return sum(
+        1 for line in text.splitlines() if not line.lstrip().startswith("#") for item in line.split(",") if item.strip()
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Heavy jobs: at most a few at once, the others in line
+# ---------------------------------------------------------------------------------------
+
+
+class JobSlots:
+    """At most `capacity` heavy jobs run at once on a server; others wait in line, first come first served.
+
+    `slot()` is a context manager around one job. While it waits, `on_wait(position, running)` is
+    called (position 1 = next) about every `poll` seconds, and `cancelled()` is asked whether the job
+    should give up (its session went away, the server stops): then `JobCancelled` is raised. More than
+    `max_queue` jobs waiting: `LimitError` (the server is busy), at once.
+    """
+
+    def __init__(self, capacity: int = DEFAULT_MAX_JOBS, max_queue: int = DEFAULT_MAX_QUEUE):
+        self.capacity = max(1, int(capacity))
+        self.max_queue = max(0, int(max_queue))
+        self._cond = threading.Condition()
+        self._waiting: deque[object] = deque()
+        self._running: set[object] = set()
+
+    def configure(self, capacity: int, max_queue: int) -> None:
+        with self._cond:
+            self.capacity, self.max_queue = max(1, int(capacity)), max(0, int(max_queue))
+            self._cond.notify_all()
+
+    @property
+    def running(self) -> int:
+        with self._cond:
+            return len(self._running)
+
+    @property
+    def waiting(self) -> int:
+        with self._cond:
+            return len(self._waiting)
+
+    @contextlib.contextmanager
+    def slot(
+        self,
+        *,
+        on_wait: Callable[[int, int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        poll: float = 0.5,
+    ) -> Iterator[None]:
+        ticket = object()
+        with self._cond:
+            if len(self._running) >= self.capacity and len(self._waiting) >= self.max_queue:
+                raise LimitError(
+                    f"The server is busy: {len(self._running)} jobs running and {len(self._waiting)} waiting, its limit "
+                    f"({ENV_MAX_JOBS}, {ENV_MAX_QUEUE}). Try again in a few minutes."
+                )
+            self._waiting.append(ticket)
+        try:
+            while True:
+                with self._cond:
+                    if len(self._running) < self.capacity and self._waiting[0] is ticket:
+                        self._waiting.popleft()
+                        self._running.add(ticket)
+                        self._cond.notify_all()
+                        break
+                    position, running = self._waiting.index(ticket) + 1, len(self._running)
+                if cancelled is not None and cancelled():
+                    raise JobCancelled("The job was cancelled while it waited in line.")
+                if on_wait is not None:
+                    on_wait(position, running)
+                with self._cond:
+                    self._cond.wait(poll)
+            yield
+        finally:
+            with self._cond:
+                if ticket in self._waiting:
+                    self._waiting.remove(ticket)
+                self._running.discard(ticket)
+                self._cond.notify_all()
 
 
 # ---------------------------------------------------------------------------------------
@@ -294,6 +523,8 @@ __all__ = [
     "ENV_MAX_TOKENS",
     "ENV_MAX_UPLOAD_ROWS",
     "ENV_MODEL_DIRS",
+    "JobSlots",
     "ModelPool",
     "ServerSettings",
+    "count_word_items",
 ]

@@ -142,7 +142,10 @@ def _analyse(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     bars = _StageBars()
     analysed = None
     with ui.feedback.guard():
-        analysed = analyse_model(lm, datasets, options, label=label, cache=ui.resources.result_cache(), progress=bars)
+        pairs = sum(min(options.sample or len(d), options.limit or len(d), len(d)) for d in datasets.values())
+        ui.resources.server_settings().check_run(pairs, len(options.metrics), "This analysis")
+        with ui.runs.heavy_job("This analysis"):
+            analysed = analyse_model(lm, datasets, options, label=label, cache=ui.resources.result_cache(), progress=ui.runs.watched(bars))
     bars.clear()
     controls.empty()
     return analysed
@@ -232,11 +235,11 @@ def _shuffle_box(lm: MaskedLM) -> None:
         result = _shuffled(lm, lm.fingerprint, str(lm.dtype), lm.max_length, text, seed)
     if result is None:
         return
-    st.markdown(f"Original: {result.original.text}  \nShuffled (seed {seed}): **{result.shuffled.text}**")
+    st.markdown(f"Original: {ui.feedback.md(result.original.text)}  \nShuffled (seed {seed}): **{ui.feedback.md(result.shuffled.text)}**")
     st.caption(
         f"AUL token accuracy of this sentence: {result.accuracy():.1f}% in the original order, {result.accuracy(True):.1f}% shuffled "
         f"(non-special tokens). Each token is scored at its new position. Command line: "
-        f"`{shlex.join(['python', '-m', 'biaslens', 'shuffle', text, '--seed', str(seed), '--model', settings.model])}`"
+        + ui.feedback.code(shlex.join(['python', '-m', 'biaslens', 'shuffle', text, '--seed', str(seed), '--model', settings.model]))
     )
     ui.charts.show(figures.shuffle_chart(result.tokens), S + "chart_sentence")
     st.dataframe(
@@ -421,8 +424,8 @@ else:
             prompt = st.empty()
             with prompt.container():
                 st.info(
-                    f"Not run yet for {label}: {', '.join(SHORT[a] for a in options.analyses)} on {pairs} of "
-                    f"{', '.join(datasets)}. "
+                    f"Not run yet for {ui.feedback.md(label)}: {', '.join(SHORT[a] for a in options.analyses)} on {pairs} of "
+                    f"{ui.feedback.md(', '.join(datasets))}. "
                     + ("The interrupted run resumes from the cache." if pending else
                        "Whatever is already in the result cache is read back; an interrupted run resumes where it stopped."),
                     icon=":material/hourglass_empty:",

@@ -32,6 +32,8 @@ def _adopt_url() -> None:
     metric = ui.state.take_one("metric")
     if metric in METRICS:
         st.session_state[S + "metric"] = metric
+    elif metric is not None:
+        ui.state.reject("metric", metric, "one of " + ", ".join(METRICS))
     st.session_state.setdefault(S + "models", [settings.model])
     st.session_state.setdefault(S + "metric", "aul")
 
@@ -89,7 +91,8 @@ if missing:
     notice = st.empty()  # cleared once the runs are done, so it never sits above their results
     with notice.container():
         st.info(
-            f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: " + ", ".join(ui.settings.model_label(m) for m, _, _ in missing) + ".",
+            f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: "
+            + ui.feedback.md(", ".join(ui.settings.model_label(m) for m, _, _ in missing)) + ".",
             icon=":material/hourglass_empty:",
         )
         if not pending:
@@ -147,7 +150,7 @@ else:
     st.dataframe(comparison.by_type, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(c, format="%.2f")
                                 for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")})
-    st.caption(f"The last columns are each model's score minus {order[0]}'s, in percentage points.")
+    st.caption(f"The last columns are each model's score minus {ui.feedback.md(order[0])}'s, in percentage points.")
 
 st.subheader("Paired test")
 paired_rows = []

@@ -36,9 +36,14 @@ def _adopt_url() -> None:
         chosen = [m for m in metrics if m in METRICS]
         if chosen:
             st.session_state[S + "metrics"] = chosen
+        unknown = [m for m in metrics if m not in METRICS]
+        if unknown:
+            ui.state.reject("metrics", unknown, "metric names from " + ", ".join(METRICS))
     metric = ui.state.take_one("metric")
     if metric in METRICS:
         st.session_state[S + "focus"] = metric
+    elif metric is not None:
+        ui.state.reject("metric", metric, "one of " + ", ".join(METRICS))
     st.session_state.setdefault(S + "metrics", list(PAPER_METRICS))
 
 
@@ -58,11 +63,11 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
     scored = info.get("pairs_scored", len(result.pairs))
     total = info.get("pairs_total", scored)
     st.caption(
-        f"{scored:,} of {total:,} pairs · model {m['model']} · mode {m.get('compat', 'default')} · {m['device']} · {m['dtype']}"
+        f"{scored:,} of {total:,} pairs · model {ui.feedback.md(m['model'])} · mode {m.get('compat', 'default')} · {m['device']} · {m['dtype']}"
         + (f" · file sha256 {info['sha256'][:12]}…" if info.get("sha256") else "")
     )
     for warning in result.warnings:
-        st.warning(warning)
+        st.warning(ui.feedback.md(warning))
     cols = st.columns(len(summary))
     for col, row in zip(cols, summary.itertuples()):
         with col.container(border=True):
@@ -220,7 +225,7 @@ st.caption("Bias scores of the sidebar's model on a whole benchmark, per metric,
 dataset = ui.resources.dataset_or_stop(settings)
 ui.feedback.content_warning(dataset)
 for note in dataset.notes:
-    st.caption(f"Note on the file: {note}")
+    st.caption(f"Note on the file: {ui.feedback.md(note)}")
 
 c1, c2 = st.columns([1.4, 1])
 with c1:

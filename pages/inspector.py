@@ -46,8 +46,13 @@ def _adopt_url() -> None:
     elif pair is not None and pair.isdigit():
         st.session_state[S + "source"] = "dataset"
         st.session_state[S + "pair"] = int(pair)
+        st.session_state[S + "pair_from_url"] = True
+    elif pair is not None:
+        ui.state.reject("pair", pair, "a pair id (a whole number, 0 or more)")
     if metric in PAPER_METRICS:
         st.session_state[S + "metric"] = metric
+    elif metric is not None:
+        ui.state.reject("metric", metric, "one of " + ", ".join(PAPER_METRICS))
     st.session_state.setdefault(S + "source", "dataset")
     st.session_state.setdefault(S + "metric", "aul")
     example = _example()
@@ -132,6 +137,8 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
 
     by_id = {p.pair_id: p for p in dataset.pairs}
     current = st.session_state.get(S + "pair")
+    if st.session_state.pop(S + "pair_from_url", False) and current not in by_id:
+        ui.state.reject("pair", str(current), f"a pair id of this dataset ({min(by_id)} to {max(by_id)})")
     if current not in by_id:
         current = ids[0] if ids else dataset.pairs[0].pair_id
         st.session_state[S + "pair"] = current
@@ -147,7 +154,7 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
     prefix = ui.settings.pair_label(dataset)
 
     st.selectbox(
-        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {prefix})",
+        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {ui.feedback.md(prefix)})",
         options,
         key=S + "pair_choice",
         format_func=describe,
@@ -390,7 +397,7 @@ def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> No
     # One under the other, each in full and titled by its own sentences (side by side, the tables and tokens would be cut).
     for (stereo, anti, label), res, mark in ((pinned, pinned_result, "📌 Pinned"), (current, result, "This pair")):
         with st.container(border=True):
-            st.markdown(f"**{mark}** · {html.escape(label)}")
+            st.markdown(f"**{mark}** · {ui.feedback.md(label)}")
             st.html(sentences_html(stereo, anti))
             st.html(figures.aligned_tokens_html(explore.aligned_columns(res)))
             static_table(scores_table(res).iloc[:, :5], SCORE_FORMATS)
@@ -462,6 +469,6 @@ if chosen is not None:
     with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
         metric_cards()
     st.caption(
-        f"Model {ui.settings.model_label(result.manifest['model'])} · {result.manifest['device']} · {result.manifest['dtype']} · "
+        f"Model {ui.feedback.md(ui.settings.model_label(result.manifest['model']))} · {result.manifest['device']} · {result.manifest['dtype']} · "
         f"mode {'kaneko2022' if result.compat else 'default'}"
     )

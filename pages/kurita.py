@@ -14,6 +14,7 @@ import ui.feedback
 import ui.honesty
 import ui.progress
 import ui.resources
+import ui.runs
 import ui.settings
 import ui.state
 from biaslens import figures
@@ -101,9 +102,15 @@ def _keep(name: str, key: tuple, value) -> None:
 
 
 def _score(lm, templates, pairs, attributes, label: str) -> TemplateScores:
+    server = ui.resources.server_settings()  # the work counted as it is done: rows after parsing, then queries
+    server.check_rows(len(templates), "The template list")
+    server.check_rows(len(pairs), "The target pair list")
+    targets = {t for p in pairs for t in (p.first, p.second)}
+    server.check_kurita(2 * len(templates) * len(targets) * len(set(attributes)))
     bar = ui.progress.ProgressBar(label, unit="queries")
     try:
-        return score_templates(lm, templates, pairs, attributes, progress=bar)
+        with ui.runs.heavy_job("Scoring"):
+            return score_templates(lm, templates, pairs, attributes, progress=ui.runs.watched(bar))
     finally:
         bar.clear()
 
@@ -120,14 +127,14 @@ def _flags(scores: TemplateScores) -> None:
     if targets:
         st.warning(
             "Targets of several word pieces are one mask scored by their **first piece** (as Kurita et al.): "
-            + ", ".join(f"{t} → {p}" for t, p in targets.items()),
+            + ui.feedback.md(", ".join(f"{t} → {p}" for t, p in targets.items())),
             icon=":material/flag:",
         )
     multi = scores.multi_piece_attributes()
     if multi:
         shown = ", ".join(multi[:25]) + (", …" if len(multi) > 25 else "")
         st.caption(f"{len(multi)} of {len(scores.attributes)} attributes are several word pieces "
-                   f"(all masked for p_prior; flagged in the table): {shown}")
+                   f"(all masked for p_prior; flagged in the table): {ui.feedback.md(shown)}")
 
 
 def _sides(scores: TemplateScores) -> tuple[str, str]:
@@ -199,7 +206,7 @@ def show_template_scores(scores: TemplateScores) -> None:
     share = scores.share()
     st.caption(
         f"{len(scores.attributes)} attributes × {len(scores.templates)} templates × {len(scores.targets)} targets · "
-        f"model {scores.manifest.get('model')} · {scores.manifest.get('device')}"
+        f"model {ui.feedback.md(scores.manifest.get('model'))} · {scores.manifest.get('device')}"
     )
     _flags(scores)
     c1, c2, c3 = st.columns(3)

@@ -13,6 +13,7 @@ import ui.feedback
 import ui.honesty
 import ui.progress
 import ui.resources
+import ui.runs
 import ui.settings
 import ui.state
 from biaslens import figures, lab
@@ -74,13 +75,15 @@ def _adopt_url() -> None:
     if scenario in lab.SCENARIOS:
         st.session_state[S + "scenario"] = scenario
         _apply_preset()
+    elif scenario is not None:
+        ui.state.reject("scenario", scenario, "one of " + ", ".join(lab.SCENARIOS))
     for param, (key, kind) in URL_KNOBS.items():
         value = ui.state.take_one(param)
         if value is not None:
             try:
                 st.session_state[S + key] = kind(value)
             except ValueError:
-                st.warning(f"The link's {param}={value!r} is not a number; it was ignored.")
+                st.warning(f"The link's {param}={ui.feedback.md(repr(value))} is not a number; it was ignored.")
     defaults = {
         "scenario": PRESET.key,
         "association": PRESET.association,
@@ -194,7 +197,7 @@ def knobs() -> lab.LabSettings | None:
 
 def train(chosen: lab.LabSettings) -> lab.LabModel | None:
     bar = ui.progress.ProgressBar("Training the lab model", unit="steps")
-    model = ui.feedback.attempt(lab.train_lab_model, chosen, progress=lambda step, total, _loss: bar(step, total))
+    model = ui.feedback.attempt(ui.runs.train_lab_job, chosen, lambda step, total, _loss: bar(step, total))
     bar.clear()
     return model
 

@@ -90,15 +90,21 @@ def _pairs(n=10):
     ]
 
 
-def test_ties_and_undecidable_pairs_are_counted(tiny_bert):
+def test_token_identical_pairs_are_left_out_of_n_and_undecidable_pairs_are_counted(tiny_bert):
     pairs = [
         Pair(0, "custom", "x", "stereo", "The cat sat.", "The cat sat ."),  # differ only by a space: identical ids
         Pair(1, "custom", "x", "stereo", "The dog ran.", "The dog ran home."),  # nothing modified on one side
+        Pair(2, "custom", "x", "stereo", "\u2603\u2603\u2603", "\u2602\u2602\u2602"),  # both [UNK]: identical ids
     ]
     result = evaluate(tiny_bert, pairs, ["aul", "sss"])
-    assert result.summary["metrics"]["aul"]["ties"] == 1
+    assert result.summary["token_identical"] == {"count": 2, "pair_ids": [0, 2]}
+    assert list(result.pairs["pair_id"]) == [1]
+    assert any("2 pairs left out of N" in w and "0, 2" in w for w in result.warnings)
+    assert result.summary["metrics"]["aul"]["n"] == 1 and result.summary["metrics"]["aul"]["ties"] == 0
     sss = result.summary["metrics"]["sss"]
-    assert sss["undecidable"] == 2 and sss["n"] == 2 and sss["bias_score"] == 0.0
+    assert sss["undecidable"] == 1 and sss["n"] == 1 and sss["bias_score"] == 0.0
+    with pytest.raises(InputError, match="same tokens"):
+        evaluate(tiny_bert, [pairs[0], pairs[2]], ["aul"])
 
 
 def test_dataset_run_writes_the_contract_files(tiny_bert, tmp_path):

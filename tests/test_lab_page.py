@@ -85,9 +85,14 @@ def test_a_second_visit_finds_the_model_in_the_cache(app_env, monkeypatch):
     assert not [b for b in again.button if b.key == S + "train"]
     assert _results_table(again)["Bias score"].tolist() == pytest.approx(scores)
     assert "Planted truth:** bias score **above 50**" in texts(again.markdown)
-    # The trained model is now one of the sidebar's models.
+    # The trained model is now one of the sidebar's models of the session that trained it; of every session only
+    # when the operator shares lab models (BIASLENS_SHARE_LAB_MODELS=on).
     model = lab.find_lab_model(lab.scenario_settings("association", TINY))
-    assert "lab model: planted association" in again.sidebar.selectbox(key="settings.model").options
+    label = "lab model: planted association"
+    assert label not in again.sidebar.selectbox(key="settings.model").options
+    assert label in first.run().sidebar.selectbox(key="settings.model").options
+    monkeypatch.setenv("BIASLENS_SHARE_LAB_MODELS", "on")
+    assert label in again.run().sidebar.selectbox(key="settings.model").options
 
 
 def test_invalid_knobs_are_explained_in_one_line(app_env):

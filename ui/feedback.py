@@ -34,24 +34,64 @@ def _missing_message(exc: BaseException) -> str:
 
         named = re.search(r"(?:to download|is set and|HTTP \d+ for) (\S+?)(?::|\.? is not|\. |$)", text)
         name = named.group(1).rstrip(".") if named else current().model
-        return (f"**The model {model_label(name)} is not on this machine, and the Hugging Face hub cannot be "
+        return (f"**The model {md(model_label(name))} is not on this machine, and the Hugging Face hub cannot be "
                 "reached from here** to download it.")
     what = text.split(" not found and ")[0].strip() or "A data file"
     where = re.search(r"from (https?://\S+?) and put", text)
-    fetch = f" (it is at {where.group(1)}: download it on a machine with network)" if where else ""
-    return f"**{what} is not on this machine** and cannot be downloaded from here{fetch}."
+    fetch = f" (it is at {md(where.group(1))}: download it on a machine with network)" if where else ""
+    return f"**{md(what)} is not on this machine** and cannot be downloaded from here{fetch}."
+
+
+# Characters that can start markdown (or HTML) anywhere in a line: links and images ([ ]), HTML and
+# autolinks (< >), entities (&), emphasis and strikethrough (* ~), code (`), LaTeX ($), escapes (\\).
+_ALWAYS = re.compile(r"([\\`*\[\]<>&~$|])")
+# An underscore opens emphasis only at a word's edge (not inside snake_case names).
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# A colon followed by text: emoji and icon shortcodes (:smile:, :material/x:) and URL schemes (http://). Streamlit
+# replaces shortcodes after markdown has removed backslash escapes, so a zero-width space after the colon breaks them.
+_COLON = re.compile(r":(?=\S)")
+_SHORTCODE = re.compile(r":(?=[A-Za-z0-9_+/-])")
+# Bare web addresses and e-mail addresses that GitHub-flavoured markdown turns into links.
+_WWW = re.compile(r"(?i)\b(www)\.")
+_AT = re.compile(r"@")
+# What makes a line a heading, quote, list item or thematic break when it starts the text.
+_LINE_START = re.compile(r"^(\s*)(\d*)([#>+=.)-])")
+
+
+def md(text: Any) -> str:
+    """User-supplied text (a sentence, file or model name, URL value, an engine message quoting them) made safe to put into
+    Streamlit markdown: it shows as itself, never as a link, image, HTML, emphasis, icon or formula. One line: newlines become spaces.
+
+    Every message path of the app uses this helper (`show_error`, page warnings and captions).
+    """
+    out = re.sub(r"\s*[\r\n]+\s*", " ", str(text))
+    out = _ALWAYS.sub(r"\\\1", out)
+    out = _EDGE_UNDERSCORE.sub(r"\\_", out)
+    out = _SHORTCODE.sub(":\u200b", out)
+    out = _COLON.sub(r"\\:", out)
+    out = _WWW.sub(r"\1\\.", out)
+    out = _AT.sub(r"\\@", out)
+    return _LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), out)
+
+
+def code(text: Any) -> str:
+    """User-supplied text as inline code (e.g. a command line quoting a typed sentence): a fence longer than any run of
+    backticks inside, so the text can never close it and continue as markdown. One line."""
+    body = re.sub(r"\s*[\r\n]+\s*", " ", str(text))
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", body)), default=0) + 1)
+    return f"{fence} {body} {fence}"
 
 
 def explain(exc: BaseException) -> tuple[str, str | None]:
-    """(message, hint) for an exception: the engine's one line, plus what to do in the app."""
+    """(message, hint) for an exception: the engine's one line (escaped with `md`: it may quote user input), plus what to do in the app."""
+    if isinstance(exc, HubUnreachableError):
+        return _missing_message(exc), LOCAL_FOLDER_HINT  # escapes the names it quotes itself
+    if isinstance(exc, DatasetNotFoundError):
+        return _missing_message(exc), DATASET_HINT
     if isinstance(exc, BiaslensError):
-        if isinstance(exc, HubUnreachableError):
-            return _missing_message(exc), LOCAL_FOLDER_HINT
-        if isinstance(exc, DatasetNotFoundError):
-            return _missing_message(exc), DATASET_HINT
-        return str(exc), None
+        return md(exc), None
     first = (str(exc).strip().splitlines() or [""])[0]
-    return f"Unexpected error ({type(exc).__name__}): {first}", "The rest of the app keeps working; please report this if it persists."
+    return md(f"Unexpected error ({type(exc).__name__}): {first}"), "The rest of the app keeps working; please report this if it persists."
 
 
 def show_error(exc: BaseException, *, where=None) -> None:

@@ -27,7 +27,7 @@ from biaslens.models import MaskedLM, load_model
 from biaslens.sanity import SanityReport, VocabularyReport, model_verdict, vocabulary_report
 from biaslens.serving import ModelPool, ServerSettings
 
-from .feedback import show_error
+from .feedback import md, show_error
 from .settings import Settings, _dataset_label, model_label
 
 FAILURE_TTL_S = 120.0
@@ -112,7 +112,7 @@ def forget_failure(settings: Settings) -> None:
 def model_or_none(settings: Settings, model: str | None = None, *, where=None) -> MaskedLM | None:
     """The cached model, or None after showing why it could not be loaded."""
     try:
-        with st.spinner(f"Loading {model_label(model or settings.model)}…"):
+        with st.spinner(f"Loading {md(model_label(model or settings.model))}…"):
             return get_model(settings, model)
     except Exception as exc:
         show_error(exc, where=where)
@@ -162,6 +162,7 @@ def get_dataset(settings: Settings, name: str | None = None) -> PairDataset:
     builtin = canonical_name(name)
     if builtin is None:
         server_settings().check_data(name)
+        server_settings().check_pairs_file(name, f"The pairs file {name}")
     key = (builtin or name, data_dir(settings))
     dataset = _remembering_failures(("dataset", *key), lambda: _load_dataset(*key))
     if builtin is None:
@@ -177,9 +178,10 @@ def data_dir(settings: Settings) -> str | None:
 
 
 def upload_bytes(upload) -> bytes:
-    """The bytes of a user's uploaded file, refused above $BIASLENS_MAX_UPLOAD_ROWS lines."""
+    """The bytes of a user's uploaded word list, refused above $BIASLENS_MAX_UPLOAD_ROWS items (counted as the parser counts
+    them: every comma-separated item of every line), before it is parsed."""
     data = upload.getvalue()
-    server_settings().check_upload(data, upload.name)
+    server_settings().check_word_list(data, upload.name)
     return data
 
 
@@ -193,7 +195,7 @@ def pasted_words(text: str, what: str, *, lowercase: bool = False) -> tuple[str,
 def dataset_or_none(settings: Settings, name: str | None = None) -> PairDataset | None:
     """The dataset, or None after showing why it is missing."""
     try:
-        with st.spinner(f"Loading {_dataset_label(name or settings.dataset)}…"):
+        with st.spinner(f"Loading {md(_dataset_label(name or settings.dataset))}…"):
             return get_dataset(settings, name)
     except Exception as exc:
         show_error(exc)

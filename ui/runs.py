@@ -10,18 +10,22 @@ cache by `lookup` (e.g. from a shared link), without computing anything.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
 import streamlit as st
 
 from biaslens.datasets import PairDataset
 from biaslens.evaluation import EvaluationResult, evaluate
 from biaslens.explore import cached_evaluation
+from biaslens.errors import JobCancelled
 from biaslens.models import MaskedLM
+from biaslens.serving import ENV_MAX_JOBS, JobSlots
 
 from . import resources, state
-from .feedback import attempt
+from .feedback import attempt, md
 from .progress import ProgressBar
 from .settings import Settings
 
@@ -86,6 +90,76 @@ def is_pending(spec: RunSpec) -> bool:
     return spec in st.session_state.get(_PENDING, set())
 
 
+@st.cache_resource(show_spinner=False)
+def _job_slots() -> JobSlots:
+    """The server's line of heavy jobs, shared by every session."""
+    return JobSlots()
+
+
+def job_slots() -> JobSlots:
+    server = resources.server_settings()
+    slots = _job_slots()
+    if (slots.capacity, slots.max_queue) != (server.max_jobs, server.max_queue):
+        slots.configure(server.max_jobs, server.max_queue)
+    return slots
+
+
+def session_gone() -> Callable[[], bool]:
+    """A check: has the session running this script gone away (tab closed), or is the server stopping?
+
+    Outside a served app (AppTest, a plain script) it always answers False.
+    """
+    from streamlit import runtime
+    from streamlit.runtime.runtime import RuntimeState
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None or not runtime.exists():
+        return lambda: False
+    instance, session_id = runtime.get_instance(), ctx.session_id
+
+    def gone() -> bool:
+        return instance.state in (RuntimeState.STOPPING, RuntimeState.STOPPED) or not instance.is_active_session(session_id)
+
+    return gone
+
+
+def watched(progress: Callable[..., Any] | None, *checks: Callable[[], None]) -> Callable[..., Any]:
+    """`progress` that first stops the job (JobCancelled) when its session went away or the server stops, and runs `checks`
+    (e.g. a wall-time limit) at every call. Engine loops call progress often, so a job stops within one step."""
+    gone = session_gone()
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if gone():
+            raise JobCancelled("The job stopped: the page that started it was closed, or the server is stopping.")
+        for check in checks:
+            check()
+        return progress(*args, **kwargs) if progress is not None else None
+
+    return call
+
+
+@contextlib.contextmanager
+def heavy_job(what: str) -> Iterator[None]:
+    """Run a heavy job in one of the server's slots ($BIASLENS_MAX_JOBS at once); while it waits, its place in line is shown."""
+    slots = job_slots()
+    notice = st.empty()
+
+    def waiting(position: int, running: int) -> None:
+        notice.info(
+            f"{what} is queued: position {position} in line; {running} job{'s' if running != 1 else ''} running, this server runs at "
+            f"most {slots.capacity} at once ({ENV_MAX_JOBS}). It starts by itself.",
+            icon=":material/hourglass_top:",
+        )
+
+    try:
+        with slots.slot(on_wait=waiting, cancelled=session_gone()):
+            notice.empty()
+            yield
+    finally:
+        notice.empty()
+
+
 def _stop(spec: RunSpec) -> None:
     st.session_state.setdefault(_PENDING, set()).discard(spec)
 
@@ -96,10 +170,8 @@ def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str) -> Evalua
     controls = st.empty()
     controls.button("Stop", icon=":material/stop_circle:", on_click=_stop, args=(spec,), key=f"runs.stop.{hash(spec)}",
                     help="Stop scoring. Finished chunks stay in the cache: running again resumes from there.")
-    bar = ProgressBar(label, rate_key=speed_key(spec))
-    result = attempt(
-        evaluate, lm, dataset, list(spec.metrics), cache=resources.result_cache(), chunk_pairs=CHUNK_PAIRS, progress=bar, **_options(spec)
-    )
+    bar = ProgressBar(md(label), rate_key=speed_key(spec))  # the label may name a user's file
+    result = attempt(_run_job, spec, lm, dataset, bar)
     bar.clear()
     controls.empty()
     _stop(spec)
@@ -128,6 +200,34 @@ def time_estimate(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, n_pairs: in
         st.rerun()
 
 
+def _run_job(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, bar: ProgressBar) -> EvaluationResult:
+    """`evaluate` within the server's limits: pairs × metrics capped, in a job slot, stopped when the session goes away."""
+    pairs = min(spec.sample or len(dataset), len(dataset))
+    resources.server_settings().check_run(pairs, len(spec.metrics))
+    with heavy_job("This run"):
+        return evaluate(lm, dataset, list(spec.metrics), cache=resources.result_cache(), chunk_pairs=CHUNK_PAIRS,
+                        progress=watched(bar), **_options(spec))
+
+
+def train_lab_job(chosen: Any, progress: Callable[..., Any]) -> Any:
+    """`lab.train_lab_model` within the server's limits: switched on, knobs capped, in a job slot, wall time capped,
+    stopped when the session goes away. A model already trained (in the cache) is found without a slot."""
+    from biaslens import lab
+
+    from .settings import LAB_MODELS_OF_SESSION
+
+    model = lab.find_lab_model(chosen)
+    if model is None:
+        server = resources.server_settings()
+        server.check_lab(chosen)
+        with heavy_job("Training"):
+            model = lab.train_lab_model(chosen, progress=watched(progress, server.lab_deadline()))
+    mine = st.session_state.setdefault(LAB_MODELS_OF_SESSION, [])
+    if str(model.path) not in mine:
+        mine.append(str(model.path))
+    return model
+
+
 def sample_controls(prefix: str, total: int, label: str | None = None) -> tuple[int | None, int]:
     """'Score a sample' toggle (`label`), sample size and seed (the URL's `sample` and `seed` preset them).
 
@@ -137,8 +237,12 @@ def sample_controls(prefix: str, total: int, label: str | None = None) -> tuple[
     if sample is not None and sample.isdigit() and int(sample) > 0:
         st.session_state[prefix + "sample_on"] = True
         st.session_state[prefix + "sample_n"] = min(int(sample), total)
+    elif sample is not None:
+        state.reject("sample", sample, "a number of pairs (a whole number, 1 or more)")
     if seed is not None and seed.isdigit():
         st.session_state[prefix + "seed"] = int(seed)
+    elif seed is not None:
+        state.reject("seed", seed, "a seed (a whole number, 0 or more)")
     st.session_state[prefix + "sample_n"] = max(1, min(int(st.session_state.get(prefix + "sample_n", 200)), total))
     st.session_state.setdefault(prefix + "seed", 0)
     on = st.toggle(label or f"Score a random sample (of {total:,} pairs)", key=prefix + "sample_on", persist_state="session")

@@ -20,7 +20,7 @@ from biaslens.metrics import COMPAT_MODES
 from biaslens.models import DEFAULT_MODEL, DTYPES, PRESETS
 
 from . import state
-from .feedback import explain
+from .feedback import explain, md
 
 ENV_MODEL = "BIASLENS_MODEL"
 ENV_DATA_DIR = "BIASLENS_DATA_DIR"
@@ -81,8 +81,24 @@ def model_choices() -> list[ModelChoice]:
         lab_models = lab.list_lab_models()[:MAX_LAB_CHOICES]
     except OSError:
         lab_models = []
+    if not _lab_models_shared():  # a class's lab models stay with the session that trained them
+        mine = set(st.session_state.get(LAB_MODELS_OF_SESSION, ())) | {str(lab.cached_lab_model_path() or "")}
+        lab_models = [m for m in lab_models if str(m.path) in mine]
     choices += [ModelChoice(str(m.path), lab_model_name(m)) for m in lab_models if str(m.path) != default_model()]
     return choices
+
+
+#: Session key: the lab models this session trained or opened (listed in its sidebar unless the server shares them all).
+LAB_MODELS_OF_SESSION = "settings.lab_models"
+
+
+def _lab_models_shared() -> bool:
+    from . import resources
+
+    try:
+        return resources.server_settings().share_lab_models
+    except Exception:  # a bad setting is reported where the settings are read; here: not shared
+        return False
 
 
 def device_choices() -> list[str]:
@@ -294,7 +310,7 @@ def _model_status(settings: Settings, box) -> None:
 
     with box:
         try:
-            with st.spinner(f"Loading {model_label(settings.model)}…"):
+            with st.spinner(f"Loading {md(model_label(settings.model))}…"):
                 lm = resources.get_model(settings)
         except Exception as exc:
             message, _ = explain(exc)

@@ -83,6 +83,20 @@ def take_list(name: str) -> list[str] | None:
     return list(value) if isinstance(value, list) else [value]
 
 
+def reject(name: str, value: Any, expected: str) -> None:
+    """Say in the page, in one line, that the link's value for `name` was not used, and what was expected.
+
+    A bad value in a link (`pair=-1`, `sample=abc`, `metrics=rm -rf`) is never replaced silently.
+    The value is shown as text (escaped), never as markdown.
+    """
+    from .feedback import md
+
+    shown = value if isinstance(value, str) else ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    if len(shown) > 80:
+        shown = shown[:80] + "…"
+    st.warning(f"The link's {md(name)}={md(repr(shown))} was not used: expected {expected}.", icon=":material/link_off:")
+
+
 def set_global(**params: Any) -> None:
     """The global settings' parameters (app.py's sidebar), published with every page's."""
     st.session_state.setdefault(_GLOBAL, {}).update(params)
