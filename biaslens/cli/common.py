@@ -93,7 +93,11 @@ def add_progress_arg(p: argparse.ArgumentParser) -> None:
 def _amount(value: float, unit: str) -> str:
     if unit == "B":
         return f"{value / 1e6:,.1f} MB"
-    return f"{value:,.0f}"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"  # engines report fractions of a pair within a chunk
+
+
+def _plural(unit: str) -> str:
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
 
 
 class LineProgress:
@@ -114,13 +118,13 @@ class LineProgress:
 
     def _line(self, final: bool = False) -> str:
         elapsed = self.clock() - self.started
-        units = "" if self.unit == "B" else f" {self.unit}s"
+        units = "" if self.unit == "B" else f" {_plural(self.unit)}"
         if self.total:
             done = f"{_amount(self.n, self.unit)}/{_amount(self.total, self.unit)}{units} ({100 * self.n / self.total:.0f}%)"
         else:
             done = f"{_amount(self.n, self.unit)}{units}"
         timing = f"{elapsed:.0f} s"
-        if not final and self.total and 0 < self.n < self.total and elapsed > 0:
+        if not final and self.total and 0 < self.n < self.total and elapsed >= 1:
             timing += f", about {elapsed * (self.total - self.n) / self.n:.0f} s left"
         extra = f", {self.postfix}" if self.postfix else ""
         return f"{self.desc}: {'done, ' if final else ''}{done}, {timing}{extra}"
