@@ -182,3 +182,16 @@ def test_kurita_warns_and_records_the_verdict(model_dirs, tmp_path, capsys):
     assert json.loads((out / "traits_summary.json").read_text())["manifest"]["sanity"]["status"] == "untrained"
     weat = json.loads((out / "weat.json").read_text())["manifest"]
     assert weat["sanity"]["status"] == "untrained" and weat["method"] == "kurita2019-weat"
+
+
+@requires_shared
+def test_report_warns_once_and_records_the_vocabulary(model_dirs, tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main(["report", "--model", str(model_dirs["bert-cased"]), "--datasets", "crows-pairs", "--data-dir", str(DATA),
+                 "--analyses", "scores", "--metrics", "aul", "--limit", "6", "--no-cache", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert sum("Looks untrained" in line for line in err.splitlines() if line.startswith("warning:")) == 1
+    assert any(line.endswith("bias scores: done, 6/6 pairs (100%), " + line.rsplit(", ", 1)[-1]) for line in err.splitlines()), err
+    model = next(iter(json.loads((out / "manifest.json").read_text())["models"].values()))
+    assert model["sanity"]["status"] == "untrained"
+    assert model["manifest"]["vocabulary"]["texts"] == 12 and model["manifest"]["vocabulary"]["mostly_unknown"] is False
