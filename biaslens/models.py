@@ -114,7 +114,7 @@ def word_ids_of(enc: Any, tokens: Sequence[str], special: Sequence[bool]) -> tup
 
 def resolve_device(device: str | None = DEFAULT_DEVICE) -> torch.device:
     """`auto` picks cuda, then mps, then cpu; anything else is passed to torch."""
-    if device in (None, "", DEFAULT_DEVICE):
+    if device in (None, "", "auto"):
         if torch.cuda.is_available():
             return torch.device("cuda")
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
@@ -135,7 +135,7 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     name = dtype or DEFAULT_DTYPE
     if name not in DTYPES:
         raise InputError(f"Unknown dtype {name!r}: choose one of {', '.join(DTYPES)}.")
-    if name != DEFAULT_DTYPE and device.type == "cpu":
+    if name != "float32" and device.type == "cpu":
         raise InputError(f"dtype {name} is only supported on a GPU; use float32 on the CPU.")
     return DTYPES[name]
 
