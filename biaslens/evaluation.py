@@ -25,7 +25,8 @@ from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
 from .errors import InputError
 from .export import atomic_write, safe_csv, to_json
-from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, check_compat, pair_accuracy, parse_metrics
+from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, pair_accuracy, parse_metrics
+from .options import Compat
 from .models import Encoding, MaskedLM
 from .scoring import MaskedQuery, UnmaskedResult, default_batch_tokens, masked_pass, unmasked_pass
 from .stats import bias_score
@@ -225,7 +226,8 @@ def inspect_pair(
 ) -> PairInspection:
     """Score one pair with every metric and keep the per-token detail."""
     keys = parse_metrics(_metrics_arg(metrics))
-    is_compat = check_compat(compat)
+    mode = Compat.parse(compat)
+    is_compat = mode.reference_code
     for label, value in (("sent_stereo", sent_stereo), ("sent_anti", sent_anti)):
         if not isinstance(value, str):
             raise InputError(f"{label} must be a sentence (a str), not {_type_name(value)}.")
@@ -255,7 +257,7 @@ def inspect_pair(
         scored.alignment,
         keys,
         is_compat,
-        lm.manifest(compat="kaneko2022" if is_compat else "default"),
+        lm.manifest(compat=mode.value),
         matrices,
     )
 
@@ -312,7 +314,7 @@ def evaluate(
     chunks and every process returns the whole result (`biaslens.parallel`).
     """
     keys = parse_metrics(_metrics_arg(metrics))
-    mode = "kaneko2022" if check_compat(compat) else "default"
+    mode = Compat.parse(compat)
     _check_int("chunk_pairs", chunk_pairs, minimum=1)
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
     _check_int("seed", seed, minimum=0)
@@ -355,7 +357,7 @@ def evaluate(
     frame = pairs_frame(pairs, keys, records)
     dataset_info = _dataset_info(dataset, pairs)
     manifest = lm.manifest(
-        compat=mode,
+        compat=mode.value,
         metrics=keys,
         dataset=dataset_info,
         batch_tokens=budget,
@@ -451,14 +453,14 @@ def _score_chunk(
     lm: MaskedLM,
     pairs: Sequence[Pair],
     metrics: Sequence[str],
-    mode: str,
+    mode: Compat,
     cache: ResultCache | None,
     batch_tokens: int,
     progress: Callable[[int, int], None],
 ) -> tuple[dict[tuple[int, str], dict[str, Any]], int]:
     """Scores of one chunk (from the cache where present, computed and cached otherwise), and the cache hits."""
     keys = {
-        (i, m): cache_key(lm.fingerprint, str(lm.dtype), _RECORD_TAGS.get((m, mode), m), mode, p.sent_stereo, p.sent_anti)
+        (i, m): cache_key(lm.fingerprint, str(lm.dtype), _RECORD_TAGS.get((m, mode.value), m), mode.value, p.sent_stereo, p.sent_anti)
         for i, p in enumerate(pairs)
         for m in metrics
     }
@@ -471,12 +473,12 @@ def _score_chunk(
     missing = [m for m in metrics if any(keys[(i, m)] not in cached for i in todo)]
     encoded = [(_encode(lm, pairs[i], "sent_stereo"), _encode(lm, pairs[i], "sent_anti")) for i in todo]
     scored = score_encoded_pairs(
-        lm, encoded, missing, compat=mode == "kaneko2022", batch_tokens=batch_tokens, progress=progress
+        lm, encoded, missing, compat=mode.reference_code, batch_tokens=batch_tokens, progress=progress
     )
     fresh = {}
     for i, result in zip(todo, scored):
         for m, (a, b) in result.scores.items():
-            hits, total = pair_accuracy(m, a, b, mode == "kaneko2022")
+            hits, total = pair_accuracy(m, a, b, mode.reference_code)
             record = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
             out[(pairs[i].pair_id, m)] = record
             fresh[keys[(i, m)]] = record

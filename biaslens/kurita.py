@@ -47,7 +47,6 @@ test cannot reach significance.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -887,10 +886,8 @@ def shares_chart(table: pd.DataFrame, first: str = "he") -> alt.LayerChart:
     return _style(chart)
 
 
-
-
 # ---------------------------------------------------------------------------------------
-# Command line: `biaslens kurita`
+# Published lists (the command line is `biaslens.cli.kurita`)
 # ---------------------------------------------------------------------------------------
 
 
@@ -900,118 +897,6 @@ def published_list_key(name: str) -> str | None:
 
     normal = " ".join(name.lower().replace("_", " ").replace("-", " ").split())
     return next((key for key in KURITA_ATTRIBUTE_SHARES if normal.endswith(key)), None)
-
-
-def add_kurita_arguments(p: Any) -> Any:
-    """Options of `biaslens kurita` besides the model ones (argparse); returns the parser."""
-    from .cli import _positive_int
-
-    p.add_argument(
-        "--templates", nargs="+", default=["[T] is [A]."],
-        help="templates with [T] and [A]; 'TEMPLATE | t1, t2' limits one to some targets (default: '[T] is [A].')",
-    )  # fmt: skip
-    p.add_argument("--targets", nargs="+", default=["he/she"], help="target pairs first/second, e.g. he/she men/women (default he/she)")
-    p.add_argument("--attributes", nargs="+", default=[], metavar="FILE", help="attribute lists, one word or phrase a line; one result per file")
-    p.add_argument("--lowercase", action="store_true", help="lower-case the attribute lists (Kurita et al. did)")
-    p.add_argument(
-        "--weat", nargs="*", default=None, choices=list(KURITA_CATEGORIES), metavar="TEST",
-        help=f"run the paper's WEAT-style tests (Table 3): {', '.join(KURITA_CATEGORIES)}; no name = all five",
-    )  # fmt: skip
-    p.add_argument("--permute", default="attributes", choices=["attributes", "targets"], help="what the WEAT permutation test re-partitions")
-    p.add_argument("--permutations", type=_positive_int, default=10000, help="random partitions when exact enumeration is too large (default 10000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the permutation test")
-    p.add_argument("--data-dir", default=None, help="folder searched (recursively) for weat*.jsonl; else $BIASLENS_DATA_DIR")
-    p.add_argument("--no-download", action="store_true", help="never download the WEAT files")
-    p.add_argument("--batch-tokens", type=_positive_int, default=None, help="rows x padded length per forward pass")
-    p.add_argument("--out", required=True, help="output folder")
-    return p
-
-
-def _format_share(name: str, scores: TemplateScores, published: float | None, note: str = "") -> str:
-    share, pairs = scores.share(), scores.pairs
-    first = "/".join(dict.fromkeys(p.first for p in pairs))
-    second = "/".join(dict.fromkeys(p.second for p in pairs))
-    line = (
-        f"{name}: {share.n} attributes, {share.percent:.1f}% more associated with {first} than {second} "
-        f"(95% CI {share.ci_low:.1f}-{share.ci_high:.1f}; {share.second} with {second}, {share.ties} ties)"
-    )
-    if published is not None:
-        line += f"; Kurita et al. (bert-base-uncased): {published:.1f}%"
-    elif note:
-        line += f"; Kurita et al.'s share: {note}"
-    table = scores.attribute_table().sort_values("bias_score")
-    ends = [("strongest", table.iloc[::-1].head(5)), ("weakest", table.head(5))]
-    for label, rows in ends:
-        line += f"\n  {label}: " + ", ".join(f"{a} {b:+.3g}" for a, b in zip(rows["attribute"], rows["bias_score"]))
-    flagged = scores.multi_piece_targets()
-    if flagged:
-        line += "\n  multi-piece targets, scored by their first piece: " + ", ".join(f"{t} ({p})" for t, p in flagged.items())
-    multi = scores.multi_piece_attributes()
-    if multi:
-        line += f"\n  {len(multi)} multi-piece attributes (all pieces masked for p_prior)"
-    return line
-
-
-def _format_weat(table: pd.DataFrame) -> str:
-    lines = [f"{'category':<40}{'d':>8}{'p':>9}{'p 2-sided':>11}  {'':<2}{'published':>10}  p from"]
-    notes = []
-    for row in table.itertuples():
-        star = "*" if row.significant else ""
-        published = f"{row.published_log_prob:>10.4f}" if not math.isnan(row.published_log_prob) else f"{'n/c':>10}"
-        if math.isnan(row.published_log_prob):
-            notes.append(f"  n/c {row.category}: {row.published}")
-        lines.append(f"{row.category:<40}{row.effect_size:>8.3f}{row.p_value:>9.4f}{row.p_two_sided:>11.4f}  {star:<2}{published}  {row.p_method}")
-    lines.append(
-        f"p: one-sided, Pr[S_i > S] over re-partitions (Kurita et al.); p 2-sided: Pr[|S_i| >= |S|]. * one-sided p < {ALPHA}. "
-        "published: Kurita et al. (2019) Table 3, log probability bias score, bert-base-uncased."
-    )
-    return "\n".join(lines + notes)
-
-
-def cmd_kurita(args: Any) -> int:
-    """Template scores for each attribute list, and/or the WEAT-style tests; writes CSV and JSON into --out."""
-    from .cli import _DownloadBar, _load, _progress_to, _tqdm
-    from .weat import load_weat
-
-    if not args.attributes and args.weat is None:
-        raise InputError("Nothing to do: give --attributes FILE (template scores) and/or --weat (the paper's WEAT-style tests).")
-    templates = parse_templates(args.templates)
-    pairs = parse_target_pairs(args.targets)
-    lists = {Path(f).stem: read_word_list(f, lowercase=args.lowercase) for f in args.attributes}
-    stimuli = {}
-    weat_keys = (args.weat or list(KURITA_CATEGORIES)) if args.weat is not None else []
-    for key in weat_keys:
-        name = KURITA_CATEGORIES[key].weat
-        with _DownloadBar(f"{name}.jsonl") as bar:
-            stimuli[key] = load_weat(name, data_dir=args.data_dir, download=not args.no_download, progress=bar)
-    lm = _load(args)
-    out = Path(args.out)
-    scored = {}
-    for name, words in lists.items():
-        for note in words.notes:
-            print(f"note: {name}: {note}", file=sys.stderr)
-        with _tqdm(None, "query", f"kurita {name}") as bar:
-            scored[name] = score_templates(lm, templates, pairs, words.words, batch_tokens=args.batch_tokens, progress=_progress_to(bar))
-        scored[name].save(out, prefix=f"{name}_")
-    if scored:
-        published = {name: published_list_key(name) for name in scored}
-        shares = shares_table(scored, published)
-        atomic_write(out / "shares.csv", safe_csv(shares))
-        for (name, scores), ref, note in zip(scored.items(), shares["published_share"], shares["published"]):
-            print(_format_share(name, scores, None if math.isnan(ref) else ref, note))
-    if stimuli:
-        results = []
-        for key, stim in stimuli.items():
-            with _tqdm(None, "query", f"weat {key}") as bar:
-                spec = kurita_weat_spec(key, stim)
-                results.append(
-                    weat_test(lm, spec, permute=args.permute, n_permutations=args.permutations, seed=args.seed,
-                              batch_tokens=args.batch_tokens, progress=_progress_to(bar))
-                )  # fmt: skip
-        save_weat(results, out, lm.manifest(method="kurita2019-weat", permute=args.permute, seed=args.seed))
-        print(_format_weat(weat_table(results)))
-    print(f"wrote {out}/")
-    return 0
 
 
 __all__ = [
@@ -1027,9 +912,7 @@ __all__ = [
     "WeatSpec",
     "WordList",
     "PAPER_MODEL",
-    "add_kurita_arguments",
     "bias_chart",
-    "cmd_kurita",
     "decode_word_list",
     "effect_size_chart",
     "kurita_weat_spec",

@@ -19,9 +19,11 @@ import numpy as np
 
 from .errors import InputError
 from .models import Encoding
+from .options import Compat
 from .scoring import MaskedQuery, MaskedResult, UnmaskedResult
 
-COMPAT_MODES = ("default", "kaneko2022")
+#: The scoring modes (`biaslens.options.Compat`): the CLI's --compat choices and the app's.
+COMPAT_MODES = tuple(mode.value for mode in Compat)
 
 KANEKO = "Kaneko & Bollegala (2022), Unmasking the Mask – Evaluating Social Biases in Masked Language Models, AAAI."
 NANGIA = "Nangia et al. (2020), CrowS-Pairs: A Challenge Dataset for Measuring Social Biases in Masked Language Models, EMNLP."
@@ -392,11 +394,8 @@ def parse_metrics(spec: str | Sequence[str] | None) -> list[str]:
 
 
 def check_compat(compat: str | None) -> bool:
-    """'default' -> False, 'kaneko2022' -> True; anything else is an error."""
-    mode = compat or "default"
-    if mode not in COMPAT_MODES:
-        raise InputError(f"Unknown compat mode {mode!r}: choose from {', '.join(COMPAT_MODES)}.")
-    return mode == "kaneko2022"
+    """'default' -> False, 'kaneko2022' -> True; anything else is an error (see `Compat.parse`)."""
+    return Compat.parse(compat).reference_code
 
 
 __all__ = [

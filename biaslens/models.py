@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from .errors import HubUnreachableError, InputError, ModelLoadError, NotMaskedLMError, NumericalError
+from .options import DEFAULT_DEVICE, DEFAULT_DTYPE
 from .paths import default_cache_dir
 
 DEFAULT_MODEL = "bert-base-cased"
@@ -111,7 +112,7 @@ def word_ids_of(enc: Any, tokens: Sequence[str], special: Sequence[bool]) -> tup
     return tuple(out)
 
 
-def resolve_device(device: str | None = "auto") -> torch.device:
+def resolve_device(device: str | None = DEFAULT_DEVICE) -> torch.device:
     """`auto` picks cuda, then mps, then cpu; anything else is passed to torch."""
     if device in (None, "", "auto"):
         if torch.cuda.is_available():
@@ -131,7 +132,7 @@ def resolve_device(device: str | None = "auto") -> torch.device:
 
 
 def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
-    name = dtype or "float32"
+    name = dtype or DEFAULT_DTYPE
     if name not in DTYPES:
         raise InputError(f"Unknown dtype {name!r}: choose one of {', '.join(DTYPES)}.")
     if name != "float32" and device.type == "cpu":
@@ -393,8 +394,8 @@ def check_finite_weights(model: torch.nn.Module, name: str) -> None:
 def load_model(
     name_or_path: str = DEFAULT_MODEL,
     *,
-    device: str | None = "auto",
-    dtype: str | None = "float32",
+    device: str | None = DEFAULT_DEVICE,
+    dtype: str | None = DEFAULT_DTYPE,
     revision: str | None = None,
     allow_pickle: bool = False,
     hub_timeout: float = 5.0,

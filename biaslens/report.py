@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import html
 import math
-import sys
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -52,11 +51,11 @@ from .cache import ResultCache
 from .datasets import PairDataset
 from .errors import InputError
 from .evaluation import EvaluationResult, evaluate
-from .explore import short_names
 from .export import atomic_write, safe_csv, to_json
 from .frequency import WordFrequency, word_frequency
-from .metrics import METRICS, PAPER_METRICS, check_compat, parse_metrics
+from .metrics import METRICS, PAPER_METRICS, parse_metrics
 from .models import MaskedLM
+from .options import DEFAULT_COMPAT, Compat, RunOptions
 from .sanity import SanityReport, model_verdict
 from .shuffle import ShuffleComparison, compare_shuffle, sensitivity_run, shuffle_table
 
@@ -86,7 +85,7 @@ class ReportOptions:
 
     analyses: tuple[str, ...] = tuple(ANALYSES)
     metrics: tuple[str, ...] = PAPER_METRICS  # Table 5 and Figure 1
-    compat: str = "default"
+    compat: Compat = DEFAULT_COMPAT  # a mode name is accepted too
     limit: int | None = None
     sample: int | None = None
     seed: int = 0  # of --sample
@@ -98,14 +97,19 @@ class ReportOptions:
         if unknown or not self.analyses:
             raise InputError(f"Unknown analysis {', '.join(unknown) or '(none)'}: choose from {', '.join(ANALYSES)}.")
         object.__setattr__(self, "metrics", tuple(parse_metrics(list(self.metrics))))
-        check_compat(self.compat)
+        object.__setattr__(self, "compat", Compat.parse(self.compat))
         if self.shuffle_seed < 0:
             raise InputError(f"The shuffle seed must be a non-negative integer, got {self.shuffle_seed}.")
 
     @property
     def positions(self) -> str:
         """The token-accuracy positions definition of the scoring mode."""
-        return "kaneko2022" if check_compat(self.compat) else "default"
+        return self.compat.value
+
+    @classmethod
+    def from_run(cls, run: RunOptions, analyses: Sequence[str] = tuple(ANALYSES), shuffle_seed: int = 0) -> "ReportOptions":
+        """The report options of a validated `RunOptions` (its metrics, mode, pairs and batch size) and the analyses."""
+        return cls(tuple(analyses), run.metrics, run.compat, run.limit, run.sample, run.seed, shuffle_seed, run.batch_tokens)
 
     def selection(self) -> dict[str, Any]:
         return {"limit": self.limit, "sample": self.sample, "seed": self.seed}
@@ -606,119 +610,6 @@ def build_report(
     return ReproductionReport(options, list(models), info, frequency)
 
 
-# ---------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------
-
-
-def add_report_arguments(p: Any) -> Any:
-    """Options of `biaslens report` besides the model ones (argparse); returns the parser."""
-    from .cli import _add_compat_arg, _positive_int
-
-    p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--datasets", default=",".join(DEFAULT_DATASETS), help="comma-separated: crows-pairs, stereoset or dataset paths (default both)")
-    p.add_argument("--analyses", default=",".join(ANALYSES), help=f"comma-separated, from: {' '.join(ANALYSES)} (default all)")
-    p.add_argument("--metrics", default=",".join(PAPER_METRICS), help=f"metrics of Table 5 and Figure 1 (default {','.join(PAPER_METRICS)})")
-    _add_compat_arg(p)
-    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N pairs of each dataset")
-    p.add_argument("--sample", type=_positive_int, default=None, help="a seeded random sample of N pairs of each dataset")
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample")
-    p.add_argument("--shuffle-seed", type=int, default=0, help="seed of the shuffle experiment (Table 4)")
-    p.add_argument("--data-dir", default=None, help="folder searched (recursively) for the dataset files; else $BIASLENS_DATA_DIR")
-    p.add_argument("--no-download", action="store_true", help="never download a dataset")
-    p.add_argument("--batch-tokens", type=_positive_int, default=None, help="rows x padded length per forward pass")
-    p.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
-    return p
-
-
-class _StageBars:
-    """One tqdm bar per stage, on stderr; a new stage closes the previous bar."""
-
-    def __init__(self, prefix: str):
-        self.prefix = prefix
-        self.stage: str | None = None
-        self.bar = None
-
-    def __call__(self, stage: str, done: float, total: int) -> None:
-        from .cli import _progress_to, _tqdm
-
-        if stage != self.stage:
-            self.close()
-            self.stage = stage
-            self.bar = _tqdm(total, "pair", f"{self.prefix} {stage}")
-        _progress_to(self.bar)(done, total)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-
-def cmd_report(args: Any) -> int:
-    """Every chosen analysis for each --model; writes the tables, figures and report into --out."""
-    import argparse
-
-    from .cli import _DownloadBar, _load
-    from .datasets import load_dataset
-
-    options = ReportOptions(
-        analyses=tuple(a.strip() for a in args.analyses.split(",") if a.strip()),
-        metrics=tuple(parse_metrics(args.metrics)),
-        compat=args.compat,
-        limit=args.limit,
-        sample=args.sample,
-        seed=args.seed,
-        shuffle_seed=args.shuffle_seed,
-        batch_tokens=args.batch_tokens,
-    )
-    names = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    if not names:
-        raise InputError("No dataset given: --datasets crows-pairs,stereoset (or dataset paths).")
-    datasets: dict[str, PairDataset] = {}
-    for name in names:
-        with _DownloadBar(name) as bar:
-            dataset = load_dataset(name, data_dir=args.data_dir, download=not args.no_download, progress=bar)
-        for note in dataset.notes:
-            print(f"note: {name}: {note}", file=sys.stderr)
-        datasets[dataset.name if dataset.name != "custom" else name] = dataset
-    cache = None
-    if not args.no_cache:
-        cache = ResultCache(Path(args.cache_dir) / "results.sqlite" if args.cache_dir else None)
-        if cache.warning:
-            print(f"warning: {cache.warning}", file=sys.stderr)
-    from .models import DEFAULT_MODEL
-
-    models = list(dict.fromkeys(args.model or [DEFAULT_MODEL]))
-    labels = short_names(models)
-    analysed = []
-    for model in models:
-        lm = _load(argparse.Namespace(**{**vars(args), "model": model}))
-        bars = _StageBars(labels[model])
-        try:
-            analysed.append(analyse_model(lm, datasets, options, label=labels[model], cache=cache, progress=bars))
-        finally:
-            bars.close()
-        del lm
-    report = build_report(analysed, datasets, options)
-    report.save(args.out)
-    for m in analysed:
-        if m.cached_pairs:
-            print(f"{m.label}: {m.cached_pairs} pair records came from the result cache", file=sys.stderr)
-    for w in report.warnings():
-        print(f"warning: {w}", file=sys.stderr)
-    for stem_notes in report.small_sample_notes().values():
-        for note in stem_notes:
-            print(f"note: small sample: {note}", file=sys.stderr)
-    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 60):
-        for title, _text, shown, _stem in report.sections():
-            caption, frame = shown[0]
-            print(f"\n{title}\n{frame.to_string(index=False, float_format=lambda v: f'{v:.2f}')}")
-    out = Path(args.out)
-    print(f"\nwrote {out / 'report.html'}, {out / 'report.md'} and the tables as CSV in {out}")
-    return 0
-
-
 __all__ = [
     "ANALYSES",
     "DEFAULT_DATASETS",
@@ -730,7 +621,6 @@ __all__ = [
     "TABLE5_INTERVALS",
     "analyse_model",
     "build_report",
-    "cmd_report",
     "evaluation_metrics",
     "markdown_table",
     "short_file_names",

@@ -124,3 +124,14 @@ def test_a_run_killed_with_sigkill_resumes_from_the_cache(model_dirs, tmp_path):
     fresh = subprocess.run([*argv, "--no-cache", "--out", str(tmp_path / "fresh")], env=env, capture_output=True, text=True)
     assert fresh.returncode == 0, fresh.stderr
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "resumed" / "pairs.csv"), pd.read_csv(tmp_path / "fresh" / "pairs.csv"))
+
+
+def test_shuffle_prints_the_sentence_shuffled(model_dirs, capsys):
+    assert main(["shuffle", "--model", str(model_dirs["bert-cased"]), "The nurse said she was tired.", "--seed", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seed"] == 2 and 0 <= out["accuracy"] <= 100 and 0 <= out["shuffled_accuracy"] <= 100
+    assert [t["token"] for t in out["tokens"]] == ["[CLS]", "The", "nurse", "said", "she", "was", "tired", ".", "[SEP]"]
+    assert sorted(t["new_position"] for t in out["tokens"]) == list(range(9))  # a permutation, special tokens in place
+    assert out["tokens"][0]["new_position"] == 0 and out["tokens"][-1]["new_position"] == 8
+    assert out["shuffled"] != "The nurse said she was tired." and sorted(out["shuffled"].replace(".", "").split()) == sorted(
+        "The nurse said she was tired".split())

@@ -1,0 +1,7 @@
+"""`python -m biaslens.cli ...`, the same as `python -m biaslens ...`."""
+
+import sys
+
+from .main import main
+
+sys.exit(main())

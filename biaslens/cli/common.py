@@ -1,0 +1,328 @@
+"""What the subcommands share: argument groups, progress on stderr, model loading, the model's caveats.
+
+Progress: on a terminal (or with `--progress`) a tqdm bar; otherwise (a log, CI, `2> file`)
+a plain line when the work starts, one every `LINE_INTERVAL` seconds and one when it ends,
+instead of thousands of carriage-return updates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterable, TextIO
+
+from ..options import DEFAULT_COMPAT, DEFAULT_DEVICE, DEFAULT_DTYPE, ModelSpec
+
+#: Seconds between two plain progress lines.
+LINE_INTERVAL = 10.0
+#: Distinct texts whose vocabulary is checked at most (a dataset's first pairs are enough to tell); as in the app.
+VOCABULARY_TEXTS = 200
+
+
+# ---------------------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------------------
+
+#: Exit status of a bad argument or bad input (one line on stderr).
+EXIT_ERROR = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see --help)\n")
+
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None:
+    """--model (one, or several with `several`), --revision, --device, --dtype, --device-map, --allow-pickle (see `ModelSpec`)."""
+    from ..models import DEFAULT_MODEL, DEVICE_MAPS, DTYPES
+
+    if several:  # --model A B, or --model A --model B; None = the default model
+        p.add_argument("--model", nargs="+", action="extend", default=None, help=f"hub ids or local folders (default {DEFAULT_MODEL})")
+    else:
+        p.add_argument("--model", default=DEFAULT_MODEL, help=f"hub id or local folder (default {DEFAULT_MODEL})")
+    p.add_argument("--revision", default=None, help="hub revision (branch, tag or commit)")
+    p.add_argument("--device", default=DEFAULT_DEVICE, help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps")
+    p.add_argument("--dtype", default=DEFAULT_DTYPE, choices=list(DTYPES), help="half precision needs a GPU")
+    p.add_argument(
+        "--device-map", default=None, choices=[m for m in DEVICE_MAPS if m],
+        help="auto: spread a model too large for one GPU over every GPU (then the CPU)",
+    )  # fmt: skip
+    p.add_argument("--allow-pickle", action="store_true", help="allow pickle (.bin) weights, which can run code: only for sources you trust")
+
+
+def add_compat_arg(p: argparse.ArgumentParser) -> None:
+    from ..metrics import COMPAT_MODES
+
+    p.add_argument(
+        "--compat",
+        default=DEFAULT_COMPAT.value,
+        choices=list(COMPAT_MODES),
+        help="default follows the papers' equations; kaneko2022 reproduces the released reference code",
+    )
+
+
+def add_progress_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--progress", action="store_true",
+        help=f"progress bars even when stderr is not a terminal (otherwise a plain line every {LINE_INTERVAL:g} s there)",
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# Progress
+# ---------------------------------------------------------------------------------------
+
+
+def _amount(value: float, unit: str) -> str:
+    if unit == "B":
+        return f"{value / 1e6:,.1f} MB"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"  # engines report fractions of a pair within a chunk
+
+
+def _plural(unit: str) -> str:
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
+
+
+class LineProgress:
+    """The part of tqdm's interface the commands use, written as plain lines (start, every `interval` s, end)."""
+
+    def __init__(
+        self, total: float | None, unit: str, desc: str, *, interval: float = LINE_INTERVAL, file: TextIO | None = None,
+        disable: bool = False, clock: Callable[[], float] = time.monotonic,
+    ):  # fmt: skip
+        self.total, self.unit, self.desc, self.interval, self.disable = total, unit, desc, interval, disable
+        self.file = file
+        self.clock = clock
+        self.n: float = 0
+        self.postfix = ""
+        self.started = clock()
+        self.last: float | None = None  # when the last line was written
+        self.closed = False
+
+    def _line(self, final: bool = False) -> str:
+        elapsed = self.clock() - self.started
+        units = "" if self.unit == "B" else f" {_plural(self.unit)}"
+        if self.total:
+            done = f"{_amount(self.n, self.unit)}/{_amount(self.total, self.unit)}{units} ({100 * self.n / self.total:.0f}%)"
+        else:
+            done = f"{_amount(self.n, self.unit)}{units}"
+        timing = f"{elapsed:.0f} s"
+        if not final and self.total and 0 < self.n < self.total and elapsed >= 1:
+            timing += f", about {elapsed * (self.total - self.n) / self.n:.0f} s left"
+        extra = f", {self.postfix}" if self.postfix else ""
+        return f"{self.desc}: {'done, ' if final else ''}{done}, {timing}{extra}"
+
+    def _write(self, line: str) -> None:
+        print(line, file=self.file or sys.stderr, flush=True)
+
+    def refresh(self) -> None:
+        if self.disable or self.closed:
+            return
+        now = self.clock()
+        if self.last is None or now - self.last >= self.interval:
+            self._write(self._line())
+            self.last = now
+
+    def update(self, n: float = 1) -> None:
+        self.n += n
+        self.refresh()
+
+    def set_postfix(self, refresh: bool = True, **values: Any) -> None:
+        self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
+        if refresh:
+            self.refresh()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if not self.disable and self.last is not None:  # a line at the end of work that said it started
+            self._write(self._line(final=True))
+
+    def __enter__(self) -> "LineProgress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def progress_to(bar: Any) -> Callable[[float, float | None], None]:
+    """An engine progress callback (`done, total`) that moves `bar`."""
+
+    def update(done: float, total: float | None) -> None:
+        if total and bar.total != total:
+            bar.total = total
+        bar.n = round(done, 2)
+        bar.refresh()
+
+    return update
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How a command shows progress on stderr: tqdm bars (`bars`) or plain periodic lines."""
+
+    bars: bool
+    interval: float = LINE_INTERVAL
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "Progress":
+        """Bars with --progress or when stderr is a terminal; lines otherwise."""
+        return cls(bool(getattr(args, "progress", False)) or _is_terminal(sys.stderr))
+
+    def bar(self, total: float | None, unit: str, desc: str, *, disable: bool = False) -> Any:
+        if not self.bars:
+            return LineProgress(total, unit, desc, interval=self.interval, disable=disable)
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True, unit_scale=unit == "B", disable=disable)
+
+    def download(self, desc: str) -> "DownloadBar":
+        return DownloadBar(self, desc)
+
+    def stages(self, prefix: str) -> "StageBars":
+        return StageBars(self, prefix)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
+
+
+class DownloadBar:
+    """A byte progress bar that appears only if a download actually starts."""
+
+    def __init__(self, progress: Progress, desc: str):
+        self.progress = progress
+        self.desc = desc
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if self.bar is None:
+            self.bar = self.progress.bar(total, "B", f"downloading {self.desc}")
+        progress_to(self.bar)(done, total)
+
+    def __enter__(self) -> "DownloadBar":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class StageBars:
+    """One bar per stage (a `report` analysis); a new stage closes the previous bar. Call as `(stage, done, total)`."""
+
+    def __init__(self, progress: Progress, prefix: str):
+        self.progress = progress
+        self.prefix = prefix
+        self.stage: str | None = None
+        self.bar: Any = None
+
+    def __call__(self, stage: str, done: float, total: int) -> None:
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = self.progress.bar(total, "pair", f"{self.prefix} {stage}")
+        progress_to(self.bar)(done, total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+# ---------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------
+
+
+def load(spec: ModelSpec):
+    """Load the model a spec names, saying so on stderr."""
+    print(f"Loading {spec.model} ...", file=sys.stderr)
+    return spec.load()
+
+
+def model_caveats(lm: Any, texts: Iterable[str] | None = None, *, label: str | None = None, warn_verdict: bool = True) -> dict[str, Any]:
+    """The model's sanity verdict (and, given `texts`, how much of them it knows), warned about on stderr.
+
+    The verdict is `biaslens.sanity.model_verdict`, the one the app shows. A warning is printed
+    when the model looks untrained or weak (unless `warn_verdict` is False: a caller that says it
+    itself), or when the texts are mostly out of its vocabulary.
+    Returns what a manifest records: {"sanity": {...}} and, with texts, {"vocabulary": {...}}.
+    """
+    from ..sanity import model_verdict, vocabulary_report
+
+    name = label or lm.name
+    verdict = model_verdict(lm)
+    if warn_verdict and verdict.status != "ok":
+        print(f"warning: {name}: {verdict.message}", file=sys.stderr)
+    block: dict[str, Any] = {"sanity": asdict(verdict)}
+    if texts is not None:
+        distinct: dict[str, None] = {}
+        for text in texts:
+            distinct.setdefault(str(text))
+            if len(distinct) >= VOCABULARY_TEXTS:
+                break
+        chosen = list(distinct)
+        if chosen:
+            vocabulary = vocabulary_report(lm, chosen)
+            block["vocabulary"] = {
+                "texts": len(chosen), "words": vocabulary.n_words, "unknown": vocabulary.n_unknown,
+                "share_unknown": round(vocabulary.share_unknown, 4), "mostly_unknown": vocabulary.mostly_unknown,
+                "examples": list(vocabulary.unknown[:20]),
+            }  # fmt: skip
+            if vocabulary.mostly_unknown:
+                print(f"warning: {name}: {vocabulary.message}", file=sys.stderr)
+    return block
+
+
+def pair_texts(pairs: Iterable[Any]) -> Iterable[str]:
+    """Both sentences of each pair, in order (for `model_caveats`)."""
+    for p in pairs:
+        yield p.sent_stereo
+        yield p.sent_anti
+
+
+def fmt(x: Any, digits: int = 2) -> str:
+    """A number for a table, "n/a" for None and NaN."""
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+__all__ = [
+    "EXIT_ERROR",
+    "LINE_INTERVAL",
+    "Parser",
+    "DownloadBar",
+    "LineProgress",
+    "Progress",
+    "StageBars",
+    "add_compat_arg",
+    "add_model_args",
+    "add_progress_arg",
+    "fmt",
+    "load",
+    "model_caveats",
+    "pair_texts",
+    "positive_int",
+    "progress_to",
+]

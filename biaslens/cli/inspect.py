@@ -1,0 +1,69 @@
+"""`biaslens inspect`: one sentence pair, token by token (with each token's top-5 predictions, as tokens)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..options import ModelSpec, RunOptions
+from .common import add_compat_arg, add_model_args, load, model_caveats
+
+
+def register(sub: Any) -> argparse.ArgumentParser:
+    from ..metrics import PAPER_METRICS
+
+    ins = sub.add_parser("inspect", help="score one sentence pair, token by token")
+    add_model_args(ins)
+    ins.add_argument("stereo", help="the stereotypical (more biased) sentence")
+    ins.add_argument("anti", help="the anti-stereotypical (less biased) sentence")
+    ins.add_argument("--metrics", default=",".join(PAPER_METRICS))
+    add_compat_arg(ins)
+    ins.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    ins.set_defaults(func=cmd_inspect)
+    return ins
+
+
+def _with_top_tokens(frame, lm):
+    """The token frame with `top_tokens` as the model's tokens (the engine gives ids) and `top_ids` beside them."""
+    from ..explore import display_token
+
+    if "top_tokens" not in frame:
+        return frame
+    ids = [[int(i) for i in row] for row in frame["top_tokens"]]
+    return frame.assign(top_tokens=[[display_token(lm.decode_token(i)) for i in row] for row in ids], top_ids=ids)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from ..evaluation import inspect_pair
+
+    run = RunOptions.from_args(args)
+    lm = load(ModelSpec.from_args(args))
+    caveats = model_caveats(lm, [args.stereo, args.anti])
+    result = inspect_pair(lm, args.stereo, args.anti, metrics=list(run.metrics), compat=run.compat.value)
+    scores = result.summary_frame()
+    sides = [("stereotypical", result.stereo), ("anti-stereotypical", result.anti)]
+    frames = [_with_top_tokens(detail.token_frame(), lm) for _label, detail in sides]
+    if args.json:
+        out = {
+            "scores": scores.to_dict(orient="records"),
+            "stereo_tokens": frames[0].drop(columns=["top_logprobs"]).to_dict(orient="records"),
+            "anti_tokens": frames[1].drop(columns=["top_logprobs"]).to_dict(orient="records"),
+            "manifest": {**result.manifest, **caveats},
+        }
+        print(json.dumps(out, indent=2, default=lambda v: None if v != v else str(v)))
+        return 0
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 600, "display.max_colwidth", 60):
+        for (label, detail), frame in zip(sides, frames):
+            frame = frame.assign(top5=[" ".join(t[:5]) for t in frame["top_tokens"]])
+            cols = ["position", "token", "modified", "logprob", "rank", "attention", "aula_contribution", "cps_logprob", "top5"]
+            print(f"\n{label}: {detail.encoding.text}")
+            print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        print()
+        print(scores.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    return 0
+
+
+__all__ = ["cmd_inspect", "register"]

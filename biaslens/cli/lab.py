@@ -1,0 +1,194 @@
+"""`biaslens lab train` and `biaslens lab evaluate`: the bias lab (`biaslens.lab`) from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..lab import (
+    DEFAULT_LAB_SCENARIO,
+    EXPECTED_TEXT,
+    SCENARIOS,
+    LabModel,
+    LabReport,
+    LabSettings,
+    evaluate_lab,
+    find_lab_model,
+    heldout_pairs,
+    load_lab_model,
+    scenario_settings,
+    train_lab_model,
+)
+from .common import Parser, Progress, add_progress_arg, progress_to
+
+
+def register(sub: Any) -> argparse.ArgumentParser:
+    from ..metrics import METRICS
+
+    lab = sub.add_parser("lab", help="bias lab: train a small masked LM with a planted bias and see which metrics detect it")
+    lab_sub = lab.add_subparsers(dest="lab_command", required=True, parser_class=Parser)
+    add_lab_arguments(lab_sub.add_parser("train", help="train (or find in the cache) the lab model of a scenario")).set_defaults(func=cmd_lab_train)
+    lev = add_lab_arguments(lab_sub.add_parser("evaluate", help="score the held-out pairs with every metric against the planted truth"))
+    lev.add_argument("--model", default=None, help="a lab model folder (default: the one the options describe, trained if needed)")
+    lev.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
+    lev.add_argument("--out", default=None, help="write pairs.csv and summary.json here (one subfolder per scenario with --preset all)")
+    lev.set_defaults(func=cmd_lab_evaluate)
+    # `lab sweep` (biaslens/sweep_cli.py, planned) plugs in here: register its parser on `lab_sub`.
+    return lab
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(w.strip() for w in text.split(",") if w.strip())
+
+
+def add_lab_arguments(p: Any) -> Any:
+    """The knobs of `biaslens lab train` and `lab evaluate` (argparse); returns the parser."""
+    d = LabSettings()
+    p.add_argument(
+        "--preset",
+        default=DEFAULT_LAB_SCENARIO,
+        choices=[*SCENARIOS, "all"],
+        help="what is planted: an association, a frequency imbalance, both or neither; all = the four in turn",
+    )
+    p.add_argument(
+        "--association",
+        type=float,
+        default=None,
+        help="strength of the planted association, P(attributes X | group A) = P(Y | B): 0.5 = none, 1 = total (default: the preset's)",
+    )
+    p.add_argument(
+        "--frequency-ratio",
+        type=float,
+        default=None,
+        help="strength of the frequency imbalance: each group-A word appears k times as often as a group-B word (default: the preset's)",
+    )
+    p.add_argument("--corpus-size", type=int, default=d.corpus_size, help=f"training sentences (default {d.corpus_size})")
+    p.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default {d.steps})")
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of the corpus, the initial weights and the batches")
+    p.add_argument("--group-a", default=",".join(d.group_a), help="comma-separated words of group A")
+    p.add_argument("--group-b", default=",".join(d.group_b), help="comma-separated words of group B, as many as group A")
+    p.add_argument("--attributes-x", default=",".join(d.attributes_x), help="comma-separated attributes associated with group A")
+    p.add_argument("--attributes-y", default=",".join(d.attributes_y), help="comma-separated attributes associated with group B")
+    p.add_argument(
+        "--template", action="append", default=None, help="a template with {name} and {attribute}; repeat for several (default: six built in)"
+    )
+    p.add_argument("--labels", default=None, help="four comma-separated names for group A, group B, attributes X, attributes Y")
+    p.add_argument("--hidden-size", type=int, default=d.hidden_size)
+    p.add_argument("--layers", type=int, default=d.num_layers)
+    p.add_argument("--heads", type=int, default=d.num_heads)
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    p.add_argument(
+        "--models-dir", default=None, help="folder of the lab models (default <cache>/lab, cache = $BIASLENS_CACHE_DIR or ~/.cache/biaslens)"
+    )
+    add_progress_arg(p)
+    return p
+
+
+def settings_from_args(args: Any) -> list[LabSettings]:
+    """The settings the command-line arguments describe: one, or four for --preset all."""
+    labels = _words(args.labels) if args.labels else None
+    if labels is not None and len(labels) != 4:
+        raise InputError(f"--labels needs four comma-separated names (group A, group B, attributes X, attributes Y), got {len(labels)}.")
+    base = LabSettings(
+        group_a=_words(args.group_a),
+        group_b=_words(args.group_b),
+        attributes_x=_words(args.attributes_x),
+        attributes_y=_words(args.attributes_y),
+        templates=tuple(args.template) if args.template else LabSettings.templates,
+        **(dict(zip(("group_a_label", "group_b_label", "attributes_x_label", "attributes_y_label"), labels)) if labels else {}),
+        corpus_size=args.corpus_size,
+        steps=args.steps,
+        seed=args.seed,
+        hidden_size=args.hidden_size,
+        num_layers=args.layers,
+        num_heads=args.heads,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+    )
+    names = list(SCENARIOS) if args.preset == "all" else [args.preset]
+    return [scenario_settings(name, base, association=args.association, frequency_ratio=args.frequency_ratio) for name in names]
+
+
+def train_with_bar(settings: LabSettings, models_dir: str | None, progress: Progress) -> LabModel:
+    """The lab model of `settings`: found in the store, or trained with a progress bar."""
+    found = find_lab_model(settings, models_dir)
+    if found is not None:
+        print(f"{settings.scenario}: already trained, {found.path}", file=sys.stderr)
+        return found
+    with progress.bar(settings.steps, "step", f"training {settings.scenario}") as bar:
+
+        def update(step: int, _total: int, loss: float) -> None:
+            bar.update(step - bar.n)
+            bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+
+        return train_lab_model(settings, cache_dir=models_dir, progress=update)
+
+
+def cmd_lab_train(args: Any) -> int:
+    progress = Progress.from_args(args)
+    for settings in settings_from_args(args):
+        model = train_with_bar(settings, args.models_dir, progress)
+        t = model.training
+        print(f"{settings.scenario}: {model.path}")
+        print(
+            f"  association {settings.association:g}, frequency ratio {settings.frequency_ratio:g}, seed {settings.seed}; "
+            f"{t.get('parameters', 0):,} parameters, vocabulary {t.get('vocab_size')}, final loss {t.get('final_loss', math.nan):.3f}, "
+            f"trained in {t.get('seconds', math.nan):.0f} s"
+        )
+    print("Next: biaslens lab evaluate (same options), or any command with --model <folder above>.")
+    return 0
+
+
+def format_report(report: LabReport) -> str:
+    """A report as text: the planted truth, then one line per metric."""
+    s = report.settings
+    frame = report.frame()
+    lines = [
+        f"{s.scenario}: association {s.association:g}, frequency ratio {s.frequency_ratio:g}, seed {s.seed}; "
+        f"{len(report.pairs)} held-out pairs; planted truth: bias score {EXPECTED_TEXT[s.expected]}",
+        f"  model: {report.model.path}",
+        f"  {'metric':<11}{'bias score':>11}  {'95% CI':<15}{'verdict':<19}{'prefers A':>10}  {f'{s.attributes_x_label} / {s.attributes_y_label}'}",
+    ]
+    for row in frame.itertuples():
+        ci = f"[{row.ci_low:.1f}, {row.ci_high:.1f}]"
+        lines.append(
+            f"  {row.metric:<11}{row.bias_score:>11.1f}  {ci:<15}{row.verdict:<19}{row.group_a_preference:>10.1f}  "
+            f"{row.bias_score_x:.1f} / {row.bias_score_y:.1f}"
+        )
+    return "\n".join(lines)
+
+
+def cmd_lab_evaluate(args: Any) -> int:
+    from ..metrics import parse_metrics
+
+    metrics = parse_metrics(args.metrics)
+    progress = Progress.from_args(args)
+    if args.model:
+        models = [load_lab_model(args.model)]
+    else:
+        models = [train_with_bar(s, args.models_dir, progress) for s in settings_from_args(args)]
+    for i, model in enumerate(models):
+        with progress.bar(len(heldout_pairs(model.settings)), "pair", f"scoring {model.settings.scenario}") as bar:
+            report = evaluate_lab(model, metrics=metrics, progress=progress_to(bar))
+        print(format_report(report))
+        if args.out:
+            out = Path(args.out) / model.settings.scenario if len(models) > 1 else Path(args.out)
+            pairs_path, summary_path = report.save(out)
+            print(f"  wrote {pairs_path} and {summary_path}")
+        if i == len(models) - 1:
+            first = report.pairs[0].pair
+            print(f'\nOne pair, token by token: biaslens inspect --model {model.path} "{first.sent_stereo}" "{first.sent_anti}"')
+    print(
+        "\nprefers A = % of pairs where the metric scores the sentence naming the group-A word higher (50 = no preference;"
+        " group A is the frequent one when the frequency ratio is above 1). Pairs are balanced, so such a preference"
+        " alone leaves the bias score at 50 but splits it between the two attribute sets."
+    )
+    return 0
+
+
+__all__ = ["add_lab_arguments", "cmd_lab_evaluate", "cmd_lab_train", "format_report", "register", "settings_from_args", "train_with_bar"]

@@ -1,0 +1,28 @@
+"""`biaslens metrics`: the registry, with formula, direction and citation."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> argparse.ArgumentParser:
+    met = sub.add_parser("metrics", help="list the metrics with formula, direction and citation")
+    met.set_defaults(func=cmd_metrics)
+    return met
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from ..metrics import METRICS
+
+    for m in METRICS.values():
+        print(f"{m.key:<11}{m.name} ({m.long_name}): {m.summary}")
+        print(f"{'':<11}formula: {m.formula}")
+        print(f"{'':<11}ideal bias score {m.ideal:g}. {m.direction}")
+        if m.note:
+            print(f"{'':<11}note: {m.note}")
+        print(f"{'':<11}cite: {m.citation}\n")
+    return 0
+
+
+__all__ = ["cmd_metrics", "register"]

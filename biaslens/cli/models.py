@@ -1,0 +1,24 @@
+"""`biaslens models`: the model presets."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> argparse.ArgumentParser:
+    mod = sub.add_parser("models", help="list the model presets")
+    mod.set_defaults(func=cmd_models)
+    return mod
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from ..models import DEFAULT_MODEL, PRESETS
+
+    for name, about in PRESETS.items():
+        print(f"{name:<26}{about}{'  [default]' if name == DEFAULT_MODEL else ''}")
+    print("\nAny Hugging Face masked-LM hub id or local folder works too (--model PATH).")
+    return 0
+
+
+__all__ = ["cmd_models", "register"]
