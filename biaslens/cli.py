@@ -72,7 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(ev)
     ev.add_argument("--dataset", required=True, help="crows-pairs, stereoset, crows-pairs-revised, crows-pairs-revised-210, crows-pairs-fr, crows-pairs-ja, crows-pairs-ru, winoqueer, "
                     "or a path to a dataset / custom pairs CSV")
-    ev.add_argument("--metrics", default=",".join(PAPER_METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
+    ev.add_argument(
+        "--metrics", default=None,
+        help=f"comma-separated, from: {' '.join(METRICS)} (default: {','.join(PAPER_METRICS)}, "
+        "less any the model cannot give, e.g. AULA without attention weights)",
+    )
     ev.add_argument("--out", required=True, help="output folder")
     _add_compat_arg(ev)
     ev.add_argument("--data-dir", default=None, help="folder searched (recursively) for the dataset files; else $BIASLENS_DATA_DIR")
@@ -96,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(ins)
     ins.add_argument("stereo", help="the stereotypical (more biased) sentence")
     ins.add_argument("anti", help="the anti-stereotypical (less biased) sentence")
-    ins.add_argument("--metrics", default=",".join(PAPER_METRICS))
+    ins.add_argument("--metrics", default=None, help=f"comma-separated (default: {','.join(PAPER_METRICS)}, less any the model cannot give)")
     _add_compat_arg(ins)
     ins.add_argument("--json", action="store_true", help="print JSON instead of tables")
     ins.set_defaults(func=cmd_inspect)
@@ -217,6 +221,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         with _DownloadBar(args.dataset) as bar:
             dataset = load_dataset(args.dataset, data_dir=args.data_dir, download=not args.no_download, progress=bar)
         lm = _load(args)
+    if args.metrics is None:  # the default set, less what this model cannot give (asked for by name, it is refused)
+        from .evaluation import available_metrics, unavailable_note
+
+        metrics, skipped = available_metrics(lm, metrics)
+        if skipped and main:
+            print(f"note: {unavailable_note(skipped)}", file=sys.stderr)
     for note in dataset.notes if main else ():
         print(f"note: {note}", file=sys.stderr)
     cache, said = None, []
@@ -287,6 +297,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     lm = _load(args)
     result = inspect_pair(lm, args.stereo, args.anti, metrics=args.metrics, compat=args.compat)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
     scores = result.summary_frame()
     if args.json:
         out = {

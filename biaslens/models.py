@@ -213,6 +213,9 @@ class MaskedLM:
         self.project: Callable[[torch.Tensor], torch.Tensor] | None = self._verified_head()
         #: Why this model cannot return attention weights (so AULA and the attention views are off), or None.
         self.attention_unavailable: str | None = self._attention_support()
+        #: False for an architecture whose outputs change when a sentence is padded (it ignores the attention
+        #: mask, e.g. FNet): the scoring core then batches only sentences of one length.
+        self.padding_invariant: bool = self._padding_invariant()
 
     # -- tokenization -------------------------------------------------------------------
     def encode(self, text: str) -> Encoding:
@@ -322,6 +325,21 @@ class MaskedLM:
             return None
         return head
 
+    def _padding_invariant(self) -> bool:
+        """Whether a probe sentence gets the same hidden states alone and right-padded with masked-out pads."""
+        probe = self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
+        n = probe.shape[1]
+        padded = torch.cat([probe, torch.full((1, 5), self.pad_id, dtype=probe.dtype, device=probe.device)], dim=1)
+        mask = (torch.arange(n + 5, device=probe.device) < n).long()[None, :]
+        with torch.inference_mode():
+            try:
+                alone = self.model.base_model(input_ids=probe, attention_mask=torch.ones_like(probe)).last_hidden_state
+                within = self.model.base_model(input_ids=padded, attention_mask=mask).last_hidden_state[:, :n]
+            except Exception:
+                return False
+        tol = 1e-4 if self.dtype == torch.float32 else 5e-2  # half precision: kernels for other lengths round differently
+        return bool(torch.allclose(alone.float(), within.float(), atol=tol, rtol=tol))
+
     def _attention_support(self) -> str | None:
         """None when the model returns per-layer attention weights (with eager attention), else why it does not.
 
@@ -330,21 +348,21 @@ class MaskedLM:
         that cannot run eager attention gets AULA and the attention views switched off, with this reason.
         """
         what = f"{self.name} ({self.model_type})"
-        tail = "so AULA (which weights each token by the attention it receives) and the attention views are not available for it"
+        tail = "so AULA (which weights each token by the attention it receives) and the attention views are off for it"
         probe = self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
         try:
             eager = self._eager_model()
         except Exception as exc:
-            return f"{what} cannot run eager attention, which attention weights need ({_first_line(exc)}); {tail}."
+            return f"{what} cannot run eager attention, which attention weights need ({_first_line(exc)}), {tail}."
         with torch.inference_mode():
             try:
                 out = eager.base_model(input_ids=probe, attention_mask=torch.ones_like(probe), output_attentions=True)
             except Exception as exc:
-                return f"{what} cannot return attention weights ({_first_line(exc)}); {tail}."
+                return f"{what} cannot return attention weights ({_first_line(exc)}), {tail}."
         att = getattr(out, "attentions", None)
         n = probe.shape[1]
         if not att or any(a is None or a.dim() != 4 or tuple(a.shape[-2:]) != (n, n) for a in att):
-            return f"{what} returns no attention weights (the architecture has no attention layers that report them); {tail}."
+            return f"{what} returns no attention weights (its architecture has no attention layers that report them), {tail}."
         return None
 
     # -- provenance ---------------------------------------------------------------------
