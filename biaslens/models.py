@@ -44,7 +44,7 @@ PRESETS: dict[str, str] = {
     "albert-base-v2": "ALBERT base v2",
     "distilbert-base-uncased": "DistilBERT base, uncased",
     "google/electra-base-generator": "ELECTRA base generator (the masked LM half of ELECTRA)",
-    "microsoft/deberta-v3-base": "DeBERTa-v3 base",
+    "microsoft/deberta-v2-xlarge": "DeBERTa-v2 xlarge (pre-trained as a masked LM)",
     "xlm-roberta-base": "XLM-RoBERTa base (multilingual)",
     "answerdotai/ModernBERT-base": "ModernBERT base",
     "bert-base-multilingual-cased": "multilingual BERT base, cased",
