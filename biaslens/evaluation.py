@@ -151,7 +151,7 @@ def score_encoded_pairs(
             list(distinct.values()),
             attention=need_attention,
             top_k=top_k,
-            attention_matrices=attention_matrices,
+            attention_matrices=attention_matrices and need_attention,
             batch_tokens=batch_tokens,
             progress=step,
         )
