@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import reference
+from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
 from biaslens.alignment import align_pair
 from biaslens.errors import MetricUnavailableError
 from biaslens.evaluation import available_metrics, evaluate, inspect_pair, score_encoded_pairs
@@ -376,3 +377,23 @@ def test_the_electra_discriminator_is_refused_the_generator_is_the_masked_lm(tmp
     build_tokenizer("electra", TOKENIZERS / "bert-base-uncased").save_pretrained(folder)
     with pytest.raises(NotMaskedLMError, match="no trained masked-LM head"):
         load_model(str(folder))
+
+
+def test_the_app_shows_why_aula_is_off_and_scores_the_rest(fnet, app_env, monkeypatch):
+    folder, _ = fnet
+    monkeypatch.setenv("BIASLENS_MODEL", str(folder))
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", str(folder.parent))
+    at = run_app()  # the inspector on CrowS-Pairs pair 0
+    no_exceptions(at)
+    notes = texts(at.info)
+    assert "AULA left out" in notes and "no attention weights" in notes
+    table = next(d.value for d in [*at.table, *at.dataframe] if "Margin (stereo − anti)" in d.value.columns)
+    assert list(table["Metric"]) == ["AUL", "CPS", "SSS", "All Masked"]
+    at = run_app("explorer", {"sample": "5", "metrics": ["aul", "aula"]})  # a link that asks for AULA
+    no_exceptions(at)
+    assert "AULA left out" in texts(at.info)
+    at.button(key="explorer.run").click().run()
+    no_exceptions(at)
+    assert not at.error, texts(at.error)
+    assert [m.label for m in at.metric] == ["AUL bias score"]  # the run scored AUL; AULA was left out
+    assert list(at.dataframe[0].value["metric"]) == ["aul"]
