@@ -57,7 +57,7 @@ PRESETS: dict[str, str] = {
 VERIFIED_ARCHITECTURES: dict[str, str] = {
     "bert": "BERT and multilingual BERT (WordPiece; the real bert-base-cased and bert-base-multilingual-cased vocabularies)",
     "roberta": "RoBERTa (byte-level BPE; the real roberta-base vocabulary)",
-    "albert": "ALBERT (SentencePiece; the real albert-large-v2 model)",
+    "albert": "ALBERT (SentencePiece; the real albert-large-v2 tokenizer)",
     "distilbert": "DistilBERT (WordPiece; the real bert-base-uncased vocabulary)",
     "electra": "ELECTRA generator (WordPiece; the real bert-base-uncased vocabulary)",
     "deberta-v2": "DeBERTa-v2/v3 (SentencePiece Unigram trained in the test)",

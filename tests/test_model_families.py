@@ -151,9 +151,14 @@ def test_a_dataset_run_with_the_default_metrics(family_lm):
         assert result.pairs[f"{key}_stereo"].notna().all(), key
 
 
-def test_presets_name_a_model_of_every_verified_family():
+def test_presets_name_a_model_of_every_verified_family(capsys):
     assert {"distilbert-base-uncased", "google/electra-base-generator", "xlm-roberta-base", "answerdotai/ModernBERT-base",
             "bert-base-multilingual-cased", "microsoft/deberta-v2-xlarge"} <= set(PRESETS)
+    from biaslens.cli import main
+
+    assert main(["models"]) == 0
+    listed = capsys.readouterr().out
+    assert "answerdotai/ModernBERT-base" in listed and "  modernbert " in listed and "  deberta-v2 " in listed
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     table = readme[readme.index("### Verified model families"):]
     for name in ("DistilBERT", "ELECTRA", "DeBERTa", "XLM-RoBERTa", "ModernBERT", "multilingual BERT", "FNet"):
