@@ -402,3 +402,16 @@ def test_the_app_shows_why_aula_is_off_and_scores_the_rest(fnet, app_env, monkey
     assert not at.error, texts(at.error)
     assert [m.label for m in at.metric] == ["AUL bias score"]  # the run scored AUL; AULA was left out
     assert list(at.dataframe[0].value["metric"]) == ["aul"]
+
+
+def test_comparing_aula_with_a_model_without_attention_weights_says_why(fnet, app_env, model_dirs, monkeypatch):
+    import os
+
+    folder, _ = fnet
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", os.pathsep.join([str(model_dirs["bert-cased"].parent), str(folder.parent)]))
+    at = run_app("compare", {"models": [str(model_dirs["bert-cased"]), str(folder)], "metric": "aula", "sample": "5"})
+    no_exceptions(at)
+    at.button(key="compare.run").click().run()
+    no_exceptions(at)
+    shown = texts(at.error) + texts(at.warning) + texts(at.info)
+    assert "AULA cannot be computed for this model" in shown and "no attention weights" in shown
