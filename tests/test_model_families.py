@@ -182,6 +182,9 @@ def test_a_deberta_checkpoint_without_the_legacy_flag_loads_its_own_head(tmp_pat
     ids = torch.tensor([lm.encode("Она врач.").ids])
     with torch.inference_mode():
         torch.testing.assert_close(lm.model(ids).logits, expected.model(ids).logits)
+    # A checkpoint saved by transformers with its default (legacy, cls.*) head loads as it is.
+    legacy = load_model(str(build_random_model("deberta-v3", None, tmp_path / "legacy", legacy=True)))
+    assert legacy.model.legacy is True and legacy.project is not None
 
 
 # ---------------------------------------------------------------------------------------
