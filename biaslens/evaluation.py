@@ -70,28 +70,30 @@ def has_attention_weights(lm: MaskedLM) -> bool:
 
 def unavailable_note(skipped: Mapping[str, str]) -> str:
     """One line naming the metrics left out and why."""
-    names = ", ".join(METRICS[k].name for k in skipped)
-    reasons = "; ".join(dict.fromkeys(skipped.values()))
-    return f"{names} left out: {reasons}"
+    return f"{_names(skipped)} left out: {_reasons(skipped)}"
 
 
-def _usable_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None) -> tuple[list[str], list[str]]:
-    """Metrics to score and notes: the default set leaves out what `lm` cannot give; an explicit request for it is refused."""
-    keys, skipped = available_metrics(lm, metrics)
-    if not skipped:
-        return keys, []
-    if metrics is None:
-        return keys, [unavailable_note(skipped)]
-    _refuse_unavailable(lm, list(skipped))
-    return keys, []
+def _names(skipped: Mapping[str, str]) -> str:
+    return ", ".join(METRICS[k].name for k in skipped)
+
+
+def _reasons(skipped: Mapping[str, str]) -> str:
+    return "; ".join(dict.fromkeys(skipped.values()))
 
 
 def _refuse_unavailable(lm: MaskedLM, metrics: Iterable[str]) -> None:
+    """`MetricUnavailableError` naming every metric of `metrics` that `lm` cannot give, and why."""
     skipped = {k: reason for k in metrics if (reason := metric_unavailable(lm, k))}
     if skipped:
-        names = ", ".join(METRICS[k].name for k in skipped)
-        reasons = "; ".join(dict.fromkeys(skipped.values()))
-        raise MetricUnavailableError(f"{names} cannot be computed for this model: {reasons} Choose other metrics.")
+        raise MetricUnavailableError(f"{_names(skipped)} cannot be computed for this model: {_reasons(skipped)} Choose other metrics.")
+
+
+def _usable_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None) -> tuple[list[str], list[str]]:
+    """Metrics to score and notes: the default set (None) leaves out what `lm` cannot give; asked for by name, it is refused."""
+    keys, skipped = available_metrics(lm, metrics)
+    if skipped and metrics is not None:
+        _refuse_unavailable(lm, skipped)
+    return keys, [unavailable_note(skipped)] if skipped else []
 
 
 def score_encoded_pairs(

@@ -303,6 +303,10 @@ class MaskedLM:
                 self._eager = twin.eval()
             return self._eager
 
+    def _probe_ids(self) -> torch.Tensor:
+        """A short sentence (1, L) on the model's device: what the load-time checks run on."""
+        return self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
+
     def _verified_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
         """Find the masked-LM head and check that head(body(x)) equals the full model."""
         model = self.model
@@ -313,7 +317,7 @@ class MaskedLM:
             if len(parts) != 1:
                 return None
             head = parts[0]
-        probe = self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
+        probe = self._probe_ids()
         mask = torch.ones_like(probe)
         with torch.inference_mode():
             try:
@@ -327,7 +331,7 @@ class MaskedLM:
 
     def _padding_invariant(self) -> bool:
         """Whether a probe sentence gets the same hidden states alone and right-padded with masked-out pads."""
-        probe = self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
+        probe = self._probe_ids()
         n = probe.shape[1]
         padded = torch.cat([probe, torch.full((1, 5), self.pad_id, dtype=probe.dtype, device=probe.device)], dim=1)
         mask = (torch.arange(n + 5, device=probe.device) < n).long()[None, :]
@@ -349,7 +353,7 @@ class MaskedLM:
         """
         what = f"{self.name} ({self.model_type})"
         tail = "so AULA (which weights each token by the attention it receives) and the attention views are off for it"
-        probe = self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
+        probe = self._probe_ids()
         try:
             eager = self._eager_model()
         except Exception as exc:
@@ -392,7 +396,7 @@ def _known_head(model: torch.nn.Module, model_type: str) -> Callable[[torch.Tens
         return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
     if model_type == "electra" and hasattr(model, "generator_lm_head"):
         return lambda h: model.generator_lm_head(model.generator_predictions(h))
-    if model_type == "deberta-v2" and hasattr(model, "lm_predictions"):  # DeBERTa-v3 checkpoints (legacy=False)
+    if model_type == "deberta-v2" and hasattr(model, "lm_predictions"):  # the head of DeBERTa's own checkpoints (legacy=False)
         return lambda h: model.lm_predictions(h, model.deberta.embeddings.word_embeddings)
     if model_type == "modernbert" and hasattr(model, "decoder") and hasattr(model, "head"):
         return lambda h: model.decoder(model.head(h))

@@ -38,7 +38,7 @@ SIZES: dict[str, tuple[int, int, int, int]] = {
 TRAINED_FAMILIES = ("xlm-roberta", "deberta-v3", "modernbert")
 FAMILIES = ("bert-cased", "bert-uncased", "roberta", "albert", "mbert", "distilbert", "electra", *TRAINED_FAMILIES)
 
-#: The tokenizer folder (in the project's test data, ../shared/tokenizers) each family reads; None: trained.
+#: The tokenizer folder (under the test data's tokenizers folder) each family reads; None: trained from CORPUS.
 TOKENIZER_FOLDERS: dict[str, str | None] = {
     "bert-cased": "bert-base-cased",
     "bert-uncased": "bert-base-uncased",
