@@ -5,6 +5,7 @@ The public API, importable from the package root:
     load_model, MaskedLM          biaslens.models
     load_dataset, Pair            biaslens.datasets
     inspect_pair, evaluate        biaslens.evaluation
+    available_metrics             biaslens.evaluation (what a model can give, and why not)
     METRICS                       biaslens.metrics
 """
 
@@ -21,6 +22,7 @@ _EXPORTS = {
     "evaluate": "evaluation",
     "EvaluationResult": "evaluation",
     "PairInspection": "evaluation",
+    "available_metrics": "evaluation",
     "METRICS": "metrics",
     "ResultCache": "cache",
 }

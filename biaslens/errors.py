@@ -35,6 +35,10 @@ class InputError(BiaslensError):
     """A sentence or argument cannot be scored (empty, too long, identical pair, ...)."""
 
 
+class MetricUnavailableError(InputError):
+    """A metric this model cannot give (e.g. AULA for an architecture that returns no attention weights)."""
+
+
 class OutputError(BiaslensError):
     """An output folder or file cannot be written (read-only, a file where a folder should be, disk full, ...)."""
 

@@ -23,7 +23,7 @@ from . import parallel
 from .alignment import Alignment, align_pair
 from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
-from .errors import InputError
+from .errors import InputError, MetricUnavailableError
 from .export import atomic_write, safe_csv, to_json
 from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, pair_accuracy, parse_metrics
 from .options import Compat
@@ -51,6 +51,52 @@ class ScoredPair:
     unmasked: tuple[UnmaskedResult, UnmaskedResult] | None = None
 
 
+def metric_unavailable(lm: MaskedLM, metric: str) -> str | None:
+    """Why `lm` cannot give `metric` (e.g. AULA without attention weights), or None when it can."""
+    reason = getattr(lm, "attention_unavailable", None)
+    return reason if METRICS[metric].needs_attention and reason else None
+
+
+def available_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The metrics `lm` can give, and the ones it cannot with the reason: (kept, {metric: reason})."""
+    keys = parse_metrics(_metrics_arg(metrics))
+    skipped = {k: reason for k in keys if (reason := metric_unavailable(lm, k))}
+    return [k for k in keys if k not in skipped], skipped
+
+
+def has_attention_weights(lm: MaskedLM) -> bool:
+    """Whether `lm` returns attention weights (the attention columns and matrices of the inspector)."""
+    return not getattr(lm, "attention_unavailable", None)
+
+
+def unavailable_note(skipped: Mapping[str, str]) -> str:
+    """One line naming the metrics left out and why."""
+    return f"{_names(skipped)} left out: {_reasons(skipped)}"
+
+
+def _names(skipped: Mapping[str, str]) -> str:
+    return ", ".join(METRICS[k].name for k in skipped)
+
+
+def _reasons(skipped: Mapping[str, str]) -> str:
+    return "; ".join(dict.fromkeys(skipped.values()))
+
+
+def _refuse_unavailable(lm: MaskedLM, metrics: Iterable[str]) -> None:
+    """`MetricUnavailableError` naming every metric of `metrics` that `lm` cannot give, and why."""
+    skipped = {k: reason for k in metrics if (reason := metric_unavailable(lm, k))}
+    if skipped:
+        raise MetricUnavailableError(f"{_names(skipped)} cannot be computed for this model: {_reasons(skipped)} Choose other metrics.")
+
+
+def _usable_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None) -> tuple[list[str], list[str]]:
+    """Metrics to score and notes: the default set (None) leaves out what `lm` cannot give; asked for by name, it is refused."""
+    keys, skipped = available_metrics(lm, metrics)
+    if skipped and metrics is not None:
+        _refuse_unavailable(lm, skipped)
+    return keys, [unavailable_note(skipped)] if skipped else []
+
+
 def score_encoded_pairs(
     lm: MaskedLM,
     pairs: Sequence[tuple[Encoding, Encoding]],
@@ -68,6 +114,7 @@ def score_encoded_pairs(
     `unmasked=True` runs the unmasked pass even when no metric needs it (the inspector
     shows its per-token view for every metric).
     """
+    _refuse_unavailable(lm, metrics)
     metric_defs = [METRICS[m] for m in metrics]
     alignments = [align_pair(a, b) for a, b in pairs]
     inputs = [
@@ -81,6 +128,7 @@ def score_encoded_pairs(
     # Unmasked pass over the distinct sentences.
     need_unmasked = unmasked or any(m.pass_kind == "unmasked" for m in metric_defs)
     need_attention = attention_matrices or unmasked or any(m.needs_attention for m in metric_defs)
+    need_attention = need_attention and not getattr(lm, "attention_unavailable", None)  # the views without attention still work
     distinct: dict[str, Encoding] = {}
     if need_unmasked:
         for a, b in pairs:
@@ -106,7 +154,7 @@ def score_encoded_pairs(
             list(distinct.values()),
             attention=need_attention,
             top_k=top_k,
-            attention_matrices=attention_matrices,
+            attention_matrices=attention_matrices and need_attention,
             batch_tokens=batch_tokens,
             progress=step,
         )
@@ -148,7 +196,7 @@ class SentenceDetail:
                 "modified": self.modified,
                 "logprob": u.logprob,
                 "rank": u.rank,
-                "attention": u.attention,
+                "attention": u.attention if u.attention is not None else np.full(len(enc), np.nan),
             }
         )
         frame["aula_contribution"] = np.where(frame["special"], np.nan, frame["attention"] * frame["logprob"] / n)
@@ -176,6 +224,7 @@ class PairInspection:
     compat: bool
     manifest: dict[str, Any]
     attention_matrices: tuple[np.ndarray, np.ndarray] | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. a default metric the model cannot give, left out
 
     def score(self, metric: str) -> tuple[float, float]:
         return self.stereo.scores[metric].value, self.anti.scores[metric].value
@@ -224,8 +273,12 @@ def inspect_pair(
     top_k: int = 5,
     attention_matrices: bool = False,
 ) -> PairInspection:
-    """Score one pair with every metric and keep the per-token detail."""
-    keys = parse_metrics(_metrics_arg(metrics))
+    """Score one pair with every metric and keep the per-token detail.
+
+    With `metrics=None` (the paper's five), a metric the model cannot give is left out and named in
+    `notes`; asked for by name, it is refused with the reason (`MetricUnavailableError`).
+    """
+    keys, notes = _usable_metrics(lm, metrics)
     mode = Compat.parse(compat)
     is_compat = mode.reference_code
     for label, value in (("sent_stereo", sent_stereo), ("sent_anti", sent_anti)):
@@ -258,7 +311,8 @@ def inspect_pair(
         keys,
         is_compat,
         lm.manifest(compat=mode.value),
-        matrices,
+        matrices if has_attention_weights(lm) else None,
+        notes,
     )
 
 
@@ -313,7 +367,7 @@ def evaluate(
     Under `accelerate launch` with several processes, each scores its share of the
     chunks and every process returns the whole result (`biaslens.parallel`).
     """
-    keys = parse_metrics(_metrics_arg(metrics))
+    keys, notes = _usable_metrics(lm, metrics)
     mode = Compat.parse(compat)
     _check_int("chunk_pairs", chunk_pairs, minimum=1)
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
@@ -367,6 +421,7 @@ def evaluate(
     )
     # A cache set aside as corrupted (notice) or switched off (warning) is worth telling.
     warnings = [w for w in (cache.pop_notice(), cache.warning) if w] if cache is not None else []
+    warnings += notes
     summary = summarize(frame, keys, manifest)
     summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
     if identical:
@@ -559,6 +614,10 @@ def _dataset_info(dataset: PairDataset | Sequence[Pair], pairs: Sequence[Pair]) 
 
 __all__ = [
     "EvaluationResult",
+    "available_metrics",
+    "has_attention_weights",
+    "metric_unavailable",
+    "unavailable_note",
     "PairInspection",
     "ScoredPair",
     "SentenceDetail",

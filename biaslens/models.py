@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .errors import HubUnreachableError, InputError, ModelLoadError, NotMaskedLMError, NumericalError
+from .errors import HubUnreachableError, InputError, MetricUnavailableError, ModelLoadError, NotMaskedLMError, NumericalError
 from .options import DEFAULT_DEVICE, DEFAULT_DTYPE
 from .paths import default_cache_dir
 
@@ -44,6 +44,26 @@ PRESETS: dict[str, str] = {
     "roberta-base": "RoBERTa base",
     "albert-base-v2": "ALBERT base v2",
     "distilbert-base-uncased": "DistilBERT base, uncased",
+    "google/electra-base-generator": "ELECTRA base generator (the masked LM half of ELECTRA)",
+    "microsoft/deberta-v2-xlarge": "DeBERTa-v2 xlarge (pre-trained as a masked LM)",
+    "xlm-roberta-base": "XLM-RoBERTa base (multilingual)",
+    "answerdotai/ModernBERT-base": "ModernBERT base",
+    "bert-base-multilingual-cased": "multilingual BERT base, cased",
+}
+
+#: Architecture (config.model_type) -> how its support was verified: a tiny random-weight model of
+#: the real architecture with a tokenizer of the right kind, loaded through `load_model`, every
+#: metric equal to a naive one-sentence implementation, batched equal to one at a time
+#: (tests/test_model_families.py). The README's Models table says the same.
+VERIFIED_ARCHITECTURES: dict[str, str] = {
+    "bert": "BERT and multilingual BERT (WordPiece; the real bert-base-cased and bert-base-multilingual-cased vocabularies)",
+    "roberta": "RoBERTa (byte-level BPE; the real roberta-base vocabulary)",
+    "albert": "ALBERT (SentencePiece; the real albert-large-v2 tokenizer)",
+    "distilbert": "DistilBERT (WordPiece; the real bert-base-uncased vocabulary)",
+    "electra": "ELECTRA generator (WordPiece; the real bert-base-uncased vocabulary)",
+    "deberta-v2": "DeBERTa-v2/v3 (SentencePiece Unigram trained in the test)",
+    "xlm-roberta": "XLM-RoBERTa (SentencePiece Unigram trained in the test)",
+    "modernbert": "ModernBERT (byte-level BPE trained in the test)",
 }
 
 #: `device_map` values `load_model` accepts (None: the whole model on `device`).
@@ -56,7 +76,7 @@ DTYPES: dict[str, torch.dtype] = {
 }
 
 #: Architectures whose special tokens must be exactly the first and the last token.
-_FIRST_LAST_SPECIAL = {"bert", "roberta", "albert", "distilbert", "xlm-roberta", "camembert"}
+_FIRST_LAST_SPECIAL = {"bert", "roberta", "albert", "distilbert", "xlm-roberta", "camembert", "electra", "deberta-v2", "modernbert"}
 
 _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 _PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -192,6 +212,11 @@ class MaskedLM:
         self._eager: torch.nn.Module | None = None
         self._eager_lock = threading.Lock()
         self.project: Callable[[torch.Tensor], torch.Tensor] | None = self._verified_head()
+        #: Why this model cannot return attention weights (so AULA and the attention views are off), or None.
+        self.attention_unavailable: str | None = self._attention_support()
+        #: False for an architecture whose outputs change when a sentence is padded (it ignores the attention
+        #: mask, e.g. FNet): the scoring core then batches only sentences of one length.
+        self.padding_invariant: bool = self._padding_invariant()
 
     # -- tokenization -------------------------------------------------------------------
     def encode(self, text: str) -> Encoding:
@@ -243,6 +268,7 @@ class MaskedLM:
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Last hidden states (B, L, H) and, if asked, the per-layer attention probabilities."""
+        self._check_attentions(attentions)
         model = self._eager_model() if attentions else self.model
         out = model.base_model(
             input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions
@@ -253,9 +279,14 @@ class MaskedLM:
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Full forward pass (B, L, V): the fallback when the head cannot be split off."""
+        self._check_attentions(attentions)
         model = self._eager_model() if attentions else self.model
         out = model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions)
         return out.logits, (tuple(out.attentions) if attentions else None)
+
+    def _check_attentions(self, attentions: bool) -> None:
+        if attentions and self.attention_unavailable:
+            raise MetricUnavailableError(self.attention_unavailable)
 
     def _eager_model(self) -> torch.nn.Module:
         """A twin of the model that shares every weight but uses eager attention.
@@ -273,22 +304,21 @@ class MaskedLM:
                 self._eager = twin.eval()
             return self._eager
 
+    def _probe_ids(self) -> torch.Tensor:
+        """A short sentence (1, L) on the model's device: what the load-time checks run on."""
+        return self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
+
     def _verified_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
         """Find the masked-LM head and check that head(body(x)) equals the full model."""
         model = self.model
         base = model.base_model
-        if self.model_type == "distilbert":
-
-            def head(h: torch.Tensor) -> torch.Tensor:
-                h = model.vocab_layer_norm(model.activation(model.vocab_transform(h)))
-                return model.vocab_projector(h)
-
-        else:
+        head = _known_head(model, self.model_type)
+        if head is None:
             parts = [m for m in model.children() if m is not base and any(True for _ in m.parameters())]
             if len(parts) != 1:
                 return None
             head = parts[0]
-        probe = self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
+        probe = self._probe_ids()
         mask = torch.ones_like(probe)
         with torch.inference_mode():
             try:
@@ -299,6 +329,46 @@ class MaskedLM:
         if split.shape != full.shape or not torch.allclose(split.float(), full.float(), atol=1e-4, rtol=1e-4):
             return None
         return head
+
+    def _padding_invariant(self) -> bool:
+        """Whether a probe sentence gets the same hidden states alone and right-padded with masked-out pads."""
+        probe = self._probe_ids()
+        n = probe.shape[1]
+        padded = torch.cat([probe, torch.full((1, 5), self.pad_id, dtype=probe.dtype, device=probe.device)], dim=1)
+        mask = (torch.arange(n + 5, device=probe.device) < n).long()[None, :]
+        with torch.inference_mode():
+            try:
+                alone = self.model.base_model(input_ids=probe, attention_mask=torch.ones_like(probe)).last_hidden_state
+                within = self.model.base_model(input_ids=padded, attention_mask=mask).last_hidden_state[:, :n]
+            except Exception:
+                return False
+        tol = 1e-4 if self.dtype == torch.float32 else 5e-2  # half precision: kernels for other lengths round differently
+        return bool(torch.allclose(alone.float(), within.float(), atol=tol, rtol=tol))
+
+    def _attention_support(self) -> str | None:
+        """None when the model returns per-layer attention weights (with eager attention), else why it does not.
+
+        Checked once at load on a short probe: the eager twin must give one (1, heads, L, L) tensor per layer.
+        An architecture without attention weights (e.g. FNet, which mixes tokens by Fourier transforms) or one
+        that cannot run eager attention gets AULA and the attention views switched off, with this reason.
+        """
+        what = f"{self.name} ({self.model_type})"
+        tail = "so AULA (which weights each token by the attention it receives) and the attention views are off for it"
+        probe = self._probe_ids()
+        try:
+            eager = self._eager_model()
+        except Exception as exc:
+            return f"{what} cannot run eager attention, which attention weights need ({_first_line(exc)}), {tail}."
+        with torch.inference_mode():
+            try:
+                out = eager.base_model(input_ids=probe, attention_mask=torch.ones_like(probe), output_attentions=True)
+            except Exception as exc:
+                return f"{what} cannot return attention weights ({_first_line(exc)}), {tail}."
+        att = getattr(out, "attentions", None)
+        n = probe.shape[1]
+        if not att or any(a is None or a.dim() != 4 or tuple(a.shape[-2:]) != (n, n) for a in att):
+            return f"{what} returns no attention weights (its architecture has no attention layers that report them), {tail}."
+        return None
 
     # -- provenance ---------------------------------------------------------------------
     def manifest(self, **extra: Any) -> dict[str, Any]:
@@ -319,6 +389,19 @@ class MaskedLM:
 
     def __repr__(self) -> str:
         return f"MaskedLM({self.name!r}, device={self.device}, dtype={self.dtype})"
+
+
+def _known_head(model: torch.nn.Module, model_type: str) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """The masked-LM head of architectures whose head is more than one child module (checked by the caller)."""
+    if model_type == "distilbert":
+        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
+    if model_type == "electra" and hasattr(model, "generator_lm_head"):
+        return lambda h: model.generator_lm_head(model.generator_predictions(h))
+    if model_type == "deberta-v2" and hasattr(model, "lm_predictions"):  # the head of DeBERTa's own checkpoints (legacy=False)
+        return lambda h: model.lm_predictions(h, model.deberta.embeddings.word_embeddings)
+    if model_type == "modernbert" and hasattr(model, "decoder") and hasattr(model, "head"):
+        return lambda h: model.decoder(model.head(h))
+    return None
 
 
 def _placement(model: torch.nn.Module) -> dict[str, str]:
@@ -546,18 +629,27 @@ def _from_pretrained(
                 f"{name} ({kind}) is not a masked language model: biaslens needs a model that "
                 "AutoModelForMaskedLM can load (BERT, RoBERTa, ALBERT, DistilBERT, ...)."
             )
-        try:
-            model, info = AutoModelForMaskedLM.from_pretrained(
-                target,
-                config=config,
-                dtype=dtype,
-                output_loading_info=True,
-                **({"device_map": device_map} if device_map else {}),
-                use_safetensors=None if allow_pickle else True,
-                **common,
-            )
-        except Exception as exc:
-            raise ModelLoadError(f"Could not load {name}: {_first_line(exc)}") from exc
+
+        def load() -> tuple[torch.nn.Module, dict[str, Any]]:
+            try:
+                return AutoModelForMaskedLM.from_pretrained(
+                    target,
+                    config=config,
+                    dtype=dtype,
+                    output_loading_info=True,
+                    **({"device_map": device_map} if device_map else {}),
+                    use_safetensors=None if allow_pickle else True,
+                    **common,
+                )
+            except Exception as exc:
+                raise ModelLoadError(f"Could not load {name}: {_first_line(exc)}") from exc
+
+        model, info = load()
+        if _other_deberta_head(config, info):
+            # DeBERTa's own checkpoints name the MLM head lm_predictions.*, transformers' default (legacy) head is
+            # cls.*: load again with the head the checkpoint holds rather than refuse it (or score with a random head).
+            config.legacy = not getattr(config, "legacy", True)
+            model, info = load()
     finally:
         hf_logging.set_verbosity(verbosity)
         hf_logging.enable_progress_bar()
@@ -575,6 +667,16 @@ def _from_pretrained(
             "(an *ForMaskedLM model)."
         )
     return model, tokenizer
+
+
+def _other_deberta_head(config: Any, info: dict[str, Any]) -> bool:
+    """True when a DeBERTa-v2/v3 checkpoint holds the MLM head that the config did not ask for."""
+    if config.model_type != "deberta-v2":
+        return False
+    missing, unexpected = info.get("missing_keys") or (), info.get("unexpected_keys") or ()
+    legacy = getattr(config, "legacy", True)
+    wanted, held = ("cls.", "lm_predictions.") if legacy else ("lm_predictions.", "cls.")
+    return any(k.startswith(wanted) for k in missing) and any(k.startswith(held) for k in unexpected)
 
 
 #: Files one of which a tokenizer needs (the rest, e.g. tokenizer_config.json, only configure it).

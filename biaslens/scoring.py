@@ -176,22 +176,35 @@ def plan_batches(lengths: Sequence[int], batch_tokens: int, *, overhead_tokens: 
     return batches
 
 
+def _plan(lengths: Sequence[int], batch_tokens: int, overhead_tokens: int, same_length: bool) -> list[list[int]]:
+    """`plan_batches`, or with `same_length` batches of rows of one length only (nothing padded)."""
+    if not same_length:
+        return plan_batches(lengths, batch_tokens, overhead_tokens=overhead_tokens)
+    groups: dict[int, list[int]] = {}
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        groups.setdefault(int(lengths[i]), []).append(i)
+    return [[group[j] for j in batch] for group in groups.values() for batch in plan_batches([lengths[i] for i in group], batch_tokens)]
+
+
 def _run_batched(
     lengths: Sequence[int],
     run_batch: Callable[[list[int]], None],
     batch_tokens: int,
     progress: Progress | None,
     overhead_tokens: int,
+    same_length: bool = False,
 ) -> None:
     """Run `run_batch` over the planned batches, longest first.
 
     A CUDA out-of-memory error halves the token budget and the rows not yet done are
     planned again, so the run carries on with smaller batches and identical results.
+    `same_length` batches only rows of one length: for a model whose outputs change with
+    padding (it ignores the attention mask), so that batching never changes a score.
     """
     remaining = list(range(len(lengths)))
     done = 0
     while remaining:
-        plan = plan_batches([lengths[i] for i in remaining], batch_tokens, overhead_tokens=overhead_tokens)
+        plan = _plan([lengths[i] for i in remaining], batch_tokens, overhead_tokens, same_length)
         plan = [[remaining[j] for j in batch] for batch in plan]
         remaining = []
         for k, batch in enumerate(plan):
@@ -352,7 +365,7 @@ def unmasked_pass(
             start += n
 
     budget = batch_tokens or default_batch_tokens(lm)
-    _run_batched([len(e) for e in encodings], run, budget, progress, _overhead_tokens(lm))
+    _run_batched([len(e) for e in encodings], run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
     return results  # type: ignore[return-value]
 
 
@@ -407,7 +420,7 @@ def masked_pass(
             start += len(q.read)
 
     budget = batch_tokens or default_batch_tokens(lm)
-    _run_batched([len(q.ids) for q in queries], run, budget, progress, _overhead_tokens(lm))
+    _run_batched([len(q.ids) for q in queries], run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
     return results  # type: ignore[return-value]
 
 

@@ -17,7 +17,7 @@ import ui.runs
 import ui.settings
 import ui.state
 from biaslens import explore, figures
-from biaslens.evaluation import EvaluationResult
+from biaslens.evaluation import EvaluationResult, available_metrics, unavailable_note
 from biaslens.export import safe_csv, to_json
 from biaslens.metrics import METRICS, PAPER_METRICS
 
@@ -243,6 +243,11 @@ if not metrics:
 ui.state.publish(metrics=metrics, metric=st.session_state.get(S + "focus"), sample=sample)
 
 lm = ui.resources.model_or_stop(settings)
+metrics, unavailable = available_metrics(lm, metrics)
+if unavailable:  # e.g. AULA for a model that returns no attention weights: left out, with the reason
+    st.info(unavailable_note(unavailable), icon=":material/info:")
+    if not metrics:
+        st.stop()
 spec = ui.runs.spec_for(settings, lm, dataset, metrics, sample, seed)
 result = ui.runs.lookup(spec, lm, dataset)
 if result is None:

@@ -300,7 +300,7 @@ def show_drivers(result: PairInspection, focus: str) -> None:
         "modified tokens count on their own side. The bars add up to the margin; right pushes towards the "
         "stereotypical sentence, left towards the anti-stereotypical one."
     )
-    shown = ["aul", "aula"] + ([focus] if focus not in ("aul", "aula") else [])
+    shown = [k for k in ("aul", "aula") if k in result.metrics] + ([focus] if focus not in ("aul", "aula") else [])
     cols = st.columns(len(shown))
     for col, key in zip(cols, shown):
         with col:
@@ -316,7 +316,7 @@ def slide_downloads(result: PairInspection, tokens: pd.DataFrame, label: str, st
     def slide():
         aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
         drivers = {}
-        for key in ("aul", "aula"):
+        for key in (k for k in ("aul", "aula") if k in result.metrics):
             with contextlib.suppress(Exception):  # kaneko2022 CPS/SSS are not additive; AUL and AULA always are
                 drivers[f"{METRICS[key].name}: margin {result.margin(key):+.4f}"] = explore.margin_drivers(result, key)
         return figures.inspector_slide(label, stereo, anti, aligned, drivers)
@@ -450,8 +450,12 @@ if chosen is not None:
     show_pinned(chosen, result, lm)
 
     st.subheader("Sentence scores")
+    for note in result.notes:  # e.g. AULA for a model without attention weights
+        st.info(note, icon=":material/info:")
+    if st.session_state.get(S + "metric") not in result.metrics:
+        st.session_state[S + "metric"] = result.metrics[0]
     st.segmented_control(
-        "Metric in focus", list(PAPER_METRICS), key=S + "metric", persist_state="session", format_func=lambda k: METRICS[k].name, required=True,
+        "Metric in focus", list(result.metrics), key=S + "metric", persist_state="session", format_func=lambda k: METRICS[k].name, required=True,
         help="Highlights this metric below and goes into the link.",
     )
     focus = st.session_state[S + "metric"]
@@ -464,8 +468,11 @@ if chosen is not None:
     slide_downloads(result, tokens, label, stereo, anti)
 
     with st.expander("Attention drill-down", icon=":material/grid_on:"):
-        st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
-        attention_view(result)
+        if result.attention_matrices is None:
+            st.info(lm.attention_unavailable or "This model returned no attention weights.", icon=":material/info:")
+        else:
+            st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
+            attention_view(result)
     with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
         metric_cards()
     st.caption(

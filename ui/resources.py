@@ -22,7 +22,6 @@ from biaslens.datasets import PairDataset, canonical_name, load_dataset
 from biaslens.errors import BiaslensError
 from biaslens.evaluation import PairInspection, inspect_pair
 from biaslens.kurita import parse_word_list
-from biaslens.metrics import PAPER_METRICS
 from biaslens.models import MaskedLM, load_model
 from biaslens.sanity import SanityReport, VocabularyReport, model_verdict, vocabulary_report
 from biaslens.serving import ModelPool, ServerSettings
@@ -223,7 +222,8 @@ def result_cache() -> ResultCache:
 @st.cache_data(show_spinner=False, max_entries=64)
 def _inspection(model_key: tuple, fingerprint: str, max_length: int, compat: str, stereo: str, anti: str) -> PairInspection:
     lm = _load_model(*model_key)
-    return inspect_pair(lm, stereo, anti, metrics=PAPER_METRICS, compat=compat, top_k=5, attention_matrices=True)
+    # metrics=None: the paper's five, less any this model cannot give (named in the result's notes).
+    return inspect_pair(lm, stereo, anti, metrics=None, compat=compat, top_k=5, attention_matrices=True)
 
 
 def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> PairInspection:

@@ -327,7 +327,8 @@ def _model_status(settings: Settings, box) -> None:
         lab_model = lab.lab_model_of(settings.model)
         where = "local folder" if lm.source == "local" else f"hub, revision {(lm.revision or 'main')[:10]}"
         st.caption(
-            f"**Loaded** {lm.model_type} · {lm.num_layers} layers × {lm.num_heads} heads · {where} · "
+            f"**Loaded** {lm.model_type} · {lm.num_layers} layers"
+            f"{f' × {lm.num_heads} heads' if lm.num_heads else ' (no attention heads)'} · {where} · "
             f"{lm.device} · {str(lm.dtype).removeprefix('torch.')} · up to {lm.max_length} tokens"
         )
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,11 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help="crows-pairs, stereoset, crows-pairs-revised, crows-pairs-revised-210, crows-pairs-fr, crows-pairs-ja, crows-pairs-ru, winoqueer, "
         "or a path to a dataset / custom pairs CSV",
     )  # fmt: skip
-    ev.add_argument("--metrics", default=",".join(PAPER_METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
+    ev.add_argument(
+        "--metrics", default=None,
+        help=f"comma-separated, from: {' '.join(METRICS)} (default: {','.join(PAPER_METRICS)}, "
+        "less any the model cannot give, e.g. AULA without attention weights)",
+    )
     ev.add_argument("--out", required=True, help="output folder")
     add_compat_arg(ev)
     ev.add_argument("--data-dir", default=None, help="folder searched (recursively) for the dataset files; else $BIASLENS_DATA_DIR")
@@ -90,6 +95,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         for note in dataset.notes:
             print(f"note: {note}", file=sys.stderr)
         caveats = model_caveats(lm, pair_texts(select_pairs(list(dataset.pairs), **run.selection())))
+    if args.metrics is None:  # the default set, less what this model cannot give (asked for by name, it is refused)
+        from ..evaluation import available_metrics, unavailable_note
+
+        keys, skipped = available_metrics(lm, list(run.metrics))
+        if skipped:
+            run = dataclasses.replace(run, metrics=tuple(keys))
+            if main:
+                print(f"note: {unavailable_note(skipped)}", file=sys.stderr)
     cache, said = result_cache(args), []
     if cache is not None:
         said = [w for w in (cache.notice, cache.warning) if w]  # said now, not only after the run

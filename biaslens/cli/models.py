@@ -13,11 +13,15 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from ..models import DEFAULT_MODEL, PRESETS
+    from ..models import DEFAULT_MODEL, PRESETS, VERIFIED_ARCHITECTURES
 
+    width = max(map(len, PRESETS)) + 2
     for name, about in PRESETS.items():
-        print(f"{name:<26}{about}{'  [default]' if name == DEFAULT_MODEL else ''}")
+        print(f"{name:<{width}}{about}{'  [default]' if name == DEFAULT_MODEL else ''}")
     print("\nAny Hugging Face masked-LM hub id or local folder works too (--model PATH).")
+    print("Architectures verified on tiny random models (README, Models):")
+    for model_type, how in VERIFIED_ARCHITECTURES.items():
+        print(f"  {model_type:<13}{how}")
     return 0
 
 
