@@ -255,6 +255,10 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
     return _style(chart)
 
 
+#: Height of a drivers chart's title, two-line axis title and one-column legend (px), on top of its rows.
+DRIVERS_FRAME_HEIGHT = 160
+
+
 def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Chart:
     """The columns that move the margin most (from `explore.margin_drivers`), signed bars.
 
@@ -268,11 +272,12 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
         .mark_bar()
         .encode(
             y=alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False)),
-            x=alt.X("contribution:Q", title="share of the margin (stereo − anti)"),
+            # Two short lines and a one-column legend: the chart stays whole in a narrow column (three side by side at 1024 px).
+            x=alt.X("contribution:Q", title=["share of the margin", "(stereo − anti)"], axis=alt.Axis(tickCount=4)),
             color=alt.Color(
                 "pushes towards:N",
                 scale=alt.Scale(domain=["Stereotypical", "Anti-stereotypical"], range=[STEREO_COLOR, ANTI_COLOR]),
-                legend=alt.Legend(orient="bottom"),
+                legend=alt.Legend(orient="bottom", direction="vertical", columns=1),
             ),
             tooltip=[
                 alt.Tooltip("label:N", title="token(s)"),
@@ -284,7 +289,8 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
         )
     )
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
-    return _style(alt.layer(chart, zero).properties(height=rows_height(len(data)), width="container"))
+    # The app fits the whole figure (title, axis and legend included) into `height`: room for them on top of the rows.
+    return _style(alt.layer(chart, zero).properties(height=rows_height(len(data)) + DRIVERS_FRAME_HEIGHT, width="container"))
 
 
 def _highlight_axis(labels: Sequence[str], color: str) -> dict[str, Any]:
@@ -370,7 +376,7 @@ def _score_with_interval(data: pd.DataFrame, x: str, x_title: str, color: str | 
     bars = base.mark_point(filled=True, size=140, opacity=1).encode(
         y=alt.Y("bias_score:Q", title="bias score (%)", scale=alt.Scale(domain=[0, 100])), tooltip=tooltip, **enc
     )
-    errors = base.mark_errorbar(ticks=True, thickness=2.5).encode(
+    errors = base.mark_errorbar(ticks={"size": 16}, thickness=2.5).encode(  # short caps, not the band's whole width
         y=alt.Y("ci_low:Q", title="bias score (%)"), y2="ci_high:Q", **enc
     )
     labels = (

@@ -63,7 +63,8 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
     scored = info.get("pairs_scored", len(result.pairs))
     total = info.get("pairs_total", scored)
     st.caption(
-        f"{scored:,} of {total:,} pairs · model {ui.feedback.md(m['model'])} · mode {m.get('compat', 'default')} · {m['device']} · {m['dtype']}"
+        f"{scored:,} of {total:,} pairs · model {ui.feedback.md(ui.settings.model_label(m['model']))} · mode {m.get('compat', 'default')} · "
+        f"{m['device']} · {m['dtype']}"
         + (f" · file sha256 {info['sha256'][:12]}…" if info.get("sha256") else "")
     )
     for warning in result.warnings:

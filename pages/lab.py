@@ -376,7 +376,9 @@ if chosen is not None:
             icon=":material/inventory_2:",
         )
     if model is not None:
-        st.caption(f"Model folder: `{model.path}` (choose it in the sidebar's **Model** box to use it on every page).")
+        st.caption(f"Choose *{ui.settings.lab_model_name(model)}* in the sidebar's **Model** box to use it on every page.")
+        with st.expander("Model folder"):
+            st.caption(f"`{model.path}`: an ordinary model folder; the command line and the Python API load it too.")
         report = report_of(model)
         if report is not None:
             show_report(report)
