@@ -199,8 +199,11 @@ def aligned_token_frame(columns: pd.DataFrame, tokens: pd.DataFrame, *, hide_spe
     return pd.DataFrame(out)
 
 
-#: Height of one aligned token (two bars and a gap) in `aligned_token_chart`.
+#: Height of one aligned token (two bars and a gap) in `aligned_token_chart`, and of its title and axis.
 ALIGNED_ROW_HEIGHT = 30
+ALIGNED_FRAME_HEIGHT = 80
+#: Height of an attention heatmap's title and its tilted token labels, on top of 24 px per token.
+HEATMAP_FRAME_HEIGHT = 110
 
 _SHADE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", "Stereotypical · shared", "Anti-stereotypical · shared"]
 _SHADE_RANGE = [STEREO_COLOR, ANTI_COLOR, "#F2B48A", "#8DBBD9"]
@@ -249,7 +252,8 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
     )
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
     layers = [bars] if measure == "rank" else [bars, zero]
-    chart = alt.layer(*layers).properties(height=rows_height(len(order), ALIGNED_ROW_HEIGHT), width="container")
+    # The app fits the whole figure into `height`: the rows, plus room for the title and the axis below them.
+    chart = alt.layer(*layers).properties(height=rows_height(len(order), ALIGNED_ROW_HEIGHT) + ALIGNED_FRAME_HEIGHT, width="container")
     if title:
         chart = chart.properties(title=title)
     return _style(chart)
@@ -316,7 +320,7 @@ def attention_heatmap(table: pd.DataFrame, title: str, *, modified: Sequence[str
             color=alt.Color("weight:Q", title="weight", scale=alt.Scale(scheme="viridis")),
             tooltip=[alt.Tooltip("query:N"), alt.Tooltip("key:N"), alt.Tooltip("weight:Q", format=".4f")],
         )
-        .properties(width="container", height=max(220, 24 * len(order)))
+        .properties(width="container", height=24 * len(order) + HEATMAP_FRAME_HEIGHT)
     )
     return _style(chart)
 
@@ -346,7 +350,7 @@ def head_overview_chart(overview: pd.DataFrame, title: str, *, selected: tuple[i
     if selected is not None:
         mark = overview[(overview["layer"] == selected[0]) & (overview["head"] == selected[1])]
         layers.append(alt.Chart(mark).mark_rect(filled=False, stroke=STEREO_COLOR, strokeWidth=4).encode(x="head:O", y="layer:O"))
-    chart = alt.layer(*layers, title=title).properties(width="container", height=max(160, 34 * overview["layer"].nunique()))
+    chart = alt.layer(*layers, title=title).properties(width="container", height=34 * overview["layer"].nunique() + 90)
     return _style(chart)
 
 

@@ -57,6 +57,10 @@ def _file_stem(model: str, dataset: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+#: Width of one metric card (px): room for "100.0" and a wrapped "All Masked bias score".
+CARD_WIDTH = 200
+
+
 def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
     m = result.manifest
     info = m.get("dataset", {})
@@ -69,9 +73,10 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
     )
     for warning in result.warnings:
         st.warning(ui.feedback.md(warning))
-    cols = st.columns(len(summary))
-    for col, row in zip(cols, summary.itertuples()):
-        with col.container(border=True):
+    # Cards of a fixed width in a row that wraps: five metrics never squeeze "100.0" into "1…" on a laptop.
+    row_of_cards = st.container(horizontal=True, gap="small")
+    for row in summary.itertuples():
+        with row_of_cards.container(border=True, width=CARD_WIDTH):
             st.metric(
                 f"{row.name} bias score",
                 "n/a" if pd.isna(row.bias_score) else f"{row.bias_score:.1f}",
