@@ -253,13 +253,21 @@ TOKEN_COLUMNS = {
 DEFAULT_MEASURES = ["logprob", "aula_contribution"]
 
 
-def show_tokens(result: PairInspection, tokens: pd.DataFrame, focus: str) -> None:
+@st.cache_data(show_spinner=False, max_entries=64)
+def _token_views(model_key: tuple, fingerprint: str, compat: str, stereo: str, anti: str, _result: PairInspection, _decode):
+    """The pair's token table, aligned columns and aligned token frame, built once per model and pair (a page switch
+    or a rerun reuses them)."""
+    tokens = explore.token_table(_result, _decode)
+    columns = explore.aligned_columns(_result)
+    return tokens, columns, figures.aligned_token_frame(columns, tokens)
+
+
+def show_tokens(result: PairInspection, tokens: pd.DataFrame, aligned: pd.DataFrame, focus: str) -> None:
     st.subheader("Token by token")
     st.caption(
         "Both sentences on one axis, token by token in the order of the sentence: each shared token has a pale bar per "
         "sentence, and a modified pair (e.g. *Women / Men*) full-colour bars. Hover a bar for every measure."
     )
-    aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
     extra = [METRIC_MEASURE[focus]] if METRIC_MEASURE[focus] not in DEFAULT_MEASURES else []
     st.session_state.setdefault(S + "measures", [*DEFAULT_MEASURES, *extra])
     measures = st.pills(
@@ -310,11 +318,10 @@ def show_drivers(result: PairInspection, focus: str) -> None:
                 ui.charts.show(figures.drivers_chart(drivers, f"{METRICS[key].name}: margin {margin:+.4f}"), S + f"drivers_{key}")
 
 
-def slide_downloads(result: PairInspection, tokens: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
+def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
     """One click: the pair, its aligned token charts and what drives the margins, as one picture for a slide."""
 
     def slide():
-        aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
         drivers = {}
         for key in ("aul", "aula"):
             with contextlib.suppress(Exception):  # kaneko2022 CPS/SSS are not additive; AUL and AULA always are
@@ -441,7 +448,8 @@ if chosen is not None:
                   help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.")
         st.button("Edit this pair", icon=":material/edit:", on_click=_set_custom, args=(stereo, anti),
                   help="Copy the two sentences into the form to change a word.")
-    st.html(figures.aligned_tokens_html(explore.aligned_columns(result)))
+    tokens, columns, aligned = _token_views(settings.model_key, lm.fingerprint, settings.compat, stereo, anti, result, lm.decode_token)
+    st.html(figures.aligned_tokens_html(columns))
     st.caption(
         "Coloured tokens are **modified** (they differ between the two sentences): SSS scores them. Plain tokens are "
         "**unmodified** and aligned: CPS masks them one at a time. AUL, AULA and All Masked score every token."
@@ -457,11 +465,10 @@ if chosen is not None:
     focus = st.session_state[S + "metric"]
     show_scores(result, focus)
 
-    tokens = explore.token_table(result, lm.decode_token)
-    show_tokens(result, tokens, focus)
+    show_tokens(result, tokens, aligned, focus)
     show_drivers(result, focus)
 
-    slide_downloads(result, tokens, label, stereo, anti)
+    slide_downloads(result, aligned, label, stereo, anti)
 
     with st.expander("Attention drill-down", icon=":material/grid_on:"):
         st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
