@@ -262,7 +262,13 @@ def _token_views(model_key: tuple, fingerprint: str, compat: str, stereo: str, a
     return tokens, columns, figures.aligned_token_frame(columns, tokens)
 
 
-def show_tokens(result: PairInspection, tokens: pd.DataFrame, aligned: pd.DataFrame, focus: str) -> None:
+@st.cache_data(show_spinner=False, max_entries=256)
+def _chart_spec(pair_key: tuple, kind: str, arg: str, _build) -> dict:
+    """A chart's spec, built once per (model, mode, pair, chart): a rerun or a page switch draws it without Altair."""
+    return ui.charts.spec(_build())
+
+
+def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_key: tuple) -> None:
     st.subheader("Token by token")
     st.caption(
         "Both sentences on one axis, token by token in the order of the sentence: each shared token has a pale bar per "
@@ -280,8 +286,10 @@ def show_tokens(result: PairInspection, tokens: pd.DataFrame, aligned: pd.DataFr
         for col, measure in zip(st.columns(len(measures)), measures):
             with col:
                 name = figures.TOKEN_MEASURES[measure][0]
-                ui.charts.show(figures.aligned_token_chart(aligned, measure, title=name[:1].upper() + name[1:], legend=False),
-                               S + f"tokens_{measure}")
+                title = name[:1].upper() + name[1:]
+                spec = _chart_spec(pair_key, "tokens", measure,
+                                   lambda m=measure, t=title: figures.aligned_token_chart(aligned, m, title=t, legend=False))
+                ui.charts.show_spec(spec, S + f"tokens_{measure}")
                 about = figures.TOKEN_MEASURES[measure][1]
                 st.caption(about[:1].upper() + about[1:] + ".")
         modified = aligned[aligned["kind"] == "modified"]
@@ -301,7 +309,11 @@ def _readable(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def show_drivers(result: PairInspection, focus: str) -> None:
+def _drivers_chart(result: PairInspection, key: str):
+    return figures.drivers_chart(explore.margin_drivers(result, key), f"{METRICS[key].name}: margin {result.margin(key):+.4f}")
+
+
+def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
     st.subheader("What drives the difference")
     st.caption(
         "Each bar is a token's share of the margin f(stereotypical) − f(anti-stereotypical): shared tokens are paired, "
@@ -312,10 +324,9 @@ def show_drivers(result: PairInspection, focus: str) -> None:
     cols = st.columns(len(shown))
     for col, key in zip(cols, shown):
         with col:
-            drivers = ui.feedback.attempt(explore.margin_drivers, result, key)
-            if drivers is not None:
-                margin = result.margin(key)
-                ui.charts.show(figures.drivers_chart(drivers, f"{METRICS[key].name}: margin {margin:+.4f}"), S + f"drivers_{key}")
+            spec = ui.feedback.attempt(_chart_spec, pair_key, "drivers", key, lambda k=key: _drivers_chart(result, k))
+            if spec is not None:
+                ui.charts.show_spec(spec, S + f"drivers_{key}")
 
 
 def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
@@ -465,8 +476,9 @@ if chosen is not None:
     focus = st.session_state[S + "metric"]
     show_scores(result, focus)
 
-    show_tokens(result, tokens, aligned, focus)
-    show_drivers(result, focus)
+    pair_key = (settings.model_key, lm.fingerprint, settings.compat, stereo, anti)
+    show_tokens(result, aligned, focus, pair_key)
+    show_drivers(result, focus, pair_key)
 
     slide_downloads(result, aligned, label, stereo, anti)
 
