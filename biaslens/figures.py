@@ -203,7 +203,7 @@ def aligned_token_frame(columns: pd.DataFrame, tokens: pd.DataFrame, *, hide_spe
 ALIGNED_ROW_HEIGHT = 30
 ALIGNED_FRAME_HEIGHT = 80
 #: Height of an attention heatmap's title and its tilted token labels, on top of 24 px per token.
-HEATMAP_FRAME_HEIGHT = 110
+HEATMAP_FRAME_HEIGHT = 130
 
 _SHADE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", "Stereotypical · shared", "Anti-stereotypical · shared"]
 _SHADE_RANGE = [STEREO_COLOR, ANTI_COLOR, "#F2B48A", "#8DBBD9"]
@@ -304,7 +304,7 @@ def _highlight_axis(labels: Sequence[str], color: str) -> dict[str, Any]:
             "labelFontWeight": {"condition": {"test": test, "value": "bold"}, "value": "normal"}}
 
 
-def attention_heatmap(table: pd.DataFrame, title: str, *, modified: Sequence[str] = (), side: str = "stereo") -> alt.Chart:
+def attention_heatmap(table: pd.DataFrame, title: str | Sequence[str], *, modified: Sequence[str] = (), side: str = "stereo") -> alt.Chart:
     """An attention matrix (from `explore.attention_table`): rows are queries, columns keys.
 
     `modified` token labels are drawn bold in the sentence's colour on both axes.
@@ -329,7 +329,7 @@ def attention_heatmap(table: pd.DataFrame, title: str, *, modified: Sequence[str
 HEAD_SELECTION = "head"
 
 
-def head_overview_chart(overview: pd.DataFrame, title: str, *, selected: tuple[int, int] | None = None) -> alt.LayerChart:
+def head_overview_chart(overview: pd.DataFrame, title: str | Sequence[str], *, selected: tuple[int, int] | None = None) -> alt.LayerChart:
     """Layer × head grid (from `explore.head_overview`); clicking a cell selects that head (the `HEAD_SELECTION` param).
 
     `selected` (layer, head), 1-based, is outlined.
@@ -350,7 +350,7 @@ def head_overview_chart(overview: pd.DataFrame, title: str, *, selected: tuple[i
     if selected is not None:
         mark = overview[(overview["layer"] == selected[0]) & (overview["head"] == selected[1])]
         layers.append(alt.Chart(mark).mark_rect(filled=False, stroke=STEREO_COLOR, strokeWidth=4).encode(x="head:O", y="layer:O"))
-    chart = alt.layer(*layers, title=title).properties(width="container", height=34 * overview["layer"].nunique() + 90)
+    chart = alt.layer(*layers, title=title).properties(width="container", height=34 * overview["layer"].nunique() + 110)
     return _style(chart)
 
 

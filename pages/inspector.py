@@ -362,7 +362,7 @@ def _head_clicked() -> None:
 def attention_view(result: PairInspection) -> None:
     """The attention drill-down: re-rendering it reruns only this fragment, not the page."""
     layers, heads = result.attention_matrices[0].shape[:2]
-    c1, c2, c3, c4 = st.columns([1.3, 1, 1, 1.2], vertical_alignment="bottom")
+    c1, c2, c3, c4 = st.columns([2, 1, 1, 1.3], vertical_alignment="bottom")  # room for "Anti-stereotypical"
     side = c1.segmented_control("Sentence", ["stereo", "anti"], key=S + "att_side", persist_state="session", default="stereo", required=True,
                                 format_func=lambda s: figures.SIDE_NAMES[s]) or "stereo"
     layer = c2.selectbox("Layer", ["all", *range(1, layers + 1)], key=S + "att_layer", persist_state="session")
@@ -377,14 +377,14 @@ def attention_view(result: PairInspection) -> None:
     which = "averaged over layers and heads (AULA's matrix)" if layer == "all" and head == "all" else f"layer {layer}, head {head}"
     left, right = st.columns([3, 2])
     with left:
-        title = f"{figures.SIDE_NAMES[side]}: attention, {which}"
+        title = [f"{figures.SIDE_NAMES[side]}: attention,", which]  # two lines: never cut off in a narrow column
         ui.charts.show(figures.attention_heatmap(table, title, modified=modified, side=side), S + "att_map")
         if modified:
             st.caption("Modified tokens are bold, in the sentence's colour, on both axes.")
     with right:
         overview = explore.head_overview(result, side)
         selected = (int(layer), int(head)) if layer != "all" and head != "all" else None
-        chart = figures.head_overview_chart(overview, "Attention on the modified tokens, per layer × head", selected=selected)
+        chart = figures.head_overview_chart(overview, ["Attention on the modified tokens,", "per layer × head"], selected=selected)
         st.altair_chart(chart, width="stretch", theme=None, key=S + "att_heads", on_select=_head_clicked,
                         selection_mode=figures.HEAD_SELECTION)
         st.caption("Click a cell to look at that head (outlined); double-click to go back to the average. Summed over the modified "
@@ -482,9 +482,12 @@ if chosen is not None:
 
     slide_downloads(result, aligned, label, stereo, anti)
 
-    with st.expander("Attention drill-down", icon=":material/grid_on:"):
+    # Drawn only once opened (it is the page's heaviest part and most visits never open it): the page arrives sooner.
+    attention = st.expander("Attention drill-down", icon=":material/grid_on:", key=S + "att_open", on_change="rerun")
+    with attention:
         st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
-        attention_view(result)
+        if attention.open:
+            attention_view(result)
     with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
         metric_cards()
     st.caption(
