@@ -362,9 +362,10 @@ def _head_clicked() -> None:
 def attention_view(result: PairInspection) -> None:
     """The attention drill-down: re-rendering it reruns only this fragment, not the page."""
     layers, heads = result.attention_matrices[0].shape[:2]
-    c1, c2, c3, c4 = st.columns([2, 1, 1, 1.3], vertical_alignment="bottom")  # room for "Anti-stereotypical"
-    side = c1.segmented_control("Sentence", ["stereo", "anti"], key=S + "att_side", persist_state="session", default="stereo", required=True,
+    # The sentence on its own row and the two charts one above the other: whole at a laptop's width too.
+    side = st.segmented_control("Sentence", ["stereo", "anti"], key=S + "att_side", persist_state="session", default="stereo", required=True,
                                 format_func=lambda s: figures.SIDE_NAMES[s]) or "stereo"
+    c2, c3, c4 = st.columns([1, 1, 1.3], vertical_alignment="bottom")
     layer = c2.selectbox("Layer", ["all", *range(1, layers + 1)], key=S + "att_layer", persist_state="session")
     head = c3.selectbox("Head", ["all", *range(1, heads + 1)], key=S + "att_head", persist_state="session")
     hide = c4.toggle("Hide special tokens", key=S + "att_hide", persist_state="session", value=True)
@@ -375,13 +376,12 @@ def attention_view(result: PairInspection) -> None:
     modified_positions = set(np.flatnonzero(detail.modified).tolist())
     modified = table.loc[table["key_position"].isin(modified_positions), "key"].unique().tolist()
     which = "averaged over layers and heads (AULA's matrix)" if layer == "all" and head == "all" else f"layer {layer}, head {head}"
-    left, right = st.columns([3, 2])
-    with left:
+    with st.container():
         title = [f"{figures.SIDE_NAMES[side]}: attention,", which]  # two lines: never cut off in a narrow column
         ui.charts.show(figures.attention_heatmap(table, title, modified=modified, side=side), S + "att_map")
         if modified:
             st.caption("Modified tokens are bold, in the sentence's colour, on both axes.")
-    with right:
+    with st.container():
         overview = explore.head_overview(result, side)
         selected = (int(layer), int(head)) if layer != "all" and head != "all" else None
         chart = figures.head_overview_chart(overview, ["Attention on the modified tokens,", "per layer × head"], selected=selected)
