@@ -199,8 +199,11 @@ def aligned_token_frame(columns: pd.DataFrame, tokens: pd.DataFrame, *, hide_spe
     return pd.DataFrame(out)
 
 
-#: Height of one aligned token (two bars and a gap) in `aligned_token_chart`.
+#: Height of one aligned token (two bars and a gap) in `aligned_token_chart`, and of its title and axis.
 ALIGNED_ROW_HEIGHT = 30
+ALIGNED_FRAME_HEIGHT = 80
+#: Height of an attention heatmap's title and its tilted token labels, on top of 24 px per token.
+HEATMAP_FRAME_HEIGHT = 130
 
 _SHADE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", "Stereotypical · shared", "Anti-stereotypical · shared"]
 _SHADE_RANGE = [STEREO_COLOR, ANTI_COLOR, "#F2B48A", "#8DBBD9"]
@@ -249,10 +252,15 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
     )
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
     layers = [bars] if measure == "rank" else [bars, zero]
-    chart = alt.layer(*layers).properties(height=rows_height(len(order), ALIGNED_ROW_HEIGHT), width="container")
+    # The app fits the whole figure into `height`: the rows, plus room for the title and the axis below them.
+    chart = alt.layer(*layers).properties(height=rows_height(len(order), ALIGNED_ROW_HEIGHT) + ALIGNED_FRAME_HEIGHT, width="container")
     if title:
         chart = chart.properties(title=title)
     return _style(chart)
+
+
+#: Height of a drivers chart's title, two-line axis title and one-column legend (px), on top of its rows.
+DRIVERS_FRAME_HEIGHT = 160
 
 
 def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Chart:
@@ -268,11 +276,12 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
         .mark_bar()
         .encode(
             y=alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False)),
-            x=alt.X("contribution:Q", title="share of the margin (stereo − anti)"),
+            # Two short lines and a one-column legend: the chart stays whole in a narrow column (three side by side at 1024 px).
+            x=alt.X("contribution:Q", title=["share of the margin", "(stereo − anti)"], axis=alt.Axis(tickCount=4)),
             color=alt.Color(
                 "pushes towards:N",
                 scale=alt.Scale(domain=["Stereotypical", "Anti-stereotypical"], range=[STEREO_COLOR, ANTI_COLOR]),
-                legend=alt.Legend(orient="bottom"),
+                legend=alt.Legend(orient="bottom", direction="vertical", columns=1),
             ),
             tooltip=[
                 alt.Tooltip("label:N", title="token(s)"),
@@ -284,7 +293,8 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
         )
     )
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
-    return _style(alt.layer(chart, zero).properties(height=rows_height(len(data)), width="container"))
+    # The app fits the whole figure (title, axis and legend included) into `height`: room for them on top of the rows.
+    return _style(alt.layer(chart, zero).properties(height=rows_height(len(data)) + DRIVERS_FRAME_HEIGHT, width="container"))
 
 
 def _highlight_axis(labels: Sequence[str], color: str) -> dict[str, Any]:
@@ -294,7 +304,7 @@ def _highlight_axis(labels: Sequence[str], color: str) -> dict[str, Any]:
             "labelFontWeight": {"condition": {"test": test, "value": "bold"}, "value": "normal"}}
 
 
-def attention_heatmap(table: pd.DataFrame, title: str, *, modified: Sequence[str] = (), side: str = "stereo") -> alt.Chart:
+def attention_heatmap(table: pd.DataFrame, title: str | Sequence[str], *, modified: Sequence[str] = (), side: str = "stereo") -> alt.Chart:
     """An attention matrix (from `explore.attention_table`): rows are queries, columns keys.
 
     `modified` token labels are drawn bold in the sentence's colour on both axes.
@@ -310,7 +320,7 @@ def attention_heatmap(table: pd.DataFrame, title: str, *, modified: Sequence[str
             color=alt.Color("weight:Q", title="weight", scale=alt.Scale(scheme="viridis")),
             tooltip=[alt.Tooltip("query:N"), alt.Tooltip("key:N"), alt.Tooltip("weight:Q", format=".4f")],
         )
-        .properties(width="container", height=max(220, 24 * len(order)))
+        .properties(width="container", height=24 * len(order) + HEATMAP_FRAME_HEIGHT)
     )
     return _style(chart)
 
@@ -319,7 +329,7 @@ def attention_heatmap(table: pd.DataFrame, title: str, *, modified: Sequence[str
 HEAD_SELECTION = "head"
 
 
-def head_overview_chart(overview: pd.DataFrame, title: str, *, selected: tuple[int, int] | None = None) -> alt.LayerChart:
+def head_overview_chart(overview: pd.DataFrame, title: str | Sequence[str], *, selected: tuple[int, int] | None = None) -> alt.LayerChart:
     """Layer × head grid (from `explore.head_overview`); clicking a cell selects that head (the `HEAD_SELECTION` param).
 
     `selected` (layer, head), 1-based, is outlined.
@@ -340,7 +350,7 @@ def head_overview_chart(overview: pd.DataFrame, title: str, *, selected: tuple[i
     if selected is not None:
         mark = overview[(overview["layer"] == selected[0]) & (overview["head"] == selected[1])]
         layers.append(alt.Chart(mark).mark_rect(filled=False, stroke=STEREO_COLOR, strokeWidth=4).encode(x="head:O", y="layer:O"))
-    chart = alt.layer(*layers, title=title).properties(width="container", height=max(160, 34 * overview["layer"].nunique()))
+    chart = alt.layer(*layers, title=title).properties(width="container", height=34 * overview["layer"].nunique() + 110)
     return _style(chart)
 
 
@@ -370,7 +380,7 @@ def _score_with_interval(data: pd.DataFrame, x: str, x_title: str, color: str | 
     bars = base.mark_point(filled=True, size=140, opacity=1).encode(
         y=alt.Y("bias_score:Q", title="bias score (%)", scale=alt.Scale(domain=[0, 100])), tooltip=tooltip, **enc
     )
-    errors = base.mark_errorbar(ticks=True, thickness=2.5).encode(
+    errors = base.mark_errorbar(ticks={"size": 16}, thickness=2.5).encode(  # short caps, not the band's whole width
         y=alt.Y("ci_low:Q", title="bias score (%)"), y2="ci_high:Q", **enc
     )
     labels = (

@@ -810,7 +810,7 @@ def bias_chart(table: pd.DataFrame, pairs: Sequence[TargetPair], *, top: int = 1
     """The attributes with the largest bias scores either way (from `TemplateScores.attribute_table`)."""
     import altair as alt
 
-    from .figures import ANTI_COLOR, STEREO_COLOR, _style
+    from .figures import ANTI_COLOR, STEREO_COLOR, _style, rows_height
 
     data = table.dropna(subset=["bias_score"]).sort_values("bias_score")
     data = pd.concat([data.head(top), data.tail(top)]).drop_duplicates("attribute")
@@ -822,7 +822,7 @@ def bias_chart(table: pd.DataFrame, pairs: Sequence[TargetPair], *, top: int = 1
         .mark_bar()
         .encode(
             x=alt.X("bias_score:Q", title=f"bias score (ilp {first} − ilp {second})"),
-            y=alt.Y("attribute:N", sort="-x", title=None),
+            y=alt.Y("attribute:N", sort="-x", title=None, axis=alt.Axis(labelOverlap=False)),
             color=alt.Color(
                 "side:N", title=None, scale=alt.Scale(domain=[f"more {first}", f"more {second}"], range=[ANTI_COLOR, STEREO_COLOR]),
                 legend=alt.Legend(orient="top"),
@@ -831,7 +831,8 @@ def bias_chart(table: pd.DataFrame, pairs: Sequence[TargetPair], *, top: int = 1
         )
     )  # fmt: skip
     zero = alt.Chart(pd.DataFrame({"v": [0.0]})).mark_rule(color="#555555").encode(x="v:Q")
-    height = max(160, 18 * len(data))
+    # A fixed height per attribute plus the title, legend and axis (the app fits the whole figure into `height`): labels never overlap.
+    height = rows_height(len(data), 26) + 110
     return _style(alt.layer(bars, zero).properties(title="Largest bias scores", width="container", height=height))
 
 
@@ -859,7 +860,7 @@ def effect_size_chart(table: pd.DataFrame) -> alt.LayerChart:
         )
     )
     zero = alt.Chart(pd.DataFrame({"v": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="v:Q")
-    return _style(alt.layer(zero, points).properties(title="WEAT-style effect sizes", width="container", height=60 + 40 * len(table)))
+    return _style(alt.layer(zero, points).properties(title="WEAT-style effect sizes", width="container", height=130 + 40 * len(table)))
 
 
 def shares_chart(table: pd.DataFrame, first: str = "he") -> alt.LayerChart:
@@ -881,7 +882,7 @@ def shares_chart(table: pd.DataFrame, first: str = "he") -> alt.LayerChart:
     ).encode(x="published_share:Q", y=y, tooltip=[alt.Tooltip("published_share:Q", title="Kurita et al.", format=".1f")])
     half = alt.Chart(pd.DataFrame({"v": [50.0]})).mark_rule(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(x="v:Q")
     chart = alt.layer(bars, errors, published, half).properties(
-        title="Attribute lists (diamond: Kurita et al., bert-base-uncased)", width="container", height=60 + 36 * len(table)
+        title="Attribute lists (diamond: Kurita et al., bert-base-uncased)", width="container", height=110 + 36 * len(table)
     )
     return _style(chart)
 

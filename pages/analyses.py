@@ -111,6 +111,18 @@ def _shuffled(_lm: MaskedLM, fingerprint: str, dtype: str, max_length: int, text
 # ---------------------------------------------------------------------------------------
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _renamed(name: str, sha256: str, _dataset: PairDataset) -> PairDataset:
+    return dataclasses.replace(_dataset, name=name, pairs=tuple(dataclasses.replace(p, dataset=name) for p in _dataset.pairs))
+
+
+def _named(dataset: PairDataset, name: str) -> PairDataset:
+    """A pairs file under its own name ('lab pairs: planted association', the file's stem) in every table, never 'custom'."""
+    if dataset.name != "custom" or name == "custom":
+        return dataset
+    return _renamed(name, dataset.sha256, dataset)
+
+
 class _StageBars:
     """The engine's `progress(stage, done, total)` as one progress bar with time left, relabelled per stage."""
 
@@ -238,9 +250,10 @@ def _shuffle_box(lm: MaskedLM) -> None:
     st.markdown(f"Original: {ui.feedback.md(result.original.text)}  \nShuffled (seed {seed}): **{ui.feedback.md(result.shuffled.text)}**")
     st.caption(
         f"AUL token accuracy of this sentence: {result.accuracy():.1f}% in the original order, {result.accuracy(True):.1f}% shuffled "
-        f"(non-special tokens). Each token is scored at its new position. Command line: "
-        + ui.feedback.code(shlex.join(['python', '-m', 'biaslens', 'shuffle', text, '--seed', str(seed), '--model', settings.model]))
+        f"(non-special tokens). Each token is scored at its new position."
     )
+    with st.expander("The same on the command line"):
+        st.code(shlex.join(["python", "-m", "biaslens", "shuffle", text, "--seed", str(seed), "--model", settings.model]), language="bash")
     ui.charts.show(figures.shuffle_chart(result.tokens), S + "chart_sentence")
     st.dataframe(
         result.tokens, hide_index=True, width="stretch",
@@ -389,7 +402,8 @@ with c1:
     for name in chosen:
         dataset = ui.resources.dataset_or_none(settings, name)
         if dataset is not None:
-            datasets[ui.settings.short_dataset_name(dataset)] = dataset
+            short = ui.settings.short_dataset_name(dataset)
+            datasets[short] = _named(dataset, short)
 with c2:
     total = max((len(d) for d in datasets.values()), default=1)
     several = f"Score a random sample of each dataset (the largest has {total:,} pairs)" if len(datasets) > 1 else None

@@ -57,20 +57,26 @@ def _file_stem(model: str, dataset: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+#: Width of one metric card (px): room for "100.0" and a wrapped "All Masked bias score".
+CARD_WIDTH = 200
+
+
 def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
     m = result.manifest
     info = m.get("dataset", {})
     scored = info.get("pairs_scored", len(result.pairs))
     total = info.get("pairs_total", scored)
     st.caption(
-        f"{scored:,} of {total:,} pairs · model {ui.feedback.md(m['model'])} · mode {m.get('compat', 'default')} · {m['device']} · {m['dtype']}"
+        f"{scored:,} of {total:,} pairs · model {ui.feedback.md(ui.settings.model_label(m['model']))} · mode {m.get('compat', 'default')} · "
+        f"{m['device']} · {m['dtype']}"
         + (f" · file sha256 {info['sha256'][:12]}…" if info.get("sha256") else "")
     )
     for warning in result.warnings:
         st.warning(ui.feedback.md(warning))
-    cols = st.columns(len(summary))
-    for col, row in zip(cols, summary.itertuples()):
-        with col.container(border=True):
+    # Cards of a fixed width in a row that wraps: five metrics never squeeze "100.0" into "1…" on a laptop.
+    row_of_cards = st.container(horizontal=True, gap="small")
+    for row in summary.itertuples():
+        with row_of_cards.container(border=True, width=CARD_WIDTH):
             st.metric(
                 f"{row.name} bias score",
                 "n/a" if pd.isna(row.bias_score) else f"{row.bias_score:.1f}",

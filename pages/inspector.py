@@ -253,13 +253,27 @@ TOKEN_COLUMNS = {
 DEFAULT_MEASURES = ["logprob", "aula_contribution"]
 
 
-def show_tokens(result: PairInspection, tokens: pd.DataFrame, focus: str) -> None:
+@st.cache_data(show_spinner=False, max_entries=64)
+def _token_views(model_key: tuple, fingerprint: str, compat: str, stereo: str, anti: str, _result: PairInspection, _decode):
+    """The pair's token table, aligned columns and aligned token frame, built once per model and pair (a page switch
+    or a rerun reuses them)."""
+    tokens = explore.token_table(_result, _decode)
+    columns = explore.aligned_columns(_result)
+    return tokens, columns, figures.aligned_token_frame(columns, tokens)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _chart_spec(pair_key: tuple, kind: str, arg: str, _build) -> dict:
+    """A chart's spec, built once per (model, mode, pair, chart): a rerun or a page switch draws it without Altair."""
+    return ui.charts.spec(_build())
+
+
+def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_key: tuple) -> None:
     st.subheader("Token by token")
     st.caption(
         "Both sentences on one axis, token by token in the order of the sentence: each shared token has a pale bar per "
         "sentence, and a modified pair (e.g. *Women / Men*) full-colour bars. Hover a bar for every measure."
     )
-    aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
     extra = [METRIC_MEASURE[focus]] if METRIC_MEASURE[focus] not in DEFAULT_MEASURES else []
     st.session_state.setdefault(S + "measures", [*DEFAULT_MEASURES, *extra])
     measures = st.pills(
@@ -272,8 +286,10 @@ def show_tokens(result: PairInspection, tokens: pd.DataFrame, focus: str) -> Non
         for col, measure in zip(st.columns(len(measures)), measures):
             with col:
                 name = figures.TOKEN_MEASURES[measure][0]
-                ui.charts.show(figures.aligned_token_chart(aligned, measure, title=name[:1].upper() + name[1:], legend=False),
-                               S + f"tokens_{measure}")
+                title = name[:1].upper() + name[1:]
+                spec = _chart_spec(pair_key, "tokens", measure,
+                                   lambda m=measure, t=title: figures.aligned_token_chart(aligned, m, title=t, legend=False))
+                ui.charts.show_spec(spec, S + f"tokens_{measure}")
                 about = figures.TOKEN_MEASURES[measure][1]
                 st.caption(about[:1].upper() + about[1:] + ".")
         modified = aligned[aligned["kind"] == "modified"]
@@ -293,7 +309,11 @@ def _readable(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def show_drivers(result: PairInspection, focus: str) -> None:
+def _drivers_chart(result: PairInspection, key: str):
+    return figures.drivers_chart(explore.margin_drivers(result, key), f"{METRICS[key].name}: margin {result.margin(key):+.4f}")
+
+
+def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
     st.subheader("What drives the difference")
     st.caption(
         "Each bar is a token's share of the margin f(stereotypical) − f(anti-stereotypical): shared tokens are paired, "
@@ -304,17 +324,15 @@ def show_drivers(result: PairInspection, focus: str) -> None:
     cols = st.columns(len(shown))
     for col, key in zip(cols, shown):
         with col:
-            drivers = ui.feedback.attempt(explore.margin_drivers, result, key)
-            if drivers is not None:
-                margin = result.margin(key)
-                ui.charts.show(figures.drivers_chart(drivers, f"{METRICS[key].name}: margin {margin:+.4f}"), S + f"drivers_{key}")
+            spec = ui.feedback.attempt(_chart_spec, pair_key, "drivers", key, lambda k=key: _drivers_chart(result, k))
+            if spec is not None:
+                ui.charts.show_spec(spec, S + f"drivers_{key}")
 
 
-def slide_downloads(result: PairInspection, tokens: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
+def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
     """One click: the pair, its aligned token charts and what drives the margins, as one picture for a slide."""
 
     def slide():
-        aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
         drivers = {}
         for key in (k for k in ("aul", "aula") if k in result.metrics):
             with contextlib.suppress(Exception):  # kaneko2022 CPS/SSS are not additive; AUL and AULA always are
@@ -344,9 +362,10 @@ def _head_clicked() -> None:
 def attention_view(result: PairInspection) -> None:
     """The attention drill-down: re-rendering it reruns only this fragment, not the page."""
     layers, heads = result.attention_matrices[0].shape[:2]
-    c1, c2, c3, c4 = st.columns([1.3, 1, 1, 1.2], vertical_alignment="bottom")
-    side = c1.segmented_control("Sentence", ["stereo", "anti"], key=S + "att_side", persist_state="session", default="stereo", required=True,
+    # The sentence on its own row and the two charts one above the other: whole at a laptop's width too.
+    side = st.segmented_control("Sentence", ["stereo", "anti"], key=S + "att_side", persist_state="session", default="stereo", required=True,
                                 format_func=lambda s: figures.SIDE_NAMES[s]) or "stereo"
+    c2, c3, c4 = st.columns([1, 1, 1.3], vertical_alignment="bottom")
     layer = c2.selectbox("Layer", ["all", *range(1, layers + 1)], key=S + "att_layer", persist_state="session")
     head = c3.selectbox("Head", ["all", *range(1, heads + 1)], key=S + "att_head", persist_state="session")
     hide = c4.toggle("Hide special tokens", key=S + "att_hide", persist_state="session", value=True)
@@ -357,16 +376,15 @@ def attention_view(result: PairInspection) -> None:
     modified_positions = set(np.flatnonzero(detail.modified).tolist())
     modified = table.loc[table["key_position"].isin(modified_positions), "key"].unique().tolist()
     which = "averaged over layers and heads (AULA's matrix)" if layer == "all" and head == "all" else f"layer {layer}, head {head}"
-    left, right = st.columns([3, 2])
-    with left:
-        title = f"{figures.SIDE_NAMES[side]}: attention, {which}"
+    with st.container():
+        title = [f"{figures.SIDE_NAMES[side]}: attention,", which]  # two lines: never cut off in a narrow column
         ui.charts.show(figures.attention_heatmap(table, title, modified=modified, side=side), S + "att_map")
         if modified:
             st.caption("Modified tokens are bold, in the sentence's colour, on both axes.")
-    with right:
+    with st.container():
         overview = explore.head_overview(result, side)
         selected = (int(layer), int(head)) if layer != "all" and head != "all" else None
-        chart = figures.head_overview_chart(overview, "Attention on the modified tokens, per layer × head", selected=selected)
+        chart = figures.head_overview_chart(overview, ["Attention on the modified tokens,", "per layer × head"], selected=selected)
         st.altair_chart(chart, width="stretch", theme=None, key=S + "att_heads", on_select=_head_clicked,
                         selection_mode=figures.HEAD_SELECTION)
         st.caption("Click a cell to look at that head (outlined); double-click to go back to the average. Summed over the modified "
@@ -441,7 +459,8 @@ if chosen is not None:
                   help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.")
         st.button("Edit this pair", icon=":material/edit:", on_click=_set_custom, args=(stereo, anti),
                   help="Copy the two sentences into the form to change a word.")
-    st.html(figures.aligned_tokens_html(explore.aligned_columns(result)))
+    tokens, columns, aligned = _token_views(settings.model_key, lm.fingerprint, settings.compat, stereo, anti, result, lm.decode_token)
+    st.html(figures.aligned_tokens_html(columns))
     st.caption(
         "Coloured tokens are **modified** (they differ between the two sentences): SSS scores them. Plain tokens are "
         "**unmodified** and aligned: CPS masks them one at a time. AUL, AULA and All Masked score every token."
@@ -461,17 +480,20 @@ if chosen is not None:
     focus = st.session_state[S + "metric"]
     show_scores(result, focus)
 
-    tokens = explore.token_table(result, lm.decode_token)
-    show_tokens(result, tokens, focus)
-    show_drivers(result, focus)
+    pair_key = (settings.model_key, lm.fingerprint, settings.compat, stereo, anti)
+    show_tokens(result, aligned, focus, pair_key)
+    show_drivers(result, focus, pair_key)
 
-    slide_downloads(result, tokens, label, stereo, anti)
+    slide_downloads(result, aligned, label, stereo, anti)
 
-    with st.expander("Attention drill-down", icon=":material/grid_on:"):
+    # Drawn only once opened (it is the page's heaviest part and most visits never open it): the page arrives sooner.
+    attention = st.expander("Attention drill-down", icon=":material/grid_on:", key=S + "att_open", on_change="rerun")
+    with attention:
         if result.attention_matrices is None:
             st.info(lm.attention_unavailable or "This model returned no attention weights.", icon=":material/info:")
         else:
             st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
+        if attention.open and result.attention_matrices is not None:
             attention_view(result)
     with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
         metric_cards()

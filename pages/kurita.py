@@ -52,7 +52,6 @@ DEFAULT_ATTRIBUTES = "nurse\nengineer\nteacher\nprogrammer\nreceptionist\nsurgeo
 settings = ui.settings.current()
 
 NUMBER = st.column_config.NumberColumn(format="%.4f")
-SHARE = st.column_config.NumberColumn(format="%.1f")
 
 
 def _adopt_url() -> None:
@@ -143,14 +142,43 @@ def _sides(scores: TemplateScores) -> tuple[str, str]:
     return first, second
 
 
+def _number(label: str, help: str | None = None):
+    return st.column_config.NumberColumn(label, format="%.4f", help=help)
+
+
+def attribute_columns(columns) -> dict:
+    """Readable headers for `TemplateScores.attribute_table`'s columns (`ilp[he]` is 'Increased log p (he)')."""
+    config = {
+        "attribute": st.column_config.TextColumn("Attribute"),
+        "bias_score": _number("Bias score", "Increased log probability of the first target minus the second's, averaged over templates."),
+        "more_associated_with": st.column_config.TextColumn("More associated with"),
+        "attribute_pieces": st.column_config.NumberColumn("Word pieces"),
+        "attribute_multi_piece": st.column_config.CheckboxColumn("Several pieces", help="All its pieces are masked for p_prior."),
+    }
+    for column in columns:
+        inner = column[column.find("[") + 1 : -1] if column.endswith("]") else None
+        if column.startswith("ilp[") and inner:
+            config[column] = _number(f"Increased log p ({inner})", f"log p_tgt − log p_prior of {inner}, averaged over templates.")
+        elif column.startswith("bias[") and inner:
+            config[column] = _number(f"Bias score ({inner})")
+    return config
+
+
+#: Readable headers for `TemplateScores.frame` (every template × target × attribute).
+SCORE_COLUMNS = {
+    "template": "Template", "target": "Target", "attribute": "Attribute", "sentence": "Sentence",
+    "log_p_target": _number("log p_tgt"), "log_p_prior": _number("log p_prior"), "increased_log_prob": _number("Increased log p"),
+    "target_piece": "Target's first piece", "target_pieces": st.column_config.NumberColumn("Target pieces"),
+    "attribute_pieces": st.column_config.NumberColumn("Attribute pieces"),
+    "target_multi_piece": st.column_config.CheckboxColumn("Target: several pieces"),
+    "attribute_multi_piece": st.column_config.CheckboxColumn("Attribute: several pieces"),
+}  # fmt: skip
+
+
 def _attribute_view(scores: TemplateScores, key: str) -> pd.DataFrame:
     """The per-attribute table (sortable by clicking a column), strongest first."""
     table = scores.attribute_table().sort_values("bias_score", ascending=False)
-    numbers = {c: NUMBER for c in table.columns if c.startswith(("bias", "ilp"))}
-    st.dataframe(
-        table, hide_index=True, width="stretch", key=S + key,
-        column_config={"attribute_multi_piece": st.column_config.CheckboxColumn("multi-piece"), **numbers},
-    )  # fmt: skip
+    st.dataframe(table, hide_index=True, width="stretch", key=S + key, column_config=attribute_columns(table.columns))
     return table
 
 
@@ -206,7 +234,7 @@ def show_template_scores(scores: TemplateScores) -> None:
     share = scores.share()
     st.caption(
         f"{len(scores.attributes)} attributes × {len(scores.templates)} templates × {len(scores.targets)} targets · "
-        f"model {ui.feedback.md(scores.manifest.get('model'))} · {scores.manifest.get('device')}"
+        f"model {ui.feedback.md(ui.settings.model_label(scores.manifest.get('model') or settings.model))} · {scores.manifest.get('device')}"
     )
     _flags(scores)
     c1, c2, c3 = st.columns(3)
@@ -220,8 +248,7 @@ def show_template_scores(scores: TemplateScores) -> None:
     st.markdown("**Per attribute** (click a column to sort)")
     _attribute_view(scores, "table_attributes")
     with st.expander("Every template × target × attribute"):
-        st.dataframe(scores.frame, hide_index=True, width="stretch",
-                     column_config={c: NUMBER for c in ("log_p_target", "log_p_prior", "increased_log_prob")})
+        st.dataframe(scores.frame, hide_index=True, width="stretch", column_config=SCORE_COLUMNS)
     stem = _stem("templates")
     _downloads(
         {
@@ -293,6 +320,7 @@ def show_weat(results: list[WeatResult]) -> None:
         column_order=["category", "targets", "attributes", "effect_size", "p_value", "p_two_sided", "significant", "published", "p_method",
                       "multi_piece_words"],
         column_config={
+            "category": "Test", "targets": "Targets", "attributes": "Attributes",
             "effect_size": st.column_config.NumberColumn("d", format="%.4f"),
             "p_value": st.column_config.NumberColumn("p (one-sided)", format="%.4f", help="Kurita et al.'s p: Pr[S_i > S] over re-partitions."),
             "p_two_sided": st.column_config.NumberColumn("p (two-sided)", format="%.4f", help="Pr[|S_i| >= |S|] over re-partitions."),
@@ -317,7 +345,8 @@ def show_weat(results: list[WeatResult]) -> None:
             units = result.units.assign(set=[spec.attributes_1.category if g == 1 else spec.attributes_2.category for g in result.units["group"]])
             if result.permute == "targets":
                 units["set"] = [spec.target_names[g - 1] for g in result.units["group"]]
-            st.dataframe(units[["unit", "set", "s"]], hide_index=True, width="stretch", column_config={"s": NUMBER}, key=f"{S}units.{spec.key}")
+            st.dataframe(units[["unit", "set", "s"]], hide_index=True, width="stretch", key=f"{S}units.{spec.key}",
+                         column_config={"unit": "Word", "set": "Set", "s": NUMBER})
     units = pd.concat([r.units.assign(test=r.spec.key) for r in results], ignore_index=True)
     stem = _stem("weat")
     _downloads(
@@ -402,7 +431,9 @@ def show_lists(scored: dict[str, TemplateScores]) -> None:
             "share_first": st.column_config.NumberColumn(f"% more {first}", format="%.1f"),
             "first": st.column_config.NumberColumn(f"more {first}"),
             "second": st.column_config.NumberColumn(f"more {second}"),
-            "ci_low": SHARE, "ci_high": SHARE,
+            "list": "List", "pairs": "Target pairs", "n": "N", "ties": "Ties",
+            "ci_low": st.column_config.NumberColumn("95% CI low (%)", format="%.1f"),
+            "ci_high": st.column_config.NumberColumn("95% CI high (%)", format="%.1f"),
             "published_share": None,
             "published": st.column_config.TextColumn(
                 "Kurita et al. %", help="Table 5, bert-base-uncased; shown only for the paper's list, size, template and model."),

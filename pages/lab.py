@@ -270,9 +270,9 @@ def show_report(report: lab.LabReport) -> None:
 
     st.markdown("**Open a result in the pair inspector** (with this lab model selected): the pair that shows each metric's result best.")
     inspectable = [k for k in frame["key"] if k in PAPER_METRICS]
-    cols = st.columns(len(inspectable))
-    for col, key in zip(cols, inspectable):
-        if col.button(f"Inspect {METRICS[key].name}", key=S + f"inspect_{key}", icon=":material/compare_arrows:", width="stretch",
+    buttons = st.container(horizontal=True, gap="small")  # a row that wraps: no label broken mid-word on a laptop
+    for key in inspectable:
+        if buttons.button(f"Inspect {METRICS[key].name}", key=S + f"inspect_{key}", icon=":material/compare_arrows:", width="content",
                       help=f"The held-out pair with {METRICS[key].name}'s largest margin in the direction of its bias score."):
             _inspect(report.model, report.telling_pair(key), key)
 
@@ -376,7 +376,9 @@ if chosen is not None:
             icon=":material/inventory_2:",
         )
     if model is not None:
-        st.caption(f"Model folder: `{model.path}` (choose it in the sidebar's **Model** box to use it on every page).")
+        st.caption(f"Choose *{ui.settings.lab_model_name(model)}* in the sidebar's **Model** box to use it on every page.")
+        with st.expander("Model folder"):
+            st.caption(f"`{model.path}`: an ordinary model folder; the command line and the Python API load it too.")
         report = report_of(model)
         if report is not None:
             show_report(report)

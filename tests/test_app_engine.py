@@ -284,7 +284,8 @@ def test_the_aligned_token_chart_pairs_both_sentences_on_one_axis(pair_inspectio
     assert set(row["side_name"]) <= {"Stereotypical", "Anti-stereotypical"} and " / " in row["row"].iloc[0]
     spec = figures.aligned_token_chart(aligned, "aula_contribution").to_dict()
     assert spec["layer"][0]["encoding"]["yOffset"]["field"] == "side_name"  # both sentences share the x axis
-    assert spec["height"] == figures.rows_height(len(shown), figures.ALIGNED_ROW_HEIGHT)  # grows with the tokens
+    # grows with the tokens, plus room for its title and axis (the app fits the whole figure into the height)
+    assert spec["height"] == figures.rows_height(len(shown), figures.ALIGNED_ROW_HEIGHT) + figures.ALIGNED_FRAME_HEIGHT
     assert figures.rows_height(1) == figures.MIN_HEIGHT and figures.rows_height(40) == 40 * figures.ROW_HEIGHT
     assert "<svg" in figures.to_svg(figures.aligned_token_chart(aligned, "logprob"))
     with pytest.raises(ValueError):

@@ -143,7 +143,11 @@ def test_pin_edit_and_compare(app_env):
 
 def test_attention_drill_down_controls(app_env):
     at = run_app()
+    closed = len(at.get("vega_lite_chart"))
+    at.session_state[S + "att_open"] = True  # drawn only once opened
+    at.run()
     before = len(at.get("vega_lite_chart"))
+    assert before == closed + 2  # the attention matrix and the layer x head overview
     at.selectbox(key=S + "att_layer").set_value("2").run()
     at.selectbox(key=S + "att_head").set_value("1").run()
     at.toggle(key=S + "att_hide").set_value(False).run()

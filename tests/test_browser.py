@@ -425,7 +425,7 @@ def test_a_first_run_offline_has_no_red_and_the_lab_model_fits_every_page(browse
             assert "custom" not in text.lower().split() and "association-" not in text, path
         page.locator('[data-testid="stSidebarNav"] a').nth(OFFLINE_PAGES.index("kurita")).click()
         settle(page)
-        assert "John/Mary" in page.get_by_label("Target pairs (first/second)").input_value()  # its own group words
+        assert "John/Mary" in page.get_by_role("textbox", name="Target pairs (first/second)").input_value()  # its own group words
         screenshot(page, "offline-lab-kurita")
     finally:
         context.close()
