@@ -122,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     lev.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
     lev.add_argument("--out", default=None, help="write pairs.csv and summary.json here (one subfolder per scenario with --preset all)")
     lev.set_defaults(func=cmd_lab_evaluate)
+    __import__("biaslens.sweep_cli", fromlist=["add_sweep_parser"]).add_sweep_parser(lab_sub)  # `lab sweep`
 
     from .kurita import add_kurita_arguments, cmd_kurita
 

@@ -56,11 +56,16 @@ FULL_ASSOCIATIONS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 FULL_RATIOS = (1.0, 3.0, 10.0)
 FULL_SEEDS = (0, 1, 2)
 
-#: Worker processes by default. Measured on the 2-core development machine (README, "Sweep"):
-#: see `MEASURED_SPEEDUP`.
+#: Worker processes by default: 1, because 2 gave no gain on the 2-core development machine (`MEASURED_SPEEDUP`).
 DEFAULT_WORKERS = 1
-#: Speed-up of 2 worker processes over 1, measured on the development machine (2 CPU cores); used by `estimate_sweep`.
-MEASURED_SPEEDUP = {1: 1.0, 2: 1.0}
+#: Speed-up of n worker processes over 1, measured with `benchmarks/bench_sweep.py workers` on the development
+#: machine (2 CPU cores, shared: load average 8-10); used by `estimate_sweep`, which assumes no further gain beyond.
+MEASURED_SPEEDUP = {1: 1.0, 2: 0.84}
+
+
+def measured_speedup(workers: int) -> float:
+    """The measured speed-up of `workers` processes (beyond the largest count measured: that count's)."""
+    return MEASURED_SPEEDUP[max(k for k in MEASURED_SPEEDUP if k <= max(1, workers))]
 
 #: Seconds per training step of the default model (hidden 64, 2 layers, batch 64) on one
 #: core of the development machine, and seconds to score the 48 held-out pairs with every
@@ -437,7 +442,7 @@ class _Clock:
             left = left_units * (now - self.training_began) / units  # the rate measured in this run
         else:
             parallel = min(self.workers, max(1, self.to_train))
-            left = left_units * self.seconds_per_cell / MEASURED_SPEEDUP.get(parallel, parallel)
+            left = left_units * self.seconds_per_cell / measured_speedup(parallel)
         return SweepProgress(len(done), self.total, trained, len(done) - trained, now - self.started, left, running, cell)
 
 
@@ -469,6 +474,7 @@ def _train_in_workers(cells, pending, common, workers, done, report, stop) -> bo
     stop_event, progress_queue = ctx.Event(), ctx.Queue()
     threads = max(1, (os.cpu_count() or 1) // workers)
     running: dict[int, float] = {}
+    finished_cells: set[int] = set()
     stopped = False
     pool = ProcessPoolExecutor(min(workers, len(pending)), mp_context=ctx, initializer=_init_worker,
                                initargs=(stop_event, progress_queue, threads))
@@ -482,9 +488,11 @@ def _train_in_workers(cells, pending, common, workers, done, report, stop) -> bo
                     i, fraction = progress_queue.get_nowait()
                 except queue_module.Empty:
                     break
-                running[i] = fraction
+                if i not in finished_cells:  # a late message of a cell already done
+                    running[i] = fraction
             for future in finished:
                 i = futures[future]
+                finished_cells.add(i)
                 running.pop(i, None)
                 if future.cancelled():
                     continue
@@ -529,7 +537,7 @@ def estimate_cell_seconds(base: lab.LabSettings, models_dir: str | Path | None =
     per_step = [
         m.training["seconds"] / m.settings.steps
         for m in lab.list_lab_models(models_dir)
-        if all(getattr(m.settings, k) == getattr(base, k) for k in _SHAPE) and m.training.get("seconds") and m.settings.steps >= 20
+        if all(getattr(m.settings, k) == getattr(base, k) for k in _SHAPE) and m.training.get("seconds")
     ]
     if per_step:
         seconds = float(np.median(per_step)) * base.steps + REF_EVAL_SECONDS
@@ -563,8 +571,7 @@ def estimate_sweep(grid: SweepGrid, *, models_dir: str | Path | None = None, wor
     to_train = len(grid) - cached
     per_cell, source = estimate_cell_seconds(grid.base, models_dir)
     parallel = max(1, min(workers, to_train))
-    speedup = MEASURED_SPEEDUP.get(parallel, float(parallel))
-    seconds = to_train * per_cell / speedup + cached * 0.5
+    seconds = to_train * per_cell / measured_speedup(parallel) + cached * 0.5
     return SweepEstimate(len(grid), cached, to_train, per_cell, seconds, workers, source)
 
 
@@ -745,9 +752,20 @@ RANK_CRITERIA = (
 )
 
 
+#: Order of the groups in the ranking: metrics that track the planted association first, inverted ones last.
+TRACKS_ORDER = {"yes": 0, "no evidence": 1, "n/a": 2, "inverted": 3}
+
+
 def ranking(validity: Sequence[MetricValidity]) -> pd.DataFrame:
-    """One row per metric, best first: the criteria, a rank on each (1 = best; ties share the average rank; a criterion
-    the sweep cannot measure, e.g. false alarms without a ratio above 1, is left out), and `overall`, the mean of the ranks."""
+    """One row per metric, best first.
+
+    Each criterion of `RANK_CRITERIA` gets a rank (1 = best; ties share the average rank; a
+    criterion the sweep cannot measure, e.g. false alarms without a ratio above 1, is left
+    out) and `overall` is the mean of the ranks. Metrics are ordered first by whether they
+    track the planted association at all (`MetricValidity.tracks`: yes, no evidence, n/a,
+    inverted), then by `overall`, then by rho: a metric that is quiet, steady and blind to
+    frequency but does not follow the planted bias never ranks above one that does.
+    """
     from scipy.stats import rankdata
 
     frame = pd.DataFrame([v.to_dict() for v in validity])
@@ -764,7 +782,9 @@ def ranking(validity: Sequence[MetricValidity]) -> pd.DataFrame:
         frame[f"rank_{column}"] = ranks
         rank_columns.append(f"rank_{column}")
     frame["overall"] = frame[rank_columns].mean(axis=1, skipna=True)
-    frame = frame.sort_values(["overall", "rho"], ascending=[True, False], na_position="last", kind="stable").reset_index(drop=True)
+    frame["_group"] = frame["tracks"].map(TRACKS_ORDER)
+    frame = frame.sort_values(["_group", "overall", "rho"], ascending=[True, True, False], na_position="last", kind="stable")
+    frame = frame.drop(columns="_group").reset_index(drop=True)
     frame.insert(0, "place", range(1, len(frame) + 1))
     return frame
 
@@ -876,7 +896,8 @@ READING = (
     "*prefers-A drift*: how much more often the metric prefers the sentence naming the frequent group at the largest ratio "
     "than at ratio 1 (points; the pairs are balanced, so this does not move the bias score). *seed sd*: the standard deviation "
     "of the bias score across training seeds at a fixed setting (pooled over settings): the same held-out pairs, only "
-    "training differs. The place orders the metrics by the mean of their ranks on rho, false alarms, |drift| and seed sd."
+    "training differs. *place*: metrics whose rho interval lies above 0 (*tracks: yes*) come first, inverted ones last; "
+    "within each group, the mean of their ranks on rho, false alarms, |drift| and seed sd."
 )
 LIMITS = (
     "**What it cannot show.** These are small BERTs trained for seconds on template sentences over a vocabulary of under a "
