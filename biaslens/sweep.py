@@ -815,7 +815,7 @@ def dose_response_chart(cells: pd.DataFrame, title: str = "Bias score against th
     order = [METRICS[k].name if k in METRICS else k for k in sorted(spread["key"].unique(), key=_metric_order)]
     data = spread.assign(panel=[f"frequency ratio {r:g}" for r in spread["frequency_ratio"]])
     color = alt.Color("metric:N", title=None, sort=order, scale=alt.Scale(domain=order, range=list(PALETTE[: len(order)])),
-                      legend=alt.Legend(orient="top"))
+                      legend=alt.Legend(orient="top", symbolOpacity=1, symbolType="circle"))
     x = alt.X("association:Q", title="planted association P(X | A)", scale=alt.Scale(domain=[0.5, 1.0]))
     y_scale = alt.Scale(domain=[0, 100])
     band = alt.Chart().mark_area(opacity=0.18).encode(x=x, y=alt.Y("min:Q", title="bias score (%)", scale=y_scale), y2="max:Q", color=color)
@@ -831,7 +831,8 @@ def dose_response_chart(cells: pd.DataFrame, title: str = "Bias score against th
     chart = alt.layer(band, line, fifty, data=data).properties(width=width, height=300).facet(
         column=alt.Column("panel:N", title=None, sort=panels)
     )
-    return _style(chart.properties(title=title))
+    subtitle = "line: mean over seeds · band: lowest to highest seed · dashed: 50, no bias"
+    return _style(chart.properties(title=alt.Title(title, subtitle=subtitle, subtitleFontSize=13)))
 
 
 def dose_response_svg(cells: pd.DataFrame) -> str:

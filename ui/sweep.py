@@ -235,6 +235,9 @@ def section(base: lab.LabSettings | None, compat: str) -> None:
             server.check_lab(grid.base)
         except Exception as exc:  # a LimitError: training switched off, or a knob above a cap
             refused = exc
+    if refused is not None:
+        st.session_state[_RUNNING] = None  # e.g. training switched off while a sweep was on its way: it stops here
+        running = False
     if not running:
         st.info(f"**Cost:** {estimate.text()}", icon=":material/timer:")
         if refused is not None:
@@ -242,7 +245,7 @@ def section(base: lab.LabSettings | None, compat: str) -> None:
         elif estimate.to_train:
             st.button("Run the sweep", type="primary", icon=":material/play_arrow:", key=P + "run", on_click=_start, args=(key,),
                       help="Trains the models not in the cache yet, scores every model. Stop keeps the finished models.")
-    if running and refused is None:
+    if running:
         st.button("Stop", icon=":material/stop_circle:", key=P + "stop", on_click=_stop,
                   help="Stop the sweep. Finished models stay in the cache: running again resumes from there.")
         result = _run(grid, compat, workers)
