@@ -28,6 +28,7 @@ RATIO_CHOICES = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0)
 #: Session state: grid key -> SweepResult (finished or partial), and the grid being run (until done or stopped).
 _RESULTS = P + "results"
 _RUNNING = P + "running"
+_START = "start"
 
 
 def _defaults() -> None:
@@ -62,9 +63,10 @@ def _key(grid: sweep.SweepGrid, compat: str) -> str:
     return json.dumps({"grid": grid.to_dict(), "compat": compat}, sort_keys=True)
 
 
-def _start(key: str) -> None:
-    st.session_state[_RUNNING] = key
-    _results().pop(key, None)  # drawn afresh from the cache once the run stops or ends
+def _start() -> None:
+    # The grid is read when the script runs next: a click that interrupts the redraw after a change of the knobs
+    # runs the grid the knobs now describe.
+    st.session_state[_RUNNING] = _START
 
 
 def _stop() -> None:
@@ -150,7 +152,8 @@ def show_results(result: sweep.SweepResult, *, live: bool = False) -> None:
         st.altair_chart(chart, width="stretch", theme=None)
     else:
         charts.show(chart, P + "chart")
-    st.markdown("**Which metric can you trust?** Metrics ranked by the mean of their ranks on the four criteria.")
+    st.markdown("**Which metric can you trust?** Metrics that track the planted bias (rho's interval above 0) first, inverted ones "
+                "last; within each group, by the mean of their ranks on rho, false alarms, drift and seed spread.")
     _number_table(ranking_table(analysis), Place=st.column_config.NumberColumn(format="%d"))
     if live:
         return
@@ -228,6 +231,9 @@ def section(base: lab.LabSettings | None, compat: str) -> None:
     estimate = sweep.estimate_sweep(grid, workers=workers)
     key = _key(grid, compat)
     results = _results()
+    if st.session_state.get(_RUNNING) == _START:
+        st.session_state[_RUNNING] = key
+        results.pop(key, None)  # drawn afresh from the caches once the run stops or ends
     running = st.session_state.get(_RUNNING) == key
     refused = None
     if estimate.to_train:
@@ -243,7 +249,7 @@ def section(base: lab.LabSettings | None, compat: str) -> None:
         if refused is not None:
             feedback.show_error(refused)
         elif estimate.to_train:
-            st.button("Run the sweep", type="primary", icon=":material/play_arrow:", key=P + "run", on_click=_start, args=(key,),
+            st.button("Run the sweep", type="primary", icon=":material/play_arrow:", key=P + "run", on_click=_start,
                       help="Trains the models not in the cache yet, scores every model. Stop keeps the finished models.")
     if running:
         st.button("Stop", icon=":material/stop_circle:", key=P + "stop", on_click=_stop,
