@@ -804,9 +804,12 @@ def analyse(cells: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> SweepA
 # ---------------------------------------------------------------------------------------
 
 
-def dose_response_chart(cells: pd.DataFrame, title: str = "Bias score against the planted association") -> Any:
+def dose_response_chart(
+    cells: pd.DataFrame, title: str = "Bias score against the planted association", *, width: int = 760, columns: int = 3
+) -> Any:
     """Bias score against planted association, one line per metric (the mean over seeds) and a band from the lowest
-    to the highest seed; one panel per frequency ratio; the dashed line is 50 (no bias). An Altair chart."""
+    to the highest seed; one panel per frequency ratio, `columns` panels a row, about `width` pixels wide in all; the
+    dashed line is 50 (no bias). An Altair chart."""
     import altair as alt
 
     from .figures import NEUTRAL_COLOR, PALETTE, _style
@@ -827,9 +830,10 @@ def dose_response_chart(cells: pd.DataFrame, title: str = "Bias score against th
     )
     fifty = alt.Chart().mark_rule(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(y=alt.datum(50))
     panels = data["panel"].unique().tolist()
-    width = 320 if len(panels) > 1 else 520
-    chart = alt.layer(band, line, fifty, data=data).properties(width=width, height=300).facet(
-        column=alt.Column("panel:N", title=None, sort=panels)
+    across = max(1, min(columns, len(panels)))
+    panel_width = max(160, (width - 90) // across - 20)  # room for the y axis and the gaps between panels
+    chart = alt.layer(band, line, fifty, data=data).properties(width=panel_width, height=280).facet(
+        facet=alt.Facet("panel:N", title=None, sort=panels), columns=across
     )
     subtitle = "line: mean over seeds · band: lowest to highest seed · dashed: 50, no bias"
     return _style(chart.properties(title=alt.Title(title, subtitle=subtitle, subtitleFontSize=13)))

@@ -95,12 +95,10 @@ def grid_from_args(args: argparse.Namespace) -> Any:
     )
 
 
-def _fmt(x: float, digits: int = 2) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
-
-
 def format_ranking(ranking: Any) -> str:
     """The ranking as a text table for the terminal."""
+    from .cli import _fmt
+
     lines = [f"{'':>3} {'metric':<13}{'tracks':<12}{'rho [95% CI]':<22}{'slope':>7}{'false al.':>11}{'drift A':>9}{'seed sd':>9}"]
     for r in ranking.itertuples():
         rho = f"{_fmt(r.rho)} [{_fmt(r.rho_ci_low)}, {_fmt(r.rho_ci_high)}]"

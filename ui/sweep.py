@@ -127,8 +127,7 @@ def ranking_table(analysis: sweep.SweepAnalysis) -> pd.DataFrame:
             "Metric": r["metric"],
             "Tracks the bias": r["tracks"],
             "Spearman's rho": r["rho"],
-            "rho 95% CI low": r["rho_ci_low"],
-            "rho 95% CI high": r["rho_ci_high"],
+            "rho 95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else "n/a" for lo, hi in zip(r["rho_ci_low"], r["rho_ci_high"])],
             "Slope (points per unit)": r["slope"],
             "False alarms (0.5, ratio > 1)": [pct(v, n) for v, n in zip(r["false_alarm_rate"], r["false_alarm_models"])],
             "Control alarms (0.5, ratio 1)": [pct(v, n) for v, n in zip(r["control_alarm_rate"], r["control_models"])],
@@ -147,7 +146,7 @@ def show_results(result: sweep.SweepResult, *, live: bool = False) -> None:
     done, total = len(result.cells), len(result.grid)
     state = "so far" if live else "(stopped: run again to resume)" if done < total else ""
     st.markdown(f"**{done} of {total} models** {state}".strip())
-    chart = sweep.dose_response_chart(frame)
+    chart = sweep.dose_response_chart(frame, width=560, columns=2)  # fits the page's main column at 1024 px with the sidebar
     if live:
         st.altair_chart(chart, width="stretch", theme=None)
     else:
