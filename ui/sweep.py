@@ -157,6 +157,7 @@ def show_results(result: sweep.SweepResult, *, live: bool = False) -> None:
     if live:
         return
     st.caption(sweep.READING)
+    st.caption(sweep.LIMITS)
     with st.expander(f"Every model's scores ({done} models × {frame['key'].nunique()} metrics)", icon=":material/table_rows:"):
         cells = frame[["association", "frequency_ratio", "seed", "metric", "bias_score", "ci_low", "ci_high", "verdict",
                        "group_a_preference", "corpus_association", "corpus_frequency_ratio", "trained_here"]]
