@@ -188,13 +188,10 @@ class SweepStopped(Exception):
     """Raised inside a cell's training when the sweep is stopped (the cell is not kept)."""
 
 
-#: Columns of a cell's rows besides those of `lab.LabReport.frame`.
-CELL_COLUMNS = ("cell", "corpus_association", "corpus_frequency_ratio", "trained_here", "train_seconds", "eval_seconds")
-
-
 @dataclass(frozen=True)
 class CellResult:
-    """One finished cell: its settings and one row per metric (the columns of `lab.LabReport.frame` plus `CELL_COLUMNS`)."""
+    """One finished cell: its settings and one row per metric: the columns of `lab.LabReport.frame`, plus `cell` (its index
+    in the grid), `corpus_association`, `corpus_frequency_ratio` (`corpus_truth`), `trained_here`, `train_seconds`, `eval_seconds`."""
 
     index: int
     settings: lab.LabSettings
