@@ -16,6 +16,7 @@ import ui.resources
 import ui.runs
 import ui.settings
 import ui.state
+import ui.sweep
 from biaslens import figures, lab
 from biaslens.metrics import METRICS, PAPER_METRICS
 
@@ -384,3 +385,4 @@ if chosen is not None:
             show_report(report)
 
 show_comparison()
+ui.sweep.section(chosen, settings.compat)

@@ -149,6 +149,11 @@ class LineProgress:
         if refresh:
             self.refresh()
 
+    def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
+        self.postfix = text
+        if refresh:
+            self.refresh()
+
     def close(self) -> None:
         if self.closed:
             return

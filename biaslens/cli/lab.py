@@ -37,7 +37,9 @@ def register(sub: Any) -> argparse.ArgumentParser:
     lev.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
     lev.add_argument("--out", default=None, help="write pairs.csv and summary.json here (one subfolder per scenario with --preset all)")
     lev.set_defaults(func=cmd_lab_evaluate)
-    # `lab sweep` (biaslens/sweep_cli.py, planned) plugs in here: register its parser on `lab_sub`.
+    from .lab_sweep import add_sweep_parser
+
+    add_sweep_parser(lab_sub)
     return lab
 
 

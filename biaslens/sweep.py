@@ -1,0 +1,961 @@
+"""Which metric can you trust? A dose-response validity study in the bias lab.
+
+One lab model at one strength cannot say whether a metric *tracks* bias, raises false
+alarms from word frequency alone, or moves with the training seed. A sweep trains a grid
+of lab models (association strengths x frequency ratios x seeds, on one base recipe) and
+scores every model's held-out pairs with every metric, as Kaneko, Bollegala & Okazaki
+(EACL 2023) do with fine-tuned copies of a model on corpora of controlled proportions:
+
+- every cell is an ordinary lab model (`biaslens.lab.train_lab_model`), found in or added
+  to the lab cache, so a sweep run again costs nothing and an interrupted one resumes;
+  its scores are those of `biaslens.lab.evaluate_lab` (kept in the result cache);
+- the planted truth of a cell is the corpus generator's settings (and the association and
+  frequency ratio counted in the generated corpus), never a metric;
+- `analyse` reports per metric Spearman's rho between planted association and bias score
+  (bootstrap 95% interval over models), the slope, the false-alarm rate where only
+  frequencies differ, the *prefers group A* drift with the frequency ratio and the spread
+  across seeds, and ranks the metrics on these criteria (`ranking`);
+- `dose_response_chart` draws bias score against association, one line per metric, with
+  the range over seeds as a band.
+
+Cells train in parallel worker processes (`workers`), each on one thread.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import queue as queue_module
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import lab
+from .errors import InputError, LimitError
+from .metrics import METRICS, parse_metrics
+
+# ---------------------------------------------------------------------------------------
+# The grid
+# ---------------------------------------------------------------------------------------
+
+#: The reduced recipe of the default grid: fewer steps than a single lab model (1,000).
+QUICK_STEPS = 800
+QUICK_CORPUS = 4000
+
+DEFAULT_ASSOCIATIONS = (0.5, 0.7, 0.85, 1.0)
+DEFAULT_RATIOS = (1.0, 3.0)
+DEFAULT_SEEDS = (0, 1)
+FULL_ASSOCIATIONS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+FULL_RATIOS = (1.0, 3.0, 10.0)
+FULL_SEEDS = (0, 1, 2)
+
+#: Worker processes by default: 1, because 2 gave no gain on the 2-core development machine (`MEASURED_SPEEDUP`).
+DEFAULT_WORKERS = 1
+#: Speed-up of n worker processes over 1, measured with `benchmarks/bench_sweep.py workers` on the development
+#: machine (2 CPU cores, shared: load average 8-10); used by `estimate_sweep`, which assumes no further gain beyond.
+MEASURED_SPEEDUP = {1: 1.0, 2: 0.84}
+
+
+def measured_speedup(workers: int) -> float:
+    """The measured speed-up of `workers` processes (beyond the largest count measured: that count's)."""
+    return MEASURED_SPEEDUP[max(k for k in MEASURED_SPEEDUP if k <= max(1, workers))]
+
+#: Seconds per training step of the default model (hidden 64, 2 layers, batch 64) on one
+#: core of the development machine, and seconds to score the 48 held-out pairs with every
+#: metric: the estimate before any model of the recipe has been trained here.
+REF_SECONDS_PER_STEP = 0.02
+REF_EVAL_SECONDS = 4.0
+
+
+def quick_recipe(base: lab.LabSettings | None = None) -> lab.LabSettings:
+    """`base` (default: the lab's defaults) at the reduced recipe of the default grid."""
+    return replace(base or lab.LabSettings(), steps=QUICK_STEPS, corpus_size=QUICK_CORPUS)
+
+
+def _numbers(values: Any, name: str, kind: type) -> tuple:
+    if isinstance(values, (int, float, str)):
+        values = [values]
+    out = []
+    for v in values:
+        try:
+            number = kind(float(v)) if kind is int else float(v)
+        except (TypeError, ValueError):
+            raise InputError(f"{name} must be numbers, got {v!r}.") from None
+        if kind is int and float(v) != number:
+            raise InputError(f"{name} must be whole numbers, got {v!r}.")
+        out.append(number)
+    if not out:
+        raise InputError(f"{name} needs at least one value.")
+    return tuple(sorted(set(out)))
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """Association strengths x frequency ratios x seeds on one base recipe (`base`: words, templates, model, steps)."""
+
+    associations: tuple[float, ...] = DEFAULT_ASSOCIATIONS
+    ratios: tuple[float, ...] = DEFAULT_RATIOS
+    seeds: tuple[int, ...] = DEFAULT_SEEDS
+    base: lab.LabSettings = field(default_factory=quick_recipe)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "associations", _numbers(self.associations, "associations", float))
+        object.__setattr__(self, "ratios", _numbers(self.ratios, "frequency ratios", float))
+        object.__setattr__(self, "seeds", _numbers(self.seeds, "seeds", int))
+        if any(s < 0 for s in self.seeds):
+            raise InputError(f"seeds must be 0 or more, got {min(self.seeds)}.")
+        if not isinstance(self.base, lab.LabSettings):
+            raise InputError("base must be lab settings (biaslens.lab.LabSettings).")
+        for a in self.associations:
+            if not 0.5 <= a <= 1.0:
+                raise InputError(f"associations must lie between 0.5 (none) and 1 (total), got {a:g}.")
+        for r in self.ratios:
+            if not 1.0 <= r <= 100.0:
+                raise InputError(f"frequency ratios must lie between 1 and 100, got {r:g}.")
+
+    @classmethod
+    def default(cls, base: lab.LabSettings | None = None) -> "SweepGrid":
+        """4 strengths x ratios 1 and 3 x 2 seeds at the reduced recipe: 16 models, minutes on 2 cores."""
+        return cls(DEFAULT_ASSOCIATIONS, DEFAULT_RATIOS, DEFAULT_SEEDS, quick_recipe(base))
+
+    @classmethod
+    def full(cls, base: lab.LabSettings | None = None) -> "SweepGrid":
+        """0.5, 0.6, ..., 1.0 x ratios 1, 3, 10 x 3 seeds at the lab's own recipe: 54 models, for an unattended run."""
+        return cls(FULL_ASSOCIATIONS, FULL_RATIOS, FULL_SEEDS, base or lab.LabSettings())
+
+    def cells(self) -> list[lab.LabSettings]:
+        """The settings of every cell, seed by seed, then ratio, then association, so that an unfinished sweep
+        already has whole dose-response curves (one per ratio) of its first seeds."""
+        return [
+            replace(self.base, association=a, frequency_ratio=r, seed=s) for s in self.seeds for r in self.ratios for a in self.associations
+        ]
+
+    def __len__(self) -> int:
+        return len(self.associations) * len(self.ratios) * len(self.seeds)
+
+    def describe(self) -> str:
+        b = self.base
+        return (
+            f"{len(self)} models: associations {', '.join(f'{a:g}' for a in self.associations)} x frequency ratios "
+            f"{', '.join(f'{r:g}' for r in self.ratios)} x seeds {', '.join(str(s) for s in self.seeds)}; "
+            f"{b.steps:,} steps, {b.corpus_size:,} sentences, {b.num_layers} layers of {b.hidden_size}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        base = {k: v for k, v in self.base.to_dict().items() if k not in ("association", "frequency_ratio", "seed")}
+        return {"associations": list(self.associations), "ratios": list(self.ratios), "seeds": list(self.seeds), "base": base}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SweepGrid":
+        return cls(data["associations"], data["ratios"], data["seeds"], lab.LabSettings.from_dict(data.get("base", {})))
+
+
+# ---------------------------------------------------------------------------------------
+# The planted truth, counted in the generated corpus
+# ---------------------------------------------------------------------------------------
+
+
+def corpus_truth(settings: lab.LabSettings) -> tuple[float, float]:
+    """(association, frequency ratio) as they occur in the corpus `lab.generate_corpus` writes for these settings.
+
+    The generator is stratified, so both equal the settings up to rounding (a sentence per word).
+    """
+    a_words = set(settings.group_a)
+    own = {**{w: set(settings.attributes_x) for w in settings.group_a}, **{w: set(settings.attributes_y) for w in settings.group_b}}
+    n_a = n_own = 0
+    corpus = lab.generate_corpus(settings)
+    for s in corpus:
+        name, attribute = s.text[slice(*s.name_span)], s.text[slice(*s.attribute_span)]
+        n_a += name in a_words
+        n_own += attribute in own[name]
+    n_b = len(corpus) - n_a
+    return n_own / len(corpus), (n_a / len(a_words)) / (n_b / len(settings.group_b)) if n_b else math.inf
+
+
+# ---------------------------------------------------------------------------------------
+# One cell: train (or find) and score
+# ---------------------------------------------------------------------------------------
+
+
+class SweepStopped(Exception):
+    """Raised inside a cell's training when the sweep is stopped (the cell is not kept)."""
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One finished cell: its settings and one row per metric: the columns of `lab.LabReport.frame`, plus `cell` (its index
+    in the grid), `corpus_association`, `corpus_frequency_ratio` (`corpus_truth`), `trained_here`, `train_seconds`, `eval_seconds`."""
+
+    index: int
+    settings: lab.LabSettings
+    frame: pd.DataFrame
+    trained_here: bool
+    train_seconds: float
+    eval_seconds: float
+
+
+def _run_cell(
+    index: int,
+    settings: lab.LabSettings,
+    models_dir: str | None,
+    metrics: tuple[str, ...],
+    compat: str,
+    cache_path: str | None,
+    train: bool,
+    max_cell_seconds: float | None,
+    on_step: Callable[[int, int], None] | None,
+) -> CellResult | None:
+    """Train (or find) and score one cell; None if it is not trained and `train` is False."""
+    from .cache import ResultCache
+
+    model = lab.find_lab_model(settings, models_dir)
+    trained_here = False
+    if model is None:
+        if not train:
+            return None
+        started = time.monotonic()
+
+        def step(done: int, total: int, _loss: float) -> None:
+            if max_cell_seconds is not None and time.monotonic() - started > max_cell_seconds:
+                raise LimitError(
+                    f"Training one model of the sweep took over {max_cell_seconds:,.0f} s, this server's limit: "
+                    "fewer steps, a smaller corpus or a smaller model train faster."
+                )
+            if on_step is not None:
+                on_step(done, total)
+
+        model = lab.train_lab_model(settings, cache_dir=models_dir, progress=step)
+        trained_here = True
+    started = time.perf_counter()
+    cache = ResultCache(cache_path) if cache_path else None
+    report = lab.evaluate_lab(model, metrics=list(metrics), cache=cache, compat=compat)
+    eval_seconds = time.perf_counter() - started
+    association, ratio = corpus_truth(settings)
+    train_seconds = float(model.training.get("seconds", math.nan))
+    frame = report.frame().assign(
+        cell=index,
+        corpus_association=association,
+        corpus_frequency_ratio=ratio,
+        trained_here=trained_here,
+        train_seconds=train_seconds,
+        eval_seconds=round(eval_seconds, 3),
+    )
+    return CellResult(index, settings, frame, trained_here, train_seconds, eval_seconds)
+
+
+# Worker processes: a stop event and a progress queue, given at start (spawn).
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(stop_event: Any, progress_queue: Any, threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    _WORKER.update(stop=stop_event, queue=progress_queue)
+
+
+def _worker_cell(index: int, settings: dict[str, Any], *args: Any) -> CellResult | None:
+    stop, progress_queue = _WORKER["stop"], _WORKER["queue"]
+    every = max(1, lab.LabSettings.from_dict(settings).steps // 40)
+
+    def on_step(done: int, total: int) -> None:
+        if stop.is_set():
+            raise SweepStopped()
+        if done % every == 0 or done == total:
+            progress_queue.put((index, done / total))
+
+    if stop.is_set():
+        raise SweepStopped()
+    return _run_cell(index, lab.LabSettings.from_dict(settings), *args, on_step=on_step)
+
+
+# ---------------------------------------------------------------------------------------
+# Running a sweep
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """Where a sweep stands: cells done (trained here or found in the cache) of `total`, and the time left."""
+
+    done: int
+    total: int
+    trained: int
+    found: int
+    elapsed: float
+    seconds_left: float | None  # None while there is nothing to go by
+    running: float = 0.0  # fraction of the cells in training that is done (0..workers)
+    cell: CellResult | None = None  # the cell that just finished, if any
+
+
+SweepCallback = Callable[[SweepProgress], None]
+
+
+@dataclass
+class SweepResult:
+    """The finished cells of a sweep (possibly fewer than the grid: stopped, or `train=False`)."""
+
+    grid: SweepGrid
+    cells: list[CellResult]
+    metrics: tuple[str, ...]
+    compat: str = "default"
+    stopped: bool = False
+    seconds: float = 0.0
+    workers: int = 1
+
+    @property
+    def complete(self) -> bool:
+        return len(self.cells) == len(self.grid)
+
+    def frame(self) -> pd.DataFrame:
+        """One row per cell and metric, in grid order: the planted truth, the bias score and its interval, prefers group A."""
+        if not self.cells:
+            return pd.DataFrame()
+        cells = sorted(self.cells, key=lambda c: c.index)
+        return pd.concat([c.frame for c in cells], ignore_index=True)
+
+    def analysis(self, **kwargs: Any) -> "SweepAnalysis":
+        return analyse(self.frame(), **kwargs)
+
+    def manifest(self) -> dict[str, Any]:
+        from .models import library_versions
+
+        return {
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "grid": self.grid.to_dict(),
+            "metrics": list(self.metrics),
+            "compat": self.compat,
+            "cells": len(self.grid),
+            "finished": len(self.cells),
+            "trained_here": sum(c.trained_here for c in self.cells),
+            "stopped": self.stopped,
+            "seconds": round(self.seconds, 2),
+            "workers": self.workers,
+            "cpu_count": os.cpu_count(),
+            "models": [str(c.frame["model"].iloc[0]) for c in sorted(self.cells, key=lambda c: c.index)],
+            "versions": library_versions(),
+        }
+
+
+def _cache_path(result_cache: bool | str | Path | None) -> str | None:
+    if result_cache is True:
+        from .paths import default_cache_dir
+
+        return str(default_cache_dir() / "results.sqlite")
+    return str(result_cache) if result_cache else None
+
+
+def run_sweep(
+    grid: SweepGrid,
+    *,
+    models_dir: str | Path | None = None,
+    metrics: Sequence[str] | str | None = None,
+    compat: str = "default",
+    result_cache: bool | str | Path | None = True,
+    workers: int = DEFAULT_WORKERS,
+    train: bool = True,
+    progress: SweepCallback | None = None,
+    stop: Callable[[], bool] | None = None,
+    max_cell_seconds: float | None = None,
+) -> SweepResult:
+    """Train (or find in the lab cache) and score every cell of `grid`.
+
+    `models_dir`: the lab models' folder (default `<cache>/lab`). `result_cache`: True = the
+    default result cache, a path = that SQLite file, False = none (every score computed).
+    `workers` > 1 trains cells in that many spawned processes (one torch thread each).
+    `train=False` scores only the cells already trained. `progress(SweepProgress)` is called
+    as cells finish (and during training); `stop()` is asked often: once it answers True the
+    sweep stops, keeps the finished cells and returns them with `stopped=True` (the cells in
+    training are abandoned; the lab cache never holds half a model). `max_cell_seconds`
+    caps one cell's training (`LimitError`).
+    """
+    keys = tuple(parse_metrics(metrics if metrics is not None else list(METRICS)))
+    if not isinstance(workers, int) or workers < 1:
+        raise InputError(f"workers must be a whole number, 1 or more, got {workers!r}.")
+    cells = grid.cells()
+    models = str(models_dir) if models_dir is not None else None
+    cache_path = _cache_path(result_cache)
+    common = (models, keys, compat, cache_path, train, max_cell_seconds)
+    pending = [i for i, s in enumerate(cells) if lab.find_lab_model(s, models) is None]
+    to_train = len(pending) if train else 0
+    clock = _Clock(len(cells), to_train, workers, estimate_cell_seconds(grid.base, models)[0])
+    done: list[CellResult] = []
+    stopped = False
+
+    def report(cell: CellResult | None = None, running: float = 0.0) -> None:
+        if progress is not None:
+            progress(clock.progress(done, running, cell))
+
+    report()
+    # Cells already trained first (they only need scoring), in the calling process.
+    waiting = set(pending)
+    for i in (i for i in range(len(cells)) if i not in waiting):
+        if stop is not None and stop():
+            stopped = True
+            break
+        cell = _run_cell(i, cells[i], *common, on_step=None)
+        if cell is not None:
+            done.append(cell)
+            report(cell)
+    if not stopped and train and pending:
+        clock.begin_training()
+        if workers == 1 or len(pending) == 1:
+            stopped = _train_here(cells, pending, common, done, report, stop)
+        else:
+            stopped = _train_in_workers(cells, pending, common, workers, done, report, stop)
+    return SweepResult(grid, sorted(done, key=lambda c: c.index), keys, compat, stopped, clock.elapsed(), workers)
+
+
+class _Clock:
+    """Time left from the work done so far: a cell to train is one unit, a cell found in the cache next to nothing."""
+
+    def __init__(self, total: int, to_train: int, workers: int, seconds_per_cell: float):
+        self.total, self.to_train, self.workers = total, to_train, workers
+        self.seconds_per_cell = seconds_per_cell
+        self.started = time.monotonic()
+        self.training_began: float | None = None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def begin_training(self) -> None:
+        self.training_began = time.monotonic()
+
+    def progress(self, done: list[CellResult], running: float, cell: CellResult | None) -> SweepProgress:
+        trained = sum(c.trained_here for c in done)
+        units = trained + running
+        left_units = max(0.0, self.to_train - units)
+        now = time.monotonic()
+        if left_units == 0:
+            left: float | None = 0.0
+        elif units > 0.05 and self.training_began is not None:
+            left = left_units * (now - self.training_began) / units  # the rate measured in this run
+        else:
+            parallel = min(self.workers, max(1, self.to_train))
+            left = left_units * self.seconds_per_cell / measured_speedup(parallel)
+        return SweepProgress(len(done), self.total, trained, len(done) - trained, now - self.started, left, running, cell)
+
+
+def _train_here(cells, pending, common, done, report, stop) -> bool:
+    """Train the pending cells one after the other in this process; True if stopped."""
+    for i in pending:
+        if stop is not None and stop():
+            return True
+
+        def on_step(step: int, total: int) -> None:
+            if stop is not None and stop():
+                raise SweepStopped()
+            if step % max(1, total // 40) == 0:
+                report(None, step / total)
+
+        try:
+            cell = _run_cell(i, cells[i], *common, on_step=on_step)
+        except SweepStopped:
+            return True
+        if cell is not None:
+            done.append(cell)
+            report(cell)
+    return False
+
+
+def _train_in_workers(cells, pending, common, workers, done, report, stop) -> bool:
+    """Train the pending cells in `workers` spawned processes; True if stopped."""
+    ctx = multiprocessing.get_context("spawn")
+    stop_event, progress_queue = ctx.Event(), ctx.Queue()
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    running: dict[int, float] = {}
+    finished_cells: set[int] = set()
+    stopped = False
+    pool = ProcessPoolExecutor(min(workers, len(pending)), mp_context=ctx, initializer=_init_worker,
+                               initargs=(stop_event, progress_queue, threads))
+    try:
+        futures: dict[Future, int] = {pool.submit(_worker_cell, i, cells[i].to_dict(), *common): i for i in pending}
+        waiting = set(futures)
+        while waiting:
+            finished, waiting = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
+            while True:
+                try:
+                    i, fraction = progress_queue.get_nowait()
+                except queue_module.Empty:
+                    break
+                if i not in finished_cells:  # a late message of a cell already done
+                    running[i] = fraction
+            for future in finished:
+                i = futures[future]
+                finished_cells.add(i)
+                running.pop(i, None)
+                if future.cancelled():
+                    continue
+                try:
+                    cell = future.result()
+                except SweepStopped:
+                    continue
+                if cell is not None:
+                    done.append(cell)
+                    report(cell, sum(running.values()))
+            if stop is not None and not stopped and stop():
+                stopped = True
+                stop_event.set()
+                for future in waiting:
+                    future.cancel()
+            elif finished == set() and running:
+                report(None, sum(running.values()))
+    except BaseException:
+        stop_event.set()  # the workers abandon their cells within one step
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress_queue.close()
+    return stopped
+
+
+# ---------------------------------------------------------------------------------------
+# The cost of a sweep, before it starts
+# ---------------------------------------------------------------------------------------
+
+
+_SHAPE = ("hidden_size", "num_layers", "num_heads", "batch_size")
+
+
+def estimate_cell_seconds(base: lab.LabSettings, models_dir: str | Path | None = None) -> tuple[float, str]:
+    """Seconds to train and score one cell of this recipe, and where the number comes from.
+
+    Measured: the median seconds per step of the lab models of the same shape (hidden size,
+    layers, heads, batch) trained on this machine, times the steps, plus scoring. Else
+    estimated from `REF_SECONDS_PER_STEP`, scaled by the batch and the model's size.
+    """
+    per_step = [
+        m.training["seconds"] / m.settings.steps
+        for m in lab.list_lab_models(models_dir)
+        if all(getattr(m.settings, k) == getattr(base, k) for k in _SHAPE) and m.training.get("seconds")
+    ]
+    if per_step:
+        seconds = float(np.median(per_step)) * base.steps + REF_EVAL_SECONDS
+        return seconds, f"measured on this machine ({len(per_step)} lab model{'s' if len(per_step) != 1 else ''} of this size)"
+    d = lab.LabSettings()
+    scale = (base.batch_size / d.batch_size) * (base.hidden_size / d.hidden_size) ** 2 * (base.num_layers / d.num_layers)
+    return REF_SECONDS_PER_STEP * max(scale, 0.05) * base.steps + REF_EVAL_SECONDS, "estimated (no model of this size trained here yet)"
+
+
+@dataclass(frozen=True)
+class SweepEstimate:
+    cells: int
+    cached: int  # already trained: only scored
+    to_train: int
+    seconds_per_cell: float
+    seconds: float  # wall time with `workers`
+    workers: int
+    source: str
+
+    def text(self) -> str:
+        from_cache = f"{self.cached} already trained (scored only), " if self.cached else ""
+        return (
+            f"{self.cells} models: {from_cache}{self.to_train} to train at about {self.seconds_per_cell:.0f} s each "
+            f"({self.source}); about {_duration(self.seconds)} with {self.workers} worker process{'es' if self.workers != 1 else ''}."
+        )
+
+
+def estimate_sweep(grid: SweepGrid, *, models_dir: str | Path | None = None, workers: int = DEFAULT_WORKERS) -> SweepEstimate:
+    """What a sweep will cost before it starts: cells to train x seconds per cell, over the workers' measured speed-up."""
+    cached = sum(lab.find_lab_model(s, models_dir) is not None for s in grid.cells())
+    to_train = len(grid) - cached
+    per_cell, source = estimate_cell_seconds(grid.base, models_dir)
+    parallel = max(1, min(workers, to_train))
+    seconds = to_train * per_cell / measured_speedup(parallel) + cached * 0.5
+    return SweepEstimate(len(grid), cached, to_train, per_cell, seconds, workers, source)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+# ---------------------------------------------------------------------------------------
+# Analysis (pure functions of the cells table)
+# ---------------------------------------------------------------------------------------
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rho (ties get average ranks); NaN with fewer than 3 values or a constant variable."""
+    from scipy.stats import rankdata
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
+
+
+def slope(x: Sequence[float], y: Sequence[float]) -> float:
+    """Least-squares slope of y on x (bias-score points per unit of association); NaN if x is constant."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 2 or np.ptp(x) == 0:
+        return math.nan
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def _bootstrap(x: np.ndarray, y: np.ndarray, statistic: Callable[[np.ndarray, np.ndarray], float], n_boot: int, seed: int) -> tuple[float, float]:
+    """Percentile 95% interval of statistic(x, y) over models resampled with replacement (NaN if most resamples are undefined)."""
+    if len(x) < 3:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    values = np.array([statistic(x[idx], y[idx]) for idx in rng.integers(0, len(x), size=(n_boot, len(x)))])
+    values = values[np.isfinite(values)]
+    if len(values) < n_boot / 2:
+        return math.nan, math.nan
+    low, high = np.quantile(values, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def _excludes_50(low: pd.Series, high: pd.Series) -> pd.Series:
+    return (low > 50.0) | (high < 50.0)
+
+
+def _alarm_rate(rows: pd.DataFrame, low: str = "ci_low", high: str = "ci_high") -> float:
+    """Share of the rows whose 95% interval (columns `low`, `high`) excludes 50; NaN without rows."""
+    return float(_excludes_50(rows[low], rows[high]).mean()) if len(rows) else math.nan
+
+
+@dataclass(frozen=True)
+class MetricValidity:
+    """How one metric behaves over the sweep's models (see `analyse`)."""
+
+    key: str
+    metric: str
+    models: int
+    rho: float  # Spearman, planted association vs bias score, over all models
+    rho_ci_low: float
+    rho_ci_high: float
+    slope: float  # bias-score points per unit of association (least squares)
+    slope_ci_low: float
+    slope_ci_high: float
+    false_alarm_rate: float  # association 0.5, ratio > 1: share of models whose 95% interval excludes 50
+    false_alarm_models: int
+    control_alarm_rate: float  # association 0.5, ratio 1: the same share where nothing differs at all
+    control_models: int
+    preference_drift: float  # mean "prefers group A" at the largest ratio minus at ratio 1 (points)
+    preference_rho: float  # Spearman, frequency ratio vs "prefers group A", over all models
+    preference_alarm_rate: float  # ratio > 1: share of models whose group-A interval excludes 50
+    seed_sd: float  # pooled standard deviation of the bias score across seeds, over the cells with 2+ seeds
+
+    @property
+    def tracks(self) -> str:
+        """'yes' when the interval of rho lies above 0, 'no evidence' when it contains 0, 'inverted' below, 'n/a'."""
+        if math.isnan(self.rho_ci_low):
+            return "n/a"
+        return "yes" if self.rho_ci_low > 0 else "inverted" if self.rho_ci_high < 0 else "no evidence"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "tracks": self.tracks}
+
+
+@dataclass(frozen=True)
+class SweepAnalysis:
+    """Everything `analyse` finds: one `MetricValidity` per metric and the tables behind it."""
+
+    validity: list[MetricValidity]
+    ranking: pd.DataFrame  # one row per metric, best first
+    seed_spread: pd.DataFrame  # per metric, association and ratio: mean, sd, min, max over seeds
+    frequency_drift: pd.DataFrame  # per metric and ratio: mean "prefers group A" and its alarms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metrics": [v.to_dict() for v in self.validity],
+            "ranking": self.ranking.to_dict(orient="records"),
+            "seed_spread": self.seed_spread.to_dict(orient="records"),
+            "frequency_drift": self.frequency_drift.to_dict(orient="records"),
+        }
+
+
+def seed_spread(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per metric, association and frequency ratio: bias score mean, sd (ddof 1; NaN with one seed), min and max over seeds."""
+    if cells.empty:
+        return pd.DataFrame(columns=["key", "metric", "association", "frequency_ratio", "seeds", "mean", "sd", "min", "max"])
+    grouped = cells.groupby(["key", "metric", "association", "frequency_ratio"], sort=False)["bias_score"]
+    out = grouped.agg(seeds="count", mean="mean", sd=lambda s: s.std(ddof=1) if s.count() > 1 else math.nan, min="min", max="max")
+    return out.reset_index()
+
+
+def frequency_drift(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per metric and frequency ratio (all associations pooled): mean "prefers group A", its sd, models, and the
+    share of models whose group-A interval excludes 50. The held-out pairs are balanced, so this preference reads
+    the frequency imbalance, whatever the association."""
+    if cells.empty:
+        return pd.DataFrame(columns=["key", "metric", "frequency_ratio", "models", "prefers_a", "prefers_a_sd", "alarm_rate"])
+    frame = cells.assign(alarm=_excludes_50(cells["group_a_ci_low"], cells["group_a_ci_high"]))
+    grouped = frame.groupby(["key", "metric", "frequency_ratio"], sort=False)
+    out = grouped.agg(models=("group_a_preference", "count"), prefers_a=("group_a_preference", "mean"),
+                      prefers_a_sd=("group_a_preference", "std"), alarm_rate=("alarm", "mean"))
+    return out.reset_index().sort_values(["key", "frequency_ratio"], key=lambda s: s.map(_metric_order) if s.name == "key" else s,
+                                         kind="stable").reset_index(drop=True)
+
+
+def _metric_order(key: str) -> int:
+    return list(METRICS).index(key) if key in METRICS else len(METRICS)
+
+
+def metric_validity(cells: pd.DataFrame, key: str, *, n_boot: int = 2000, seed: int = 0) -> MetricValidity:
+    """The validity criteria of one metric over the models of `cells` (one row per model and metric, as `SweepResult.frame`)."""
+    rows = cells[(cells["key"] == key) & cells["bias_score"].notna()]
+    x, y = rows["association"].to_numpy(float), rows["bias_score"].to_numpy(float)
+    rho_low, rho_high = _bootstrap(x, y, spearman, n_boot, seed)
+    slope_low, slope_high = _bootstrap(x, y, slope, n_boot, seed)
+    unplanted = rows["association"] == 0.5
+    alarms = rows[unplanted & (rows["frequency_ratio"] > 1.0)]
+    control = rows[unplanted & (rows["frequency_ratio"] == 1.0)]
+    ratios = rows.groupby("frequency_ratio")["group_a_preference"].mean()
+    drift = float(ratios.iloc[-1] - ratios.loc[1.0]) if 1.0 in ratios.index and len(ratios) > 1 else math.nan
+    imbalanced = rows[rows["frequency_ratio"] > 1.0]
+    spread = seed_spread(rows)["sd"].dropna()
+    return MetricValidity(
+        key=key,
+        metric=METRICS[key].name if key in METRICS else key,
+        models=len(rows),
+        rho=spearman(x, y),
+        rho_ci_low=rho_low,
+        rho_ci_high=rho_high,
+        slope=slope(x, y),
+        slope_ci_low=slope_low,
+        slope_ci_high=slope_high,
+        false_alarm_rate=_alarm_rate(alarms),
+        false_alarm_models=len(alarms),
+        control_alarm_rate=_alarm_rate(control),
+        control_models=len(control),
+        preference_drift=drift,
+        preference_rho=spearman(rows["frequency_ratio"], rows["group_a_preference"]),
+        preference_alarm_rate=_alarm_rate(imbalanced, "group_a_ci_low", "group_a_ci_high"),
+        seed_sd=float(np.sqrt(np.mean(spread.to_numpy() ** 2))) if len(spread) else math.nan,
+    )
+
+
+#: The criteria of the ranking: column, better when ("high" | "low" | "small": small absolute value), heading.
+RANK_CRITERIA = (
+    ("rho", "high", "tracks the planted association (Spearman's rho)"),
+    ("false_alarm_rate", "low", "false alarms from frequency alone"),
+    ("preference_drift", "small", "drift of 'prefers group A' with frequency"),
+    ("seed_sd", "low", "spread across seeds"),
+)
+
+
+#: Order of the groups in the ranking: metrics that track the planted association first, inverted ones last.
+TRACKS_ORDER = {"yes": 0, "no evidence": 1, "n/a": 2, "inverted": 3}
+
+
+def ranking(validity: Sequence[MetricValidity]) -> pd.DataFrame:
+    """One row per metric, best first.
+
+    Each criterion of `RANK_CRITERIA` gets a rank (1 = best; ties share the average rank; a
+    criterion the sweep cannot measure, e.g. false alarms without a ratio above 1, is left
+    out) and `overall` is the mean of the ranks. Metrics are ordered first by whether they
+    track the planted association at all (`MetricValidity.tracks`: yes, no evidence, n/a,
+    inverted), then by `overall`, then by rho: a metric that is quiet, steady and blind to
+    frequency but does not follow the planted bias never ranks above one that does.
+    """
+    from scipy.stats import rankdata
+
+    frame = pd.DataFrame([v.to_dict() for v in validity])
+    if frame.empty:
+        return frame
+    rank_columns = []
+    for column, better, _heading in RANK_CRITERIA:
+        values = frame[column].astype(float)
+        keyed = -values if better == "high" else values.abs() if better == "small" else values
+        ranks = pd.Series(math.nan, index=frame.index)
+        known = keyed.notna()
+        if known.any():
+            ranks[known] = rankdata(keyed[known])
+        frame[f"rank_{column}"] = ranks
+        rank_columns.append(f"rank_{column}")
+    frame["overall"] = frame[rank_columns].mean(axis=1, skipna=True)
+    frame["_group"] = frame["tracks"].map(TRACKS_ORDER)
+    frame = frame.sort_values(["_group", "overall", "rho"], ascending=[True, True, False], na_position="last", kind="stable")
+    frame = frame.drop(columns="_group").reset_index(drop=True)
+    frame.insert(0, "place", range(1, len(frame) + 1))
+    return frame
+
+
+def analyse(cells: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> SweepAnalysis:
+    """Every metric's validity over the sweep (`cells`: `SweepResult.frame`, or any table with its columns)."""
+    if cells.empty:
+        empty = pd.DataFrame()
+        return SweepAnalysis([], empty, seed_spread(cells), frequency_drift(cells))
+    keys = sorted(cells["key"].unique(), key=_metric_order)
+    validity = [metric_validity(cells, k, n_boot=n_boot, seed=seed) for k in keys]
+    return SweepAnalysis(validity, ranking(validity), seed_spread(cells), frequency_drift(cells))
+
+
+# ---------------------------------------------------------------------------------------
+# Figure
+# ---------------------------------------------------------------------------------------
+
+
+def dose_response_chart(
+    cells: pd.DataFrame, title: str = "Bias score against the planted association", *, width: int = 760, columns: int = 3
+) -> Any:
+    """Bias score against planted association, one line per metric (the mean over seeds) and a band from the lowest
+    to the highest seed; one panel per frequency ratio, `columns` panels a row, about `width` pixels wide in all; the
+    dashed line is 50 (no bias). An Altair chart."""
+    import altair as alt
+
+    from .figures import NEUTRAL_COLOR, PALETTE, _style
+
+    spread = seed_spread(cells)
+    order = [METRICS[k].name if k in METRICS else k for k in sorted(spread["key"].unique(), key=_metric_order)]
+    data = spread.assign(panel=[f"frequency ratio {r:g}" for r in spread["frequency_ratio"]])
+    color = alt.Color("metric:N", title=None, sort=order, scale=alt.Scale(domain=order, range=list(PALETTE[: len(order)])),
+                      legend=alt.Legend(orient="top", symbolOpacity=1, symbolType="circle"))
+    x = alt.X("association:Q", title="planted association P(X | A)", scale=alt.Scale(domain=[0.5, 1.0]))
+    y_scale = alt.Scale(domain=[0, 100])
+    band = alt.Chart().mark_area(opacity=0.18).encode(x=x, y=alt.Y("min:Q", title="bias score (%)", scale=y_scale), y2="max:Q", color=color)
+    tooltip = [alt.Tooltip("metric:N"), alt.Tooltip("association:Q"), alt.Tooltip("frequency_ratio:Q", title="frequency ratio"),
+               alt.Tooltip("mean:Q", title="mean bias score", format=".1f"), alt.Tooltip("min:Q", format=".1f"),
+               alt.Tooltip("max:Q", format=".1f"), alt.Tooltip("seeds:Q")]
+    line = alt.Chart().mark_line(point=alt.OverlayMarkDef(filled=True, size=70), strokeWidth=2.5).encode(
+        x=x, y=alt.Y("mean:Q", title="bias score (%)", scale=y_scale), color=color, tooltip=tooltip
+    )
+    fifty = alt.Chart().mark_rule(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(y=alt.datum(50))
+    panels = data["panel"].unique().tolist()
+    across = max(1, min(columns, len(panels)))
+    panel_width = max(160, (width - 90) // across - 20)  # room for the y axis and the gaps between panels
+    chart = alt.layer(band, line, fifty, data=data).properties(width=panel_width, height=280).facet(
+        facet=alt.Facet("panel:N", title=None, sort=panels), columns=across
+    )
+    subtitle = "line: mean over seeds · band: lowest to highest seed · dashed: 50, no bias"
+    return _style(chart.properties(title=alt.Title(title, subtitle=subtitle, subtitleFontSize=13)))
+
+
+def dose_response_svg(cells: pd.DataFrame) -> str:
+    from .figures import to_svg
+
+    return to_svg(dose_response_chart(cells))
+
+
+# ---------------------------------------------------------------------------------------
+# Files: cells.csv, metrics.csv, sweep.json, dose_response.svg, summary.md
+# ---------------------------------------------------------------------------------------
+
+#: The columns of metrics.csv (the ranking), in order.
+RANKING_COLUMNS = (
+    "place", "metric", "key", "models", "tracks", "rho", "rho_ci_low", "rho_ci_high", "slope", "slope_ci_low", "slope_ci_high",
+    "false_alarm_rate", "false_alarm_models", "control_alarm_rate", "control_models", "preference_drift", "preference_rho",
+    "preference_alarm_rate", "seed_sd", "rank_rho", "rank_false_alarm_rate", "rank_preference_drift", "rank_seed_sd", "overall",
+)  # fmt: skip
+
+
+def _f(value: float, digits: int = 2, pct: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{100 * value:.0f}%" if pct else f"{value:.{digits}f}"
+
+
+def summary_markdown(result: SweepResult, analysis: SweepAnalysis) -> str:
+    """A short report: the grid, the ranking, how to read it and what it cannot show."""
+    g = result.grid
+    lines = [
+        "# Bias-lab sweep: which metric tracks a planted bias?",
+        "",
+        f"{g.describe()}. {len(result.cells)} of {len(g)} models scored"
+        + (" (stopped: run the same command again to resume)" if not result.complete else "")
+        + f"; {sum(c.trained_here for c in result.cells)} trained in this run, {result.seconds:.0f} s with {result.workers} "
+        f"worker process{'es' if result.workers != 1 else ''}. Every model's {_pairs(result)} held-out pairs, scored by every metric.",
+        "",
+        "| place | metric | tracks | rho [95% CI] | slope [95% CI] | false alarms (a=0.5, ratio>1) | control alarms | prefers-A drift | seed sd |",
+        "| ---: | --- | --- | --- | --- | --- | --- | ---: | ---: |",
+    ]
+    for r in analysis.ranking.itertuples():
+        lines.append(
+            f"| {r.place} | {r.metric} | {r.tracks} | {_f(r.rho)} [{_f(r.rho_ci_low)}, {_f(r.rho_ci_high)}] | "
+            f"{_f(r.slope, 1)} [{_f(r.slope_ci_low, 1)}, {_f(r.slope_ci_high, 1)}] | "
+            f"{_f(r.false_alarm_rate, pct=True)} of {r.false_alarm_models} | {_f(r.control_alarm_rate, pct=True)} of {r.control_models} | "
+            f"{_f(r.preference_drift, 1)} | {_f(r.seed_sd, 1)} |"
+        )
+    lines += ["", READING, "", LIMITS, ""]
+    return "\n".join(lines)
+
+
+def _pairs(result: SweepResult) -> int:
+    return len(lab.heldout_pairs(result.grid.base))
+
+
+READING = (
+    "**How to read it.** *rho*: Spearman's rank correlation between the planted association and the metric's bias score over "
+    "all models (1 = the score rises with every step of planted bias; its 95% interval resamples the models). *slope*: "
+    "bias-score points per unit of association (0.5 to 1.0 is half a unit: a metric that goes from 50 to 100 has slope 100). "
+    "*false alarms*: models with nothing planted (association 0.5) but a frequency imbalance (ratio > 1) whose 95% interval "
+    "excludes 50; *control alarms*: the same where nothing differs (ratio 1), the chance rate (about 5% per model). "
+    "*prefers-A drift*: how much more often the metric prefers the sentence naming the frequent group at the largest ratio "
+    "than at ratio 1 (points; the pairs are balanced, so this does not move the bias score). *seed sd*: the standard deviation "
+    "of the bias score across training seeds at a fixed setting (pooled over settings): the same held-out pairs, only "
+    "training differs. *place*: metrics whose rho interval lies above 0 (*tracks: yes*) come first, inverted ones last; "
+    "within each group, the mean of their ranks on rho, false alarms, |drift| and seed sd."
+)
+LIMITS = (
+    "**What it cannot show.** These are small BERTs trained for seconds on template sentences over a vocabulary of under a "
+    "hundred words, not BERT: a metric that tracks a planted bias here may still fail on a real model and a real benchmark "
+    "(whose pairs are not balanced, so frequency moves the bias score itself), and the other way round. The truth is the "
+    "corpus statistic, which the model may learn only in part: a flat curve can mean the metric or the model misses it. "
+    "With a few seeds per setting, the seed spread and the intervals are rough."
+)
+
+
+def write_outputs(result: SweepResult, out_dir: str | Path, analysis: SweepAnalysis | None = None) -> dict[str, Path]:
+    """Write cells.csv, metrics.csv (the ranking), sweep.json (with its manifest), dose_response.svg and summary.md."""
+    from .export import atomic_write, safe_csv, to_json
+
+    out = Path(out_dir)
+    analysis = analysis or result.analysis()
+    cells = result.frame()
+    ranking_frame = analysis.ranking
+    if not ranking_frame.empty:
+        ranking_frame = ranking_frame[[c for c in RANKING_COLUMNS if c in ranking_frame.columns]]
+    paths = {
+        "cells": atomic_write(out / "cells.csv", safe_csv(cells)),
+        "metrics": atomic_write(out / "metrics.csv", safe_csv(ranking_frame)),
+        "sweep": atomic_write(out / "sweep.json", to_json({"manifest": result.manifest(), **analysis.to_dict()})),
+    }
+    if not cells.empty:
+        paths["figure"] = atomic_write(out / "dose_response.svg", dose_response_svg(cells))
+    paths["summary"] = atomic_write(out / "summary.md", summary_markdown(result, analysis))
+    return paths
+
+
+__all__ = [
+    "CellResult",
+    "DEFAULT_WORKERS",
+    "MetricValidity",
+    "SweepAnalysis",
+    "SweepEstimate",
+    "SweepGrid",
+    "SweepProgress",
+    "SweepResult",
+    "SweepStopped",
+    "analyse",
+    "corpus_truth",
+    "dose_response_chart",
+    "dose_response_svg",
+    "estimate_cell_seconds",
+    "estimate_sweep",
+    "frequency_drift",
+    "metric_validity",
+    "quick_recipe",
+    "ranking",
+    "run_sweep",
+    "seed_spread",
+    "slope",
+    "spearman",
+    "summary_markdown",
+    "write_outputs",
+]
+

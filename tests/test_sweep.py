@@ -1,0 +1,377 @@
+"""The bias-lab sweep: cells equal separate lab runs, the analysis on a hand-made table, resuming, the CLI, the page.
+
+Every model here is tiny (600 sentences, 12 steps of 32): whether a metric tracks the
+planted bias is not tested (a 12-step model learns next to nothing), only that the sweep
+computes what it says from what the lab computes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from biaslens import lab, sweep
+from biaslens.cli import main
+from biaslens.errors import InputError
+from biaslens.metrics import METRICS
+from conftest import requires_shared
+
+TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
+#: 4 cells: nothing planted and total association, at ratios 1 and 3.
+GRID = sweep.SweepGrid((0.5, 1.0), (1.0, 3.0), (0,), TINY)
+#: Columns that say where and how fast a cell was made, not what it scored.
+PROVENANCE = ["model", "trained_here", "train_seconds", "eval_seconds"]
+
+
+def _scores(result: sweep.SweepResult) -> pd.DataFrame:
+    return result.frame().drop(columns=PROVENANCE)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """The 4-cell grid run once, uninterrupted, in one process, without the result cache."""
+    models = tmp_path_factory.mktemp("sweep-models")
+    return models, sweep.run_sweep(GRID, models_dir=models, result_cache=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Cells are ordinary lab models, scored as `lab evaluate` scores them
+# ---------------------------------------------------------------------------------------
+
+
+def test_every_cell_is_a_lab_model_scored_as_lab_evaluate_scores_it(swept, tmp_path, capsys):
+    models, result = swept
+    assert result.complete and not result.stopped and len(result.cells) == 4
+    assert all(c.trained_here for c in result.cells)
+    frame = result.frame()
+    assert len(frame) == 4 * len(METRICS)
+    for cell in result.cells:
+        model = lab.find_lab_model(cell.settings, models)
+        assert model is not None and str(model.path) == cell.frame["model"].iloc[0]
+        # The planted truth comes from the generator's settings (and its corpus), never from a metric.
+        s = model.settings
+        assert (s.association, s.frequency_ratio, s.seed) == (cell.frame["association"].iloc[0], cell.frame["frequency_ratio"].iloc[0], 0)
+        assert set(cell.frame["expected"]) == {s.expected}
+        corpus_a, corpus_k = cell.frame["corpus_association"].iloc[0], cell.frame["corpus_frequency_ratio"].iloc[0]
+        assert abs(corpus_a - s.association) <= 0.03 and abs(corpus_k - s.frequency_ratio) <= 0.05 * s.frequency_ratio
+        # Exactly the lab's own evaluation of that model...
+        want = lab.evaluate_lab(model).frame()
+        got = cell.frame[want.columns]
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_exact=True)
+    # ... and exactly what `biaslens lab evaluate` writes for it.
+    cell = result.cells[3]
+    path = lab.find_lab_model(cell.settings, models).path
+    assert main(["lab", "evaluate", "--model", str(path), "--out", str(tmp_path / "one")]) == 0
+    capsys.readouterr()
+    summary = json.loads((tmp_path / "one" / "summary.json").read_text())
+    for row in cell.frame.itertuples():
+        block = summary["metrics"][row.key]
+        assert (row.bias_score, row.ci_low, row.ci_high, row.n) == (block["bias_score"], block["ci_low"], block["ci_high"], block["n"])
+
+
+def test_corpus_truth_counts_the_generated_corpus():
+    s = lab.LabSettings(association=0.8, frequency_ratio=3.0, corpus_size=4000)
+    association, ratio = sweep.corpus_truth(s)
+    sentences = lab.generate_corpus(s)
+    in_a = [x.text[slice(*x.name_span)] in s.group_a for x in sentences]
+    own = [(x.text[slice(*x.attribute_span)] in s.attributes_x) == a for x, a in zip(sentences, in_a)]
+    assert association == pytest.approx(np.mean(own)) and abs(association - 0.8) < 0.01
+    assert ratio == pytest.approx(sum(in_a) / (len(in_a) - sum(in_a))) and abs(ratio - 3.0) < 0.01
+
+
+def test_two_worker_processes_give_the_same_cells(swept, tmp_path):
+    _models, one = swept
+    half = replace(GRID, ratios=(1.0,))  # 2 cells: one per worker
+    two = sweep.run_sweep(half, models_dir=tmp_path, result_cache=False, workers=2)
+    assert two.complete and two.workers == 2 and all(c.trained_here for c in two.cells)
+    want = _scores(one).query("frequency_ratio == 1.0").reset_index(drop=True)
+    pd.testing.assert_frame_equal(_scores(two).drop(columns="cell"), want.drop(columns="cell"), check_exact=True)
+
+
+def test_the_grid_orders_cells_seed_by_seed_and_checks_its_values():
+    grid = sweep.SweepGrid([1, 0.5, 0.5], [3, 1], [1, 0], TINY)
+    assert (grid.associations, grid.ratios, grid.seeds) == ((0.5, 1.0), (1.0, 3.0), (0, 1))
+    assert len(grid) == 8 == len(grid.cells())
+    assert [(c.seed, c.frequency_ratio, c.association) for c in grid.cells()[:4]] == [(0, 1.0, 0.5), (0, 1.0, 1.0), (0, 3.0, 0.5), (0, 3.0, 1.0)]
+    assert all(replace(c, association=0.5, frequency_ratio=1.0, seed=0) == TINY for c in grid.cells())
+    assert sweep.SweepGrid.from_dict(json.loads(json.dumps(grid.to_dict()))) == grid
+    assert len(sweep.SweepGrid.default()) == 16 and sweep.SweepGrid.default().base.steps == sweep.QUICK_STEPS
+    assert len(sweep.SweepGrid.full()) == 54 and sweep.SweepGrid.full().base == lab.LabSettings()
+    for bad, fragment in (
+        (dict(associations=(0.3, 0.5)), "between 0.5 (none) and 1"),
+        (dict(ratios=(0.5,)), "frequency ratios must lie between 1 and 100"),
+        (dict(seeds=()), "seeds needs at least one value"),
+        (dict(seeds=(1.5,)), "whole numbers"),
+        (dict(associations=("strong",)), "associations must be numbers"),
+    ):
+        with pytest.raises(InputError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+            sweep.SweepGrid(**{"base": TINY, **bad})
+
+
+# ---------------------------------------------------------------------------------------
+# Stop, resume, run again
+# ---------------------------------------------------------------------------------------
+
+
+def test_a_stopped_sweep_keeps_its_cells_and_resumes_to_the_uninterrupted_result(swept, tmp_path, monkeypatch):
+    _models, uninterrupted = swept
+    seen: list[sweep.SweepProgress] = []
+
+    def stop() -> bool:  # stop once the first cell is done, in the middle of the second one's training
+        return any(p.done >= 1 and p.running > 0.3 for p in seen)
+
+    first = sweep.run_sweep(GRID, models_dir=tmp_path, result_cache=False, progress=seen.append, stop=stop)
+    assert first.stopped and len(first.cells) == 1 and first.cells[0].index == 0
+    assert len(lab.list_lab_models(tmp_path)) == 1  # the abandoned cell left nothing behind
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert seen[-1].done == 1 and seen[0].seconds_left is not None and seen[0].total == 4
+
+    resumed = sweep.run_sweep(GRID, models_dir=tmp_path, result_cache=False)
+    assert resumed.complete and [c.trained_here for c in resumed.cells] == [False, True, True, True]
+    pd.testing.assert_frame_equal(_scores(resumed), _scores(uninterrupted), check_exact=True)
+
+    # Run again: everything is found, nothing trained.
+    def fail(*args, **kwargs):
+        raise AssertionError("a cell of the sweep was trained again")
+
+    monkeypatch.setattr(lab, "_train", fail)
+    again = sweep.run_sweep(GRID, models_dir=tmp_path, result_cache=False)
+    assert not any(c.trained_here for c in again.cells)
+    pd.testing.assert_frame_equal(_scores(again), _scores(uninterrupted), check_exact=True)
+    only_found = sweep.run_sweep(replace(GRID, seeds=(0, 1)), models_dir=tmp_path, result_cache=False, train=False)
+    assert len(only_found.cells) == 4 and not only_found.complete
+
+
+def test_the_estimate_counts_the_cells_already_trained(swept):
+    models, _result = swept
+    bigger = replace(GRID, seeds=(0, 1))
+    estimate = sweep.estimate_sweep(bigger, models_dir=models)
+    assert (estimate.cells, estimate.cached, estimate.to_train) == (8, 4, 4)
+    assert "measured on this machine (4 lab models of this size)" in estimate.text()
+    assert estimate.seconds == pytest.approx(4 * estimate.seconds_per_cell / sweep.MEASURED_SPEEDUP[1] + 4 * 0.5)
+    fresh = sweep.estimate_sweep(replace(bigger, base=replace(TINY, hidden_size=32)), models_dir=models)
+    assert fresh.cached == 0 and fresh.source.startswith("estimated")
+
+
+# ---------------------------------------------------------------------------------------
+# The analysis, on a hand-made table
+# ---------------------------------------------------------------------------------------
+
+
+def _hand_table() -> pd.DataFrame:
+    """Two metrics over associations 0.5, 0.75, 1 x ratios 1, 3 x seeds 0, 1 (12 models).
+
+    'cps' rises exactly 60 points per unit of association (seed 1 two points above seed 0);
+    'aul' falls. At association 0.5 and ratio 3, cps's interval excludes 50 for seed 0 only;
+    aul's for neither (one touches 50, which is not excluding it). 'Prefers group A' is 50 at
+    ratio 1 and 70 (cps) / 50 (aul) at ratio 3.
+    """
+    rows = []
+    for key, name in (("cps", "CPS"), ("aul", "AUL")):
+        for ratio in (1.0, 3.0):
+            for a in (0.5, 0.75, 1.0):
+                for seed in (0, 1):
+                    score = 50 + 60 * (a - 0.5) + 2 * seed if key == "cps" else 60 - 20 * (a - 0.5) - seed
+                    low, high = score - 10, score + 10
+                    if a == 0.5 and ratio == 3.0:
+                        low, high = ((52.0, 70.0) if seed == 0 else (45.0, 60.0)) if key == "cps" else (50.0, 66.0)
+                    prefers = 70.0 if (ratio == 3.0 and key == "cps") else 50.0
+                    rows.append(dict(association=a, frequency_ratio=ratio, seed=seed, key=key, metric=name, bias_score=score,
+                                     ci_low=low, ci_high=high, group_a_preference=prefers,
+                                     group_a_ci_low=prefers - 12, group_a_ci_high=prefers + 12))
+    return pd.DataFrame(rows)
+
+
+def test_rho_slope_and_false_alarms_on_a_hand_made_table():
+    table = _hand_table()
+    analysis = sweep.analyse(table, n_boot=500)
+    v = {m.key: m for m in analysis.validity}
+    cps, aul = v["cps"], v["aul"]
+    for key, m in v.items():
+        rows = table[table["key"] == key]
+        assert m.models == 12
+        assert m.rho == pytest.approx(spearmanr(rows["association"], rows["bias_score"]).statistic)
+        assert m.slope == pytest.approx(np.polyfit(rows["association"], rows["bias_score"], 1)[0])
+        assert m.rho_ci_low <= m.rho <= m.rho_ci_high
+    assert cps.slope == pytest.approx(60.0) and aul.slope == pytest.approx(-20.0)
+    assert aul.rho < 0 and aul.tracks == "inverted" and cps.tracks == "yes"
+    # False alarms: association 0.5 and ratio > 1 -> 2 models per metric; cps excludes 50 once, aul never (50.0 is not excluded).
+    assert (cps.false_alarm_models, cps.false_alarm_rate) == (2, 0.5)
+    assert (aul.false_alarm_models, aul.false_alarm_rate) == (2, 0.0)
+    assert (cps.control_models, cps.control_alarm_rate) == (2, 0.0)
+    # Prefers group A: +20 points from ratio 1 to ratio 3 for cps; its group-A interval excludes 50 in every ratio-3 model.
+    assert cps.preference_drift == pytest.approx(20.0) and aul.preference_drift == pytest.approx(0.0)
+    assert cps.preference_alarm_rate == 1.0 and aul.preference_alarm_rate == 0.0
+    # Seed spread: cps's two seeds differ by 2 points (sd sqrt 2), aul's by 1 (sd sqrt 0.5), except where the hand set intervals only.
+    assert cps.seed_sd == pytest.approx(math.sqrt(2)) and aul.seed_sd == pytest.approx(math.sqrt(0.5))
+    spread = analysis.seed_spread.set_index(["key", "association", "frequency_ratio"])
+    assert spread.loc[("cps", 1.0, 3.0), "mean"] == pytest.approx(81.0) and spread.loc[("cps", 1.0, 3.0), "seeds"] == 2
+    drift = analysis.frequency_drift.set_index(["key", "frequency_ratio"])
+    assert drift.loc[("cps", 3.0), "prefers_a"] == 70.0 and drift.loc[("cps", 3.0), "models"] == 6
+    # The ranks: cps first on rho, aul first on false alarms, drift and seed spread; aul's mean rank is better,
+    # but aul is inverted (its rho interval lies below 0), and a metric that tracks the bias ranks above one that does not.
+    r = analysis.ranking.set_index("key")
+    assert (r.loc["cps", "rank_rho"], r.loc["aul", "rank_rho"]) == (1, 2)
+    assert (r.loc["aul", "rank_false_alarm_rate"], r.loc["aul", "rank_preference_drift"], r.loc["aul", "rank_seed_sd"]) == (1, 1, 1)
+    assert r.loc["aul", "overall"] == pytest.approx((2 + 1 + 1 + 1) / 4) and r.loc["cps", "overall"] == pytest.approx((1 + 2 + 2 + 2) / 4)
+    assert list(analysis.ranking["key"]) == ["cps", "aul"] and list(analysis.ranking["place"]) == [1, 2]
+    # Two metrics that both track: the mean rank decides.
+    flipped = _hand_table()
+    flipped.loc[flipped["key"] == "aul", "bias_score"] = 100 - flipped.loc[flipped["key"] == "aul", "bias_score"]
+    assert list(sweep.analyse(flipped, n_boot=200).ranking["key"]) == ["aul", "cps"]
+
+
+def test_hand_known_values_and_undefined_cases():
+    # Ties in the association get average ranks: rho = 4 / (2 sqrt 5).
+    assert sweep.spearman([0.5, 0.5, 1.0, 1.0], [1, 2, 3, 4]) == pytest.approx(2 / math.sqrt(5))
+    assert math.isnan(sweep.spearman([0.5, 0.5, 0.5], [1, 2, 3]))  # one association only: nothing to correlate
+    assert math.isnan(sweep.slope([0.7, 0.7], [40, 60]))
+    # One ratio only: no false alarms or drift to measure; one seed: no seed spread.
+    one = _hand_table().query("frequency_ratio == 1.0 and seed == 0")
+    m = sweep.metric_validity(one, "cps", n_boot=200)
+    assert m.false_alarm_models == 0 and math.isnan(m.false_alarm_rate) and math.isnan(m.preference_drift) and math.isnan(m.seed_sd)
+    assert m.rho == pytest.approx(1.0) and m.models == 3
+    two = sweep.metric_validity(one.query("association != 0.75"), "cps", n_boot=200)  # 2 models: no rho, no interval
+    assert math.isnan(two.rho) and math.isnan(two.rho_ci_low) and two.tracks == "n/a"
+    assert sweep.analyse(pd.DataFrame()).validity == []
+    # The bootstrap is seeded: the same table, the same interval.
+    a, b = (sweep.metric_validity(_hand_table(), "aul", n_boot=300) for _ in range(2))
+    assert (a.rho_ci_low, a.rho_ci_high) == (b.rho_ci_low, b.rho_ci_high)
+
+
+def test_the_dose_response_figure_draws_one_line_per_metric_with_a_seed_band():
+    table = _hand_table()
+    spec = sweep.dose_response_chart(table).to_dict()
+    data = next(iter(spec["datasets"].values()))
+    assert len(data) == 2 * 3 * 2  # metrics x associations x ratios
+    row = next(d for d in data if d["key"] == "cps" and d["association"] == 1.0 and d["frequency_ratio"] == 3.0)
+    assert (row["min"], row["max"], row["mean"], row["seeds"]) == (80.0, 82.0, 81.0, 2)
+    assert sorted({d["panel"] for d in data}) == ["frequency ratio 1", "frequency ratio 3"]
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["spec"]["layer"]]
+    assert marks == ["area", "line", "rule"]
+    svg = sweep.dose_response_svg(table)
+    assert svg.lstrip().startswith("<svg") and "CPS" in svg and "frequency ratio 3" in svg
+
+
+# ---------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------
+
+_TINY_ARGS = ["--associations", "0.5,1", "--ratios", "1,3", "--seeds", "0", "--steps", "12", "--corpus-size", "600", "--batch-size", "32"]
+
+
+def test_cli_sweep_writes_every_file(swept, tmp_path, capsys):
+    models, result = swept
+    out = tmp_path / "out"
+    assert main(["lab", "sweep", *_TINY_ARGS, "--models-dir", str(models), "--no-cache", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "4 models (0 trained now)" in printed and "CPS" in printed
+    assert sorted(p.name for p in out.iterdir()) == ["cells.csv", "dose_response.svg", "metrics.csv", "summary.md", "sweep.json"]
+    cells = pd.read_csv(out / "cells.csv")
+    assert cells["bias_score"].tolist() == pytest.approx(result.frame()["bias_score"].tolist())
+    ranking = pd.read_csv(out / "metrics.csv")
+    assert sorted(ranking["key"]) == sorted(METRICS) and list(ranking["place"]) == list(range(1, len(METRICS) + 1))
+    want = result.analysis().ranking.set_index("key")
+    for row in ranking.itertuples():
+        assert row.rho == pytest.approx(want.loc[row.key, "rho"], nan_ok=True)
+    saved = json.loads((out / "sweep.json").read_text())
+    assert saved["manifest"]["grid"]["associations"] == [0.5, 1.0] and saved["manifest"]["finished"] == 4
+    assert saved["manifest"]["grid"]["base"]["steps"] == 12 and "versions" in saved["manifest"]
+    assert {m["key"] for m in saved["metrics"]} == set(METRICS)
+    assert (out / "dose_response.svg").read_text().lstrip().startswith("<svg")
+    summary = (out / "summary.md").read_text()
+    assert "| place | metric |" in summary and "What it cannot show" in summary
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--associations", "0.2,1"], "between 0.5 (none) and 1"),
+        (["--seeds", "a"], "seeds must be numbers"),
+        (["--ratios", ","], "--ratios needs at least one value"),
+        (["--workers", "0"], "--workers must be 1 or more"),
+        (["--group-b", "Mary,Anna"], "same number of words"),
+    ],
+)
+def test_cli_sweep_bad_input_is_one_line_and_exit_2(argv, fragment, tmp_path, capsys):
+    code = main(["lab", "sweep", *argv, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and fragment in err and len(err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------
+# The Sweep section of the Bias lab page
+# ---------------------------------------------------------------------------------------
+
+S = "lab."
+P = "lab.sweep."
+#: The page's tiny recipe (the lab page's own tests use the same) and a 2-model grid.
+PAGE = {S + "batch": 32, S + "corpus": 600, S + "steps": 12,
+        P + "associations": [0.5, 1.0], P + "ratios": [1.0], P + "seeds": 1, P + "steps": 12, P + "corpus": 600}
+PAGE_GRID = sweep.SweepGrid((0.5, 1.0), (1.0,), (0,), TINY)
+
+
+def _ranking(at):
+    return next(d.value for d in at.dataframe if "Spearman's rho" in d.value.columns)
+
+
+@requires_shared
+def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeypatch):
+    at = run_app("lab", {"scenario": "neither"}, PAGE)
+    no_exceptions(at)
+    assert "Sweep: which metric can you trust?" in [h.value for h in at.header]
+    assert "**Cost:** 2 models: 2 to train" in texts(at.info)
+    assert not any("Spearman's rho" in d.value.columns for d in at.dataframe)
+
+    at.button(key=P + "run").click().run()
+    no_exceptions(at)
+    assert not at.get("progress")  # the bar is gone once the sweep is done
+    assert "**2 of 2 models**" in texts(at.markdown)
+    found = sweep.run_sweep(PAGE_GRID, result_cache=False, train=False)  # the page's models, in the app's lab cache
+    assert found.complete
+    want = found.analysis().ranking
+    shown = _ranking(at)
+    assert list(shown["Metric"]) == list(want["metric"])
+    assert shown["Spearman's rho"].tolist() == pytest.approx(want["rho"].tolist(), nan_ok=True)
+    assert shown["Slope (points per unit)"].tolist() == pytest.approx(want["slope"].tolist(), nan_ok=True)
+    assert not [b for b in at.button if b.key == P + "run"]  # nothing left to train
+
+    # Another session: the finished sweep is drawn from the caches, nothing is trained.
+    def fail(*args, **kwargs):
+        raise AssertionError("a cell of the sweep was trained again")
+
+    monkeypatch.setattr(lab, "_train", fail)
+    again = run_app("lab", {"scenario": "neither"}, PAGE)
+    no_exceptions(again)
+    assert "2 already trained (scored only), 0 to train" in texts(again.info)
+    assert _ranking(again)["Spearman's rho"].tolist() == pytest.approx(want["rho"].tolist(), nan_ok=True)
+
+
+@requires_shared
+def test_a_stopped_sweep_shows_its_finished_models_and_the_server_limits_hold(app_env, monkeypatch):
+    lab.train_lab_model(PAGE_GRID.cells()[0])  # the first model finished before a Stop
+    at = run_app("lab", {"scenario": "neither"}, PAGE)
+    no_exceptions(at)
+    assert "2 models: 1 already trained (scored only), 1 to train" in texts(at.info)
+    assert "**1 of 2 models** (stopped: run again to resume)" in texts(at.markdown)
+    assert at.button(key=P + "run")
+
+    monkeypatch.setenv("BIASLENS_LAB", "off")
+    off = run_app("lab", {"scenario": "neither"}, PAGE)
+    no_exceptions(off)
+    assert "Training is switched off on this server" in texts(off.error)
+    assert not [b for b in off.button if b.key == P + "run"]
+    assert "**1 of 2 models**" in texts(off.markdown)  # finished models are still shown
+
+    monkeypatch.setenv("BIASLENS_LAB", "on")
+    monkeypatch.setenv("BIASLENS_LAB_MAX_STEPS", "10")
+    capped = run_app("lab", {"scenario": "neither"}, PAGE)
+    assert "Training steps 12 is above this server's limit of 10" in texts(capped.error)
+    assert not [b for b in capped.button if b.key == P + "run"]
