@@ -14,31 +14,21 @@ is dropped or changed silently (duplicates, skipped examples and oddities become
 from __future__ import annotations
 
 import ast
-import codecs
 import csv
 import dataclasses
-import hashlib
-import http.client
 import io
 import json
-import os
-import tempfile
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from . import datafiles
+from .datafiles import DOWNLOAD_TIMEOUT_S, Progress, read_text  # noqa: F401 (DOWNLOAD_TIMEOUT_S: re-exported)
 from .errors import DatasetError, DatasetNotFoundError
 from .paths import default_cache_dir
 
 if TYPE_CHECKING:
     import pandas
-
-#: Download progress callback: (bytes done, total bytes or None when unknown).
-Progress = Callable[[int, int | None], None]
-
-DOWNLOAD_TIMEOUT_S = 10.0
 
 # ---------------------------------------------------------------------------------------
 # Types
@@ -152,26 +142,6 @@ _STEREOSET_TYPES = ("intrasentence", "intersentence")
 # ---------------------------------------------------------------------------------------
 # Reading files
 # ---------------------------------------------------------------------------------------
-
-
-def _read_file(path: Path) -> tuple[str, str]:
-    """The file's text (UTF-8, a BOM allowed) and the sha256 of its bytes."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"cannot read the file ({exc.strerror or exc})", path=str(path)) from exc
-    body = raw.removeprefix(codecs.BOM_UTF8)
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        offset = exc.start + len(raw) - len(body)
-        line = raw[:offset].count(b"\n") + 1
-        raise DatasetError(
-            f"not UTF-8 text: byte 0x{raw[offset]:02x} at offset {offset} (line {line}); save the file as UTF-8", path=str(path)
-        ) from exc
-    if not text.strip():
-        raise DatasetError("the file is empty", path=str(path))
-    return text, hashlib.sha256(raw).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -479,25 +449,25 @@ def read_crows_pairs(path: str | Path) -> PairDataset:
     A file other than the published one is read too, with a note saying it may be a modified copy.
     """
     path = Path(path)
-    return _crows_pairs(path, *_read_file(path))
+    return _crows_pairs(path, *read_text(path))
 
 
 def read_stereoset(path: str | Path) -> PairDataset:
     """StereoSet intrasentence pairs from the original dev.json or the one-object-per-line format."""
     path = Path(path)
-    return _stereoset(path, *_read_file(path))
+    return _stereoset(path, *read_text(path))
 
 
 def read_custom_pairs(path: str | Path) -> PairDataset:
     """A CSV with sent_more, sent_less and optional bias_type, stereo_antistereo columns."""
     path = Path(path)
-    return _custom_pairs(path, *_read_file(path))
+    return _custom_pairs(path, *read_text(path))
 
 
 def read_pairs_file(path: str | Path) -> PairDataset:
     """Any supported file, recognised by extension and content: StereoSet JSON, CrowS-Pairs CSV or custom CSV."""
     path = Path(path)
-    text, sha256 = _read_file(path)
+    text, sha256 = read_text(path)
     newer = _newer_format(path, text, sha256)
     if newer is not None:
         return newer
@@ -526,32 +496,21 @@ def _known_names() -> str:
     return ", ".join(DATASETS)
 
 
-def _cache_folder(key: str, cache_dir: str | Path | None) -> Path:
-    return (Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()) / "datasets" / key
+def _accepted(source: DatasetSource) -> Callable[[Path, str], bool]:
+    """Which found files count as `source`: the primary name anywhere, other names only in a folder named for it."""
+
+    def accept(candidate: Path, file_name: str) -> bool:
+        parent = candidate.parent.name.lower()
+        alt_ok = source.name in parent or any(hint in parent for hint in source.folder_hints)
+        return (file_name == source.file_name and not source.folder_hints) or alt_ok
+
+    return accept
 
 
-def _data_folder(data_dir: str | Path | None) -> Path | None:
-    """The folder the user named (argument, else $BIASLENS_DATA_DIR); it must exist."""
-    if data_dir is not None:
-        folder, origin = Path(data_dir).expanduser(), "data folder"
-    elif os.environ.get("BIASLENS_DATA_DIR"):
-        folder, origin = Path(os.environ["BIASLENS_DATA_DIR"]).expanduser(), "BIASLENS_DATA_DIR"
-    else:
-        return None
-    if not folder.is_dir():
-        raise DatasetError(f"{origin} {folder} is not a folder")
-    return folder
-
-
-def _find(source: DatasetSource, folder: Path) -> Path | None:
-    """The first file under `folder` (recursively, sorted) with the usual name, the primary name first."""
-    for file_name in (source.file_name, *source.alt_file_names):
-        for candidate in sorted(folder.rglob(file_name)):
-            parent = candidate.parent.name.lower()
-            alt_ok = source.name in parent or any(hint in parent for hint in source.folder_hints)
-            if candidate.is_file() and ((file_name == source.file_name and not source.folder_hints) or alt_ok):
-                return candidate
-    return None
+def locate_source(source: DatasetSource, *, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> Path | None:
+    """Where `source`'s file is on this machine (data folder first, then its cache folder), or None."""
+    names = (source.file_name, *source.alt_file_names)
+    return datafiles.locate(source.name, names, data_dir=data_dir, cache_dir=cache_dir, accept=_accepted(source))
 
 
 def locate_dataset(name: str, *, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> Path | None:
@@ -559,13 +518,7 @@ def locate_dataset(name: str, *, data_dir: str | Path | None = None, cache_dir: 
     key = canonical_name(name)
     if key is None:
         raise DatasetError(f"no dataset named {name!r}; known datasets: {_known_names()}")
-    folders = [_data_folder(data_dir), _cache_folder(key, cache_dir)]
-    for folder in folders:
-        if folder is not None and folder.is_dir():
-            found = _find(DATASETS[key], folder)
-            if found is not None:
-                return found
-    return None
+    return locate_source(DATASETS[key], data_dir=data_dir, cache_dir=cache_dir)
 
 
 def load_dataset(
@@ -597,66 +550,22 @@ def _not_found_message(key: str, cache_dir: str | Path | None, why: str) -> str:
     source = DATASETS[key]
     return (
         f"{source.title} not found and {why}. Download {source.file_name} from {source.url} and put it in "
-        f"{_cache_folder(key, cache_dir)}/, or pass --data-dir DIR / set BIASLENS_DATA_DIR to a folder that contains it."
+        f"{datafiles.cache_folder(key, cache_dir)}/, or pass --data-dir DIR / set BIASLENS_DATA_DIR to a folder that contains it."
     )
-
-
-def _cannot_save(key: str, cache_dir: str | Path | None, where: Path, exc: OSError) -> DatasetNotFoundError:
-    return DatasetNotFoundError(_not_found_message(key, cache_dir, f"cannot be saved ({where}: {exc.strerror or exc})"))
-
-
-def _fetch(url: str, destination: Path, progress: Progress | None) -> str:
-    """Stream `url` into `destination`; the sha256 of the bytes written. Network problems raise OSError."""
-    digest = hashlib.sha256()
-    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, destination.open("wb") as out:
-        length = response.headers.get("Content-Length")
-        total = int(length) if length and length.isdigit() else None
-        done = 0
-        if progress is not None:
-            progress(done, total)
-        while block := response.read(1 << 16):
-            out.write(block)
-            digest.update(block)
-            done += len(block)
-            if progress is not None:
-                progress(done, total)
-    if total is not None and done != total:
-        raise ConnectionError(f"the connection closed after {done:,} of {total:,} bytes")
-    return digest.hexdigest()
 
 
 def _download(key: str, cache_dir: str | Path | None, progress: Progress | None) -> PairDataset:
     """Download a dataset into the cache. The file appears there only once complete, verified and readable."""
-    source = DATASETS[key]
-    folder = _cache_folder(key, cache_dir)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{source.file_name}.", suffix=".part")
-        os.close(fd)
-    except OSError as exc:
-        raise _cannot_save(key, cache_dir, folder, exc) from exc
-    tmp, target = Path(tmp_name), folder / source.file_name
-    try:
-        try:
-            sha256 = _fetch(source.url, tmp, progress)
-        except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts and refused connections are OSErrors
-            reason = " ".join(str(getattr(exc, "reason", None) or exc).split())
-            raise DatasetNotFoundError(_not_found_message(key, cache_dir, f"could not be downloaded ({reason})")) from exc
-        retry = f"it was removed. Try again later, or download it by hand from {source.url} and put it in {folder}/."
-        if source.sha256 and sha256 != source.sha256:
-            raise DatasetError(f"the downloaded {source.file_name} has sha256 {sha256[:12]}…, expected {source.sha256[:12]}…; {retry}")
-        try:
-            dataset = _READERS[key](tmp)
-        except DatasetError as exc:
-            raise DatasetError(f"the downloaded {source.file_name} cannot be read ({exc}); {retry}") from exc
-        try:
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise _cannot_save(key, cache_dir, target, exc) from exc
-    finally:
-        tmp.unlink(missing_ok=True)
-    return dataclasses.replace(dataset, path=target)
-
+    source, read, got = DATASETS[key], _READERS[key], []
+    target = datafiles.download(
+        source.url,
+        datafiles.cache_folder(key, cache_dir) / source.file_name,
+        sha256=source.sha256,
+        not_found=lambda why: _not_found_message(key, cache_dir, why),
+        check=lambda path: got.append(read(path)),
+        progress=progress,
+    )
+    return dataclasses.replace(got[0], path=target)
 
 
 # ---------------------------------------------------------------------------------------
@@ -971,19 +880,19 @@ def read_crows_pairs_revised(path: str | Path, name: str | None = None) -> PairD
     of the +210 pairs become pair ids 1508 + k, the original kept in `source_id`.
     """
     path = Path(path)
-    return _revised(path, *_read_file(path), name=name)
+    return _revised(path, *read_text(path), name=name)
 
 
 def read_translated_crows_pairs(path: str | Path, name: str | None = None) -> PairDataset:
     """Kaneko et al. (2022)'s Japanese or Russian CrowS-Pairs gender pairs (JSON array); pair ids are positions."""
     path = Path(path)
-    return _translated(path, *_read_file(path), name=name)
+    return _translated(path, *read_text(path), name=name)
 
 
 def read_winoqueer(path: str | Path) -> PairDataset:
     """WinoQueer v0's benchmark CSV; spaces around values are removed and reported in `notes`."""
     path = Path(path)
-    return _winoqueer(path, *_read_file(path))
+    return _winoqueer(path, *read_text(path))
 
 
 _READERS.update(
@@ -1007,6 +916,7 @@ __all__ = [
     "default_cache_dir",
     "load_dataset",
     "locate_dataset",
+    "locate_source",
     "read_crows_pairs",
     "read_crows_pairs_revised",
     "read_custom_pairs",

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import altair as alt
 import pandas as pd
+
+if TYPE_CHECKING:
+    from .kurita import TargetPair
 
 STEREO_COLOR = "#D55E00"  # vermillion
 ANTI_COLOR = "#0072B2"  # blue
@@ -570,6 +573,80 @@ def lab_scenarios_chart(frame: pd.DataFrame, title: str = "Bias score per metric
     chart = _style(_score_with_interval(frame, "metric", "metric", "run", "run").properties(title=title, width="container", height=340))
     # The runs' descriptions are long: one per line, never cut.
     return chart.configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=0, orient="top", direction="vertical")
+
+
+# ---------------------------------------------------------------------------------------
+# Kurita et al. (2019): tables from biaslens.kurita
+# ---------------------------------------------------------------------------------------
+
+
+def bias_chart(table: pd.DataFrame, pairs: Sequence[TargetPair], *, top: int = 15) -> alt.LayerChart:
+    """The attributes with the largest bias scores either way (from `TemplateScores.attribute_table`)."""
+    data = table.dropna(subset=["bias_score"]).sort_values("bias_score")
+    data = pd.concat([data.head(top), data.tail(top)]).drop_duplicates("attribute")
+    first = "/".join(dict.fromkeys(p.first for p in pairs))
+    second = "/".join(dict.fromkeys(p.second for p in pairs))
+    data = data.assign(side=[f"more {first}" if b > 0 else f"more {second}" for b in data["bias_score"]])
+    bars = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("bias_score:Q", title=f"bias score (ilp {first} − ilp {second})"),
+            y=alt.Y("attribute:N", sort="-x", title=None, axis=alt.Axis(labelOverlap=False)),
+            color=alt.Color(
+                "side:N", title=None, scale=alt.Scale(domain=[f"more {first}", f"more {second}"], range=[ANTI_COLOR, STEREO_COLOR]),
+                legend=alt.Legend(orient="top"),
+            ),
+            tooltip=["attribute:N", alt.Tooltip("bias_score:Q", format=".3f"), "attribute_pieces:Q"],
+        )
+    )  # fmt: skip
+    zero = alt.Chart(pd.DataFrame({"v": [0.0]})).mark_rule(color="#555555").encode(x="v:Q")
+    # A fixed height per attribute plus the title, legend and axis (the app fits the whole figure into `height`): labels never overlap.
+    height = rows_height(len(data), 26) + 110
+    return _style(alt.layer(bars, zero).properties(title="Largest bias scores", width="container", height=height))
+
+
+def effect_size_chart(table: pd.DataFrame) -> alt.LayerChart:
+    """Effect size per test next to the published one (from `weat_table`)."""
+    long = pd.concat(
+        [
+            table.assign(source="this model", d=table["effect_size"]),
+            table.assign(source="Kurita et al. (bert-base-uncased)", d=table["published_log_prob"]),
+        ]
+    )[["category", "source", "d", "p_value"]]
+    points = (
+        alt.Chart(long)
+        .mark_point(filled=True, size=140)
+        .encode(
+            x=alt.X("d:Q", title="effect size d"),
+            y=alt.Y("category:N", title=None, sort=None),
+            color=alt.Color("source:N", title=None, scale=alt.Scale(range=[PALETTE[0], PALETTE[1]]), legend=alt.Legend(orient="top")),
+            shape=alt.Shape("source:N", title=None),
+            tooltip=["category:N", "source:N", alt.Tooltip("d:Q", format=".3f"), alt.Tooltip("p_value:Q", format=".4f")],
+        )
+    )
+    zero = alt.Chart(pd.DataFrame({"v": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="v:Q")
+    return _style(alt.layer(zero, points).properties(title="WEAT-style effect sizes", width="container", height=130 + 40 * len(table)))
+
+
+def shares_chart(table: pd.DataFrame, first: str = "he") -> alt.LayerChart:
+    """Share of attributes more associated with the first target per list, 95% interval, published share (from `shares_table`)."""
+    base = alt.Chart(table)
+    y = alt.Y("list:N", title=None, sort=None)
+    bars = base.mark_bar(color=PALETTE[0], opacity=0.85).encode(
+        x=alt.X("share_first:Q", title=f"% of attributes more associated with {first}", scale=alt.Scale(domain=[0, 100])),
+        y=y,
+        tooltip=["list:N", "n:Q", alt.Tooltip("share_first:Q", format=".1f"), alt.Tooltip("published_share:Q", format=".1f")],
+    )
+    errors = base.mark_errorbar(ticks=True, color=NEUTRAL_COLOR).encode(x="ci_low:Q", x2="ci_high:Q", y=y)
+    published = base.transform_filter("isValid(datum.published_share)").mark_point(
+        shape="diamond", size=160, filled=True, color=PALETTE[1]
+    ).encode(x="published_share:Q", y=y, tooltip=[alt.Tooltip("published_share:Q", title="Kurita et al.", format=".1f")])
+    half = alt.Chart(pd.DataFrame({"v": [50.0]})).mark_rule(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(x="v:Q")
+    chart = alt.layer(bars, errors, published, half).properties(
+        title="Attribute lists (diamond: Kurita et al., bert-base-uncased)", width="container", height=110 + 36 * len(table)
+    )
+    return _style(chart)
 
 
 def inspector_slide(title: str, stereo: str, anti: str, aligned: pd.DataFrame, drivers: dict[str, pd.DataFrame],

@@ -30,8 +30,10 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from . import datafiles
 from . import datasets as ds
 from .datasets import Pair, PairDataset
+from .errors import DatasetNotFoundError
 
 FLAG_COLUMNS = ("pair_id", "check", "detail")
 CHECKS = ("non_minimal", "blank_anomaly", "duplicate", "token_identical", "published_non_minimal", "removed_in_revision")
@@ -185,7 +187,7 @@ class FlagList:
 def read_flag_list(path: str | Path, name: str = "custom") -> FlagList:
     """A tab-separated list whose first column is the id (CrowS-Pairs row number, else kept as other_ids)."""
     path = Path(path)
-    text, _ = ds._read_file(path)
+    text, _ = datafiles.read_text(path)
     lines = [line for line in text.split("\n") if line.strip()]
     ids, other = set(), []
     for line in lines[1:]:
@@ -199,27 +201,14 @@ def read_flag_list(path: str | Path, name: str = "custom") -> FlagList:
 
 def _locate_or_fetch(source: ds.DatasetSource, data_dir, cache_dir, download: bool) -> Path | None:
     """Like datasets: the data folder, the cache, else a checked download into the cache; None when unavailable offline."""
-    folders = [ds._data_folder(data_dir), ds._cache_folder(source.name, cache_dir)]
-    for folder in folders:
-        if folder is not None and folder.is_dir():
-            found = ds._find(source, folder)
-            if found is not None:
-                return found
-    if not download:
-        return None
-    folder = ds._cache_folder(source.name, cache_dir)
-    target = folder / source.file_name
+    found = ds.locate_source(source, data_dir=data_dir, cache_dir=cache_dir)
+    if found is not None or not download:
+        return found
+    target = datafiles.cache_folder(source.name, cache_dir) / source.file_name
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{source.file_name}.part"
-        digest = ds._fetch(source.url, tmp, None)
-    except OSError:
+        return datafiles.download(source.url, target, sha256=source.sha256, not_found=lambda why: why)
+    except DatasetNotFoundError:
         return None
-    if source.sha256 and digest != source.sha256:
-        tmp.unlink(missing_ok=True)
-        raise ds.DatasetError(f"the downloaded {source.file_name} has sha256 {digest[:12]}…, expected {source.sha256[:12]}…; it was removed.")
-    tmp.replace(target)
-    return target
 
 
 def load_flag_list(name: str, *, data_dir=None, cache_dir=None, download: bool = True) -> FlagList | None:

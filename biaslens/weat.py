@@ -13,13 +13,12 @@ The stimuli are CC BY-NC 4.0 (non-commercial), as stated in the sent-bias reposi
 
 from __future__ import annotations
 
-import http.client
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .datasets import Progress, _cache_folder, _data_folder, _fetch, _read_file, parse_json_document
+from . import datafiles
+from .datafiles import Progress
+from .datasets import parse_json_document
 from .errors import DatasetError, DatasetNotFoundError
 
 #: The sent-bias commit the checksums below belong to.
@@ -91,7 +90,7 @@ def _word_set(path: Path, document: dict, key: str) -> WordSet:
 def read_weat_file(path: str | Path) -> WeatStimuli:
     """A WEAT file in SEAT's format: one JSON object with targ1, targ2, attr1, attr2."""
     path = Path(path)
-    text, sha256 = _read_file(path)
+    text, sha256 = datafiles.read_text(path)
     document = parse_json_document(path, text)
     if not isinstance(document, dict):
         raise DatasetError("expected one JSON object with targ1, targ2, attr1, attr2 (SEAT's format)", path=str(path))
@@ -112,20 +111,13 @@ def weat_url(name: str) -> str:
 
 def locate_weat(name: str, *, data_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> Path | None:
     """Where `<name>.jsonl` is on this machine: under the data folder (recursively), else in the cache."""
-    file_name = f"{_check_name(name)}.jsonl"
-    data = _data_folder(data_dir)
-    if data is not None:
-        found = next((p for p in sorted(data.rglob(file_name)) if p.is_file()), None)
-        if found is not None:
-            return found
-    cached = _cache_folder("weat", cache_dir) / file_name
-    return cached if cached.is_file() else None
+    return datafiles.locate("weat", [f"{_check_name(name)}.jsonl"], data_dir=data_dir, cache_dir=cache_dir)
 
 
 def _not_found(key: str, cache_dir: str | Path | None, why: str) -> str:
     return (
         f"WEAT stimuli {key}.jsonl not found and {why}. Download it from {weat_url(key)} and put it in "
-        f"{_cache_folder('weat', cache_dir)}/, or pass --data-dir DIR / set BIASLENS_DATA_DIR to a folder that contains it."
+        f"{datafiles.cache_folder('weat', cache_dir)}/, or pass --data-dir DIR / set BIASLENS_DATA_DIR to a folder that contains it."
     )
 
 
@@ -149,35 +141,14 @@ def load_weat(
 
 def _download(key: str, cache_dir: str | Path | None, progress: Progress | None) -> WeatStimuli:
     """Fetch into the cache; the file appears there only once complete, verified and readable."""
-    folder = _cache_folder("weat", cache_dir)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".part")
-        os.close(fd)
-    except OSError as exc:
-        raise DatasetNotFoundError(_not_found(key, cache_dir, f"cannot be saved ({folder}: {exc.strerror or exc})")) from exc
-    tmp, target = Path(tmp_name), folder / f"{key}.jsonl"
-    try:
-        try:
-            sha256 = _fetch(weat_url(key), tmp, progress)
-        except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts and refused connections are OSErrors
-            reason = " ".join(str(getattr(exc, "reason", None) or exc).split())
-            raise DatasetNotFoundError(_not_found(key, cache_dir, f"could not be downloaded ({reason})")) from exc
-        if sha256 != WEAT_SHA256[key]:
-            raise DatasetError(
-                f"the downloaded {key}.jsonl has sha256 {sha256[:12]}…, expected {WEAT_SHA256[key][:12]}…; it was removed. "
-                f"Download it by hand from {weat_url(key)} into {folder}/."
-            )
-        try:
-            read_weat_file(tmp)
-        except DatasetError as exc:
-            raise DatasetError(f"the downloaded {key}.jsonl cannot be read ({exc}); it was removed.") from exc
-        try:
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise DatasetNotFoundError(_not_found(key, cache_dir, f"cannot be saved ({target}: {exc.strerror or exc})")) from exc
-    finally:
-        tmp.unlink(missing_ok=True)
+    target = datafiles.download(
+        weat_url(key),
+        datafiles.cache_folder("weat", cache_dir) / f"{key}.jsonl",
+        sha256=WEAT_SHA256[key],
+        not_found=lambda why: _not_found(key, cache_dir, why),
+        check=read_weat_file,
+        progress=progress,
+    )
     return read_weat_file(target)
 
 

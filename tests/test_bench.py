@@ -1,13 +1,15 @@
-"""The benchmark suite (`python -m biaslens.bench`): its arithmetic and one tiny run."""
+"""The benchmark suite (benchmarks/bench_engine.py, also `python -m biaslens.bench`): its arithmetic and one tiny run."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from biaslens import bench
+import biaslens.bench
+from benchmarks import bench_engine as bench
 
 from conftest import SHARED, requires_shared
 
@@ -47,3 +49,24 @@ def test_a_tiny_run_writes_json_and_markdown_with_exact_scores(tmp_path):
         cps = block["metrics"]["cps"]
         assert cps["masked_rows"] > 0 and cps["one_batch_per_sentence_s"] > 0
         assert cps["baseline_model_flops"] > cps["model_flops"]  # the baselines project every position
+
+
+def test_the_package_has_no_default_data_path():
+    """The suite's ../shared defaults live under benchmarks/; the package entry point only finds the suite."""
+    parser = bench.build_parser()
+    assert parser.get_default("data_dir").endswith("data") and parser.get_default("tokenizers").endswith("tokenizers")
+    assert "shared" not in open(biaslens.bench.__file__).read()
+
+
+def test_python_m_biaslens_bench_runs_the_checkouts_suite(capsys):
+    assert biaslens.bench.SUITE == Path(bench.__file__).resolve()
+    assert biaslens.bench.main(["--sizes", "huge", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "python -m biaslens.bench: error: Unknown size or dataset huge: sizes base, large, tiny; datasets crows-pairs, stereoset."
+
+
+def test_python_m_biaslens_bench_without_a_checkout_says_so_in_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(biaslens.bench, "SUITE", tmp_path / "benchmarks" / "bench_engine.py")
+    assert biaslens.bench.main(["--sizes", "tiny"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "run benchmarks/bench_engine.py from a source checkout" in err

@@ -236,7 +236,7 @@ def test_offline_not_found_names_the_canonical_url(tmp_path):
 
 def test_download_is_checked_and_read(tmp_path, monkeypatch):
     """The download path: a served file whose sha256 matches is read with the dataset's reader; a wrong one is refused."""
-    from biaslens import datasets as ds
+    from biaslens import datafiles
 
     body = TSV + "3\tA b.\tA c.\tstereo\tage\n"
 
@@ -244,7 +244,7 @@ def test_download_is_checked_and_read(tmp_path, monkeypatch):
         destination.write_text(body, encoding="utf-8")
         return hashlib.sha256(body.encode()).hexdigest()
 
-    monkeypatch.setattr(ds, "_fetch", fake_fetch)
+    monkeypatch.setattr(datafiles, "fetch", fake_fetch)
     with pytest.raises(DatasetError, match="the downloaded crows_pairs_FR.csv has sha256"):
         load_dataset("crows-pairs-fr", cache_dir=tmp_path)
     source = DATASETS["crows-pairs-fr"]

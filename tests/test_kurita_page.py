@@ -10,7 +10,7 @@ import pytest
 
 import app_support
 from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
-from biaslens import weat
+from biaslens import datafiles
 from biaslens.kurita import KURITA_CATEGORIES, kurita_weat_spec, score_templates, weat_test
 from biaslens.weat import load_weat
 from conftest import DATA, requires_shared
@@ -106,7 +106,7 @@ def test_missing_weat_files_offline_are_explained(app_env, monkeypatch, tmp_path
     def offline(url, destination, progress):
         raise urllib.error.URLError("no network")
 
-    monkeypatch.setattr(weat, "_fetch", offline)
+    monkeypatch.setattr(datafiles, "fetch", offline)
     at = run_app("kurita")
     at.multiselect(key=S + "weat_tests").set_value(["math_arts"])
     at.button(key=S + "weat_run").click().run()

@@ -6,7 +6,7 @@ import urllib.error
 import numpy as np
 import pytest
 
-from biaslens import weat
+from biaslens import datafiles, weat
 from biaslens.errors import DatasetError, DatasetNotFoundError, InputError
 from biaslens.kurita import KURITA_CATEGORIES, effect_size_chart, kurita_weat_spec, weat_table, weat_test
 from biaslens.published import KURITA_WEAT
@@ -68,7 +68,7 @@ def test_offline_without_a_copy_is_one_line_naming_file_and_folder(tmp_path, mon
     def unreachable(url, destination, progress):
         raise urllib.error.URLError("no route to host")
 
-    monkeypatch.setattr(weat, "_fetch", unreachable)
+    monkeypatch.setattr(datafiles, "fetch", unreachable)
     for download in (False, True):
         with pytest.raises(DatasetNotFoundError) as exc:
             load_weat("weat6", cache_dir=tmp_path, download=download)
@@ -90,7 +90,7 @@ def test_download_is_verified_then_cached(tmp_path, monkeypatch):
         destination.write_bytes((WEAT_DIR / name).read_bytes())
         return WEAT_SHA256[name.removesuffix(".jsonl")]
 
-    monkeypatch.setattr(weat, "_fetch", from_shared)
+    monkeypatch.setattr(datafiles, "fetch", from_shared)
     stimuli = load_weat("weat8", cache_dir=tmp_path)
     assert stimuli.path == tmp_path / "datasets" / "weat" / "weat8.jsonl" and stimuli.targ1.category == "Science"
     assert fetched == [f"https://raw.githubusercontent.com/W4ngatang/sent-bias/{weat.SENT_BIAS_COMMIT}/tests/weat8.jsonl"]
@@ -101,7 +101,7 @@ def test_download_is_verified_then_cached(tmp_path, monkeypatch):
         destination.write_text('{"targ1": {}}')
         return "0" * 64
 
-    monkeypatch.setattr(weat, "_fetch", tampered)
+    monkeypatch.setattr(datafiles, "fetch", tampered)
     with pytest.raises(DatasetError, match="sha256"):
         load_weat("weat1", cache_dir=tmp_path)
     assert sorted(p.name for p in (tmp_path / "datasets" / "weat").iterdir()) == ["weat8.jsonl"]
