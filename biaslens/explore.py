@@ -30,6 +30,7 @@ from .errors import InputError
 from .evaluation import EvaluationResult, PairInspection, evaluate
 from .metrics import METRICS
 from .models import MaskedLM
+from .runner import NotCached
 
 SIDES = ("stereo", "anti")
 
@@ -298,30 +299,6 @@ def filter_pairs(
     return frame[keep]
 
 
-class _NotCached(Exception):
-    """Raised inside `cached_evaluation` as soon as a chunk is not fully cached."""
-
-
-class _CacheProbe(ResultCache):
-    """A read-only view of a ResultCache that refuses to let `evaluate` compute anything."""
-
-    def __init__(self, cache: ResultCache):  # noqa: D107 - shares the wrapped cache's file
-        self.path = cache.path
-        self.warning = cache.warning
-        self.notice = None  # left for the run that computes
-        self._lock = cache._lock
-
-    def get_many(self, keys):  # type: ignore[override]
-        keys = list(keys)
-        found = super().get_many(keys)
-        if len(found) < len(set(keys)):
-            raise _NotCached
-        return found
-
-    def put_many(self, records) -> None:  # type: ignore[override]
-        raise _NotCached
-
-
 def cached_evaluation(
     lm: MaskedLM,
     dataset: PairDataset | Sequence[Pair],
@@ -330,12 +307,12 @@ def cached_evaluation(
     **options: Any,
 ) -> EvaluationResult | None:
     """The result `evaluate(lm, dataset, metrics, cache=cache, **options)` would return, if every
-    score is already in the cache; None (after reading the cache only) otherwise."""
+    score is already in the cache; None (after reading the cache only) otherwise (`evaluate(..., cache_only=True)`)."""
     if not cache.enabled:
         return None
     try:
-        return evaluate(lm, dataset, metrics, cache=_CacheProbe(cache), **options)
-    except _NotCached:
+        return evaluate(lm, dataset, metrics, cache=cache, cache_only=True, **options)
+    except NotCached:
         return None
 
 
