@@ -42,7 +42,8 @@ PUBLISHED_TAG = "published"
 
 #: The masked metric Table 1 compares with AUL on each dataset, and the tokens both score.
 MASKED_METRIC = {"crows-pairs": "cps", "stereoset": "sss"}
-PAIRED_TOKENS = {"cps": "unmodified (U) tokens", "sss": "modified (M) tokens"}
+#: The masked metrics Table 1 can compare with AUL, and the tokens both score (`Metric.paired_tokens`).
+PAIRED_TOKENS = {key: m.paired_tokens for key, m in METRICS.items() if m.paired_tokens}
 
 #: Token-accuracy position definitions (spec, "Token prediction accuracy").
 POSITIONS = {
@@ -183,8 +184,8 @@ def token_ranks(
     pairs = dataset_pairs(dataset, limit=limit, sample=sample, seed=seed)
     name = pairs[0].dataset if not isinstance(dataset, PairDataset) else dataset.name
     metric = masked_metric or MASKED_METRIC.get(name, "cps")
-    if metric not in ("cps", "sss"):
-        raise InputError(f"Token accuracy compares AUL with cps or sss, not {metric!r}.")
+    if metric not in PAIRED_TOKENS:
+        raise InputError(f"Token accuracy compares AUL with {' or '.join(PAIRED_TOKENS)}, not {metric!r}.")
     records, from_cache = cached_pair_records(
         lm, pairs, f"{_TOKEN_RECORD}/{metric}", _token_records(metric, batch_tokens), cache=cache, chunk_pairs=chunk_pairs, progress=progress
     )
@@ -281,8 +282,8 @@ def compare_accuracy(run: TokenRun) -> AccuracyComparison:
     masked = t[t["masked"]]
     masked_right = (masked["masked_rank"] == 1).to_numpy()
     aul_right_there = (masked["unmasked_rank"] == 1).to_numpy()
-    if run.masked_metric == "sss":  # the paper's definition counts instances; the released code, tokens
-        default_row = _accuracy_row("sss", "default", sss_instances(t), "instances")
+    if METRICS[run.masked_metric].accuracy_unit == "instances":  # SSS: the paper's definition counts instances; the code, tokens
+        default_row = _accuracy_row(run.masked_metric, "default", sss_instances(t), "instances")
     else:
         default_row = _accuracy_row(run.masked_metric, "default", masked_right)
     rows = [

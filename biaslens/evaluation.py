@@ -25,7 +25,7 @@ from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
 from .errors import InputError
 from .export import atomic_write, safe_csv, to_json
-from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, pair_accuracy, parse_metrics
+from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, pair_columns, parse_metrics
 from .options import Compat
 from .runner import DEFAULT_CHUNK_PAIRS, ComputeFn, Progress, run_chunked
 from .models import Encoding, MaskedLM
@@ -153,12 +153,14 @@ class SentenceDetail:
         if u.top_ids is not None:
             frame["top_tokens"] = [[str(t) for t in row] for row in u.top_ids]
             frame["top_logprobs"] = [list(map(float, row)) for row in u.top_logprob]
-        for key in ("cps", "sss", "all_masked", "pll"):
+        for key, metric in METRICS.items():  # the masked metrics' log-probabilities (`Metric.token_column`)
+            if metric.token_column is None:
+                continue
             score = self.scores.get(key)
             column = np.full(len(enc), np.nan)
             if score is not None and score.positions:
                 column[list(score.positions)] = score.logprob
-            frame[f"{key}_logprob"] = column
+            frame[metric.token_column] = column
         return frame
 
 
@@ -438,16 +440,11 @@ def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | N
     return pairs
 
 
-#: Cached pair records whose accuracy counts changed meaning get their own key: SSS in the default mode counts
-#: the instance (the paper's definition), not tokens.
-_RECORD_TAGS = {("sss", "default"): "sss@instance-accuracy"}
-
-
 def _record_key(lm: MaskedLM, mode: Compat) -> Callable[[Pair, str], str]:
-    """The result-cache key of one metric's record of a pair (unchanged since the first release: caches stay valid)."""
+    """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid)."""
 
     def key(p: Pair, m: str) -> str:
-        return cache_key(lm.fingerprint, str(lm.dtype), _RECORD_TAGS.get((m, mode.value), m), mode.value, p.sent_stereo, p.sent_anti)
+        return cache_key(lm.fingerprint, str(lm.dtype), METRICS[m].cache_tag(mode.value), mode.value, p.sent_stereo, p.sent_anti)
 
     return key
 
@@ -462,7 +459,7 @@ def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int) -> ComputeFn:
         for result in scored:
             by_metric = {}
             for m, (a, b) in result.scores.items():
-                hits, total = pair_accuracy(m, a, b, mode.reference_code)
+                hits, total = METRICS[m].pair_accuracy(a, b, mode.reference_code)
                 by_metric[m] = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
             out.append(by_metric)
         return out
@@ -478,7 +475,7 @@ def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:
 
 
 def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[tuple[int, str], Mapping[str, Any]]) -> pd.DataFrame:
-    """The `pairs.csv` table: pair columns, then `<metric>_stereo/_anti/_hits/_total`."""
+    """The `pairs.csv` table: pair columns, then each metric's `Metric.columns` (`<metric>_stereo/_anti/_hits/_total`)."""
     rows = []
     for p in pairs:
         row: dict[str, Any] = {
@@ -490,11 +487,11 @@ def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[
             "sent_anti": p.sent_anti,
         }
         for m in metrics:
-            r = records[(p.pair_id, m)]
-            row[f"{m}_stereo"] = r["stereo"]
-            row[f"{m}_anti"] = r["anti"]
-            row[f"{m}_hits"] = int(r["hits"])
-            row[f"{m}_total"] = int(r["total"])
+            r, columns = records[(p.pair_id, m)], pair_columns(m)
+            row[columns.stereo] = r["stereo"]
+            row[columns.anti] = r["anti"]
+            row[columns.hits] = int(r["hits"])
+            row[columns.total] = int(r["total"])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -504,8 +501,9 @@ def _group(direction: str) -> str:
 
 
 def _bias_block(frame: pd.DataFrame, metric: str) -> dict[str, Any]:
-    counts = bias_score(frame[f"{metric}_stereo"].to_numpy(float), frame[f"{metric}_anti"].to_numpy(float))
-    hits, total = int(frame[f"{metric}_hits"].sum()), int(frame[f"{metric}_total"].sum())
+    columns = pair_columns(metric)
+    counts = bias_score(frame[columns.stereo].to_numpy(float), frame[columns.anti].to_numpy(float))
+    hits, total = int(frame[columns.hits].sum()), int(frame[columns.total].sum())
     return {
         "bias_score": counts.score,
         "n": counts.n,

@@ -28,8 +28,6 @@ S = "inspector."
 EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")
 SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences"}
 VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
-#: The per-token measure that goes with each metric.
-METRIC_MEASURE = {"aul": "logprob", "aula": "aula_contribution", "cps": "cps_logprob", "sss": "logprob", "all_masked": "logprob"}
 
 settings = ui.settings.current()
 
@@ -260,7 +258,8 @@ def show_tokens(result: PairInspection, tokens: pd.DataFrame, focus: str) -> Non
         "sentence, and a modified pair (e.g. *Women / Men*) full-colour bars. Hover a bar for every measure."
     )
     aligned = figures.aligned_token_frame(explore.aligned_columns(result), tokens)
-    extra = [METRIC_MEASURE[focus]] if METRIC_MEASURE[focus] not in DEFAULT_MEASURES else []
+    measure = METRICS[focus].token_measure  # the per-token measure that goes with the metric
+    extra = [measure] if measure not in DEFAULT_MEASURES else []
     st.session_state.setdefault(S + "measures", [*DEFAULT_MEASURES, *extra])
     measures = st.pills(
         "Measures, side by side", list(figures.TOKEN_MEASURES), selection_mode="multi", key=S + "measures",
