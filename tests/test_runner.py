@@ -90,3 +90,20 @@ def test_cache_only_computes_nothing(tmp_path):
 def test_chunk_pairs_must_be_a_positive_whole_number(bad):
     with pytest.raises(InputError, match="chunk_pairs"):
         run_chunked(PAIRS, parts=("a",), key=key, compute=Counter(), chunk_pairs=bad)
+
+
+def test_evaluate_cache_only_reads_a_finished_run_and_leaves_the_notice_to_a_computing_run(tiny_bert, tmp_path):
+    from biaslens.evaluation import evaluate
+
+    path = tmp_path / "r.sqlite"
+    path.write_bytes(b"not a database at all" * 100)
+    cache = ResultCache(path)  # set aside and started afresh: a notice for the next run that computes
+    pairs = [Pair(i, "test", "gender", "stereo", f"The {w} can't drive.", f"The {v} can't drive.")
+             for i, (w, v) in enumerate([("women", "men"), ("girls", "boys"), ("mothers", "fathers")])]
+    with pytest.raises(NotCached):
+        evaluate(tiny_bert, pairs, ["aul"], cache=cache, cache_only=True)
+    assert len(cache) == 0
+    full = evaluate(tiny_bert, pairs, ["aul"], cache=cache, chunk_pairs=2)
+    assert any("corrupted" in w for w in full.warnings)
+    again = evaluate(tiny_bert, pairs, ["aul"], cache=cache, cache_only=True)
+    assert again.cached == 3 and again.pairs.equals(full.pairs) and not again.warnings
