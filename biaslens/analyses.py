@@ -31,6 +31,7 @@ from .errors import InputError
 from .evaluation import EvaluationResult, score_encoded_pairs, select_pairs
 from .metrics import METRICS, sss_instance_accuracy
 from .models import MaskedLM
+from .runner import DEFAULT_CHUNK_PAIRS, Progress, run_chunked
 from .published import BIAS_SCORES, GROUP_SCORES, TOKEN_ACCURACY
 from .stats import McNemarResult, mcnemar, wilson_interval
 
@@ -41,7 +42,8 @@ PUBLISHED_TAG = "published"
 
 #: The masked metric Table 1 compares with AUL on each dataset, and the tokens both score.
 MASKED_METRIC = {"crows-pairs": "cps", "stereoset": "sss"}
-PAIRED_TOKENS = {"cps": "unmodified (U) tokens", "sss": "modified (M) tokens"}
+#: The masked metrics Table 1 can compare with AUL, and the tokens both score (`Metric.paired_tokens`).
+PAIRED_TOKENS = {key: m.paired_tokens for key, m in METRICS.items() if m.paired_tokens}
 
 #: Token-accuracy position definitions (spec, "Token prediction accuracy").
 POSITIONS = {
@@ -54,7 +56,7 @@ DATASET_LABELS = {"crows-pairs": "CP", "stereoset": "SS"}
 #: Bumped whenever a cached per-token record would change meaning.
 _TOKEN_RECORD = "token-ranks/1"
 
-Progress = Callable[[float, int], None]
+_RECORD = "record"  # the runner's one part per pair
 #: compute(lm, pairs, progress(rows_done, rows_total)) -> one JSON-able record per pair.
 RecordFn = Callable[[MaskedLM, Sequence[Pair], Callable[[int, int], None]], list[dict[str, Any]]]
 
@@ -71,7 +73,7 @@ def cached_pair_records(
     compute: RecordFn,
     *,
     cache: ResultCache | None = None,
-    chunk_pairs: int = 128,
+    chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
     progress: Progress | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """One record per pair, read from the cache where present, else computed chunk by chunk and cached.
@@ -79,32 +81,17 @@ def cached_pair_records(
     A record's key is (model fingerprint, dtype, `tag`, the pair's sentences), so `tag`
     must name everything else the record depends on (e.g. a seed). Returns the records in
     the order of `pairs` and how many came from the cache. `progress(done_pairs, total)`.
+    The chunked, cached, resumable loop is `biaslens.runner.run_chunked` (one part per pair).
     """
-    records: list[dict[str, Any] | None] = [None] * len(pairs)
-    from_cache = 0
-    for start in range(0, len(pairs), chunk_pairs):
-        chunk = pairs[start : start + chunk_pairs]
-        keys = [cache_key(lm.fingerprint, str(lm.dtype), tag, p.sent_stereo, p.sent_anti, p.unrelated) for p in chunk]
-        found = cache.get_many(keys) if cache is not None else {}
-        todo = [i for i, k in enumerate(keys) if k not in found]
-        for i, key in enumerate(keys):
-            if key in found:
-                records[start + i] = found[key]
-        from_cache += len(chunk) - len(todo)
 
-        def within(rows_done: int, rows_total: int, start: int = start, n: int = len(chunk)) -> None:
-            if progress is not None:
-                progress(start + n * rows_done / max(rows_total, 1), len(pairs))
+    def key(p: Pair, _part: str) -> str:
+        return cache_key(lm.fingerprint, str(lm.dtype), tag, p.sent_stereo, p.sent_anti, p.unrelated)
 
-        if todo:
-            fresh = compute(lm, [chunk[i] for i in todo], within)
-            for i, record in zip(todo, fresh):
-                records[start + i] = record
-            if cache is not None:
-                cache.put_many({keys[i]: record for i, record in zip(todo, fresh)})
-        if progress is not None:
-            progress(start + len(chunk), len(pairs))
-    return records, from_cache  # type: ignore[return-value]
+    def records(chunk: Sequence[Pair], _parts: Sequence[str], within: Callable[[int, int], None]) -> list[dict[str, dict[str, Any]]]:
+        return [{_RECORD: record} for record in compute(lm, chunk, within)]
+
+    run = run_chunked(pairs, parts=(_RECORD,), key=key, compute=records, cache=cache, chunk_pairs=chunk_pairs, progress=progress)
+    return [r[_RECORD] for r in run.records], run.cached
 
 
 def encode_sentence(lm: MaskedLM, pair: Pair, field_name: str):
@@ -185,7 +172,7 @@ def token_ranks(
     seed: int = 0,
     cache: ResultCache | None = None,
     batch_tokens: int | None = None,
-    chunk_pairs: int = 128,
+    chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
     progress: Progress | None = None,
 ) -> TokenRun:
     """Per-token ranks of the unmasked pass and of a masked metric over a dataset's pairs.
@@ -197,8 +184,8 @@ def token_ranks(
     pairs = dataset_pairs(dataset, limit=limit, sample=sample, seed=seed)
     name = pairs[0].dataset if not isinstance(dataset, PairDataset) else dataset.name
     metric = masked_metric or MASKED_METRIC.get(name, "cps")
-    if metric not in ("cps", "sss"):
-        raise InputError(f"Token accuracy compares AUL with cps or sss, not {metric!r}.")
+    if metric not in PAIRED_TOKENS:
+        raise InputError(f"Token accuracy compares AUL with {' or '.join(PAIRED_TOKENS)}, not {metric!r}.")
     records, from_cache = cached_pair_records(
         lm, pairs, f"{_TOKEN_RECORD}/{metric}", _token_records(metric, batch_tokens), cache=cache, chunk_pairs=chunk_pairs, progress=progress
     )
@@ -295,8 +282,8 @@ def compare_accuracy(run: TokenRun) -> AccuracyComparison:
     masked = t[t["masked"]]
     masked_right = (masked["masked_rank"] == 1).to_numpy()
     aul_right_there = (masked["unmasked_rank"] == 1).to_numpy()
-    if run.masked_metric == "sss":  # the paper's definition counts instances; the released code, tokens
-        default_row = _accuracy_row("sss", "default", sss_instances(t), "instances")
+    if METRICS[run.masked_metric].accuracy_unit == "instances":  # SSS: the paper's definition counts instances; the code, tokens
+        default_row = _accuracy_row(run.masked_metric, "default", sss_instances(t), "instances")
     else:
         default_row = _accuracy_row(run.masked_metric, "default", masked_right)
     rows = [

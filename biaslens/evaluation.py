@@ -25,16 +25,13 @@ from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
 from .errors import InputError, MetricUnavailableError
 from .export import atomic_write, safe_csv, to_json
-from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, pair_accuracy, parse_metrics
+from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, pair_columns, parse_metrics
 from .options import Compat
+from .runner import DEFAULT_CHUNK_PAIRS, ComputeFn, Progress, run_chunked
 from .models import Encoding, MaskedLM
 from .scoring import MaskedQuery, UnmaskedResult, default_batch_tokens, masked_pass, unmasked_pass
 from .stats import bias_score
 
-Progress = Callable[[float, int], None]
-
-#: Pairs per resumable chunk of a dataset run.
-DEFAULT_CHUNK_PAIRS = 128
 
 
 # ---------------------------------------------------------------------------------------
@@ -204,12 +201,14 @@ class SentenceDetail:
         if u.top_ids is not None:
             frame["top_tokens"] = [[str(t) for t in row] for row in u.top_ids]
             frame["top_logprobs"] = [list(map(float, row)) for row in u.top_logprob]
-        for key in ("cps", "sss", "all_masked", "pll"):
+        for key, metric in METRICS.items():  # the masked metrics' log-probabilities (`Metric.token_column`)
+            if metric.token_column is None:
+                continue
             score = self.scores.get(key)
             column = np.full(len(enc), np.nan)
             if score is not None and score.positions:
                 column[list(score.positions)] = score.logprob
-            frame[f"{key}_logprob"] = column
+            frame[metric.token_column] = column
         return frame
 
 
@@ -358,6 +357,7 @@ def evaluate(
     batch_tokens: int | None = None,
     chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
     progress: Progress | None = None,
+    cache_only: bool = False,
 ) -> EvaluationResult:
     """Score every pair of a dataset with the given metrics.
 
@@ -366,6 +366,9 @@ def evaluate(
     interrupted run resumes where it stopped. `progress(done_pairs, total_pairs)`.
     Under `accelerate launch` with several processes, each scores its share of the
     chunks and every process returns the whole result (`biaslens.parallel`).
+    `cache_only=True` computes nothing: every score comes from `cache`, else
+    `biaslens.runner.NotCached` is raised (`explore.cached_evaluation` turns that into None).
+    The chunked, cached, resumable loop itself is `biaslens.runner.run_chunked`.
     """
     keys, notes = _usable_metrics(lm, metrics)
     mode = Compat.parse(compat)
@@ -385,28 +388,21 @@ def evaluate(
     budget = batch_tokens or default_batch_tokens(lm)
     started = time.perf_counter()
 
-    # Under `accelerate launch`, this process scores its share of the chunks (see parallel.py).
-    state = parallel.process_state(cpu=lm.device.type == "cpu")
-    starts = parallel.share(state, range(0, len(pairs), chunk_pairs))
-    own = sum(len(pairs[start : start + chunk_pairs]) for start in starts)
-    records: dict[tuple[int, str], dict[str, Any]] = {}
-    cached = done = 0
-    for start in starts:
-        chunk = pairs[start : start + chunk_pairs]
-
-        def within_chunk(rows_done: int, rows_total: int) -> None:
-            if progress is not None:
-                progress(done + len(chunk) * rows_done / max(rows_total, 1), own)
-
-        chunk_records, hits = _score_chunk(lm, chunk, keys, mode, cache, budget, within_chunk)
-        records.update(chunk_records)
-        cached += hits
-        done += len(chunk)
-        if progress is not None:
-            progress(done, own)
-    parts = parallel.gather(state, (records, cached))
-    records = {key: record for part, _ in parts for key, record in part.items()}
-    cached = sum(hits for _, hits in parts)
+    # Under `accelerate launch`, this process scores its share of the chunks (see parallel.py and runner.py).
+    state = None if cache_only else parallel.process_state(cpu=lm.device.type == "cpu")
+    run = run_chunked(
+        pairs,
+        parts=keys,
+        key=_record_key(lm, mode),
+        compute=_metric_records(lm, mode, budget),
+        cache=cache,
+        chunk_pairs=chunk_pairs,
+        progress=progress,
+        processes=state,
+        cache_only=cache_only,
+    )
+    records = {(p.pair_id, m): record for p, by_metric in zip(pairs, run.records) for m, record in by_metric.items()}
+    cached = run.cached
 
     frame = pairs_frame(pairs, keys, records)
     dataset_info = _dataset_info(dataset, pairs)
@@ -419,8 +415,8 @@ def evaluate(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - started, 3),
     )
-    # A cache set aside as corrupted (notice) or switched off (warning) is worth telling.
-    warnings = [w for w in (cache.pop_notice(), cache.warning) if w] if cache is not None else []
+    # A cache set aside as corrupted (notice) or switched off (warning) is worth telling (the notice: by a run that computes).
+    warnings = [w for w in (None if cache_only else cache.pop_notice(), cache.warning) if w] if cache is not None else []
     warnings += notes
     summary = summarize(frame, keys, manifest)
     summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
@@ -499,47 +495,31 @@ def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | N
     return pairs
 
 
-#: Cached pair records whose accuracy counts changed meaning get their own key: SSS in the default mode counts
-#: the instance (the paper's definition), not tokens.
-_RECORD_TAGS = {("sss", "default"): "sss@instance-accuracy"}
+def _record_key(lm: MaskedLM, mode: Compat) -> Callable[[Pair, str], str]:
+    """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid)."""
+
+    def key(p: Pair, m: str) -> str:
+        return cache_key(lm.fingerprint, str(lm.dtype), METRICS[m].cache_tag(mode.value), mode.value, p.sent_stereo, p.sent_anti)
+
+    return key
 
 
-def _score_chunk(
-    lm: MaskedLM,
-    pairs: Sequence[Pair],
-    metrics: Sequence[str],
-    mode: Compat,
-    cache: ResultCache | None,
-    batch_tokens: int,
-    progress: Callable[[int, int], None],
-) -> tuple[dict[tuple[int, str], dict[str, Any]], int]:
-    """Scores of one chunk (from the cache where present, computed and cached otherwise), and the cache hits."""
-    keys = {
-        (i, m): cache_key(lm.fingerprint, str(lm.dtype), _RECORD_TAGS.get((m, mode.value), m), mode.value, p.sent_stereo, p.sent_anti)
-        for i, p in enumerate(pairs)
-        for m in metrics
-    }
-    cached = cache.get_many(keys.values()) if cache is not None else {}
-    out = {(pairs[i].pair_id, m): cached[k] for (i, m), k in keys.items() if k in cached}
-    hits = sum(k in cached for k in keys.values())
-    todo = sorted({i for (i, m), k in keys.items() if k not in cached})
-    if not todo:
-        return out, hits
-    missing = [m for m in metrics if any(keys[(i, m)] not in cached for i in todo)]
-    encoded = [(_encode(lm, pairs[i], "sent_stereo"), _encode(lm, pairs[i], "sent_anti")) for i in todo]
-    scored = score_encoded_pairs(
-        lm, encoded, missing, compat=mode.reference_code, batch_tokens=batch_tokens, progress=progress
-    )
-    fresh = {}
-    for i, result in zip(todo, scored):
-        for m, (a, b) in result.scores.items():
-            hits, total = pair_accuracy(m, a, b, mode.reference_code)
-            record = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
-            out[(pairs[i].pair_id, m)] = record
-            fresh[keys[(i, m)]] = record
-    if cache is not None:
-        cache.put_many(fresh)
-    return out, hits
+def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int) -> ComputeFn:
+    """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric."""
+
+    def compute(pairs: Sequence[Pair], metrics: Sequence[str], progress: Callable[[int, int], None]) -> list[dict[str, dict[str, Any]]]:
+        encoded = [(_encode(lm, p, "sent_stereo"), _encode(lm, p, "sent_anti")) for p in pairs]
+        scored = score_encoded_pairs(lm, encoded, metrics, compat=mode.reference_code, batch_tokens=batch_tokens, progress=progress)
+        out = []
+        for result in scored:
+            by_metric = {}
+            for m, (a, b) in result.scores.items():
+                hits, total = METRICS[m].pair_accuracy(a, b, mode.reference_code)
+                by_metric[m] = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
+            out.append(by_metric)
+        return out
+
+    return compute
 
 
 def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:
@@ -550,7 +530,7 @@ def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:
 
 
 def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[tuple[int, str], Mapping[str, Any]]) -> pd.DataFrame:
-    """The `pairs.csv` table: pair columns, then `<metric>_stereo/_anti/_hits/_total`."""
+    """The `pairs.csv` table: pair columns, then each metric's `Metric.columns` (`<metric>_stereo/_anti/_hits/_total`)."""
     rows = []
     for p in pairs:
         row: dict[str, Any] = {
@@ -562,11 +542,11 @@ def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[
             "sent_anti": p.sent_anti,
         }
         for m in metrics:
-            r = records[(p.pair_id, m)]
-            row[f"{m}_stereo"] = r["stereo"]
-            row[f"{m}_anti"] = r["anti"]
-            row[f"{m}_hits"] = int(r["hits"])
-            row[f"{m}_total"] = int(r["total"])
+            r, columns = records[(p.pair_id, m)], pair_columns(m)
+            row[columns.stereo] = r["stereo"]
+            row[columns.anti] = r["anti"]
+            row[columns.hits] = int(r["hits"])
+            row[columns.total] = int(r["total"])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -576,8 +556,9 @@ def _group(direction: str) -> str:
 
 
 def _bias_block(frame: pd.DataFrame, metric: str) -> dict[str, Any]:
-    counts = bias_score(frame[f"{metric}_stereo"].to_numpy(float), frame[f"{metric}_anti"].to_numpy(float))
-    hits, total = int(frame[f"{metric}_hits"].sum()), int(frame[f"{metric}_total"].sum())
+    columns = pair_columns(metric)
+    counts = bias_score(frame[columns.stereo].to_numpy(float), frame[columns.anti].to_numpy(float))
+    hits, total = int(frame[columns.hits].sum()), int(frame[columns.total].sum())
     return {
         "bias_score": counts.score,
         "n": counts.n,

@@ -28,14 +28,12 @@ from .cache import ResultCache
 from .datasets import Pair, PairDataset
 from .errors import InputError
 from .evaluation import EvaluationResult, PairInspection, evaluate
-from .metrics import METRICS
+from .metrics import METRICS, pair_columns
 from .models import MaskedLM
+from .runner import NotCached
 
 SIDES = ("stereo", "anti")
 
-#: How each additive metric turns per-token log-probabilities into its sentence score.
-#: "mean": sum / count; "sum": sum; "weighted_mean": sum(weight * log p) / count.
-_REDUCTIONS = {"aul": "mean", "aula": "weighted_mean", "cps": "sum", "pll": "sum", "all_masked": "mean", "sss": "mean"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -104,11 +102,14 @@ def token_contributions(inspection: PairInspection, metric: str, side: str) -> n
     """Per position of one sentence, its additive share of the sentence's `metric` score.
 
     Positions the metric does not read are 0; the shares sum to the sentence score.
-    kaneko2022's CPS rounding and SSS cross-mean are not sums of per-token terms: refused.
+    How they add up is the registry's `Metric.reduction` ("mean": sum / count; "sum": sum;
+    "weighted_mean": sum(weight * log p) / count). kaneko2022's CPS rounding and SSS
+    cross-mean are not sums of per-token terms (`Metric.additive_in_compat`): refused.
     """
-    if metric not in _REDUCTIONS:
-        raise InputError(f"{metric} is not a sum of per-token terms; choose from {', '.join(_REDUCTIONS)}.")
-    if inspection.compat and metric in ("cps", "sss"):
+    additive = [k for k, m in METRICS.items() if m.reduction is not None]
+    if metric not in additive:
+        raise InputError(f"{metric} is not a sum of per-token terms; choose from {', '.join(additive)}.")
+    if not METRICS[metric].is_additive(inspection.compat):
         raise InputError(f"In kaneko2022 mode {METRICS[metric].name} is not a sum of per-token terms (rounding / cross terms).")
     detail = getattr(inspection, side)
     score = detail.scores[metric]
@@ -116,7 +117,7 @@ def token_contributions(inspection: PairInspection, metric: str, side: str) -> n
     if not score.positions:
         return out
     logprob = np.asarray(score.logprob, dtype=float)
-    reduction = _REDUCTIONS[metric]
+    reduction = METRICS[metric].reduction
     if reduction == "sum":
         share = logprob
     elif reduction == "mean":
@@ -269,8 +270,9 @@ def with_verdicts(pairs: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """The per-pair frame plus `<metric>_margin` (stereo - anti) and `<metric>_verdict` columns."""
     out = pairs.copy()
     for m in metrics:
-        out[f"{m}_margin"] = out[f"{m}_stereo"] - out[f"{m}_anti"]
-        out[f"{m}_verdict"] = verdicts(out[f"{m}_stereo"], out[f"{m}_anti"])
+        columns = pair_columns(m)
+        out[f"{m}_margin"] = out[columns.stereo] - out[columns.anti]
+        out[f"{m}_verdict"] = verdicts(out[columns.stereo], out[columns.anti])
     return out
 
 
@@ -298,30 +300,6 @@ def filter_pairs(
     return frame[keep]
 
 
-class _NotCached(Exception):
-    """Raised inside `cached_evaluation` as soon as a chunk is not fully cached."""
-
-
-class _CacheProbe(ResultCache):
-    """A read-only view of a ResultCache that refuses to let `evaluate` compute anything."""
-
-    def __init__(self, cache: ResultCache):  # noqa: D107 - shares the wrapped cache's file
-        self.path = cache.path
-        self.warning = cache.warning
-        self.notice = None  # left for the run that computes
-        self._lock = cache._lock
-
-    def get_many(self, keys):  # type: ignore[override]
-        keys = list(keys)
-        found = super().get_many(keys)
-        if len(found) < len(set(keys)):
-            raise _NotCached
-        return found
-
-    def put_many(self, records) -> None:  # type: ignore[override]
-        raise _NotCached
-
-
 def cached_evaluation(
     lm: MaskedLM,
     dataset: PairDataset | Sequence[Pair],
@@ -330,12 +308,12 @@ def cached_evaluation(
     **options: Any,
 ) -> EvaluationResult | None:
     """The result `evaluate(lm, dataset, metrics, cache=cache, **options)` would return, if every
-    score is already in the cache; None (after reading the cache only) otherwise."""
+    score is already in the cache; None (after reading the cache only) otherwise (`evaluate(..., cache_only=True)`)."""
     if not cache.enabled:
         return None
     try:
-        return evaluate(lm, dataset, metrics, cache=_CacheProbe(cache), **options)
-    except _NotCached:
+        return evaluate(lm, dataset, metrics, cache=cache, cache_only=True, **options)
+    except NotCached:
         return None
 
 
@@ -421,9 +399,10 @@ def compare_models(results: Mapping[str, EvaluationResult], metric: str) -> Mode
 
     first = results[labels[0]].pairs
     margins = first[["pair_id", "bias_type", "direction", "sent_stereo", "sent_anti"]].copy()
+    columns = pair_columns(metric)
     for label, r in results.items():
-        margins[f"margin ({label})"] = (r.pairs[f"{metric}_stereo"] - r.pairs[f"{metric}_anti"]).to_numpy()
-        margins[f"verdict ({label})"] = verdicts(r.pairs[f"{metric}_stereo"], r.pairs[f"{metric}_anti"])
+        margins[f"margin ({label})"] = (r.pairs[columns.stereo] - r.pairs[columns.anti]).to_numpy()
+        margins[f"verdict ({label})"] = verdicts(r.pairs[columns.stereo], r.pairs[columns.anti])
     verdict_columns = [f"verdict ({label})" for label in labels]
     flipped = margins[verdict_columns].nunique(axis=1) > 1
     return ModelComparison(metric, scores, by_type, margins, margins[flipped].reset_index(drop=True))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -90,15 +90,13 @@ def sss_instance_accuracy(stereo_rank: np.ndarray, anti_rank: np.ndarray) -> tup
 
 
 def pair_accuracy(metric: str, stereo: SentenceScore, anti: SentenceScore, compat: bool) -> tuple[int, int]:
-    """A pair's token prediction accuracy counts (hits, total) for `metric`.
+    """A pair's token prediction accuracy counts (hits, total) for `metric` (`Metric.pair_accuracy`).
 
     SSS in the default mode counts the instance (`sss_instance_accuracy`: the paper's
     Token Prediction Accuracy section); every other metric, and SSS in kaneko2022 mode (the
     released code), counts per token over both sentences.
     """
-    if metric == "sss" and not compat:
-        return sss_instance_accuracy(stereo.rank if stereo.rank is not None else [], anti.rank if anti.rank is not None else [])
-    return stereo.hits + anti.hits, stereo.total + anti.total
+    return METRICS[metric].pair_accuracy(stereo, anti, compat)
 
 
 def all_masked(logprob: np.ndarray) -> float:
@@ -253,9 +251,35 @@ def _score_all_masked(s: SentenceInput, r: PassResults, compat: bool) -> Sentenc
 # ---------------------------------------------------------------------------------------
 
 
+class PairColumns(NamedTuple):
+    """The `pairs.csv` columns of one metric."""
+
+    stereo: str
+    anti: str
+    hits: str
+    total: str
+
+
+def pair_columns(key: str) -> PairColumns:
+    """`<key>_stereo`, `<key>_anti`, `<key>_hits`, `<key>_total`: what a dataset run writes per metric."""
+    return PairColumns(f"{key}_stereo", f"{key}_anti", f"{key}_hits", f"{key}_total")
+
+
+#: `Metric.reduction` values: how per-token log-probabilities add up to the sentence score.
+REDUCTIONS = ("mean", "sum", "weighted_mean")
+#: `Metric.accuracy_unit` values: what a pair's default-mode token accuracy counts.
+ACCURACY_UNITS = ("tokens", "instances")
+
+
 @dataclass(frozen=True)
 class Metric:
-    """A registry entry: the description shown to users and the two functions behind it."""
+    """A registry entry: every fact about one metric, read by the engine, the CLI and the app.
+
+    Cards (the app's metric cards, `biaslens metrics`): `name`, `long_name`, `formula`,
+    `summary`, `citation`, `accuracy_positions`, `note`, `direction`, `ideal`,
+    `higher_sentence_score`. Computation: `pass_kind`, `needs_attention`, `queries`,
+    `score`. What the rest of biaslens does with its scores: see the fields below.
+    """
 
     key: str
     name: str
@@ -271,7 +295,50 @@ class Metric:
     higher_sentence_score: str = "more likely under the model"
     queries: Callable[[SentenceInput, bool], list[MaskedQuery]] = lambda s, compat: []
     score: Callable[[SentenceInput, PassResults, bool], SentenceScore] | None = None
+    #: The unmasked pass must return the attention each token receives (AULA's weights).
     needs_attention: bool = False
+    #: How the per-token log-probabilities (`SentenceScore.logprob`) add up to the sentence score, for the
+    #: explorer's per-token shares (`explore.token_contributions`): one of `REDUCTIONS`; None: not additive.
+    reduction: str | None = None
+    #: Whether that reduction still holds in kaneko2022 mode (False: CPS rounds, SSS averages cross terms).
+    additive_in_compat: bool = True
+    #: The inspector's token frame gets a `<key>_logprob` column of the log-probabilities the metric reads.
+    token_logprob: bool = False
+    #: The per-token measure the inspector shows first for this metric (a `figures.TOKEN_MEASURES` column).
+    token_measure: str = "logprob"
+    #: What a pair's token accuracy counts in the default mode (`ACCURACY_UNITS`); kaneko2022 always counts tokens.
+    accuracy_unit: str = "tokens"
+    #: Table 1 (`analyses.compare_accuracy`): the tokens this masked metric is paired with AUL on; "" if not compared.
+    paired_tokens: str = ""
+    #: Result-cache key tag per scoring mode, where a cached record changed meaning (the key itself otherwise), so
+    #: records of an older meaning are never read back.
+    cache_tags: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def columns(self) -> PairColumns:
+        """The `pairs.csv` columns this metric writes."""
+        return pair_columns(self.key)
+
+    @property
+    def token_column(self) -> str | None:
+        """The inspector token frame's column of this metric's log-probabilities, if it writes one."""
+        return f"{self.key}_logprob" if self.token_logprob else None
+
+    def cache_tag(self, compat: str) -> str:
+        """What a result-cache key names this metric by in the scoring mode `compat` ("default" / "kaneko2022")."""
+        return dict(self.cache_tags).get(compat, self.key)
+
+    def is_additive(self, compat: bool) -> bool:
+        """Whether the sentence score is a sum of per-token terms (`reduction`) in this mode."""
+        return self.reduction is not None and (self.additive_in_compat or not compat)
+
+    def pair_accuracy(self, stereo: SentenceScore, anti: SentenceScore, compat: bool) -> tuple[int, int]:
+        """A pair's token prediction accuracy counts (hits, total): per token over both sentences, or per instance."""
+        if self.accuracy_unit == "instances" and not compat:
+            return sss_instance_accuracy(
+                stereo.rank if stereo.rank is not None else [], anti.rank if anti.rank is not None else []
+            )
+        return stereo.hits + anti.hits, stereo.total + anti.total
 
 
 METRICS: dict[str, Metric] = {
@@ -287,6 +354,7 @@ METRICS: dict[str, Metric] = {
             citation=KANEKO,
             accuracy_positions="every non-special token of the unmasked sentence (kaneko2022: every position, special tokens included)",
             score=_score_aul,
+            reduction="mean",
         ),
         Metric(
             key="aula",
@@ -300,6 +368,8 @@ METRICS: dict[str, Metric] = {
             note="Weights are not renormalised after dropping special tokens; the sum is divided by |S|.",
             score=_score_aula,
             needs_attention=True,
+            reduction="weighted_mean",
+            token_measure="aula_contribution",
         ),
         Metric(
             key="cps",
@@ -314,6 +384,11 @@ METRICS: dict[str, Metric] = {
             "sentence score to 3 decimals before comparing, so ties occur.",
             queries=_queries_cps,
             score=_score_cps,
+            reduction="sum",
+            additive_in_compat=False,
+            token_logprob=True,
+            token_measure="cps_logprob",
+            paired_tokens="unmodified (U) tokens",
         ),
         Metric(
             key="sss",
@@ -329,6 +404,12 @@ METRICS: dict[str, Metric] = {
             "|M|x|M| matrix log P(t_j at m_i), cross terms included.",
             queries=_queries_sss,
             score=_score_sss,
+            reduction="mean",
+            additive_in_compat=False,
+            token_logprob=True,
+            accuracy_unit="instances",
+            paired_tokens="modified (M) tokens",
+            cache_tags=(("default", "sss@instance-accuracy"),),
         ),
         Metric(
             key="all_masked",
@@ -342,6 +423,8 @@ METRICS: dict[str, Metric] = {
             note="Not in the released code; this exact definition is biaslens's own.",
             queries=lambda s, compat: [_query_all_masked(s)],
             score=_score_all_masked,
+            reduction="mean",
+            token_logprob=True,
         ),
         Metric(
             key="pll",
@@ -354,6 +437,8 @@ METRICS: dict[str, Metric] = {
             accuracy_positions="every non-special token, each masked in turn",
             queries=_queries_pll,
             score=_score_pll,
+            reduction="sum",
+            token_logprob=True,
         ),
         Metric(
             key="pll_word_l2r",
@@ -400,9 +485,12 @@ def check_compat(compat: str | None) -> bool:
 
 __all__ = [
     "COMPAT_MODES",
+    "ACCURACY_UNITS",
     "METRICS",
     "PAPER_METRICS",
+    "REDUCTIONS",
     "Metric",
+    "PairColumns",
     "PassResults",
     "SentenceInput",
     "SentenceScore",
@@ -413,6 +501,7 @@ __all__ = [
     "cps",
     "parse_metrics",
     "pair_accuracy",
+    "pair_columns",
     "pll",
     "sss",
     "sss_instance_accuracy",

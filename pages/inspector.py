@@ -28,8 +28,6 @@ S = "inspector."
 EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")
 SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences"}
 VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
-#: The per-token measure that goes with each metric.
-METRIC_MEASURE = {"aul": "logprob", "aula": "aula_contribution", "cps": "cps_logprob", "sss": "logprob", "all_masked": "logprob"}
 
 settings = ui.settings.current()
 
@@ -274,7 +272,8 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
         "Both sentences on one axis, token by token in the order of the sentence: each shared token has a pale bar per "
         "sentence, and a modified pair (e.g. *Women / Men*) full-colour bars. Hover a bar for every measure."
     )
-    extra = [METRIC_MEASURE[focus]] if METRIC_MEASURE[focus] not in DEFAULT_MEASURES else []
+    measure = METRICS[focus].token_measure  # the per-token measure that goes with the metric
+    extra = [measure] if measure not in DEFAULT_MEASURES else []
     st.session_state.setdefault(S + "measures", [*DEFAULT_MEASURES, *extra])
     measures = st.pills(
         "Measures, side by side", list(figures.TOKEN_MEASURES), selection_mode="multi", key=S + "measures",

@@ -22,6 +22,7 @@ from biaslens.evaluation import EvaluationResult, evaluate
 from biaslens.explore import cached_evaluation
 from biaslens.errors import JobCancelled
 from biaslens.models import MaskedLM
+from biaslens.runner import INTERACTIVE_CHUNK_PAIRS
 from biaslens.serving import ENV_MAX_JOBS, JobSlots
 
 from . import resources, state
@@ -30,7 +31,7 @@ from .progress import ProgressBar
 from .settings import Settings
 
 #: Pairs per resumable chunk: small enough that an interruption loses little work.
-CHUNK_PAIRS = 32
+CHUNK_PAIRS = INTERACTIVE_CHUNK_PAIRS
 #: Finished runs kept per session.
 KEEP_RESULTS = 8
 

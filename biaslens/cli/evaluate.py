@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import InputError, OutputError
 from ..options import DEFAULT_DEVICE, ModelSpec, RunOptions
+from ..runner import DEFAULT_CHUNK_PAIRS
 from .common import Progress, add_compat_arg, add_model_args, add_progress_arg, fmt, load, model_caveats, pair_texts, positive_int, progress_to
 
 
@@ -43,7 +44,10 @@ def register(sub: Any) -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0, help="seed of --sample")
     ev.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
     ev.add_argument(
-        "--chunk-pairs", type=positive_int, default=None, help="pairs per resumable chunk (default 128), the unit shared out under accelerate launch"
+        "--chunk-pairs",
+        type=positive_int,
+        default=None,
+        help=f"pairs per resumable chunk (default {DEFAULT_CHUNK_PAIRS}), the unit shared out under accelerate launch",
     )
     ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")

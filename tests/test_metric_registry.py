@@ -1,0 +1,108 @@
+"""The metric registry owns every per-metric fact: the checks a new metric's entry must pass.
+
+Adding a metric to `biaslens.metrics.METRICS` is checked here without touching this file:
+its facts are well-formed, and the engine, the explorer and the inspector follow them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from biaslens import explore, figures
+from biaslens.analyses import PAIRED_TOKENS
+from biaslens.cache import cache_key
+from biaslens.errors import InputError
+from biaslens.evaluation import _record_key, inspect_pair, pairs_frame
+from biaslens.datasets import Pair
+from biaslens.metrics import ACCURACY_UNITS, METRICS, REDUCTIONS, SentenceScore, pair_accuracy, pair_columns
+from biaslens.options import Compat
+
+PAIR = ("He was a black boy who liked to steal.", "He was a white young man who liked to steal.")
+
+
+@pytest.mark.parametrize("key", list(METRICS))
+def test_every_entry_is_well_formed(key):
+    m = METRICS[key]
+    assert m.key == key and m.name and m.long_name and m.formula and m.summary and m.citation and m.accuracy_positions
+    assert m.pass_kind in ("unmasked", "masked") and m.score is not None
+    assert m.reduction is None or m.reduction in REDUCTIONS
+    assert m.accuracy_unit in ACCURACY_UNITS
+    assert m.token_measure in figures.TOKEN_MEASURES
+    assert all(mode in {c.value for c in Compat} for mode, _ in m.cache_tags)
+    assert m.columns == (f"{key}_stereo", f"{key}_anti", f"{key}_hits", f"{key}_total") == pair_columns(key)
+    if m.paired_tokens:  # Table 1 pairs a masked metric with AUL's unmasked pass
+        assert m.pass_kind == "masked"
+    if m.needs_attention:
+        assert m.pass_kind == "unmasked"
+
+
+def test_the_facts_that_were_spread_over_other_modules():
+    # explore's reductions, the inspector's measures, Table 1's pairs and the cache tags, as they were before the registry held them
+    assert {k: m.reduction for k, m in METRICS.items() if m.reduction} == {
+        "aul": "mean", "aula": "weighted_mean", "cps": "sum", "sss": "mean", "all_masked": "mean", "pll": "sum"}
+    assert [k for k, m in METRICS.items() if m.reduction and not m.additive_in_compat] == ["cps", "sss"]
+    assert {k: METRICS[k].token_measure for k in ("aul", "aula", "cps", "sss", "all_masked")} == {
+        "aul": "logprob", "aula": "aula_contribution", "cps": "cps_logprob", "sss": "logprob", "all_masked": "logprob"}
+    assert [m.token_column for m in METRICS.values() if m.token_column] == ["cps_logprob", "sss_logprob", "all_masked_logprob", "pll_logprob"]
+    assert PAIRED_TOKENS == {"cps": "unmodified (U) tokens", "sss": "modified (M) tokens"}
+    assert [k for k, m in METRICS.items() if m.needs_attention] == ["aula"]
+    assert METRICS["sss"].cache_tag("default") == "sss@instance-accuracy" and METRICS["sss"].cache_tag("kaneko2022") == "sss"
+    assert all(m.cache_tag(mode) == k for k, m in METRICS.items() if k != "sss" for mode in ("default", "kaneko2022"))
+
+
+def test_result_cache_keys_are_the_ones_older_caches_hold(tiny_bert):
+    p = Pair(0, "test", "gender", "stereo", "Women can't drive.", "Men can't drive.")
+    for mode in Compat:
+        key = _record_key(tiny_bert, mode)
+        for m in METRICS:
+            tag = "sss@instance-accuracy" if (m, mode.value) == ("sss", "default") else m
+            assert key(p, m) == cache_key(tiny_bert.fingerprint, str(tiny_bert.dtype), tag, mode.value, p.sent_stereo, p.sent_anti)
+
+
+def _score(ranks):
+    rank = np.asarray(ranks)
+    return SentenceScore(0.0, tuple(range(len(rank))), np.zeros(len(rank)), int(np.sum(rank == 1)), len(rank), rank=rank)
+
+
+def test_pair_accuracy_counts_what_the_registry_says():
+    a, b = _score([1, 2]), _score([1])
+    for key, m in METRICS.items():
+        assert pair_accuracy(key, a, b, True) == (2, 3)  # kaneko2022: tokens, always
+        assert pair_accuracy(key, a, b, False) == ((1, 1) if m.accuracy_unit == "instances" else (2, 3))
+
+
+def test_pairs_frame_writes_each_metrics_columns():
+    p = Pair(3, "test", "gender", "stereo", "a", "b")
+    records = {(3, m): {"stereo": -1.0, "anti": -2.0, "hits": 1, "total": 2} for m in METRICS}
+    frame = pairs_frame([p], list(METRICS), records)
+    assert list(frame.columns[6:]) == [c for m in METRICS.values() for c in m.columns]
+
+
+@pytest.fixture(scope="module")
+def inspection(tiny_bert):
+    return inspect_pair(tiny_bert, *PAIR, metrics=list(METRICS))
+
+
+@pytest.mark.parametrize("key", list(METRICS))
+def test_the_explorer_and_the_inspector_follow_the_registry(inspection, tiny_bert, key):
+    m = METRICS[key]
+    if m.reduction is None:
+        with pytest.raises(InputError, match="not a sum"):
+            explore.token_contributions(inspection, key, "stereo")
+    else:
+        for side in ("stereo", "anti"):
+            shares = explore.token_contributions(inspection, key, side)
+            assert shares.sum() == pytest.approx(getattr(inspection, side).scores[key].value, abs=1e-9)
+    frame = inspection.stereo.token_frame()
+    if m.token_column is not None:
+        score = inspection.stereo.scores[key]
+        np.testing.assert_allclose(frame[m.token_column].to_numpy()[list(score.positions)], score.logprob)
+    assert m.token_measure in frame
+
+
+@pytest.mark.parametrize("key", [k for k, m in METRICS.items() if m.reduction and not m.additive_in_compat])
+def test_metrics_not_additive_in_kaneko2022_are_refused(tiny_bert, key):
+    compat = inspect_pair(tiny_bert, *PAIR, metrics=[key], compat="kaneko2022")
+    with pytest.raises(InputError, match="kaneko2022"):
+        explore.token_contributions(compat, key, "stereo")
