@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from .common import Progress, add_compat_arg, add_progress_arg, fmt
+from .lab import settings_from_args
 
 
 def _list(text: str, name: str) -> list[str]:
@@ -79,7 +80,7 @@ def grid_from_args(args: argparse.Namespace) -> Any:
     """The sweep grid the options describe: the --grid preset, with the given parts replaced."""
     from dataclasses import replace
 
-    from .. import lab, sweep
+    from .. import sweep
 
     preset = sweep.SweepGrid.full() if args.grid == "full" else sweep.SweepGrid.default()
     if args.workers < 1:
@@ -88,7 +89,7 @@ def grid_from_args(args: argparse.Namespace) -> Any:
     words = argparse.Namespace(**vars(args), preset="neither", association=None, frequency_ratio=None, seed=0)
     words.corpus_size = args.corpus_size if args.corpus_size is not None else preset.base.corpus_size
     words.steps = args.steps if args.steps is not None else preset.base.steps
-    (base,) = lab.settings_from_args(words)
+    (base,) = settings_from_args(words)
     return sweep.SweepGrid(
         _list(args.associations, "--associations") if args.associations is not None else preset.associations,
         _list(args.ratios, "--ratios") if args.ratios is not None else preset.ratios,
