@@ -6,7 +6,7 @@ import pytest
 
 from biaslens.alignment import align_ids, align_pair
 from biaslens.testing import build_tokenizer
-from conftest import CROWS_PAIRS, TOKENIZERS, requires_shared
+from tests.support import CROWS_PAIRS, FIXTURE_DATA, TOKENIZERS, shared
 
 
 def test_hand_case():
@@ -34,10 +34,14 @@ def test_identical_sequences_have_no_modified_tokens():
     assert al.unmodified_a == (0, 1, 2)
 
 
+def _rows(path):
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
 @pytest.fixture(scope="module")
 def crows_rows():
-    with CROWS_PAIRS.open(encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
+    return _rows(CROWS_PAIRS)
 
 
 class _Enc:
@@ -47,7 +51,7 @@ class _Enc:
         self.special = tuple(bool(s) for s in enc["special_tokens_mask"])
 
 
-@requires_shared
+@shared
 def test_crows_pairs_pair_0_with_bert_base_cased(crows_rows):
     tok = build_tokenizer("bert-cased", TOKENIZERS / "bert-base-cased")
     a, b = (_Enc(tok, crows_rows[0][k]) for k in ("sent_more", "sent_less"))
@@ -57,10 +61,24 @@ def test_crows_pairs_pair_0_with_bert_base_cased(crows_rows):
     assert len(al.unmodified_a) == len(al.unmodified_b) == 35
 
 
-@requires_shared
-@pytest.mark.parametrize("index", [129, 231, 1101])
-def test_crows_pairs_with_an_empty_modified_side(crows_rows, index):
+@shared
+def test_crows_pairs_with_an_empty_modified_side(crows_rows):
     tok = build_tokenizer("bert-cased", TOKENIZERS / "bert-base-cased")
-    a, b = (_Enc(tok, crows_rows[index][k]) for k in ("sent_more", "sent_less"))
-    al = align_pair(a, b)
-    assert (len(al.modified_a) == 0) != (len(al.modified_b) == 0)
+    for index in (129, 231, 1101):
+        a, b = (_Enc(tok, crows_rows[index][k]) for k in ("sent_more", "sent_less"))
+        al = align_pair(a, b)
+        assert (len(al.modified_a) == 0) != (len(al.modified_b) == 0), index
+
+
+def test_fixture_pairs_align_and_an_insertion_leaves_one_side_unmodified(tokenizer_dirs):
+    tok = build_tokenizer("bert-cased", tokenizer_dirs["bert-cased"])
+    rows = _rows(FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv")
+    for row in rows:
+        a, b = (_Enc(tok, row[k]) for k in ("sent_more", "sent_less"))
+        al = align_pair(a, b)
+        # Every token is modified or unmodified, specials neither; the unmodified tokens are the same on both sides.
+        assert len(al.modified_a) + len(al.unmodified_a) == len(a.ids) - 2
+        assert [a.ids[i] for i in al.unmodified_a] == [b.ids[i] for i in al.unmodified_b]
+    insertion = next(r for r in rows if r["sent_more"] == "He was a poor boy who liked to read.")
+    al = align_pair(*(_Enc(tok, insertion[k]) for k in ("sent_more", "sent_less")))
+    assert len(al.modified_a) == 1 and al.modified_b == ()

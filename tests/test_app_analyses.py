@@ -8,16 +8,16 @@ import zipfile
 import pandas as pd
 import pytest
 
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from tests.support.app import no_exceptions, run_app, texts
 from biaslens import explore
 from biaslens.analyses import SOURCE_RUN, bias_score_table, compare_accuracy, paper_layout, token_ranks
 from biaslens.datasets import load_dataset
 from biaslens.export import safe_csv
 from biaslens.report import ReportOptions, analyse_model, build_report, zip_report
 from biaslens.shuffle import shuffle_sentence
-from conftest import DATA, requires_shared
+from tests.support import DATA, shared
 
-pytestmark = requires_shared
+pytestmark = shared
 
 S = "analyses."
 N = 5  # pairs per dataset (seed 0): both Adv and Dis pairs, both human labels, and the page stays fast on 2 cores

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from tests.support.app import no_exceptions, run_app, texts
 from biaslens import explore
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import evaluate
-from conftest import DATA, requires_shared
+from tests.support import DATA, shared
 
-pytestmark = requires_shared
+pytestmark = shared
 
 S = "compare."
 

@@ -10,13 +10,13 @@ from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 import biaslens.evaluation
 import ui.progress
 import ui.runs
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from tests.support.app import no_exceptions, run_app, texts
 from biaslens.cache import ResultCache
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import evaluate
-from conftest import DATA, requires_shared
+from tests.support import DATA, shared
 
-pytestmark = requires_shared
+pytestmark = shared
 
 S = "explorer."
 LINK = {"sample": "20", "metrics": ["aul", "cps"], "metric": "cps"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from tests.support.app import no_exceptions, run_app, texts
 from biaslens import paired
 from biaslens.datasets import DATASETS, load_dataset
 from biaslens.evaluation import evaluate

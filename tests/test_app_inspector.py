@@ -6,13 +6,13 @@ import threading
 
 import pytest
 
-from app_support import app_env, html_of, no_exceptions, run_app, texts  # noqa: F401
+from tests.support.app import html_of, no_exceptions, run_app, texts
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import inspect_pair
 from biaslens.metrics import PAPER_METRICS
-from conftest import DATA, requires_shared
+from tests.support import DATA, shared
 
-pytestmark = requires_shared
+pytestmark = shared
 
 S = "inspector."
 

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from tests.support.app import no_exceptions, run_app, texts
 from biaslens.errors import InputError
-from conftest import requires_shared
+from tests.support import shared
 
-pytestmark = requires_shared
+pytestmark = shared
 
 LONG = "The nurse was very tired after a long night at the hospital, so she went home early."
 

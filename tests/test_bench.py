@@ -9,7 +9,7 @@ import pytest
 
 from biaslens import bench
 
-from conftest import SHARED, requires_shared
+from tests.support import SHARED, shared
 
 
 def test_forward_flops_by_hand():
@@ -29,7 +29,7 @@ def test_compare_counts_differing_verdicts_and_ignores_shared_nans():
 
 
 @pytest.mark.slow
-@requires_shared
+@shared
 def test_a_tiny_run_writes_json_and_markdown_with_exact_scores(tmp_path):
     args = ["--sizes", "tiny", "--pairs", "3", "--peak-seconds", "0.1", "--device", "cpu", "--out", str(tmp_path)]
     args += ["--data-dir", str(SHARED / "data"), "--tokenizers", str(SHARED / "tokenizers")]

@@ -23,9 +23,9 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from conftest import DATA, REPO, requires_shared
+from tests.support import DATA, REPO, shared
 
-pytestmark = [pytest.mark.browser, requires_shared]
+pytestmark = [pytest.mark.browser, shared]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from biaslens.cli import main
-from conftest import DATA, REPO, requires_shared
+from tests.support import DATA, REPO, shared
 
 
-@requires_shared
+@shared
 @pytest.mark.parametrize("dataset", ["crows-pairs", "stereoset"])
 def test_evaluate_writes_pairs_and_summary(model_dirs, tmp_path, dataset, capsys):
     out = tmp_path / dataset
@@ -30,7 +30,7 @@ def test_evaluate_writes_pairs_and_summary(model_dirs, tmp_path, dataset, capsys
     assert "AULA" in printed and "wrote" in printed
 
 
-@requires_shared
+@shared
 def test_compat_and_sample(model_dirs, tmp_path):
     out = tmp_path / "compat"
     assert main([
@@ -89,7 +89,7 @@ def test_metrics_and_models_listings(capsys):
     assert "bert-base-cased" in capsys.readouterr().out
 
 
-@requires_shared
+@shared
 def test_a_run_killed_with_sigkill_resumes_from_the_cache(model_dirs, tmp_path):
     """kill -9 in the middle of a run: the rerun reuses finished chunks and writes the same files."""
     import os

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from biaslens.cli import main
+from tests.support import FIXTURE_DATA
 
-
-def _shared_data() -> Path:
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "shared" / "data").is_dir():
-            return parent / "shared" / "data"
-    return Path("/nonexistent")
-
-
-DATA = _shared_data()
-requires_shared = pytest.mark.skipif(not DATA.is_dir(), reason="../shared is not beside the checkout")
 
 STEREOSET_LINES = [
     {"type": "intrasentence", "target": "chess player", "bias_type": "profession", "context": "The chess player was BLANK.",
@@ -78,16 +67,15 @@ def test_compare_needs_two_models(model_dirs, tmp_path, capsys):
     assert code == 2 and "exactly two models" in capsys.readouterr().err
 
 
-@requires_shared
 def test_evaluate_a_new_named_dataset(model_dirs, tmp_path, capsys):
     out = tmp_path / "ru"
-    code = main(["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs-ru", "--data-dir", str(DATA),
+    code = main(["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs-ru", "--data-dir", str(FIXTURE_DATA),
                  "--metrics", "aul", "--limit", "3", "--out", str(out), "--no-cache", "--no-download"])
     assert code == 0
     frame = pd.read_csv(out / "pairs.csv")
     assert frame["dataset"].tolist() == ["crows-pairs-ru"] * 3 and frame["pair_id"].tolist() == [0, 1, 2]
     capsys.readouterr()
-    assert main(["datasets", "--data-dir", str(DATA)]) == 0
+    assert main(["datasets", "--data-dir", str(FIXTURE_DATA)]) == 0
     listed = capsys.readouterr().out
     for name in ("crows-pairs-revised-210", "crows-pairs-fr", "crows-pairs-ja", "winoqueer"):
         assert name in listed

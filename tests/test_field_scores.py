@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,17 +14,8 @@ from biaslens.datasets import Pair, load_dataset
 from biaslens.evaluation import EvaluationResult, evaluate
 from biaslens.stereoset_scores import score_table, stereoset_scores, summary_block
 from biaslens.stats import mcnemar
+from tests.support import DATA, FIXTURE_DATA, shared
 
-
-def _shared_data() -> Path:
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "shared" / "data").is_dir():
-            return parent / "shared" / "data"
-    return Path("/nonexistent")
-
-
-DATA = _shared_data()
-requires_shared = pytest.mark.skipif(not DATA.is_dir(), reason="../shared is not beside the checkout")
 
 
 # ---------------------------------------------------------------------------------------
@@ -86,9 +76,8 @@ def test_stereoset_scores_match_a_naive_count(tiny_bert):
     assert block["metrics"]["aul"]["overall"]["n"] == 4 and block["skipped_without_unrelated"] == 1
 
 
-@requires_shared
 def test_the_stereoset_loader_keeps_the_unrelated_candidate():
-    d = load_dataset("stereoset", data_dir=DATA, download=False)
+    d = load_dataset("stereoset", data_dir=FIXTURE_DATA, download=False)
     assert all(p.unrelated and p.target and p.context for p in d.pairs)
 
 
@@ -209,7 +198,19 @@ def test_token_identical_and_keep_mask(tiny_models):
     assert flags.keep_mask([0, 1, 2], got).tolist() == [True, False, True]
 
 
-@requires_shared
+def test_published_list_and_removed_rows_on_the_fixture_files(tmp_path):
+    cp = load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False)
+    got, notes = flags.flag_pairs(cp, data_dir=FIXTURE_DATA, cache_dir=tmp_path, download=False)
+    assert set(got[got["check"] == "published_non_minimal"]["pair_id"]) == {8, 11}
+    assert got[got["check"] == "removed_in_revision"]["pair_id"].tolist() == [7]  # not in the revised file
+    fr = load_dataset("crows-pairs-fr", data_dir=FIXTURE_DATA, download=False)
+    got_fr, _ = flags.flag_pairs(fr, data_dir=FIXTURE_DATA, cache_dir=tmp_path, download=False)
+    assert set(got_fr[got_fr["check"] == "published_non_minimal"]["pair_id"]) == {5}
+    _, notes = flags.flag_pairs(cp, data_dir=tmp_path, cache_dir=tmp_path, download=False)
+    assert any("not found" in n for n in notes) and any("rows removed in the revision unknown" in n for n in notes)
+
+
+@shared
 def test_published_list_and_removed_rows(tmp_path):
     cp = load_dataset("crows-pairs", data_dir=DATA, download=False)
     got, notes = flags.flag_pairs(cp, data_dir=DATA, cache_dir=tmp_path, download=False)
@@ -226,7 +227,7 @@ def test_published_list_and_removed_rows(tmp_path):
     assert any("not found" in n for n in notes) and any("rows removed in the revision unknown" in n for n in notes)
 
 
-@requires_shared
+@shared
 def test_stereoset_flags_on_the_real_file():
     ss = load_dataset("stereoset", data_dir=DATA, download=False)
     got = flags.check_pairs(ss)

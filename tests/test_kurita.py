@@ -31,7 +31,7 @@ from biaslens.kurita import (
 )
 from biaslens.models import load_model
 from biaslens.weat import WordSet
-from conftest import DATA, requires_shared
+from tests.support import DATA, shared
 
 KURITA_LISTS = DATA / "kurita"
 
@@ -97,7 +97,7 @@ def test_word_lists_lowercase_dedupe_and_skip_comments(tmp_path):
         read_word_list(tmp_path / "latin1.txt")
 
 
-@requires_shared
+@shared
 def test_kurita_lists_read_like_the_paper():
     positive = read_word_list(KURITA_LISTS / "positive_traits", lowercase=True)
     assert len(positive.words) == 230 and positive.words[0] == "accessible"
@@ -303,7 +303,7 @@ def test_planted_association_gives_kurita_scores_of_the_planted_sign():
 # ---------------------------------------------------------------------------------------
 
 
-@requires_shared
+@shared
 def test_shares_table_carries_the_published_reference(tiny_bert):
     words = read_word_list(KURITA_LISTS / "in_demand_tech_skills", lowercase=True).words
     scores = score_templates(tiny_bert, ["[T] can do [A]"], ["he/she"], words)
@@ -320,7 +320,7 @@ def test_shares_table_carries_the_published_reference(tiny_bert):
     assert len(plotted) == 10 and {r["side"] for r in plotted} <= {"more he", "more she"}
 
 
-@requires_shared
+@shared
 def test_cli_writes_lists_and_weat_tables(model_dirs, tmp_path, capsys):
     out = tmp_path / "out"
     code = main([

@@ -8,15 +8,15 @@ import urllib.error
 import numpy as np
 import pytest
 
-import app_support
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from tests.support import app as app_support
+from tests.support.app import no_exceptions, run_app, texts
 from biaslens import weat
 from biaslens.kurita import KURITA_CATEGORIES, kurita_weat_spec, score_templates, weat_test
 from biaslens.weat import load_weat
-from conftest import DATA, requires_shared
+from tests.support import DATA, shared
 from test_browser import browser, open_app, page, screenshot, server, settle  # noqa: F401  (the real-browser fixtures)
 
-pytestmark = requires_shared
+pytestmark = shared
 
 app_support.PAGES.setdefault("kurita", "pages/kurita.py")
 S = "kurita."

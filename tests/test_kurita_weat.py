@@ -11,12 +11,12 @@ from biaslens.errors import DatasetError, DatasetNotFoundError, InputError
 from biaslens.kurita import KURITA_CATEGORIES, effect_size_chart, kurita_weat_spec, weat_table, weat_test
 from biaslens.published import KURITA_WEAT
 from biaslens.weat import WEAT_SHA256, load_weat, locate_weat, read_weat_file, weat_url
-from conftest import DATA, requires_shared
+from tests.support import DATA, shared
 
 WEAT_DIR = DATA / "weat"
 
 
-@requires_shared
+@shared
 def test_every_known_file_reads_and_matches_its_checksum():
     for name, sha256 in WEAT_SHA256.items():
         stimuli = read_weat_file(WEAT_DIR / f"{name}.jsonl")
@@ -47,7 +47,7 @@ def test_malformed_files_name_the_file_and_the_problem(tmp_path, text, fragment)
     assert fragment in str(exc.value)
 
 
-@requires_shared
+@shared
 def test_found_recursively_in_the_data_folder_and_by_environment(tmp_path, monkeypatch):
     nested = tmp_path / "data" / "some" / "where"
     nested.mkdir(parents=True)
@@ -79,7 +79,7 @@ def test_offline_without_a_copy_is_one_line_naming_file_and_folder(tmp_path, mon
     assert not list((tmp_path / "datasets" / "weat").iterdir())  # no partial file left behind
 
 
-@requires_shared
+@shared
 def test_download_is_verified_then_cached(tmp_path, monkeypatch):
     monkeypatch.delenv("BIASLENS_DATA_DIR", raising=False)
     fetched = []
@@ -107,7 +107,7 @@ def test_download_is_verified_then_cached(tmp_path, monkeypatch):
     assert sorted(p.name for p in (tmp_path / "datasets" / "weat").iterdir()) == ["weat8.jsonl"]
 
 
-@requires_shared
+@shared
 def test_the_five_categories_take_the_right_word_sets():
     sets = {}
     for key, category in KURITA_CATEGORIES.items():
@@ -127,7 +127,7 @@ def test_the_five_categories_take_the_right_word_sets():
         kurita_weat_spec("nope", read_weat_file(WEAT_DIR / "weat7.jsonl"))
 
 
-@requires_shared
+@shared
 def test_table3_runs_end_to_end_on_a_tiny_model(tiny_bert):
     results = []
     for key, category in KURITA_CATEGORIES.items():

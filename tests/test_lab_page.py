@@ -11,12 +11,12 @@ import huggingface_hub.constants
 import pytest
 
 import biaslens.models
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from tests.support.app import no_exceptions, run_app, texts
 from biaslens import lab
 from biaslens.metrics import METRICS
-from conftest import requires_shared
+from tests.support import shared
 
-pytestmark = requires_shared
+pytestmark = shared
 
 S = "lab."
 #: The tiny recipe, as the page's knobs (the link's parameters and one advanced setting).

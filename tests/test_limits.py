@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
+from tests.support.app import no_exceptions, run_app, texts
 from biaslens import lab
 from biaslens.errors import InputError, JobCancelled, LimitError, ServerConfigError
 from biaslens.kurita import parse_word_list

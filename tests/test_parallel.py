@@ -16,7 +16,7 @@ from biaslens.evaluation import inspect_pair
 from biaslens.models import load_model
 from biaslens.scoring import MaskedQuery, masked_pass, unmasked_pass
 
-from conftest import CROWS_PAIRS, requires_shared
+from tests.support import CROWS_PAIRS, shared
 
 #: Manifest entries that differ between any two runs (when, how long, how many processes).
 VOLATILE = ("created", "seconds", "processes")
@@ -52,7 +52,7 @@ def _evaluate(prefix: list[str], model: Path, out: Path, env: dict[str, str], *e
 
 
 @pytest.mark.slow
-@requires_shared
+@shared
 def test_accelerate_launch_with_two_processes_writes_what_one_process_writes(model_dirs, tmp_path):
     env = {
         **os.environ,

@@ -1,17 +1,14 @@
-"""Helpers for the app's tests: the environment a server or AppTest gets, and running pages.
+"""Helpers for the app's tests: running pages with AppTest and reading what they show.
 
-Import the fixtures into a test module (`from app_support import app_env  # noqa: F401`).
-The tiny random BERT of conftest is the preselected model (BIASLENS_MODEL), datasets come
-from ../shared/data (BIASLENS_DATA_DIR), results go to a fresh cache folder.
+The `app_env` fixture (the app's conftest) points the app at the tiny random BERT
+(BIASLENS_MODEL), the hand-written fixture datasets (BIASLENS_DATA_DIR) and a fresh result cache.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from conftest import DATA, REPO
+from tests.support import REPO
 
 APP = REPO / "app.py"
 #: AppTest's default timeout (3 s) is too short for a first model load on 2 cores.
@@ -21,31 +18,7 @@ PAGES = {"inspector": "pages/inspector.py", "explorer": "pages/explorer.py", "co
          "analyses": "pages/analyses.py", "lab": "pages/lab.py"}
 
 
-@pytest.fixture
-def app_env(monkeypatch, model_dirs, tmp_path) -> dict[str, str]:
-    """Point the app at the tiny BERT, ../shared/data and a fresh result cache."""
-    if not DATA.is_dir():
-        pytest.skip("../shared/data is not available")
-    import ui.resources
-
-    env = {
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_DATA_DIR": str(DATA),
-        "BIASLENS_CACHE_DIR": str(tmp_path / "cache"),
-        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # every tiny model (the app refuses other folders)
-    }
-    for key in ("BIASLENS_MAX_TOKENS", "BIASLENS_MAX_UPLOAD_ROWS", "BIASLENS_MAX_MODELS"):
-        monkeypatch.delenv(key, raising=False)  # the server's defaults, whatever the developer's shell says
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    ui.resources.result_cache.clear()  # the shared ResultCache follows BIASLENS_CACHE_DIR
-    ui.resources._failures().entries.clear()
-    _as_a_running_server(monkeypatch)
-    yield env
-    ui.resources.result_cache.clear()
-
-
-def _as_a_running_server(monkeypatch) -> None:
+def as_a_running_server(monkeypatch) -> None:
     """Every AppTest run as on a server whose app.py has called st.navigation once.
 
     AppTest forgets before each run that app.py uses st.navigation and, because a `pages/`
@@ -100,4 +73,4 @@ def html_of(at) -> str:
     return "\n".join(e.proto.body for e in at.get("html"))
 
 
-__all__ = ["APP", "PAGES", "TIMEOUT", "app_env", "html_of", "no_exceptions", "run_app", "texts"]
+__all__ = ["APP", "PAGES", "TIMEOUT", "as_a_running_server", "html_of", "no_exceptions", "run_app", "texts"]
