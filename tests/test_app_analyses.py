@@ -15,9 +15,8 @@ from biaslens.datasets import load_dataset
 from biaslens.export import safe_csv
 from biaslens.report import ReportOptions, analyse_model, build_report, zip_report
 from biaslens.shuffle import shuffle_sentence
-from tests.support import DATA, shared
+from tests.support import FIXTURE_DATA
 
-pytestmark = shared
 
 S = "analyses."
 N = 5  # pairs per dataset (seed 0): both Adv and Dis pairs, both human labels, and the page stays fast on 2 cores
@@ -43,7 +42,7 @@ def _same(shown: pd.DataFrame, want: pd.DataFrame) -> bool:
 @pytest.fixture(scope="module")
 def engine(model_dirs, tiny_models):
     """The engine's own analyses of the tiny BERT on the same N pairs, computed without the app or its cache."""
-    datasets = {name: load_dataset(name, data_dir=DATA) for name in ("crows-pairs", "stereoset")}
+    datasets = {name: load_dataset(name, data_dir=FIXTURE_DATA) for name in ("crows-pairs", "stereoset")}
     options = ReportOptions(sample=N, seed=0, shuffle_seed=0)
     label = explore.short_names([str(model_dirs["bert-cased"])])[str(model_dirs["bert-cased"])]
     analysed = analyse_model(tiny_models["bert-cased"], datasets, options, label=label)
@@ -55,7 +54,7 @@ def test_every_section_shows_the_engines_numbers(app_env, tiny_models, engine):
     no_exceptions(at)
     assert "Not run yet" in texts(at.info)
     assert len(at.warning) >= 2  # a content warning per dataset (and the untrained model's warning later)
-    assert at.toggle(key=S + "sample_on").label == "Score a random sample of each dataset (the largest has 2,106 pairs)"
+    assert at.toggle(key=S + "sample_on").label == "Score a random sample of each dataset (the largest has 16 pairs)"
     at.button(key=S + "run").click().run()
     no_exceptions(at)
     assert "Not run yet" not in texts(at.info)
@@ -127,7 +126,7 @@ def test_summary_adds_a_second_model(app_env, model_dirs, tiny_models):
     at.button(key=S + "score_models").click().run()
     no_exceptions(at)
     assert "Not scored yet" not in texts(at.info)
-    dataset = load_dataset("crows-pairs", data_dir=DATA)
+    dataset = load_dataset("crows-pairs", data_dir=FIXTURE_DATA)
     options = ReportOptions(analyses=("scores",), sample=4)
     names = explore.short_names([str(model_dirs["bert-cased"]), roberta])
     results = {

@@ -14,23 +14,23 @@ from tests.support.app import no_exceptions, run_app, texts
 from biaslens.cache import ResultCache
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import evaluate
-from tests.support import DATA, shared
+from tests.support import FIXTURE_DATA
 
-pytestmark = shared
 
 S = "explorer."
-LINK = {"sample": "20", "metrics": ["aul", "cps"], "metric": "cps"}
+N = 12  # pairs sampled (the fixture CrowS-Pairs has 16)
+LINK = {"sample": str(N), "metrics": ["aul", "cps"], "metric": "cps"}
 
 
 def expected(lm, cache_dir, **options):
-    dataset = load_dataset("crows-pairs", data_dir=DATA)
-    return evaluate(lm, dataset, ["aul", "cps"], sample=20, cache=ResultCache(cache_dir / "results.sqlite"), **options)
+    dataset = load_dataset("crows-pairs", data_dir=FIXTURE_DATA)
+    return evaluate(lm, dataset, ["aul", "cps"], sample=N, cache=ResultCache(cache_dir / "results.sqlite"), **options)
 
 
 def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
     at = run_app("explorer", LINK)
     no_exceptions(at)
-    assert "Not scored yet: 20 pairs × 2 metrics" in texts(at.info)
+    assert f"Not scored yet: {N} pairs × 2 metrics" in texts(at.info)
     assert not at.metric
     at.button(key=S + "run").click().run()
     no_exceptions(at)
@@ -43,14 +43,14 @@ def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
     tables = [d.value for d in at.dataframe]
     by_type = next(t for t in tables if "bias_type" in t.columns and "ci_low" in t.columns)
     assert set(by_type["metric"]) == {"cps"}  # the metric in focus
-    assert by_type.set_index("bias_type")["n"].sum() == 20
+    assert by_type.set_index("bias_type")["n"].sum() == N
     groups = next(t for t in tables if "group_name" in t.columns)
     assert sorted(groups["group"].unique()) == ["adv", "dis"]
     pairs = next(t for t in tables if "sent_stereo" in t.columns)
-    assert len(pairs) == 20 and {"cps_margin", "cps_verdict"} <= set(pairs.columns)
+    assert len(pairs) == N and {"cps_margin", "cps_verdict"} <= set(pairs.columns)
     assert [b.label for b in at.get("download_button")][:3] == ["Pairs (CSV)", "Pairs (JSON)", "Summary + manifest (JSON)"]
     assert len(at.get("download_button")) == 6  # + three figures as SVG
-    assert at.query_params["sample"] == "20" and at.query_params["metrics"] == ["aul", "cps"]
+    assert at.query_params["sample"] == str(N) and at.query_params["metrics"] == ["aul", "cps"]
 
 
 def test_a_finished_run_reopens_from_the_cache(app_env):
@@ -76,12 +76,12 @@ def test_a_corrupted_cache_file_is_reported_once(app_env):
 
 
 def test_an_interrupted_run_resumes_from_the_cache(app_env, monkeypatch):
-    monkeypatch.setattr(ui.runs, "CHUNK_PAIRS", 8)
+    monkeypatch.setattr(ui.runs, "CHUNK_PAIRS", 4)
     real_call = ui.progress.ProgressBar.__call__
 
     def user_clicks_elsewhere(self, done, total):
         real_call(self, done, total)
-        if done > 8:  # inside the second chunk: the first one is cached
+        if done > 4:  # inside the second chunk: the first one is cached
             raise StopException()  # what Streamlit raises in the script when the user interrupts it
 
     monkeypatch.setattr(ui.progress.ProgressBar, "__call__", user_clicks_elsewhere)
@@ -97,7 +97,7 @@ def test_an_interrupted_run_resumes_from_the_cache(app_env, monkeypatch):
     monkeypatch.setattr(ui.progress.ProgressBar, "__call__", real_call)
     at.run()  # the user comes back: the pending run resumes by itself
     no_exceptions(at)
-    assert sum(scored) == 12  # only the pairs after the first chunk
+    assert sum(scored) == N - 4  # only the pairs after the first chunk
     assert len(at.metric) == 2
 
 
@@ -145,7 +145,7 @@ def test_stereoset_has_types_but_no_groups(app_env, dataset):
 
 def test_before_a_run_the_time_is_estimated_from_this_machine_s_throughput(app_env):
     ui.progress._rates().clear()
-    at = run_app("explorer", {"sample": "20", "metrics": ["aul"]})
+    at = run_app("explorer", {"sample": str(N), "metrics": ["aul"]})
     no_exceptions(at)
     assert "Estimated time" not in texts(at.caption)  # nothing measured yet: a button offers to measure
     at.button(key=S + "estimate").click().run()

@@ -10,9 +10,8 @@ from tests.support.app import html_of, no_exceptions, run_app, texts
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import inspect_pair
 from biaslens.metrics import PAPER_METRICS
-from tests.support import DATA, shared
+from tests.support import FIXTURE_DATA
 
-pytestmark = shared
 
 S = "inspector."
 
@@ -38,7 +37,7 @@ def expected_scores(lm, stereo, anti, compat="default"):
 def test_home_page_inspects_a_crows_pairs_pair(app_env, tiny_bert):
     at = run_app()
     no_exceptions(at)
-    pair = load_dataset("crows-pairs", data_dir=DATA).pairs[0]
+    pair = load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs[0]
     assert at.title[0].value == "Pair inspector"
     assert "Content warning" in texts(at.warning) and "Blodgett" in texts(at.warning)
     assert at.subheader[0].value.startswith("crows-pairs #0")
@@ -47,8 +46,8 @@ def test_home_page_inspects_a_crows_pairs_pair(app_env, tiny_bert):
     for name, (s, a) in want.items():
         assert got[name] == pytest.approx((s, a), abs=1e-9)
     page_html = html_of(at)
-    assert 'bl-mod bl-stereo" title="modified token">black<' in page_html
-    assert 'bl-mod bl-anti" title="modified token">white<' in page_html
+    assert 'bl-mod bl-stereo" title="modified token">she<' in page_html
+    assert 'bl-mod bl-anti" title="modified token">he<' in page_html
     assert len(at.get("vega_lite_chart")) >= 3  # per-token chart, AUL and AULA drivers
     assert at.query_params["pair"] == "0" and at.query_params["model"] == app_env["BIASLENS_MODEL"]
     # The sidebar: the model's status and the sanity indicator (a random model looks untrained).
@@ -112,13 +111,13 @@ def test_filters_search_and_random_draw(app_env):
     at.selectbox(key=S + "bias_type").set_value("religion").run()
     choice = at.selectbox(key=S + "pair_choice")
     assert all(" · religion · " in option for option in choice.options[1:])  # the current pair stays first
-    assert "religion" in choice.label or "of 1,508" in choice.label
+    assert "religion" in choice.label or "of 16" in choice.label
     random_button = next(b for b in at.button if b.label == "Random")
     random_button.click().run()
     no_exceptions(at)
     assert " · religion" in at.subheader[0].value
     at.text_input(key=S + "search").input("Muslim").run()
-    pairs = {p.pair_id: p for p in load_dataset("crows-pairs", data_dir=DATA).pairs}
+    pairs = {p.pair_id: p for p in load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs}
     want = [i for i, p in pairs.items() if p.bias_type == "religion" and "muslim" in (p.sent_stereo + p.sent_anti).lower()]
     shown = [int(o.split(" ")[0][1:]) for o in at.selectbox(key=S + "pair_choice").options]
     assert [i for i in shown if i in want] == want and len(set(shown) - set(want)) <= 1  # + the current pair
@@ -130,7 +129,7 @@ def test_pin_edit_and_compare(app_env):
     next(b for b in at.button if b.label == "Edit this pair").click().run()
     no_exceptions(at)
     assert at.session_state[S + "source"] == "custom"
-    assert at.text_area(key=S + "s1_input").value == "Women don't know how to drive."
+    assert at.text_area(key=S + "s1_input").value == "The girls were bad at building things."
     at.text_area(key=S + "s1_input").input("Women don't know how to cook.")
     at.text_area(key=S + "s2_input").input("Men don't know how to cook.")
     submit(at)
@@ -161,7 +160,7 @@ def test_metric_cards_come_from_the_registry(app_env):
 def test_kaneko2022_mode_from_a_link(app_env, tiny_bert):
     at = run_app(params={"pair": "3", "compat": "kaneko2022"})
     no_exceptions(at)
-    pair = load_dataset("crows-pairs", data_dir=DATA).pairs[3]
+    pair = load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs[3]
     want = expected_scores(tiny_bert, pair.sent_stereo, pair.sent_anti, compat="kaneko2022")
     assert scores(at)["CPS"] == pytest.approx(want["CPS"])
     assert at.query_params["compat"] == "kaneko2022"
@@ -212,7 +211,7 @@ def test_concurrent_sessions_get_correct_results(app_env, model_dirs):
     import ui.resources
 
     lm = ui.resources._load_model(str(model_dirs["bert-cased"]), None, "auto", "float32")
-    pairs = load_dataset("crows-pairs", data_dir=DATA).pairs[:8]
+    pairs = load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs[:8]
     alone = [inspect_pair(lm, p.sent_stereo, p.sent_anti, attention_matrices=True).summary_frame() for p in pairs]
     results: dict[int, object] = {}
 

@@ -9,9 +9,7 @@ import pytest
 
 from tests.support.app import no_exceptions, run_app, texts
 from biaslens.errors import InputError
-from tests.support import shared
 
-pytestmark = shared
 
 LONG = "The nurse was very tired after a long night at the hospital, so she went home early."
 

@@ -8,15 +8,14 @@ import pandas as pd
 import pytest
 
 from biaslens.cli import main
-from tests.support import DATA, REPO, shared
+from tests.support import FIXTURE_DATA, REPO
 
 
-@shared
 @pytest.mark.parametrize("dataset", ["crows-pairs", "stereoset"])
 def test_evaluate_writes_pairs_and_summary(model_dirs, tmp_path, dataset, capsys):
     out = tmp_path / dataset
     code = main([
-        "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", dataset, "--data-dir", str(DATA),
+        "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", dataset, "--data-dir", str(FIXTURE_DATA),
         "--metrics", "aul,aula,cps,sss,all_masked", "--limit", "5", "--out", str(out),
     ])
     assert code == 0
@@ -30,11 +29,10 @@ def test_evaluate_writes_pairs_and_summary(model_dirs, tmp_path, dataset, capsys
     assert "AULA" in printed and "wrote" in printed
 
 
-@shared
 def test_compat_and_sample(model_dirs, tmp_path):
     out = tmp_path / "compat"
     assert main([
-        "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(DATA / "crows-pairs" / "crows_pairs_anonymized.csv"),
+        "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"),
         "--metrics", "cps", "--compat", "kaneko2022", "--sample", "4", "--seed", "3", "--no-cache", "--out", str(out),
     ]) == 0
     frame = pd.read_csv(out / "pairs.csv")
@@ -55,7 +53,7 @@ def test_compat_and_sample(model_dirs, tmp_path):
 )
 def test_bad_input_gives_one_line_and_a_nonzero_exit(argv, fragment, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("BIASLENS_DATA_DIR", str(DATA))
+    monkeypatch.setenv("BIASLENS_DATA_DIR", str(FIXTURE_DATA))
     proc = subprocess.run([sys.executable, "-m", "biaslens", *argv], capture_output=True, text=True, cwd=tmp_path,
                           env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode != 0
@@ -89,7 +87,6 @@ def test_metrics_and_models_listings(capsys):
     assert "bert-base-cased" in capsys.readouterr().out
 
 
-@shared
 def test_a_run_killed_with_sigkill_resumes_from_the_cache(model_dirs, tmp_path):
     """kill -9 in the middle of a run: the rerun reuses finished chunks and writes the same files."""
     import os
@@ -98,8 +95,11 @@ def test_a_run_killed_with_sigkill_resumes_from_the_cache(model_dirs, tmp_path):
     import time
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "BIASLENS_CACHE_DIR": str(tmp_path / "cache")}
-    argv = [sys.executable, "-m", "biaslens", "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs",
-            "--data-dir", str(DATA), "--metrics", "aul,cps", "--limit", "300"]
+    dataset = tmp_path / "pairs.csv"  # several chunks of pairs, so the run is still going after the first is cached
+    rows = [f"Person {i} said the women were bad at maths.,Person {i} said the men were bad at maths." for i in range(400)]
+    dataset.write_text("sent_more,sent_less\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "biaslens", "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(dataset),
+            "--metrics", "aul,cps", "--limit", "300"]
     proc = subprocess.Popen([*argv, "--out", str(tmp_path / "killed")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     database = tmp_path / "cache" / "results.sqlite"
     deadline = time.monotonic() + 300

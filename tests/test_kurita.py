@@ -31,9 +31,9 @@ from biaslens.kurita import (
 )
 from biaslens.models import load_model
 from biaslens.weat import WordSet
-from tests.support import DATA, shared
+from tests.support import DATA, FIXTURE_DATA, shared
 
-KURITA_LISTS = DATA / "kurita"
+KURITA_LISTS = FIXTURE_DATA / "kurita"
 
 
 def logp(lm, ids, read, token_id):
@@ -99,10 +99,17 @@ def test_word_lists_lowercase_dedupe_and_skip_comments(tmp_path):
 
 @shared
 def test_kurita_lists_read_like_the_paper():
-    positive = read_word_list(KURITA_LISTS / "positive_traits", lowercase=True)
+    positive = read_word_list(DATA / "kurita" / "positive_traits", lowercase=True)
     assert len(positive.words) == 230 and positive.words[0] == "accessible"
-    skills = read_word_list(KURITA_LISTS / "in_demand_tech_skills", lowercase=True)
+    skills = read_word_list(DATA / "kurita" / "in_demand_tech_skills", lowercase=True)
     assert skills.words[:2] == ("cloud computing", "artificial intelligence")
+
+
+def test_kurita_style_lists_are_lowercased_and_named_after_the_papers_lists():
+    positive = read_word_list(KURITA_LISTS / "positive_traits", lowercase=True)
+    assert len(positive.words) == 8 and positive.words[0] == "kind"
+    skills = read_word_list(KURITA_LISTS / "in_demand_tech_skills", lowercase=True)
+    assert skills.words[:2] == ("cloud computing", "data analysis")
     assert published_list_key("in_demand_tech_skills") == "skills"
     assert published_list_key("positive_traits") == "positive traits"
     assert published_list_key("Negative-Traits") == "negative traits"
@@ -135,29 +142,46 @@ def test_p_prior_is_read_at_the_targets_own_mask(tiny_bert):
     assert pair["bias_score"] == pytest.approx(row["increased_log_prob"] - she)
 
 
-def test_multi_piece_attribute_is_fully_masked_for_the_prior(tiny_bert):
-    lm = tiny_bert
+def _multi_piece_attribute_is_fully_masked_for_the_prior(lm):
     row = score_templates(lm, ["[T] likes [A] ."], ["she/he"], ["hyacinth"]).frame.iloc[0]
-    ids = ids_of(lm, "she likes hyacinth .")  # [CLS] she likes h ##ya ##cin ##th . [SEP]
-    assert row["attribute_pieces"] == 4 and row["attribute_multi_piece"] and not row["target_multi_piece"]
-    prior_ids = [lm.mask_id if i in (1, 3, 4, 5, 6) else t for i, t in enumerate(ids)]
+    ids = ids_of(lm, "she likes hyacinth .")  # [CLS] she likes h ##ya ##cin ##th . [SEP] (bert-base-cased)
+    n = len(ids) - 5  # the attribute's pieces
+    assert n > 1 and row["attribute_pieces"] == n and row["attribute_multi_piece"] and not row["target_multi_piece"]
+    prior_ids = [lm.mask_id if i == 1 or 3 <= i < 3 + n else t for i, t in enumerate(ids)]
     assert row["log_p_prior"] == pytest.approx(logp(lm, prior_ids, 1, ids[1]), abs=1e-5)
+    return lm.encode("hyacinth").tokens[1:-1]
 
 
-def test_multi_piece_target_is_one_mask_read_at_its_first_piece(tiny_bert):
-    lm = tiny_bert
+def test_multi_piece_attribute_is_fully_masked_for_the_prior(tiny_bert):
+    _multi_piece_attribute_is_fully_masked_for_the_prior(tiny_bert)
+
+
+def _multi_piece_target_is_one_mask_read_at_its_first_piece(lm):
     scores = score_templates(lm, ["Yesterday [T] met a [A] ."], ["Jermaine/Greg"], ["nurse"])
     row = scores.frame.set_index("target").loc["Jermaine"]
     pieces = lm.encode("Yesterday Jermaine met a nurse .").tokens
-    assert pieces[2:5] == ("Je", "##rma", "##ine")
-    assert row["target_pieces"] == 3 and row["target_multi_piece"] and row["target_piece"] == "Je"
-    assert scores.multi_piece_targets() == {"Jermaine": "Je"}
+    n = len(pieces) - 7  # [CLS] Yesterday <n pieces> met a nurse . [SEP]
+    first = pieces[2]
+    assert n > 1 and row["target_pieces"] == n and row["target_multi_piece"] and row["target_piece"] == first
+    assert scores.multi_piece_targets() == {"Jermaine": first}
     collapsed = ids_of(lm, "Yesterday he met a nurse .")  # same layout with a one-piece target
     collapsed[2] = lm.mask_id
-    first_piece = lm.tokenizer.convert_tokens_to_ids("Je")
+    first_piece = lm.tokenizer.convert_tokens_to_ids(first)
     assert row["log_p_target"] == pytest.approx(logp(lm, collapsed, 2, first_piece), abs=1e-5)
     collapsed[5] = lm.mask_id  # nurse
     assert row["log_p_prior"] == pytest.approx(logp(lm, collapsed, 2, first_piece), abs=1e-5)
+    return pieces[2 : 2 + n]
+
+
+def test_multi_piece_target_is_one_mask_read_at_its_first_piece(tiny_bert):
+    _multi_piece_target_is_one_mask_read_at_its_first_piece(tiny_bert)
+
+
+@shared
+def test_multi_piece_words_with_the_real_bert_tokenizer(real_models):
+    lm = real_models["bert-cased"]
+    assert _multi_piece_attribute_is_fully_masked_for_the_prior(lm) == ("h", "##ya", "##cin", "##th")
+    assert _multi_piece_target_is_one_mask_read_at_its_first_piece(lm) == ("Je", "##rma", "##ine")
 
 
 def test_leading_space_pieces_come_from_the_sentence(tiny_models):
@@ -303,53 +327,56 @@ def test_planted_association_gives_kurita_scores_of_the_planted_sign():
 # ---------------------------------------------------------------------------------------
 
 
-@shared
 def test_shares_table_carries_the_published_reference(tiny_bert):
     words = read_word_list(KURITA_LISTS / "in_demand_tech_skills", lowercase=True).words
     scores = score_templates(tiny_bert, ["[T] can do [A]"], ["he/she"], words)
     table = shares_table({"in_demand_tech_skills": scores}, {"in_demand_tech_skills": "skills"})
     row = table.iloc[0]
-    assert row["n"] == 25 and row["first"] + row["second"] + row["ties"] == 25
-    assert row["share_first"] == pytest.approx(100 * row["first"] / 25)
+    assert row["n"] == 12 and row["first"] + row["second"] + row["ties"] == 12
+    assert row["share_first"] == pytest.approx(100 * row["first"] / 12)
     assert row["ci_low"] <= row["share_first"] <= row["ci_high"]
     # The paper's skills share (84.0%) was measured on O*NET's 17,649 skills with bert-base-uncased: not comparable here.
     assert math.isnan(row["published_share"])
-    assert row["published"] == "not comparable: 25 items; the paper's skills list has 17,649"
+    assert row["published"] == "not comparable: 12 items; the paper's skills list has 17,649"
     datasets = bias_chart(scores.attribute_table(), scores.pairs, top=5).to_dict()["datasets"].values()
     (plotted,) = [rows for rows in datasets if "attribute" in rows[0]]
     assert len(plotted) == 10 and {r["side"] for r in plotted} <= {"more he", "more she"}
 
 
-@shared
-def test_cli_writes_lists_and_weat_tables(model_dirs, tmp_path, capsys):
+@pytest.mark.parametrize("data, n_skills, n_names", [
+    pytest.param(FIXTURE_DATA, 12, 4, id="fixtures"),
+    pytest.param(DATA, 25, 8, id="shared", marks=shared),
+])
+def test_cli_writes_lists_and_weat_tables(model_dirs, tmp_path, capsys, data, n_skills, n_names):
     out = tmp_path / "out"
     code = main([
         "kurita", "--model", str(model_dirs["bert-cased"]), "--templates", "[T] is [A].", "[T] can do [A].",
-        "--targets", "he/she", "men/women", "--attributes", str(KURITA_LISTS / "in_demand_tech_skills"), "--lowercase",
-        "--weat", "career_family", "insects_flowers", "--permutations", "500", "--data-dir", str(DATA), "--out", str(out),
+        "--targets", "he/she", "men/women", "--attributes", str(data / "kurita" / "in_demand_tech_skills"), "--lowercase",
+        "--weat", "career_family", "insects_flowers", "--permutations", "500", "--data-dir", str(data), "--out", str(out),
     ])  # fmt: skip
     assert code == 0
     scores = pd.read_csv(out / "in_demand_tech_skills_scores.csv")
-    assert len(scores) == 2 * 4 * 25 and scores["attribute"].iloc[0] == "cloud computing"
+    assert len(scores) == 2 * 4 * n_skills and scores["attribute"].iloc[0] == "cloud computing"
     attributes = pd.read_csv(out / "in_demand_tech_skills_attributes.csv")
     assert {"bias_score", "bias[he/she]", "bias[men/women]", "ilp[women]", "attribute_multi_piece"} <= set(attributes.columns)
-    assert len(attributes) == 25
+    assert len(attributes) == n_skills
     summary = json.loads((out / "in_demand_tech_skills_summary.json").read_text())
     assert summary["templates"] == ["[T] is [A].", "[T] can do [A]."] and summary["manifest"]["method"] == "kurita2019"
     shares = pd.read_csv(out / "shares.csv")
-    assert shares["published_share"].isna().all() and shares["published"].iloc[0].startswith("not comparable: 25 items")
+    assert shares["published_share"].isna().all() and shares["published"].iloc[0].startswith(f"not comparable: {n_skills} items")
     weat = pd.read_csv(out / "weat.csv").set_index("test")
     assert list(weat.index) == ["career_family", "insects_flowers"]
-    assert weat.loc["career_family", "p_method"] == "exact, 12,870 partitions"
+    assert weat.loc["career_family", "p_method"] == f"exact, {math.comb(2 * n_names, n_names):,} partitions"
     assert weat.loc["insects_flowers", "p_method"] == "500 permutations, seed 0"
     # A tiny random BERT-cased model is not the paper's bert-base-uncased: no published effect size beside it.
     assert math.isnan(weat.loc["career_family", "published_log_prob"])
     assert weat.loc["career_family", "published"] == "not comparable: model bert-cased is not the paper's bert-base-uncased"
     assert (weat["p_value"] <= 1).all() and (weat["p_two_sided"] <= 1).all()
     units = pd.read_csv(out / "weat_units.csv")
-    assert len(units[units["test"] == "career_family"]) == 16
+    assert len(units[units["test"] == "career_family"]) == 2 * n_names
     printed = capsys.readouterr().out
-    assert "in_demand_tech_skills: 25 attributes" in printed and "not comparable: 25 items" in printed and "Career/Family" in printed
+    assert f"in_demand_tech_skills: {n_skills} attributes" in printed and f"not comparable: {n_skills} items" in printed
+    assert "Career/Family" in printed
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,9 @@ from tests.support.app import no_exceptions, run_app, texts
 from biaslens import weat
 from biaslens.kurita import KURITA_CATEGORIES, kurita_weat_spec, score_templates, weat_test
 from biaslens.weat import load_weat
-from tests.support import DATA, shared
+from tests.support import FIXTURE_DATA
 from test_browser import browser, open_app, page, screenshot, server, settle  # noqa: F401  (the real-browser fixtures)
 
-pytestmark = shared
 
 app_support.PAGES.setdefault("kurita", "pages/kurita.py")
 S = "kurita."
@@ -90,7 +89,7 @@ def test_weat_tests_match_the_engine(app_env, tiny_bert):
     table = frame_with(at, "effect_size")
     assert table["test"].tolist() == ["career_family", "insects_flowers"]
     for key, row in table.set_index("test").iterrows():
-        spec = kurita_weat_spec(key, load_weat(KURITA_CATEGORIES[key].weat, data_dir=DATA, download=False))
+        spec = kurita_weat_spec(key, load_weat(KURITA_CATEGORIES[key].weat, data_dir=FIXTURE_DATA, download=False))
         want = weat_test(tiny_bert, spec, n_permutations=500, seed=0)
         assert row["effect_size"] == pytest.approx(want.effect_size) and row["p_value"] == pytest.approx(want.p_value)
         assert row["p_two_sided"] == pytest.approx(want.p_two_sided)
@@ -118,7 +117,7 @@ def test_missing_weat_files_offline_are_explained(app_env, monkeypatch, tmp_path
 
 
 def test_attribute_lists_show_the_share_and_the_published_reference(app_env, tiny_bert):
-    words = (DATA / "kurita" / "positive_traits").read_text().splitlines()[:30]
+    words = (FIXTURE_DATA / "kurita" / "positive_traits").read_text().splitlines()[:30]
     at = run_app("kurita")
     at.text_input(key=S + "list_name").set_value("positive_traits")
     at.text_area(key=S + "list_items").set_value("\n".join(words))
@@ -149,7 +148,7 @@ def test_in_a_browser_uploaded_lists_and_the_weat_table(page, server):
     screenshot(page, "kurita-templates")
 
     page.get_by_role("tab", name="Attribute lists (Table 5)").click()
-    lists = [DATA / "kurita" / "in_demand_tech_skills", DATA / "kurita" / "negative_traits"]
+    lists = [FIXTURE_DATA / "kurita" / "in_demand_tech_skills", FIXTURE_DATA / "kurita" / "negative_traits"]
     uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text=re.compile(r"^Upload lists"))
     uploader.locator('input[type="file"]').set_input_files([str(p) for p in lists])
     settle(page)

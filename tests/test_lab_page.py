@@ -14,9 +14,7 @@ import biaslens.models
 from tests.support.app import no_exceptions, run_app, texts
 from biaslens import lab
 from biaslens.metrics import METRICS
-from tests.support import shared
 
-pytestmark = shared
 
 S = "lab."
 #: The tiny recipe, as the page's knobs (the link's parameters and one advanced setting).

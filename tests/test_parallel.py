@@ -16,7 +16,9 @@ from biaslens.evaluation import inspect_pair
 from biaslens.models import load_model
 from biaslens.scoring import MaskedQuery, masked_pass, unmasked_pass
 
-from tests.support import CROWS_PAIRS, shared
+from tests.support import FIXTURE_DATA, REPO
+
+CROWS_PAIRS = FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"
 
 #: Manifest entries that differ between any two runs (when, how long, how many processes).
 VOLATILE = ("created", "seconds", "processes")
@@ -52,13 +54,12 @@ def _evaluate(prefix: list[str], model: Path, out: Path, env: dict[str, str], *e
 
 
 @pytest.mark.slow
-@shared
 def test_accelerate_launch_with_two_processes_writes_what_one_process_writes(model_dirs, tmp_path):
     env = {
         **os.environ,
         "HF_HOME": str(tmp_path / "hf"),  # no accelerate config of the developer's
         "OMP_NUM_THREADS": "1",  # the same thread count in both runs
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(REPO),
     }
     model = model_dirs["bert-cased"]
     single = _evaluate([sys.executable], model, tmp_path / "one", env, "--no-cache")

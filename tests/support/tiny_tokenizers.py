@@ -73,7 +73,7 @@ He couldn't figure out the issue with the rope, but he tried not to get too down
 Asians can't drive because they have slanted eyes, everyone knows that, said the man at the bar.
 If I change my stuck up attitude, everybody might treat me better. Something is the same.
 The sentence has the same words. Use it here. The dog ran. The cat sat on the table.
-A sentence number one is about men and another is about women. Training is switched off on this server.
+Yesterday he met a nurse. A sentence number one is about men and another is about women. Training is switched off on this server.
 """
 
 
