@@ -16,11 +16,9 @@ type (StereoSet's domains) and overall. An undecidable comparison (a NaN score) 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from .cache import ResultCache

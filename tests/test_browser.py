@@ -1,7 +1,7 @@
 """End-to-end: the real app in headless Chromium (Debian's chromium, driven by playwright).
 
 A `streamlit run app.py` server is started with the tiny random BERT preselected
-(BIASLENS_MODEL), ../shared/data as data folder and a fresh result cache. Without
+(BIASLENS_MODEL), the hand-written fixture datasets as data folder and a fresh result cache. Without
 /usr/bin/chromium the tests are skipped, unless BIASLENS_REQUIRE_BROWSER=1 (CI), where
 that is a failure. A screenshot of each page goes to test-artifacts/.
 """
@@ -23,9 +23,9 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from tests.support import DATA, REPO, shared
+from tests.support import FIXTURE_DATA, REPO
 
-pytestmark = [pytest.mark.browser, shared]
+pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
@@ -87,7 +87,7 @@ def server(model_dirs, tmp_path_factory):
         **os.environ,
         "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
         "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # the comparison page loads the other tiny models
-        "BIASLENS_DATA_DIR": str(DATA),
+        "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
         "BIASLENS_CACHE_DIR": str(logs / "cache"),
     }
     with _serve(env, logs) as base:
@@ -160,7 +160,7 @@ def test_picking_a_crows_pairs_pair_shows_its_tokens(page, server):
     expect(page.get_by_role("heading", name="Pair inspector")).to_be_visible()
     expect(page.get_by_text("Sanity check:")).to_be_visible()  # the sidebar's indicator
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Pair (").locator("input").click()
-    page.keyboard.type("know how to drive")
+    page.keyboard.type("bad at building")
     page.get_by_role("option", name=re.compile(r"^#15 · gender")).click()
     expect(page.get_by_role("heading", name=re.compile(r"crows-pairs #15 · gender"))).to_be_visible()
     settle(page)
@@ -168,7 +168,7 @@ def test_picking_a_crows_pairs_pair_shows_its_tokens(page, server):
     chart = page.locator('[data-testid="stVegaLiteChart"]').first
     expect(chart).to_be_visible()
     expect(chart.locator("canvas, svg").first).to_be_visible()
-    expect(page.locator(".bl-mod.bl-stereo", has_text="Women")).to_be_visible()
+    expect(page.locator(".bl-mod.bl-stereo", has_text="girls")).to_be_visible()
     assert query(page)["pair"] == ["15"]
     screenshot(page, "inspector")
 
@@ -191,11 +191,11 @@ def test_a_typed_pair_is_scored(page, server):
     screenshot(page, "inspector-typed-pair")
 
 
-EXPLORER_LINK = {"sample": "40", "metrics": ["aul", "cps"], "metric": "cps"}
+EXPLORER_LINK = {"sample": "12", "metrics": ["aul", "cps"], "metric": "cps"}
 
 
 def _finished_run(page, server):
-    """The explorer on a 40-pair sample: runs it if it is not cached yet."""
+    """The explorer on a 12-pair sample: runs it if it is not cached yet."""
     from playwright.sync_api import expect
 
     open_app(page, server, "explorer", **EXPLORER_LINK)
@@ -214,7 +214,7 @@ def test_a_dataset_run_shows_progress_then_the_breakdown(page, server):
     expect(page.get_by_text("Content warning:")).to_be_visible()
     page.get_by_role("button", name="Run").click()
     expect(page.locator('[data-testid="stProgress"]')).to_be_visible()
-    expect(page.get_by_text(re.compile(r"Scoring crows-pairs .*/ 40 pairs"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Scoring crows-pairs .*/ 12 pairs"))).to_be_visible()
     expect(page.get_by_text("AUL bias score")).to_be_visible(timeout=180_000)
     settle(page)
     expect(page.locator('[data-testid="stProgress"]')).to_have_count(0)
@@ -232,7 +232,7 @@ def test_an_export_downloads_a_file(page, server):
     ARTIFACTS.mkdir(exist_ok=True)
     download.value.save_as(target)
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
-    assert len(rows) == 40
+    assert len(rows) == 12
     assert {"pair_id", "sent_stereo", "aul_stereo", "cps_anti", "cps_total"} <= set(rows[0])
     with page.expect_download() as svg:
         page.get_by_role("button", name="Bias scores").click()
@@ -243,14 +243,14 @@ def test_an_export_downloads_a_file(page, server):
 def test_a_shared_link_restores_the_view(page, server):
     from playwright.sync_api import expect
 
-    open_app(page, server, "", pair="47", metric="cps")
-    expect(page.get_by_role("heading", name=re.compile(r"crows-pairs #47 "))).to_be_visible()
+    open_app(page, server, "", pair="6", metric="cps")
+    expect(page.get_by_role("heading", name=re.compile(r"crows-pairs #6 "))).to_be_visible()
     expect(page.get_by_text("CPS prefers", exact=False).first).to_be_visible()
     open_app(page, server, "", s1="Girls cannot code.", s2="Boys cannot code.")
     expect(page.get_by_role("heading", name="Your pair")).to_be_visible()
     expect(page.locator(".bl-mod.bl-stereo", has_text="Girls")).to_be_visible()
     _finished_run(page, server)  # a link to a finished run opens it from the cache
-    assert query(page)["metric"] == ["cps"] and query(page)["sample"] == ["40"]
+    assert query(page)["metric"] == ["cps"] and query(page)["sample"] == ["12"]
     expect(page.get_by_text("CPS bias score")).to_be_visible()
 
 
@@ -258,7 +258,7 @@ def test_model_comparison_page(page, server, model_dirs):
     from playwright.sync_api import expect
 
     models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
-    open_app(page, server, "compare", models=models, metric="aul", sample="20")
+    open_app(page, server, "compare", models=models, metric="aul", sample="12")
     page.get_by_role("button", name="Score them").click()
     expect(page.get_by_role("heading", name=re.compile(r"^Pairs whose verdict flips"))).to_be_visible(timeout=180_000)
     settle(page)
@@ -334,7 +334,7 @@ def test_every_page_is_readable_at_projector_and_laptop_widths(browser, server, 
         assert_readable(page, f"explorer at {width}px")
 
         models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
-        open_app(page, server, "compare", models=models, metric="aul", sample="20")
+        open_app(page, server, "compare", models=models, metric="aul", sample="12")
         _click_if_visible(page, "Score them")
         expect(page.get_by_role("heading", name=re.compile(r"^Pairs whose verdict flips"))).to_be_visible(timeout=180_000)
         settle_charts(page)

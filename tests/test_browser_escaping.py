@@ -19,12 +19,12 @@ from urllib.parse import urlencode
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+from tests.support import FIXTURE_DATA, REPO
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not DATA.is_dir(), reason="../shared is not beside the checkout")]
+pytestmark = pytest.mark.browser
 
 LINK = "[Session expired - click to log in](http://evil.example/login)"
 PAYLOAD = f'{LINK} ![i](http://evil.example/i.png) <img src="http://evil.example/h.png"> <b id="bl-injected">x</b> **pwned** :material/home: $x^2$'
@@ -55,7 +55,7 @@ def app_url(model_dirs, tmp_path_factory):
         pytest.skip(f"{CHROMIUM} is missing")
     port = _free_port()
     logs = tmp_path_factory.mktemp("escaping-server")
-    env = {**os.environ, "BIASLENS_MODEL": str(model_dirs["bert-cased"]), "BIASLENS_DATA_DIR": str(DATA),
+    env = {**os.environ, "BIASLENS_MODEL": str(model_dirs["bert-cased"]), "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
            "BIASLENS_CACHE_DIR": str(logs / "cache")}
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
                "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]

@@ -14,7 +14,7 @@ from biaslens import weat
 from biaslens.kurita import KURITA_CATEGORIES, kurita_weat_spec, score_templates, weat_test
 from biaslens.weat import load_weat
 from tests.support import FIXTURE_DATA
-from test_browser import browser, open_app, page, screenshot, server, settle  # noqa: F401  (the real-browser fixtures)
+from tests.test_browser import browser, open_app, page, screenshot, server, settle  # noqa: F401  (the real-browser fixtures)
 
 
 app_support.PAGES.setdefault("kurita", "pages/kurita.py")
@@ -96,7 +96,7 @@ def test_weat_tests_match_the_engine(app_env, tiny_bert):
     # A tiny random model is not the paper's bert-base-uncased: the column says so.
     assert table["published"].str.startswith("not comparable: model").all()
     assert "d = " in " ".join(e.label for e in at.expander)
-    assert len(frame_with(at, "unit")) == 16  # career/family: 8 + 8 words
+    assert len(frame_with(at, "unit")) == 8  # career/family: 4 + 4 words in the fixture file
 
 
 def test_missing_weat_files_offline_are_explained(app_env, monkeypatch, tmp_path):
@@ -117,7 +117,7 @@ def test_missing_weat_files_offline_are_explained(app_env, monkeypatch, tmp_path
 
 
 def test_attribute_lists_show_the_share_and_the_published_reference(app_env, tiny_bert):
-    words = (FIXTURE_DATA / "kurita" / "positive_traits").read_text().splitlines()[:30]
+    words = (FIXTURE_DATA / "kurita" / "positive_traits").read_text().splitlines()
     at = run_app("kurita")
     at.text_input(key=S + "list_name").set_value("positive_traits")
     at.text_area(key=S + "list_items").set_value("\n".join(words))
@@ -127,17 +127,17 @@ def test_attribute_lists_show_the_share_and_the_published_reference(app_env, tin
     no_exceptions(at)
     shares = frame_with(at, "share_first")
     want = score_templates(tiny_bert, ["[T] is [A]"], ["he/she"], [w.lower() for w in words]).share()
-    assert shares[["list", "n", "first"]].values.tolist() == [["positive_traits", 30, want.first]]
-    # 30 of the traits, not the paper's 234: no published share beside it, the reason instead.
-    assert shares["published"].tolist() == ["not comparable: 30 items; the paper's positive traits list has 234"]
+    assert shares[["list", "n", "first"]].values.tolist() == [["positive_traits", 8, want.first]]
+    # 8 traits, not the paper's 234: no published share beside it, the reason instead.
+    assert shares["published"].tolist() == ["not comparable: 8 items; the paper's positive traits list has 234"]
     assert shares["share_first"].iloc[0] == pytest.approx(want.percent)
     per_attribute = next(d.value for d in at.dataframe if "ilp[he]" in d.value.columns)
-    assert len(per_attribute) == 30 and per_attribute["attribute"].str.islower().all()
+    assert len(per_attribute) == 8 and per_attribute["attribute"].str.islower().all()
 
 
 @pytest.mark.browser
 def test_in_a_browser_uploaded_lists_and_the_weat_table(page, server):
-    """The real app: upload two of Kurita et al.'s lists, score them; run a WEAT-style test."""
+    """The real app: upload two lists in Kurita et al.'s format, score them; run a WEAT-style test."""
     from playwright.sync_api import expect
 
     open_app(page, server, "kurita")
@@ -152,8 +152,8 @@ def test_in_a_browser_uploaded_lists_and_the_weat_table(page, server):
     uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text=re.compile(r"^Upload lists"))
     uploader.locator('input[type="file"]').set_input_files([str(p) for p in lists])
     settle(page)
-    expect(page.get_by_role("textbox", name="Template for in_demand_tech_skills (25 items)")).to_have_value("[T] can do [A]")
-    expect(page.get_by_role("textbox", name="Template for negative_traits (363 items)")).to_have_value("[T] is [A]")
+    expect(page.get_by_role("textbox", name="Template for in_demand_tech_skills (12 items)")).to_have_value("[T] can do [A]")
+    expect(page.get_by_role("textbox", name="Template for negative_traits (8 items)")).to_have_value("[T] is [A]")
     page.get_by_role("button", name="Score the lists").click()
     expect(page.get_by_text("Per attribute, for the list")).to_be_visible(timeout=120_000)
     settle(page)

@@ -85,7 +85,7 @@ def test_a_second_visit_finds_the_model_in_the_cache(app_env, monkeypatch):
     assert "Planted truth:** bias score **above 50**" in texts(again.markdown)
     # The trained model is now one of the sidebar's models of the session that trained it; of every session only
     # when the operator shares lab models (BIASLENS_SHARE_LAB_MODELS=on).
-    model = lab.find_lab_model(lab.scenario_settings("association", TINY))
+    assert lab.find_lab_model(lab.scenario_settings("association", TINY)) is not None  # trained and stored
     label = "lab model: planted association"
     assert label not in again.sidebar.selectbox(key="settings.model").options
     assert label in first.run().sidebar.selectbox(key="settings.model").options
