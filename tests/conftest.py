@@ -1,8 +1,9 @@
-"""Fixtures every test package shares: an isolated cache, and tiny random-weight models.
+"""Fixtures every test package shares: the `shared` marker, an isolated cache, and tiny random-weight models.
 
 The models use tiny tokenizers built in the suite (tests/support/tiny_tokenizers.py), so they
-need nothing beside the checkout; `real_model_dirs` builds the same models with the real
-tokenizers in ../shared for the tests marked `shared`.
+need nothing beside the checkout. Each package adds its own in its conftest: tests/engine (the
+same models with the real tokenizers in ../shared), tests/app (the app's environment for
+AppTest), tests/browser (the app served to headless Chromium).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import FAMILIES, HAVE_SHARED, REAL_TOKENIZERS, SHARED, TOKENIZERS
+from tests.support import FAMILIES, HAVE_SHARED, SHARED
 
 
 def pytest_configure(config):
@@ -65,29 +66,11 @@ def model_dirs(tmp_path_factory, tokenizer_dirs) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def real_model_dirs(tmp_path_factory) -> dict[str, Path]:
-    """The same tiny random models with the real tokenizers in ../shared/tokenizers (tests marked `shared`)."""
-    if not TOKENIZERS.is_dir():
-        pytest.skip(f"{TOKENIZERS} is not available")
-    from biaslens.testing import build_random_model
-
-    root = tmp_path_factory.mktemp("real-models")
-    return {family: build_random_model(family, TOKENIZERS / tok, root / family) for family, tok in REAL_TOKENIZERS.items()}
-
-
-@pytest.fixture(scope="session")
 def tiny_models(model_dirs):
     """The tiny models loaded through the product's normal path."""
     from biaslens.models import load_model
 
     return {family: load_model(str(path)) for family, path in model_dirs.items()}
-
-
-@pytest.fixture(scope="session")
-def real_models(real_model_dirs):
-    from biaslens.models import load_model
-
-    return {family: load_model(str(path)) for family, path in real_model_dirs.items()}
 
 
 @pytest.fixture(scope="session")
@@ -100,32 +83,3 @@ def any_model(request, tiny_models):
     """Each family, with its tiny tokenizer."""
     return tiny_models[request.param]
 
-
-@pytest.fixture(params=FAMILIES)
-def any_real_model(request, real_models):
-    """Each family with its real tokenizer from ../shared (for tests marked `shared`)."""
-    return real_models[request.param]
-
-
-@pytest.fixture
-def app_env(monkeypatch, model_dirs, tmp_path) -> dict[str, str]:
-    """Point the app at the tiny BERT, the hand-written fixture datasets and a fresh result cache."""
-    import ui.resources
-    from tests.support import FIXTURE_DATA
-    from tests.support.app import as_a_running_server
-
-    env = {
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
-        "BIASLENS_CACHE_DIR": str(tmp_path / "cache"),
-        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # every tiny model (the app refuses other folders)
-    }
-    for key in ("BIASLENS_MAX_TOKENS", "BIASLENS_MAX_UPLOAD_ROWS", "BIASLENS_MAX_MODELS"):
-        monkeypatch.delenv(key, raising=False)  # the server's defaults, whatever the developer's shell says
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    ui.resources.result_cache.clear()  # the shared ResultCache follows BIASLENS_CACHE_DIR
-    ui.resources._failures().entries.clear()
-    as_a_running_server(monkeypatch)
-    yield env
-    ui.resources.result_cache.clear()

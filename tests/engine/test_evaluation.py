@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests import reference
+from tests.engine import reference
 from biaslens.cache import ResultCache
 from biaslens.datasets import Pair, load_dataset
 from biaslens.errors import InputError

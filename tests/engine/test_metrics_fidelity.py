@@ -291,15 +291,11 @@ def test_bootstrap_auc_interval_resamples_each_class():
 
 
 def test_report_shows_n_and_intervals_and_flags_small_samples(tiny_bert, tmp_path):
-    from pathlib import Path
-
     from biaslens.datasets import load_dataset
     from biaslens.report import ReportOptions, analyse_model, build_report
+    from tests.support import FIXTURE_DATA
 
-    data = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    if not data.is_dir():
-        pytest.skip("../shared is not beside the checkout")
-    cp = load_dataset("crows-pairs", data_dir=data, download=False)
+    cp = load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False)
     options = ReportOptions(analyses=("groups", "scores", "agreement"), metrics=("aul",), sample=12, seed=0)
     analysed = analyse_model(tiny_bert, {"crows-pairs": cp}, options, label="tiny")
     report = build_report([analysed], {"crows-pairs": cp}, options)

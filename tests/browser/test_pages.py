@@ -6,138 +6,18 @@ A `streamlit run app.py` server is started with the tiny random BERT preselected
 that is a failure. A screenshot of each page goes to test-artifacts/.
 """
 
+
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-from tests.support import FIXTURE_DATA, REPO
-
-pytestmark = pytest.mark.browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
-ARTIFACTS = REPO / "test-artifacts"
-TIMEOUT_MS = 90_000
-
-
-def _require_browser() -> None:
-    if CHROMIUM.exists():
-        return
-    message = f"{CHROMIUM} is missing (apt-get install chromium)"
-    if os.environ.get("BIASLENS_REQUIRE_BROWSER") == "1":
-        pytest.fail(message + "; BIASLENS_REQUIRE_BROWSER=1 makes this a failure")
-    pytest.skip(message)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _serve(env: dict[str, str], logs: Path):
-    """`streamlit run app.py` on a free local port with `env`; yields its base URL, stops it afterwards."""
-    port = _free_port()
-    command = [
-        sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-        "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-    ]
-    with (logs / "server.log").open("w") as log:
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
-                time.sleep(0.3)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def server(model_dirs, tmp_path_factory):
-    """The app, served on a free local port; yields its base URL and the tiny models."""
-    _require_browser()
-    logs = tmp_path_factory.mktemp("server")
-    env = {
-        **os.environ,
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # the comparison page loads the other tiny models
-        "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
-        "BIASLENS_CACHE_DIR": str(logs / "cache"),
-    }
-    with _serve(env, logs) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1500, "height": 1300}, accept_downloads=True)
-    tab = context.new_page()
-    tab.set_default_timeout(TIMEOUT_MS)
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=TIMEOUT_MS)  # a first model load on 2 busy cores takes more than 5 s
-    yield tab
-    context.close()
-
-
-def open_app(page, server: str, path: str = "", **params) -> None:
-    query = urlencode(params, doseq=True)
-    page.goto(f"{server}/{path}" + (f"?{query}" if query else ""))
-    settle(page)
-
-
-def settle(page) -> None:
-    """Wait until the app has finished running its script."""
-    page.wait_for_selector('[data-testid="stApp"]')
-    page.wait_for_timeout(500)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')")
-    page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') !== 'running'")
-
-
-def screenshot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-def query(page) -> dict[str, list[str]]:
-    return parse_qs(urlparse(page.url).query)
-
+from tests.support.browser import ARTIFACTS, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle
 
 def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server):
     """The first session of a server opens a page by its URL: sidebar and page, not the page alone.
@@ -380,11 +260,11 @@ def test_an_untrained_model_is_flagged_beside_its_results(page, server):
 @pytest.fixture(scope="module")
 def offline_server(tmp_path_factory):
     """A first run on a machine without network: a clean cache, no model and no data on disk, the hub out of reach."""
-    _require_browser()
+    require_browser()
     logs = tmp_path_factory.mktemp("offline")
     env = {k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")}
     env.update({"BIASLENS_CACHE_DIR": str(logs / "cache"), "HF_HUB_OFFLINE": "1", "HF_HOME": str(logs / "hf")})
-    with _serve(env, logs) as base:
+    with serve_app(env, logs) as base:
         yield base
 
 
