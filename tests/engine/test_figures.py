@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from biaslens import explore, figures
@@ -60,3 +61,34 @@ def test_aligned_tokens_html_escapes_and_wraps(pair_inspection):
     assert html.count('<div class="bl-col">') == len(cols)  # one wrapping column per aligned position: never overflows
     evil = cols.assign(stereo_token=["<script>"] * len(cols))
     assert "<script>" not in figures.aligned_tokens_html(evil).split("</style>", 1)[1]
+
+
+def test_the_inspector_slide_is_one_picture_in_png_and_svg(pair_inspection, tiny_bert):
+    tokens = explore.token_table(pair_inspection, tiny_bert.decode_token)
+    aligned = figures.aligned_token_frame(explore.aligned_columns(pair_inspection), tokens)
+    drivers = {"AUL: margin": explore.margin_drivers(pair_inspection, "aul")}
+    slide = figures.inspector_slide("A pair", "She is a nurse.", "He is a nurse.", aligned, drivers)
+    png = figures.to_png(slide, scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = figures.to_svg(slide)
+    assert "She is a nurse." in svg and "AUL: margin" in svg and "Log p (AUL term)" in svg
+
+
+def test_the_head_grid_is_clickable_and_marks_the_chosen_head(pair_inspection):
+    overview = explore.head_overview(pair_inspection, "stereo")
+    spec = figures.head_overview_chart(overview, "heads").to_dict()
+    assert [p["name"] for p in spec["params"]] == [figures.HEAD_SELECTION]  # Streamlit's on_select reads this selection
+    assert len(spec["layer"]) == 1
+    marked = figures.head_overview_chart(overview, "heads", selected=(1, 2)).to_dict()
+    outline = marked["layer"][1]
+    assert outline["mark"]["filled"] is False and len(marked["datasets"][outline["data"]["name"]]) == 1
+
+
+def test_modified_tokens_are_marked_on_the_attention_axes(pair_inspection):
+    table = explore.attention_table(pair_inspection, "stereo", hide_special=True)
+    modified = table.loc[table["key_position"].isin(np.flatnonzero(pair_inspection.stereo.modified)), "key"].unique().tolist()
+    assert modified
+    spec = figures.attention_heatmap(table, "t", modified=modified, side="stereo").to_dict()
+    axis = spec["encoding"]["x"]["axis"]
+    assert figures.STEREO_COLOR == axis["labelColor"]["condition"]["value"] and modified[0] in axis["labelColor"]["condition"]["test"]
+    assert "labelColor" not in figures.attention_heatmap(table, "t").to_dict()["encoding"]["x"]["axis"]
