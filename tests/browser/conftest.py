@@ -29,15 +29,40 @@ def server(model_dirs, tmp_path_factory):
     """The app, served on a free local port; yields its base URL and the tiny models."""
     require_browser()
     logs = tmp_path_factory.mktemp("server")
+    data = _data_with_a_longer_crows_pairs(logs / "data")
     env = {
         **os.environ,
         "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
         "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # the comparison page loads the other tiny models
-        "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
+        "BIASLENS_DATA_DIR": str(data),
         "BIASLENS_CACHE_DIR": str(logs / "cache"),
     }
     with serve_app(env, logs) as base:
         yield base
+
+
+#: Pairs the browser's CrowS-Pairs holds: enough that a dataset run lasts long enough to see its progress.
+BROWSER_PAIRS = 200
+
+
+def _data_with_a_longer_crows_pairs(folder: Path) -> Path:
+    """The fixture data, its CrowS-Pairs file extended past its 16 hand-written pairs with variants of them."""
+    import csv
+    import io
+    import shutil
+
+    shutil.copytree(FIXTURE_DATA, folder)
+    path = folder / "crows-pairs" / "crows_pairs_anonymized.csv"
+    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"))))
+    header, pairs = rows[0], rows[1:]
+    for i in range(len(pairs), BROWSER_PAIRS):
+        base = pairs[i % len(pairs)]
+        row = [str(i), f"Person {i} said: {base[1]}", f"Person {i} said: {base[2]}", *base[3:]]
+        rows.append(row)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *rows[1:]])
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return folder
 
 
 @pytest.fixture(scope="module")

@@ -71,11 +71,11 @@ def test_a_typed_pair_is_scored(page, server):
     screenshot(page, "inspector-typed-pair")
 
 
-EXPLORER_LINK = {"sample": "12", "metrics": ["aul", "cps"], "metric": "cps"}
+EXPLORER_LINK = {"sample": "120", "metrics": ["aul", "cps"], "metric": "cps"}
 
 
 def _finished_run(page, server):
-    """The explorer on a 12-pair sample: runs it if it is not cached yet."""
+    """The explorer on a 120-pair sample: runs it if it is not cached yet."""
     from playwright.sync_api import expect
 
     open_app(page, server, "explorer", **EXPLORER_LINK)
@@ -94,7 +94,7 @@ def test_a_dataset_run_shows_progress_then_the_breakdown(page, server):
     expect(page.get_by_text("Content warning:")).to_be_visible()
     page.get_by_role("button", name="Run").click()
     expect(page.locator('[data-testid="stProgress"]')).to_be_visible()
-    expect(page.get_by_text(re.compile(r"Scoring crows-pairs .*/ 12 pairs"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Scoring crows-pairs .*/ 120 pairs"))).to_be_visible()
     expect(page.get_by_text("AUL bias score")).to_be_visible(timeout=180_000)
     settle(page)
     expect(page.locator('[data-testid="stProgress"]')).to_have_count(0)
@@ -112,7 +112,7 @@ def test_an_export_downloads_a_file(page, server):
     ARTIFACTS.mkdir(exist_ok=True)
     download.value.save_as(target)
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
-    assert len(rows) == 12
+    assert len(rows) == 120
     assert {"pair_id", "sent_stereo", "aul_stereo", "cps_anti", "cps_total"} <= set(rows[0])
     with page.expect_download() as svg:
         page.get_by_role("button", name="Bias scores").click()
@@ -130,7 +130,7 @@ def test_a_shared_link_restores_the_view(page, server):
     expect(page.get_by_role("heading", name="Your pair")).to_be_visible()
     expect(page.locator(".bl-mod.bl-stereo", has_text="Girls")).to_be_visible()
     _finished_run(page, server)  # a link to a finished run opens it from the cache
-    assert query(page)["metric"] == ["cps"] and query(page)["sample"] == ["12"]
+    assert query(page)["metric"] == ["cps"] and query(page)["sample"] == ["120"]
     expect(page.get_by_text("CPS bias score")).to_be_visible()
 
 
