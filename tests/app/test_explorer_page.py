@@ -1,0 +1,158 @@
+"""The dataset explorer with AppTest: runs, resumption, breakdowns, the pairs table, exports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+import biaslens.evaluation
+import ui.progress
+import ui.runs
+from tests.support.app import no_exceptions, run_app, texts
+from biaslens.cache import ResultCache
+from biaslens.datasets import load_dataset
+from biaslens.evaluation import evaluate
+from tests.support import FIXTURE_DATA
+
+
+S = "explorer."
+N = 12  # pairs sampled (the fixture CrowS-Pairs has 16)
+LINK = {"sample": str(N), "metrics": ["aul", "cps"], "metric": "cps"}
+
+
+def expected(lm, cache_dir, **options):
+    dataset = load_dataset("crows-pairs", data_dir=FIXTURE_DATA)
+    return evaluate(lm, dataset, ["aul", "cps"], sample=N, cache=ResultCache(cache_dir / "results.sqlite"), **options)
+
+
+def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
+    at = run_app("explorer", LINK)
+    no_exceptions(at)
+    assert f"Not scored yet: {N} pairs × 2 metrics" in texts(at.info)
+    assert not at.metric
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    want = expected(tiny_bert, tmp_path / "check").summary["metrics"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics == {"AUL bias score": f"{want['aul']['bias_score']:.1f}", "CPS bias score": f"{want['cps']['bias_score']:.1f}"}
+    assert f"N {want['cps']['n']}" in texts(at.caption) and "token accuracy" in texts(at.caption)
+    assert not at.get("progress")  # the bar is gone once the run is finished
+    assert "Not scored yet" not in texts(at.info)  # and so is the notice
+    tables = [d.value for d in at.dataframe]
+    by_type = next(t for t in tables if "bias_type" in t.columns and "ci_low" in t.columns)
+    assert set(by_type["metric"]) == {"cps"}  # the metric in focus
+    assert by_type.set_index("bias_type")["n"].sum() == N
+    groups = next(t for t in tables if "group_name" in t.columns)
+    assert sorted(groups["group"].unique()) == ["adv", "dis"]
+    pairs = next(t for t in tables if "sent_stereo" in t.columns)
+    assert len(pairs) == N and {"cps_margin", "cps_verdict"} <= set(pairs.columns)
+    assert [b.label for b in at.get("download_button")][:3] == ["Pairs (CSV)", "Pairs (JSON)", "Summary + manifest (JSON)"]
+    assert len(at.get("download_button")) == 6  # + three figures as SVG
+    assert at.query_params["sample"] == str(N) and at.query_params["metrics"] == ["aul", "cps"]
+
+
+def test_a_finished_run_reopens_from_the_cache(app_env):
+    first = run_app("explorer", LINK)
+    first.button(key=S + "run").click().run()
+    scores = [m.value for m in first.metric]
+    again = run_app("explorer", LINK)  # a new session, e.g. a shared link
+    no_exceptions(again)
+    assert [m.value for m in again.metric] == scores
+    assert not again.info
+
+
+def test_a_corrupted_cache_file_is_reported_once(app_env):
+    cache_dir = Path(app_env["BIASLENS_CACHE_DIR"])
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    (cache_dir / "results.sqlite").write_bytes(b"half-copied garbage " * 500)
+    at = run_app("explorer", LINK)
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    assert len(at.metric) == 2 and "was corrupted" in texts(at.warning)  # the run goes on with a fresh cache and says why
+    again = run_app("explorer", LINK)
+    assert len(again.metric) == 2 and "was corrupted" not in texts(again.warning)
+
+
+def test_an_interrupted_run_resumes_from_the_cache(app_env, monkeypatch):
+    monkeypatch.setattr(ui.runs, "CHUNK_PAIRS", 4)
+    real_call = ui.progress.ProgressBar.__call__
+
+    def user_clicks_elsewhere(self, done, total):
+        real_call(self, done, total)
+        if done > 4:  # inside the second chunk: the first one is cached
+            raise StopException()  # what Streamlit raises in the script when the user interrupts it
+
+    monkeypatch.setattr(ui.progress.ProgressBar, "__call__", user_clicks_elsewhere)
+    at = run_app("explorer", LINK)
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    assert not at.metric  # stopped after the first chunk
+
+    scored = []
+    real_score = biaslens.evaluation.score_encoded_pairs
+    monkeypatch.setattr(biaslens.evaluation, "score_encoded_pairs",
+                        lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k))
+    monkeypatch.setattr(ui.progress.ProgressBar, "__call__", real_call)
+    at.run()  # the user comes back: the pending run resumes by itself
+    no_exceptions(at)
+    assert sum(scored) == N - 4  # only the pairs after the first chunk
+    assert len(at.metric) == 2
+
+
+def test_selecting_a_row_opens_the_pair_in_the_inspector(app_env):
+    at = run_app("explorer", LINK)
+    at.button(key=S + "run").click().run()
+    table = next(d for d in at.dataframe if "sent_stereo" in d.value.columns)
+    pair_id = int(table.value.iloc[3]["pair_id"])
+    at.session_state[table.key] = {"selection": {"rows": [3], "columns": [], "cells": []}}
+    at.run()
+    no_exceptions(at)
+    assert at.title[0].value == "Pair inspector"
+    assert at.subheader[0].value.startswith(f"crows-pairs #{pair_id} ")
+    assert at.session_state["inspector.metric"] == "cps"
+
+
+def test_table_filters(app_env):
+    at = run_app("explorer", LINK)
+    at.button(key=S + "run").click().run()
+    at.selectbox(key=S + "t_verdict").set_value("stereo").run()
+    table = next(d.value for d in at.dataframe if "sent_stereo" in d.value.columns)
+    assert (table["cps_verdict"] == "stereo").all()
+    assert (table["cps_stereo"] > table["cps_anti"]).all()
+
+
+def test_no_metric_and_missing_dataset_are_explained(app_env, monkeypatch):
+    at = run_app("explorer", LINK)
+    at.multiselect(key=S + "metrics").set_value([]).run()
+    no_exceptions(at)
+    assert "Choose at least one metric" in texts(at.info)
+    bad = run_app("explorer", {"dataset": "/nonexistent/pairs.csv"})
+    no_exceptions(bad)
+    assert "/nonexistent/pairs.csv is outside the folders this server may read datasets from" in texts(bad.error)
+
+
+@pytest.mark.parametrize("dataset", ["stereoset"])
+def test_stereoset_has_types_but_no_groups(app_env, dataset):
+    at = run_app("explorer", {**LINK, "dataset": dataset})
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    assert "Intrasentence dev split only" in texts(at.warning)
+    assert "Only CrowS-Pairs" in texts(at.info)
+    assert len(at.metric) == 2
+
+
+def test_before_a_run_the_time_is_estimated_from_this_machine_s_throughput(app_env):
+    ui.progress._rates().clear()
+    at = run_app("explorer", {"sample": str(N), "metrics": ["aul"]})
+    no_exceptions(at)
+    assert "Estimated time" not in texts(at.caption)  # nothing measured yet: a button offers to measure
+    at.button(key=S + "estimate").click().run()
+    no_exceptions(at)
+    estimate = next(c.value for c in at.caption if c.value.startswith("Estimated time"))
+    assert "on this machine (measured here:" in estimate and "pairs/s" in estimate
+    assert not any(r.value for r in at.get("progress"))  # measuring is not the run: nothing was scored for the page
+    at.button(key=S + "run").click().run()  # the run itself refines the measurement
+    no_exceptions(at)
+    assert len(ui.progress._rates()) == 1

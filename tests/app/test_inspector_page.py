@@ -1,0 +1,246 @@
+"""The pair inspector (home page), the sidebar and the app's handling of bad input, with AppTest."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.support.app import html_of, no_exceptions, run_app, texts
+from biaslens.datasets import load_dataset
+from biaslens.evaluation import inspect_pair
+from biaslens.metrics import PAPER_METRICS
+from tests.support import FIXTURE_DATA
+
+
+S = "inspector."
+
+
+def scores(at):
+    """The sentence-scores table as {metric name: (stereo, anti)}."""
+    table = next(d.value for d in [*at.table, *at.dataframe] if "Margin (stereo − anti)" in d.value.columns)
+    return {row["Metric"]: (row["Stereotypical"], row["Anti-stereotypical"]) for _, row in table.iterrows()}
+
+
+def submit(at):
+    """Press the typed-pair form's button."""
+    button = next(b for b in at.button if b.label == "Score this pair")
+    button.click().run()
+
+
+def expected_scores(lm, stereo, anti, compat="default"):
+    result = inspect_pair(lm, stereo, anti, metrics=PAPER_METRICS, compat=compat)
+    frame = result.summary_frame()
+    return {row["metric"]: (row["stereo"], row["anti"]) for _, row in frame.iterrows()}
+
+
+def test_home_page_inspects_a_crows_pairs_pair(app_env, tiny_bert):
+    at = run_app()
+    no_exceptions(at)
+    pair = load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs[0]
+    assert at.title[0].value == "Pair inspector"
+    assert "Content warning" in texts(at.warning) and "Blodgett" in texts(at.warning)
+    assert at.subheader[0].value.startswith("crows-pairs #0")
+    got, want = scores(at), expected_scores(tiny_bert, pair.sent_stereo, pair.sent_anti)
+    assert set(got) == {"AUL", "AULA", "CPS", "SSS", "All Masked"}
+    for name, (s, a) in want.items():
+        assert got[name] == pytest.approx((s, a), abs=1e-9)
+    page_html = html_of(at)
+    assert 'bl-mod bl-stereo" title="modified token">she<' in page_html
+    assert 'bl-mod bl-anti" title="modified token">he<' in page_html
+    assert len(at.get("vega_lite_chart")) >= 3  # per-token chart, AUL and AULA drivers
+    assert at.query_params["pair"] == "0" and at.query_params["model"] == app_env["BIASLENS_MODEL"]
+    # The sidebar: the model's status and the sanity indicator (a random model looks untrained).
+    assert "Loaded" in texts(at.sidebar.caption)
+    assert "Looks untrained" in texts(at.sidebar.warning)
+    # ... and in the main area, beside the verdicts (a projector hides the sidebar).
+    assert "looks untrained: read these results as noise" in texts(at.main.warning)
+
+
+def test_a_link_restores_pair_and_metric(app_env):
+    at = run_app(params={"pair": "15", "metric": "cps"})
+    no_exceptions(at)
+    assert at.subheader[0].value.startswith("crows-pairs #15")
+    assert at.session_state[S + "metric"] == "cps"
+    assert "cps_logprob" in at.session_state[S + "measures"]  # the per-token view shows the metric's measure too
+    assert "**CPS** prefers" in texts(at.markdown)
+    assert at.query_params["pair"] == "15" and at.query_params["metric"] == "cps"
+
+
+def test_a_link_restores_a_typed_pair(app_env, tiny_bert):
+    at = run_app(params={"s1": "Girls are bad at maths.", "s2": "Boys are bad at maths."})
+    no_exceptions(at)
+    assert at.subheader[0].value == "Your pair"
+    assert scores(at)["AUL"] == pytest.approx(expected_scores(tiny_bert, "Girls are bad at maths.", "Boys are bad at maths.")["AUL"])
+
+
+def test_typed_pair_runs_only_on_submit(app_env, tiny_bert):
+    at = run_app()
+    at.button_group(key=S + "source").set_value("custom").run()
+    no_exceptions(at)
+    assert not any("Margin (stereo − anti)" in d.value.columns for d in [*at.table, *at.dataframe])  # nothing scored yet
+    assert "Score this pair" in texts(at.info)
+    at.text_area(key=S + "s1_input").input("The nurse said she was tired.")
+    at.text_area(key=S + "s2_input").input("The nurse said he was tired.")
+    submit(at)
+    no_exceptions(at)
+    want = expected_scores(tiny_bert, "The nurse said she was tired.", "The nurse said he was tired.")
+    assert scores(at)["CPS"] == pytest.approx(want["CPS"])
+    assert at.query_params["s1"] == "The nurse said she was tired."
+    assert "pair" not in at.query_params
+
+
+@pytest.mark.parametrize(
+    "stereo, anti, message",
+    [
+        ("Same sentence.", "Same sentence.", "identical"),
+        ("   ", "Men can't drive.", "empty"),
+        ("word " * 600, "Men can't drive.", "accepts at most 512"),
+        ("Use [MASK] here.", "Use it here.", "reserved token"),
+    ],
+)
+def test_bad_input_is_a_message_not_a_traceback(app_env, stereo, anti, message):
+    at = run_app(params={"s1": stereo, "s2": anti})
+    no_exceptions(at)
+    assert message in texts(at.error)
+    assert at.title[0].value == "Pair inspector"  # the page itself still works
+
+
+def test_filters_search_and_random_draw(app_env):
+    at = run_app()
+    at.selectbox(key=S + "bias_type").set_value("religion").run()
+    choice = at.selectbox(key=S + "pair_choice")
+    assert all(" · religion · " in option for option in choice.options[1:])  # the current pair stays first
+    assert "religion" in choice.label or "of 16" in choice.label
+    random_button = next(b for b in at.button if b.label == "Random")
+    random_button.click().run()
+    no_exceptions(at)
+    assert " · religion" in at.subheader[0].value
+    at.text_input(key=S + "search").input("Muslim").run()
+    pairs = {p.pair_id: p for p in load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs}
+    want = [i for i, p in pairs.items() if p.bias_type == "religion" and "muslim" in (p.sent_stereo + p.sent_anti).lower()]
+    shown = [int(o.split(" ")[0][1:]) for o in at.selectbox(key=S + "pair_choice").options]
+    assert [i for i in shown if i in want] == want and len(set(shown) - set(want)) <= 1  # + the current pair
+
+
+def test_pin_edit_and_compare(app_env):
+    at = run_app(params={"pair": "15"})
+    next(b for b in at.button if b.label == "Pin for comparison").click().run()
+    next(b for b in at.button if b.label == "Edit this pair").click().run()
+    no_exceptions(at)
+    assert at.session_state[S + "source"] == "custom"
+    assert at.text_area(key=S + "s1_input").value == "The girls were bad at building things."
+    at.text_area(key=S + "s1_input").input("Women don't know how to cook.")
+    at.text_area(key=S + "s2_input").input("Men don't know how to cook.")
+    submit(at)
+    no_exceptions(at)
+    assert "Pinned pair vs this pair" in texts(at.subheader)
+    assert html_of(at).count("bl-mod bl-stereo") >= 2  # both pairs' tokens are drawn
+    next(b for b in at.button if b.label == "Unpin").click().run()
+    assert "Pinned pair vs this pair" not in texts(at.subheader)
+
+
+def test_attention_drill_down_controls(app_env):
+    at = run_app()
+    closed = len(at.get("vega_lite_chart"))
+    at.session_state[S + "att_open"] = True  # drawn only once opened
+    at.run()
+    before = len(at.get("vega_lite_chart"))
+    assert before == closed + 2  # the attention matrix and the layer x head overview
+    at.selectbox(key=S + "att_layer").set_value("2").run()
+    at.selectbox(key=S + "att_head").set_value("1").run()
+    at.toggle(key=S + "att_hide").set_value(False).run()
+    no_exceptions(at)
+    assert len(at.get("vega_lite_chart")) == before
+
+
+def test_metric_cards_come_from_the_registry(app_env):
+    at = run_app()
+    assert len(at.latex) == len(PAPER_METRICS)
+    text = texts(at.caption)
+    assert "Ideal bias score: **50**" in text and "Kaneko & Bollegala (2022)" in text and "Nangia et al. (2020)" in text
+
+
+def test_kaneko2022_mode_from_a_link(app_env, tiny_bert):
+    at = run_app(params={"pair": "3", "compat": "kaneko2022"})
+    no_exceptions(at)
+    pair = load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs[3]
+    want = expected_scores(tiny_bert, pair.sent_stereo, pair.sent_anti, compat="kaneko2022")
+    assert scores(at)["CPS"] == pytest.approx(want["CPS"])
+    assert at.query_params["compat"] == "kaneko2022"
+
+
+def test_an_unreachable_hub_is_explained_and_the_app_keeps_working(app_env, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as on a machine without network
+    at = run_app(params={"model": "bert-base-cased", "s1": "A b.", "s2": "A c."})
+    no_exceptions(at)
+    assert not at.error  # nothing went wrong: the model is just not on this machine (a calm note, no red box)
+    notes = texts(at.main.info)
+    assert "The model bert-base-cased is not on this machine, and the Hugging Face hub cannot be reached" in notes
+    assert "into the **Model** box" in notes and "Use the offline lab model" in notes
+    assert "--model" not in notes and "HF_HUB_OFFLINE" not in notes  # the UI's own words, no CLI flags or raw errors
+    assert "Use the offline lab model" in [b.label for b in at.main.button]
+    assert "Retry loading" in [b.label for b in at.button]
+    assert at.title[0].value == "Pair inspector"
+    # The rest of the app keeps working: the explorer still loads its dataset.
+    at.switch_page("pages/explorer.py").run()
+    no_exceptions(at)
+    assert "Content warning" in texts(at.warning)
+
+
+def test_a_missing_dataset_is_explained_and_typed_pairs_still_work(app_env, monkeypatch, tmp_path, tiny_bert):
+    import urllib.request
+
+    def offline(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setenv("BIASLENS_DATA_DIR", str(tmp_path))  # an empty folder
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    at = run_app()
+    no_exceptions(at)
+    assert not at.error
+    notes = texts(at.info)
+    assert "CrowS-Pairs is not on this machine" in notes and "Data folder" in notes
+    assert "--data-dir" not in notes and "network is unreachable" not in notes
+    at.button_group(key=S + "source").set_value("custom").run()
+    submit(at)
+    no_exceptions(at)
+    assert scores(at)["AUL"] == pytest.approx(expected_scores(tiny_bert, "Women don't know how to drive.", "Men don't know how to drive.")["AUL"])
+
+
+def test_concurrent_sessions_get_correct_results(app_env, model_dirs):
+    """The shared model serves two sessions at once: each gets what it would get alone."""
+    import ui.resources
+
+    lm = ui.resources._load_model(str(model_dirs["bert-cased"]), None, "auto", "float32")
+    pairs = load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs[:8]
+    alone = [inspect_pair(lm, p.sent_stereo, p.sent_anti, attention_matrices=True).summary_frame() for p in pairs]
+    results: dict[int, object] = {}
+
+    def session(indices):
+        for i in indices:
+            results[i] = inspect_pair(lm, pairs[i].sent_stereo, pairs[i].sent_anti, attention_matrices=True).summary_frame()
+
+    threads = [threading.Thread(target=session, args=(range(k, 8, 2),)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, frame in enumerate(alone):
+        assert results[i][["stereo", "anti"]].to_numpy() == pytest.approx(frame[["stereo", "anti"]].to_numpy(), abs=1e-6)
+
+
+def test_classroom_mode_enlarges_hides_the_sidebar_and_offers_a_slide(app_env):
+    at = run_app(params={"pair": "15"})
+    no_exceptions(at)
+    assert {b.label for b in at.get("download_button")} >= {"Slide (PNG)", "Slide (SVG)"}
+    at.sidebar.toggle(key="classroom.on").set_value(True).run()
+    no_exceptions(at)
+    styles = " ".join(h.proto.body for h in at.get("html"))
+    assert "font-size: 21px" in styles and '[data-testid="stSidebar"]' in styles
+    assert "looks untrained: read these results as noise" in texts(at.main.warning)  # the caveat stays in view
+    at.button(key="classroom.leave").click().run()
+    assert not at.session_state["classroom.on"]
+    assert "font-size: 21px" not in " ".join(h.proto.body for h in at.get("html"))

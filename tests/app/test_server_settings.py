@@ -1,0 +1,137 @@
+"""The server operator's settings as the app applies them (AppTest): model folders, limits, the model pool."""
+
+from __future__ import annotations
+
+import shutil
+from types import SimpleNamespace
+
+import pytest
+
+from tests.support.app import no_exceptions, run_app, texts
+from biaslens.errors import InputError
+
+
+LONG = "The nurse was very tired after a long night at the hospital, so she went home early."
+
+
+def test_a_model_folder_outside_the_allowed_ones_is_refused(app_env, model_dirs, tmp_path):
+    outside = tmp_path / "elsewhere" / "bert"
+    shutil.copytree(model_dirs["bert-cased"], outside)
+    at = run_app(params={"model": str(outside), "s1": "A b.", "s2": "A c."})
+    no_exceptions(at)
+    refusal = f"{outside} is outside the folders this server may load models from"
+    assert refusal in texts(at.sidebar.error)
+    assert refusal in texts(at.error) and "add the folder to BIASLENS_MODEL_DIRS" in texts(at.error)
+    assert at.title[0].value == "Pair inspector"  # the page itself still works
+
+
+def test_a_folder_named_in_the_configuration_loads(app_env, model_dirs, tmp_path, monkeypatch):
+    outside = tmp_path / "elsewhere" / "bert"
+    shutil.copytree(model_dirs["bert-cased"], outside)
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", f"{model_dirs['bert-cased'].parent}:{tmp_path / 'elsewhere'}")
+    at = run_app(params={"model": str(outside), "s1": "A b.", "s2": "A c."})
+    no_exceptions(at)
+    assert not at.main.error  # (the sidebar says the random model looks untrained)
+    assert "Loaded" in texts(at.sidebar.caption)
+
+
+def test_sentences_over_the_servers_limit_are_refused_with_the_limit(app_env, monkeypatch, tiny_bert):
+    monkeypatch.setenv("BIASLENS_MAX_TOKENS", "12")
+    at = run_app(params={"s1": LONG, "s2": LONG.replace("she", "he")})
+    no_exceptions(at)
+    assert "this server (BIASLENS_MAX_TOKENS) accepts at most 12" in texts(at.error)
+    assert "up to 12 tokens" in texts(at.sidebar.caption)
+    assert "Sanity check failed" not in texts(at.sidebar.warning)  # the check's own sentences are not users' input
+    at = run_app(params={"s1": "She was tired.", "s2": "He was tired."})  # short sentences still score
+    no_exceptions(at)
+    assert not at.main.error and any("Margin (stereo − anti)" in d.value.columns for d in [*at.table, *at.dataframe])
+
+
+def test_a_dataset_outside_the_allowed_folders_is_refused(app_env, monkeypatch, tmp_path):
+    pairs = tmp_path / "mine" / "pairs.csv"
+    pairs.parent.mkdir()
+    pairs.write_text("sent_more,sent_less\nWomen are kind.,Men are kind.\n")
+    refusal = "is outside the folders this server may read datasets from"
+    at = run_app(params={"dataset": str(pairs)})
+    no_exceptions(at)
+    assert f"{pairs} {refusal}" in texts(at.error) and "BIASLENS_DATA_DIRS" in texts(at.error)
+    at = run_app(params={"data_dir": "/etc"})  # a data folder too, for the built-in datasets
+    no_exceptions(at)
+    assert f"/etc {refusal}" in texts(at.error)
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path / "mine"))
+    at = run_app(params={"dataset": str(pairs)})
+    no_exceptions(at)
+    assert not at.main.error, texts(at.main.error)
+    assert at.subheader[0].value.startswith("pairs #0")  # the file loads (named after the file, never "custom")
+
+
+def test_a_users_pairs_file_over_the_row_limit_is_refused(app_env, monkeypatch, tmp_path):
+    monkeypatch.setenv("BIASLENS_MAX_UPLOAD_ROWS", "5")
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
+    pairs = tmp_path / "mine.csv"
+    rows = [f"Person {i} is kind.,Person {i} is cruel." for i in range(6)]
+    pairs.write_text("sent_more,sent_less\n" + "\n".join(rows) + "\n")
+    at = run_app(params={"dataset": str(pairs)})
+    no_exceptions(at)
+    assert "mine.csv has 6 rows; this server accepts at most 5 per file or pasted list (BIASLENS_MAX_UPLOAD_ROWS)" in texts(at.error)
+    at = run_app()  # the built-in datasets are not users' files: CrowS-Pairs' 1,508 pairs still load
+    no_exceptions(at)
+    assert at.subheader[0].value.startswith("crows-pairs #0")
+
+
+def test_an_uploaded_list_over_the_row_limit_is_refused(app_env, monkeypatch):
+    import ui.resources
+
+    monkeypatch.setenv("BIASLENS_MAX_UPLOAD_ROWS", "3")
+    ok = SimpleNamespace(name="traits.txt", getvalue=lambda: b"kind\nsmart\nlazy\n")
+    assert ui.resources.upload_bytes(ok) == b"kind\nsmart\nlazy\n"
+    big = SimpleNamespace(name="traits.txt", getvalue=lambda: b"kind\nsmart\nlazy\nrude\n")
+    with pytest.raises(InputError, match="traits.txt has 4 rows; this server accepts at most 3"):
+        ui.resources.upload_bytes(big)
+
+
+def test_a_pasted_list_over_the_row_limit_is_refused(app_env, monkeypatch):
+    import ui.resources
+
+    monkeypatch.setenv("BIASLENS_MAX_UPLOAD_ROWS", "3")
+    assert ui.resources.pasted_words("Kind\nsmart, lazy", "The pasted list", lowercase=True) == ("kind", "smart", "lazy")
+    with pytest.raises(InputError, match="The pasted list has 4 rows; this server accepts at most 3"):
+        ui.resources.pasted_words("kind, smart, lazy, rude", "The pasted list")  # commas separate too
+
+
+def test_the_model_pool_keeps_at_most_the_configured_number(app_env, monkeypatch, model_dirs):
+    import ui.resources
+
+    monkeypatch.setenv("BIASLENS_MAX_MODELS", "1")
+    ui.resources.MODELS.clear()
+    bert, roberta = str(model_dirs["bert-cased"]), str(model_dirs["roberta"])
+    at = run_app(params={"s1": "She was tired.", "s2": "He was tired."})
+    no_exceptions(at)
+    assert [k[0] for k in ui.resources.MODELS.keys()] == [bert]
+    evictions = ui.resources.MODELS.evictions
+    at = run_app(params={"model": roberta, "s1": "She was tired.", "s2": "He was tired."})
+    no_exceptions(at)
+    assert not at.main.error and "roberta" in texts(at.sidebar.caption)
+    assert [k[0] for k in ui.resources.MODELS.keys()] == [roberta]
+    assert ui.resources.MODELS.evictions == evictions + 1
+
+
+def test_a_bad_setting_is_a_message_naming_the_variable(app_env, monkeypatch):
+    monkeypatch.setenv("BIASLENS_MAX_MODELS", "many")
+    at = run_app(params={"s1": "She was tired.", "s2": "He was tired."})
+    no_exceptions(at)
+    assert "BIASLENS_MAX_MODELS='many' is not a whole number" in texts(at.sidebar.error)
+
+
+def test_an_unusable_cache_folder_is_reported_and_the_run_completes(app_env, monkeypatch, tmp_path):
+    import ui.resources
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("BIASLENS_CACHE_DIR", str(blocker / "cache"))  # cannot be created, even by root
+    ui.resources.result_cache.clear()
+    at = run_app("explorer", {"sample": "8", "metrics": ["aul"], "metric": "aul"})
+    at.button(key="explorer.run").click().run()
+    no_exceptions(at)
+    assert "continuing without caching" in texts(at.warning)
+    assert any(m.label == "AUL bias score" for m in at.metric)  # the run finished all the same

@@ -1,0 +1,144 @@
+"""A markdown/HTML payload in every URL parameter of every page renders as text, in a real browser (issue 17).
+
+A shared link is the easiest way to put text into someone else's page: `/?model=[Session
+expired](http://evil.example/login)` must show the brackets, not a live link inside the app's
+own error message. The app is served by `streamlit run app.py` and opened in headless Chromium;
+requests to evil.example are blocked and recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.support import FIXTURE_DATA, REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+
+pytestmark = pytest.mark.browser
+
+LINK = "[Session expired - click to log in](http://evil.example/login)"
+PAYLOAD = f'{LINK} ![i](http://evil.example/i.png) <img src="http://evil.example/h.png"> <b id="bl-injected">x</b> **pwned** :material/home: $x^2$'
+
+#: The settings every page adopts from a link, and each page's own parameters.
+GLOBAL = ("model", "dataset", "compat", "device", "dtype", "revision", "data_dir")
+PAGES = {
+    "inspector": ("s1", "s2", "pair", "metric"),
+    "explorer": ("metrics", "metric", "sample", "seed"),
+    "compare": ("models", "metric", "sample", "seed"),
+    "kurita": ("templates", "targets"),
+    "lab": ("scenario", "association", "ratio", "corpus", "steps", "seed"),
+    "analyses": ("sample", "seed", "metric"),
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(model_dirs, tmp_path_factory):
+    if not CHROMIUM.exists():
+        if os.environ.get("BIASLENS_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} is missing")
+        pytest.skip(f"{CHROMIUM} is missing")
+    port = _free_port()
+    logs = tmp_path_factory.mktemp("escaping-server")
+    env = {**os.environ, "BIASLENS_MODEL": str(model_dirs["bert-cased"]), "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
+           "BIASLENS_CACHE_DIR": str(logs / "cache")}
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with (logs / "server.log").open("w") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def chromium(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _settle(page) -> None:
+    """Wait until the app has drawn its sidebar and its script has stopped running (twice in a row, a second apart)."""
+    page.wait_for_selector('[data-testid="stSidebar"] [data-testid="stTextInput"], [data-testid="stSidebar"] [data-testid="stSelectbox"]')
+    idle = "() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') !== 'running'"
+    for _ in range(2):
+        page.wait_for_timeout(1000)
+        page.wait_for_function(idle, timeout=120_000)
+
+
+def _injected(page) -> list[str]:
+    """What of the payload the page turned into markup."""
+    return page.evaluate("""() => {
+        const found = [];
+        const host = (u) => { try { return new URL(u, location.href).hostname; } catch (e) { return ''; } };
+        for (const a of document.querySelectorAll('a[href]')) if (host(a.href).includes('evil.example')) found.push('link ' + a.href);
+        for (const i of document.querySelectorAll('img')) if (host(i.src || '').includes('evil.example')) found.push('image ' + i.src);
+        if (document.getElementById('bl-injected')) found.push('html element');
+        for (const s of document.querySelectorAll('strong, b, em')) if (s.textContent.trim() === 'pwned') found.push('emphasis');
+        for (const k of document.querySelectorAll('.katex')) if (k.textContent.includes('x2')) found.push('formula');
+        return found;
+    }""")
+
+
+@pytest.mark.parametrize("with_model", [False, True], ids=["every-parameter", "page-parameters"])
+@pytest.mark.parametrize("path", list(PAGES))
+def test_a_payload_in_every_url_parameter_renders_as_text(chromium, app_url, path, with_model):
+    names = PAGES[path] + (() if with_model else GLOBAL)
+    context = chromium.new_context(viewport={"width": 1400, "height": 1200})
+    requested: list[str] = []
+
+    def block(route):
+        requested.append(route.request.url)
+        route.abort()
+
+    context.route("**/*evil.example*/**", block)
+    context.route("http://evil.example/**", block)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(f"{app_url}/{path}?{urlencode({n: PAYLOAD for n in names})}")
+        _settle(page)
+        text = page.inner_text('[data-testid="stApp"]').replace("\u200b", "")  # md() breaks shortcodes with zero-width spaces
+        if os.environ.get("BIASLENS_DUMP_PAGES"):
+            Path(os.environ["BIASLENS_DUMP_PAGES"], f"{path}-{with_model}.txt").write_text(text)
+        assert _injected(page) == [], text[-3000:]
+        assert requested == []
+        assert "Traceback" not in text
+        if not with_model and path == "inspector":  # the model's error message quotes the link, as text
+            assert LINK in text
+    finally:
+        context.close()

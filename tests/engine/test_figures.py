@@ -1,0 +1,95 @@
+"""Every figure builds and exports (biaslens.figures)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from biaslens import explore, figures
+from tests.engine.explore_cases import make_result
+
+
+def test_every_figure_exports_as_svg(pair_inspection, tiny_bert):
+    tokens = explore.token_table(pair_inspection, tiny_bert.decode_token)
+    result = make_result([1, 1, 1, 0, 0], [0, 0, 0, 1, 1])
+    other = make_result([1, 0, 1, 0, 1], [0, 1, 0, 1, 1])
+    comparison = explore.compare_models({"A": result, "B": other}, "aul")
+    charts = [
+        *(figures.token_chart(tokens, m) for m in figures.TOKEN_MEASURES),
+        figures.drivers_chart(explore.margin_drivers(pair_inspection, "aula"), "AULA"),
+        figures.attention_heatmap(explore.attention_table(pair_inspection, "stereo"), "attention"),
+        figures.head_overview_chart(explore.head_overview(pair_inspection, "stereo"), "heads"),
+        figures.bias_scores_chart(explore.summary_table(result.summary)),
+        figures.by_type_chart(explore.by_type_table(result.summary)),
+        figures.groups_chart(explore.group_table(result.summary)),
+        figures.model_scores_chart(comparison.scores, "AUL"),
+        figures.margin_scatter(comparison.margins, "A", "B", "AUL"),
+    ]
+    for chart in charts:
+        svg = figures.to_svg(chart)
+        assert svg.lstrip().startswith("<svg") and "</svg>" in svg
+    assert "n=2" in figures.to_svg(figures.by_type_chart(explore.by_type_table(result.summary)))
+    with pytest.raises(ValueError):
+        figures.token_chart(tokens, "nonsense")
+
+
+def test_the_aligned_token_chart_pairs_both_sentences_on_one_axis(pair_inspection, tiny_bert):
+    tokens = explore.token_table(pair_inspection, tiny_bert.decode_token)
+    cols = explore.aligned_columns(pair_inspection)
+    aligned = figures.aligned_token_frame(cols, tokens)
+    shown = cols[cols["kind"] != "special"]
+    # one bar per (non-special) token of each sentence, each under its aligned column's row
+    assert len(aligned) == (shown["stereo_position"] >= 0).sum() + (shown["anti_position"] >= 0).sum()
+    assert aligned["row"].nunique() == len(shown)  # repeated tokens stay distinct rows
+    first_modified = shown[shown["kind"] == "modified"].iloc[0]
+    row = aligned[aligned["order"] == first_modified.name]
+    assert set(row["side_name"]) <= {"Stereotypical", "Anti-stereotypical"} and " / " in row["row"].iloc[0]
+    spec = figures.aligned_token_chart(aligned, "aula_contribution").to_dict()
+    assert spec["layer"][0]["encoding"]["yOffset"]["field"] == "side_name"  # both sentences share the x axis
+    # grows with the tokens, plus room for its title and axis (the app fits the whole figure into the height)
+    assert spec["height"] == figures.rows_height(len(shown), figures.ALIGNED_ROW_HEIGHT) + figures.ALIGNED_FRAME_HEIGHT
+    assert figures.rows_height(1) == figures.MIN_HEIGHT and figures.rows_height(40) == 40 * figures.ROW_HEIGHT
+    assert "<svg" in figures.to_svg(figures.aligned_token_chart(aligned, "logprob"))
+    with pytest.raises(ValueError):
+        figures.aligned_token_chart(aligned, "nonsense")
+
+
+def test_aligned_tokens_html_escapes_and_wraps(pair_inspection):
+    cols = explore.aligned_columns(pair_inspection)
+    html = figures.aligned_tokens_html(cols)
+    assert html.count("bl-mod bl-stereo") == 2 and html.count("bl-mod bl-anti") == 3
+    assert html.count("bl-tok bl-gap") == 1
+    assert html.count('<div class="bl-col">') == len(cols)  # one wrapping column per aligned position: never overflows
+    evil = cols.assign(stereo_token=["<script>"] * len(cols))
+    assert "<script>" not in figures.aligned_tokens_html(evil).split("</style>", 1)[1]
+
+
+def test_the_inspector_slide_is_one_picture_in_png_and_svg(pair_inspection, tiny_bert):
+    tokens = explore.token_table(pair_inspection, tiny_bert.decode_token)
+    aligned = figures.aligned_token_frame(explore.aligned_columns(pair_inspection), tokens)
+    drivers = {"AUL: margin": explore.margin_drivers(pair_inspection, "aul")}
+    slide = figures.inspector_slide("A pair", "She is a nurse.", "He is a nurse.", aligned, drivers)
+    png = figures.to_png(slide, scale=1)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = figures.to_svg(slide)
+    assert "She is a nurse." in svg and "AUL: margin" in svg and "Log p (AUL term)" in svg
+
+
+def test_the_head_grid_is_clickable_and_marks_the_chosen_head(pair_inspection):
+    overview = explore.head_overview(pair_inspection, "stereo")
+    spec = figures.head_overview_chart(overview, "heads").to_dict()
+    assert [p["name"] for p in spec["params"]] == [figures.HEAD_SELECTION]  # Streamlit's on_select reads this selection
+    assert len(spec["layer"]) == 1
+    marked = figures.head_overview_chart(overview, "heads", selected=(1, 2)).to_dict()
+    outline = marked["layer"][1]
+    assert outline["mark"]["filled"] is False and len(marked["datasets"][outline["data"]["name"]]) == 1
+
+
+def test_modified_tokens_are_marked_on_the_attention_axes(pair_inspection):
+    table = explore.attention_table(pair_inspection, "stereo", hide_special=True)
+    modified = table.loc[table["key_position"].isin(np.flatnonzero(pair_inspection.stereo.modified)), "key"].unique().tolist()
+    assert modified
+    spec = figures.attention_heatmap(table, "t", modified=modified, side="stereo").to_dict()
+    axis = spec["encoding"]["x"]["axis"]
+    assert figures.STEREO_COLOR == axis["labelColor"]["condition"]["value"] and modified[0] in axis["labelColor"]["condition"]["test"]
+    assert "labelColor" not in figures.attention_heatmap(table, "t").to_dict()["encoding"]["x"]["axis"]

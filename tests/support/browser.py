@@ -1,0 +1,95 @@
+"""Helpers of the browser tests: serving the app with `streamlit run` and driving Debian's headless chromium.
+
+Without /usr/bin/chromium the tests are skipped, unless BIASLENS_REQUIRE_BROWSER=1 (CI), where
+that is a failure. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+
+from tests.support import REPO
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+ARTIFACTS = REPO / "test-artifacts"
+TIMEOUT_MS = 90_000
+
+
+def require_browser() -> None:
+    if CHROMIUM.exists():
+        return
+    message = f"{CHROMIUM} is missing (apt-get install chromium)"
+    if os.environ.get("BIASLENS_REQUIRE_BROWSER") == "1":
+        pytest.fail(message + "; BIASLENS_REQUIRE_BROWSER=1 makes this a failure")
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_app(env: dict[str, str], logs: Path):
+    """`streamlit run app.py` on a free local port with `env`; yields its base URL, stops it afterwards."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+        "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+    ]
+    with (logs / "server.log").open("w") as log:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
+                time.sleep(0.3)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+
+def open_app(page, server: str, path: str = "", **params) -> None:
+    query = urlencode(params, doseq=True)
+    page.goto(f"{server}/{path}" + (f"?{query}" if query else ""))
+    settle(page)
+
+
+def settle(page) -> None:
+    """Wait until the app has finished running its script."""
+    page.wait_for_selector('[data-testid="stApp"]')
+    page.wait_for_timeout(500)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')")
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') !== 'running'")
+
+
+def screenshot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def query(page) -> dict[str, list[str]]:
+    return parse_qs(urlparse(page.url).query)
