@@ -16,12 +16,10 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
 from biaslens import lab, sweep
 from biaslens.cli import main
 from biaslens.errors import InputError
 from biaslens.metrics import METRICS
-from conftest import requires_shared
 
 TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
 #: 4 cells: nothing planted and total association, at ratios 1 and 3.
@@ -304,74 +302,3 @@ def test_cli_sweep_bad_input_is_one_line_and_exit_2(argv, fragment, tmp_path, ca
     code = main(["lab", "sweep", *argv, "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and fragment in err and len(err.splitlines()) == 1
-
-
-# ---------------------------------------------------------------------------------------
-# The Sweep section of the Bias lab page
-# ---------------------------------------------------------------------------------------
-
-S = "lab."
-P = "lab.sweep."
-#: The page's tiny recipe (the lab page's own tests use the same) and a 2-model grid.
-PAGE = {S + "batch": 32, S + "corpus": 600, S + "steps": 12,
-        P + "associations": [0.5, 1.0], P + "ratios": [1.0], P + "seeds": 1, P + "steps": 12, P + "corpus": 600}
-PAGE_GRID = sweep.SweepGrid((0.5, 1.0), (1.0,), (0,), TINY)
-
-
-def _ranking(at):
-    return next(d.value for d in at.dataframe if "Spearman's rho" in d.value.columns)
-
-
-@requires_shared
-def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeypatch):
-    at = run_app("lab", {"scenario": "neither"}, PAGE)
-    no_exceptions(at)
-    assert "Sweep: which metric can you trust?" in [h.value for h in at.header]
-    assert "**Cost:** 2 models: 2 to train" in texts(at.info)
-    assert not any("Spearman's rho" in d.value.columns for d in at.dataframe)
-
-    at.button(key=P + "run").click().run()
-    no_exceptions(at)
-    assert not at.get("progress")  # the bar is gone once the sweep is done
-    assert "**2 of 2 models**" in texts(at.markdown)
-    found = sweep.run_sweep(PAGE_GRID, result_cache=False, train=False)  # the page's models, in the app's lab cache
-    assert found.complete
-    want = found.analysis().ranking
-    shown = _ranking(at)
-    assert list(shown["Metric"]) == list(want["metric"])
-    assert shown["Spearman's rho"].tolist() == pytest.approx(want["rho"].tolist(), nan_ok=True)
-    assert shown["Slope (points per unit)"].tolist() == pytest.approx(want["slope"].tolist(), nan_ok=True)
-    assert not [b for b in at.button if b.key == P + "run"]  # nothing left to train
-
-    # Another session: the finished sweep is drawn from the caches, nothing is trained.
-    def fail(*args, **kwargs):
-        raise AssertionError("a cell of the sweep was trained again")
-
-    monkeypatch.setattr(lab, "_train", fail)
-    again = run_app("lab", {"scenario": "neither"}, PAGE)
-    no_exceptions(again)
-    assert "2 already trained (scored only), 0 to train" in texts(again.info)
-    assert _ranking(again)["Spearman's rho"].tolist() == pytest.approx(want["rho"].tolist(), nan_ok=True)
-
-
-@requires_shared
-def test_a_stopped_sweep_shows_its_finished_models_and_the_server_limits_hold(app_env, monkeypatch):
-    lab.train_lab_model(PAGE_GRID.cells()[0])  # the first model finished before a Stop
-    at = run_app("lab", {"scenario": "neither"}, PAGE)
-    no_exceptions(at)
-    assert "2 models: 1 already trained (scored only), 1 to train" in texts(at.info)
-    assert "**1 of 2 models** (stopped: run again to resume)" in texts(at.markdown)
-    assert at.button(key=P + "run")
-
-    monkeypatch.setenv("BIASLENS_LAB", "off")
-    off = run_app("lab", {"scenario": "neither"}, PAGE)
-    no_exceptions(off)
-    assert "Training is switched off on this server" in texts(off.error)
-    assert not [b for b in off.button if b.key == P + "run"]
-    assert "**1 of 2 models**" in texts(off.markdown)  # finished models are still shown
-
-    monkeypatch.setenv("BIASLENS_LAB", "on")
-    monkeypatch.setenv("BIASLENS_LAB_MAX_STEPS", "10")
-    capped = run_app("lab", {"scenario": "neither"}, PAGE)
-    assert "Training steps 12 is above this server's limit of 10" in texts(capped.error)
-    assert not [b for b in capped.button if b.key == P + "run"]

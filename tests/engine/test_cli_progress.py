@@ -7,26 +7,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from biaslens.cli import main
 from biaslens.cli.common import LineProgress, Progress, model_caveats
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _shared_data() -> Path:
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "shared" / "data").is_dir():
-            return parent / "shared" / "data"
-    return Path("/nonexistent")
-
-
-DATA = _shared_data()
-requires_shared = pytest.mark.skipif(not DATA.is_dir(), reason="../shared is not beside the checkout")
+from tests.support import FIXTURE_DATA as DATA
+from tests.support import REPO
 
 
 class Clock:
@@ -105,7 +93,6 @@ def test_bars_on_a_terminal_or_with_the_flag_lines_otherwise(monkeypatch):
     bar.close()
 
 
-@requires_shared
 def test_evaluate_in_a_log_writes_plain_lines_and_the_untrained_warning(model_dirs, tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO), "BIASLENS_CACHE_DIR": str(tmp_path / "cache")}
@@ -169,7 +156,6 @@ def test_model_caveats_say_nothing_for_a_model_that_looks_trained(tiny_bert, mon
     assert capsys.readouterr().err == ""
 
 
-@requires_shared
 def test_kurita_warns_and_records_the_verdict(model_dirs, tmp_path, capsys):
     words = tmp_path / "traits.txt"
     words.write_text("kind\nsmart\nlazy\n", encoding="utf-8")
@@ -184,7 +170,6 @@ def test_kurita_warns_and_records_the_verdict(model_dirs, tmp_path, capsys):
     assert weat["sanity"]["status"] == "untrained" and weat["method"] == "kurita2019-weat"
 
 
-@requires_shared
 def test_report_warns_once_and_records_the_vocabulary(model_dirs, tmp_path, capsys):
     out = tmp_path / "r"
     assert main(["report", "--model", str(model_dirs["bert-cased"]), "--datasets", "crows-pairs", "--data-dir", str(DATA),

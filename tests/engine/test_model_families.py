@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 import torch
 
-import reference
-from app_support import app_env, no_exceptions, run_app, texts  # noqa: F401
 from biaslens.alignment import align_pair
 from biaslens.errors import MetricUnavailableError
 from biaslens.evaluation import available_metrics, evaluate, inspect_pair, score_encoded_pairs
@@ -25,7 +23,9 @@ from biaslens.metrics import METRICS, PAPER_METRICS
 from biaslens.models import PRESETS, VERIFIED_ARCHITECTURES, load_model, word_ids_of
 from biaslens.scoring import MaskedQuery, masked_pass, unmasked_pass
 from biaslens.testing import TOKENIZER_FOLDERS, TRAINED_FAMILIES, build_random_model, train_tokenizer
-from conftest import REPO, TOKENIZERS
+from tests.engine import reference
+from tests.support import REPO, TOKENIZERS
+from tests.support.fnet import build_fnet
 
 #: family -> (model_type, the class the tiny model must be)
 FAMILIES = {
@@ -194,16 +194,7 @@ def test_a_deberta_checkpoint_without_the_legacy_flag_loads_its_own_head(tmp_pat
 
 @pytest.fixture(scope="module")
 def fnet(tmp_path_factory):
-    """A tiny FNet (token mixing by Fourier transforms: no attention, and it ignores the attention mask)."""
-    from transformers import AutoModelForMaskedLM, FNetConfig
-
-    folder = tmp_path_factory.mktemp("fnet") / "fnet"
-    tokenizer = train_tokenizer("deberta-v3")  # [CLS] ... [SEP] SentencePiece, as FNet's own
-    torch.manual_seed(0)
-    config = FNetConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, intermediate_size=64,
-                        pad_token_id=tokenizer.pad_token_id, type_vocab_size=4)
-    AutoModelForMaskedLM.from_config(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    folder = build_fnet(tmp_path_factory.mktemp("fnet") / "fnet")
     return folder, load_model(str(folder))
 
 
@@ -385,36 +376,3 @@ def test_the_electra_discriminator_is_refused_the_generator_is_the_masked_lm(tmp
     build_tokenizer("electra", TOKENIZERS / "bert-base-uncased").save_pretrained(folder)
     with pytest.raises(NotMaskedLMError, match="no trained masked-LM head"):
         load_model(str(folder))
-
-
-def test_the_app_shows_why_aula_is_off_and_scores_the_rest(fnet, app_env, monkeypatch):
-    folder, _ = fnet
-    monkeypatch.setenv("BIASLENS_MODEL", str(folder))
-    monkeypatch.setenv("BIASLENS_MODEL_DIRS", str(folder.parent))
-    at = run_app()  # the inspector on CrowS-Pairs pair 0
-    no_exceptions(at)
-    notes = texts(at.info)
-    assert "AULA left out" in notes and "no attention weights" in notes
-    table = next(d.value for d in [*at.table, *at.dataframe] if "Margin (stereo − anti)" in d.value.columns)
-    assert list(table["Metric"]) == ["AUL", "CPS", "SSS", "All Masked"]
-    at = run_app("explorer", {"sample": "5", "metrics": ["aul", "aula"]})  # a link that asks for AULA
-    no_exceptions(at)
-    assert "AULA left out" in texts(at.info)
-    at.button(key="explorer.run").click().run()
-    no_exceptions(at)
-    assert not at.error, texts(at.error)
-    assert [m.label for m in at.metric] == ["AUL bias score"]  # the run scored AUL; AULA was left out
-    assert list(at.dataframe[0].value["metric"]) == ["aul"]
-
-
-def test_comparing_aula_with_a_model_without_attention_weights_says_why(fnet, app_env, model_dirs, monkeypatch):
-    import os
-
-    folder, _ = fnet
-    monkeypatch.setenv("BIASLENS_MODEL_DIRS", os.pathsep.join([str(model_dirs["bert-cased"].parent), str(folder.parent)]))
-    at = run_app("compare", {"models": [str(model_dirs["bert-cased"]), str(folder)], "metric": "aula", "sample": "5"})
-    no_exceptions(at)
-    at.button(key="compare.run").click().run()
-    no_exceptions(at)
-    shown = texts(at.error) + texts(at.warning) + texts(at.info)
-    assert "AULA cannot be computed for this model" in shown and "no attention weights" in shown
