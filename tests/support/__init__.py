@@ -3,7 +3,8 @@
 Where the test inputs are:
 
 - ``FIXTURE_DATA``: small hand-written files in every dataset format (tests/fixtures/data, laid
-  out like ../shared/data), used by the fast tests, so a fresh clone runs them.
+  out like ../shared/data, materialised in a temporary folder), used by the fast tests, so a fresh
+  clone runs them.
 - ``SHARED``: the real benchmark files and tokenizers beside the checkout (../shared, or the
   folder named by $BIASLENS_SHARED). Tests that need them carry the ``shared`` marker and are
   skipped, with a message, where the folder is missing (CI sets BIASLENS_REQUIRE_SHARED=1).
@@ -11,14 +12,44 @@ Where the test inputs are:
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
-FIXTURE_DATA = FIXTURES / "data"
+
+
+def _fixture_data(source: Path) -> Path:
+    """The hand-written fixture files laid out as a data folder, in a temporary folder named after their content.
+
+    Files named like the benchmark datasets (``crows_pairs_anonymized.csv``, ``weat6.jsonl``, ...) are committed with
+    a ``.fixture`` suffix, so they are never mistaken for copies of those datasets; here they get their real names.
+    """
+    files = sorted(p for p in source.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for p in files:
+        digest.update(p.relative_to(source).as_posix().encode() + b"\0" + p.read_bytes())
+    target = Path(tempfile.gettempdir()) / f"biaslens-fixture-data-{digest.hexdigest()[:16]}"
+    if not target.is_dir():
+        staging = Path(tempfile.mkdtemp(prefix="biaslens-fixture-data-"))
+        for p in files:
+            rel = p.relative_to(source)
+            dest = staging / rel.parent / rel.name.removesuffix(".fixture")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, dest)
+        try:
+            staging.rename(target)
+        except OSError:  # another test process made it first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+FIXTURE_DATA = _fixture_data(FIXTURES / "data")
 
 SHARED = Path(os.environ.get("BIASLENS_SHARED") or REPO.parent / "shared").expanduser()
 HAVE_SHARED = SHARED.is_dir()
