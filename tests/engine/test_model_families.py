@@ -65,14 +65,24 @@ def family(request):
 
 
 @pytest.fixture
-def family_lm(family, family_dirs):
-    """The family's tiny model, built once per module (WordPiece families need ../shared/tokenizers)."""
+def family_lm(family, family_dirs, tokenizer_dirs):
+    """The family's tiny model, built once per module.
+
+    WordPiece families use the real vocabularies in ../shared/tokenizers; without them DistilBERT and ELECTRA
+    (uncased English) use the suite's tiny WordPiece vocabulary, and multilingual BERT is skipped.
+    """
+    from tests.support.tiny_tokenizers import vocab_size
+
     built, root = family_dirs
     if family not in built:
         folder = TOKENIZER_FOLDERS[family]
-        if folder is not None and not (TOKENIZERS / folder).is_dir():
-            pytest.skip("../shared/tokenizers is not available")
-        path = build_random_model(family, TOKENIZERS / folder if folder else None, root / family)
+        tokenizer_dir, size = (TOKENIZERS / folder if folder else None), None
+        if folder is not None and not tokenizer_dir.is_dir():
+            if family == "mbert":
+                pytest.skip("../shared/tokenizers is not available (the real multilingual vocabulary)")
+            tokenizer_dir = tokenizer_dirs["bert-cased"]
+            size = vocab_size("bert-cased", tokenizer_dir)
+        path = build_random_model(family, tokenizer_dir, root / family, **({"vocab_size": size} if size else {}))
         built[family] = (path, load_model(str(path)))
     return built[family][1]
 
