@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 import ui.classroom
+import ui.runs
 import ui.settings
 import ui.state
 
@@ -28,6 +29,7 @@ st.logo(str(ASSETS / "logo.svg"), size="large")
 st.html(f"<style>{(ASSETS / 'app.css').read_text()}</style>")
 
 ui.state.begin_run()
+ui.runs.watch_server_stop()  # SIGTERM stops running jobs at once
 page = st.navigation(PAGES)
 ui.settings.render_sidebar()
 ui.classroom.sidebar_toggle()

@@ -277,9 +277,57 @@ def inspect_pair(
     With `metrics=None` (the paper's five), a metric the model cannot give is left out and named in
     `notes`; asked for by name, it is refused with the reason (`MetricUnavailableError`).
     """
+    request = prepare_inspection(lm, sent_stereo, sent_anti, metrics=metrics, compat=compat, top_k=top_k)
+    (inspection,) = inspect_prepared(lm, [request], attention_matrices=attention_matrices)
+    return inspection
+
+
+def inspect_pairs(
+    lm: MaskedLM,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    metrics: Sequence[str] | str | None = None,
+    compat: str | None = "default",
+    top_k: int = 5,
+    attention_matrices: bool = False,
+) -> list[PairInspection]:
+    """`inspect_pair` for several pairs at once, their sentences scored in shared batches.
+
+    Each result equals `inspect_pair`'s for the same pair up to float rounding (the batches are
+    padded differently); every pair is checked before anything is scored.
+    """
+    requests = [prepare_inspection(lm, a, b, metrics=metrics, compat=compat, top_k=top_k) for a, b in pairs]
+    return inspect_prepared(lm, requests, attention_matrices=attention_matrices)
+
+
+@dataclass(frozen=True)
+class InspectionRequest:
+    """One pair checked and encoded for `inspect_prepared`; requests with equal `options` can share batches."""
+
+    stereo: Encoding
+    anti: Encoding
+    metrics: tuple[str, ...]
+    compat: bool
+    top_k: int
+    notes: tuple[str, ...] = ()  # e.g. a default metric the model cannot give, left out
+
+    @property
+    def options(self) -> tuple[tuple[str, ...], bool, int]:
+        return self.metrics, self.compat, self.top_k
+
+
+def prepare_inspection(
+    lm: MaskedLM,
+    sent_stereo: str,
+    sent_anti: str,
+    *,
+    metrics: Sequence[str] | str | None = None,
+    compat: str | None = "default",
+    top_k: int = 5,
+) -> InspectionRequest:
+    """Check `inspect_pair`'s arguments (`InputError` in one line) and encode the pair; nothing is scored."""
     keys, notes = _usable_metrics(lm, metrics)
-    mode = Compat.parse(compat)
-    is_compat = mode.reference_code
+    is_compat = Compat.parse(compat).reference_code
     for label, value in (("sent_stereo", sent_stereo), ("sent_anti", sent_anti)):
         if not isinstance(value, str):
             raise InputError(f"{label} must be a sentence (a str), not {_type_name(value)}.")
@@ -292,27 +340,35 @@ def inspect_pair(
             f"The two sentences encode to the same tokens for {lm.name} (characters its vocabulary lacks become "
             f"{lm.tokenizer.unk_token}, spacing may be dropped), so they are not a pair: change a word in one of them."
         )
-    (scored,) = score_encoded_pairs(
-        lm, [(a, b)], keys, compat=is_compat, unmasked=True, top_k=top_k, attention_matrices=attention_matrices
+    return InspectionRequest(a, b, tuple(keys), is_compat, int(top_k), tuple(notes))
+
+
+def inspect_prepared(lm: MaskedLM, requests: Sequence[InspectionRequest], *, attention_matrices: bool = False) -> list[PairInspection]:
+    """Score prepared pairs (same options) in one call of the batched passes; one `PairInspection` each."""
+    if not requests:
+        return []
+    if len({r.options for r in requests}) > 1:
+        raise InputError("Pairs inspected together must use the same metrics, scoring mode and top_k.")
+    keys, is_compat, top_k = requests[0].options
+    scored_pairs = score_encoded_pairs(
+        lm, [(r.stereo, r.anti) for r in requests], list(keys), compat=is_compat, unmasked=True, top_k=top_k,
+        attention_matrices=attention_matrices,
     )
-    ua, ub = scored.unmasked
-    details = []
-    for side, enc, u in (("a", a, ua), ("b", b, ub)):
-        modified = np.zeros(len(enc), dtype=bool)
-        modified[list(scored.alignment.modified(side))] = True
-        sentence_scores = {k: v[0 if side == "a" else 1] for k, v in scored.scores.items()}
-        details.append(SentenceDetail(enc, u, modified, sentence_scores))
-    matrices = (ua.attention_matrices, ub.attention_matrices) if attention_matrices else None
-    return PairInspection(
-        details[0],
-        details[1],
-        scored.alignment,
-        keys,
-        is_compat,
-        lm.manifest(compat=mode.value),
-        matrices if has_attention_weights(lm) else None,
-        notes,
-    )
+    manifest = lm.manifest(compat=(Compat.KANEKO2022 if is_compat else Compat.DEFAULT).value)
+    out = []
+    for request, scored in zip(requests, scored_pairs):
+        ua, ub = scored.unmasked
+        details = []
+        for side, enc, u in (("a", request.stereo, ua), ("b", request.anti, ub)):
+            modified = np.zeros(len(enc), dtype=bool)
+            modified[list(scored.alignment.modified(side))] = True
+            sentence_scores = {k: v[0 if side == "a" else 1] for k, v in scored.scores.items()}
+            details.append(SentenceDetail(enc, u, modified, sentence_scores))
+        matrices = (ua.attention_matrices, ub.attention_matrices) if attention_matrices and has_attention_weights(lm) else None
+        out.append(
+            PairInspection(details[0], details[1], scored.alignment, list(keys), is_compat, dict(manifest), matrices, list(request.notes))
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -595,6 +651,7 @@ def _dataset_info(dataset: PairDataset | Sequence[Pair], pairs: Sequence[Pair]) 
 
 __all__ = [
     "EvaluationResult",
+    "InspectionRequest",
     "available_metrics",
     "has_attention_weights",
     "metric_unavailable",
@@ -605,7 +662,10 @@ __all__ = [
     "evaluate",
     "identical_note",
     "inspect_pair",
+    "inspect_pairs",
+    "inspect_prepared",
     "pairs_frame",
+    "prepare_inspection",
     "score_encoded_pairs",
     "select_pairs",
     "summarize",

@@ -19,6 +19,7 @@ not: a researcher on their own machine loads any folder and any sentence the mod
 | `BIASLENS_LAB` | on | `off` switches bias-lab training off (lab models already trained can still be used) |
 | `BIASLENS_LAB_MAX_STEPS`, `_CORPUS`, `_LAYERS`, `_HIDDEN`, `_SECONDS` | 5000, 100000, 6, 512, 900 | caps of one lab training |
 | `BIASLENS_SHARE_LAB_MODELS` | off | `on` lists every lab model of the server to every user; off: each session its own |
+| `BIASLENS_INSPECT_BATCH_MS` | 20 | pair inspections on one model arriving within this many ms are scored in shared batches (0: each alone) |
 
 Local model folders the app may always load: the Hugging Face cache (where hub models are
 downloaded), biaslens's own cache folder (bias-lab models) and the folder named by
@@ -39,6 +40,7 @@ import gc
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +68,7 @@ ENV_LAB_MAX_LAYERS = "BIASLENS_LAB_MAX_LAYERS"
 ENV_LAB_MAX_HIDDEN = "BIASLENS_LAB_MAX_HIDDEN"
 ENV_LAB_MAX_SECONDS = "BIASLENS_LAB_MAX_SECONDS"
 ENV_SHARE_LAB_MODELS = "BIASLENS_SHARE_LAB_MODELS"
+ENV_INSPECT_BATCH_MS = "BIASLENS_INSPECT_BATCH_MS"
 
 DEFAULT_MAX_UPLOAD_ROWS = 10_000
 DEFAULT_MAX_MODELS = 3
@@ -79,6 +82,7 @@ DEFAULT_LAB_MAX_CORPUS = 100_000
 DEFAULT_LAB_MAX_LAYERS = 6
 DEFAULT_LAB_MAX_HIDDEN = 512
 DEFAULT_LAB_MAX_SECONDS = 900
+DEFAULT_INSPECT_BATCH_MS = 20
 #: The shortest sensible sentence limit: [CLS], a few words, [SEP].
 MIN_MAX_TOKENS = 8
 #: What a refusal of an over-long sentence calls the limit.
@@ -155,6 +159,8 @@ class ServerSettings:
     lab_max_hidden: int = DEFAULT_LAB_MAX_HIDDEN
     lab_max_seconds: int = DEFAULT_LAB_MAX_SECONDS
     share_lab_models: bool = False
+    #: How long the first of a group of pair inspections waits for others to share its batches; 0 = no batching.
+    inspect_batch_ms: int = DEFAULT_INSPECT_BATCH_MS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "ServerSettings":
@@ -180,6 +186,7 @@ class ServerSettings:
             lab_max_hidden=_whole_number(env, ENV_LAB_MAX_HIDDEN, DEFAULT_LAB_MAX_HIDDEN, 1),
             lab_max_seconds=_whole_number(env, ENV_LAB_MAX_SECONDS, DEFAULT_LAB_MAX_SECONDS, 1),
             share_lab_models=_switch(env, ENV_SHARE_LAB_MODELS, False),
+            inspect_batch_ms=_whole_number(env, ENV_INSPECT_BATCH_MS, DEFAULT_INSPECT_BATCH_MS, 0),
         )
 
     # -- model folders ----------------------------------------------------------------
@@ -417,6 +424,107 @@ class JobSlots:
 
 
 # ---------------------------------------------------------------------------------------
+# Inspections that arrive together share batches
+# ---------------------------------------------------------------------------------------
+
+
+class _Group:
+    """Inspection requests scored together: the first to arrive leads, the others wait for its results."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+        self.closed = False
+        self.done = threading.Event()
+        self.results: list[Any] | None = None
+        self.error: BaseException | None = None
+
+
+class _Lane:
+    """The requests of one model with one set of options: one batched pass at a time, the next group gathering meanwhile."""
+
+    def __init__(self) -> None:
+        self.compute = threading.Lock()
+        self.open: _Group | None = None
+
+
+class InspectionBatcher:
+    """Pair inspections on one model that arrive together are scored in shared batched passes.
+
+    `inspect(lm, stereo, anti, ...)` checks and encodes the pair in the caller's thread (bad input
+    fails at once, alone), then joins the group of requests gathering for the same model and
+    options. The group's first request waits `window_s` for others, then scores the whole group
+    (at most `max_pairs`) in one `inspect_prepared` call; while it is being scored, the next
+    group gathers. So at most one batched pass per model runs at a time: concurrent sessions do
+    not fight over the same cores, and a group's sentences share forward passes. A request that
+    arrives alone costs `window_s` more. Each result equals `inspect_pair`'s for the same pair up to
+    float rounding (a group's batches are padded differently); a group of one is the same call.
+    `window_s=0` turns batching off: every request is scored on its own, at once, in its own thread.
+    """
+
+    def __init__(self, window_s: float = 0.0, max_pairs: int = 16):
+        self.window_s = max(0.0, float(window_s))
+        self.max_pairs = max(1, int(max_pairs))
+        self._lock = threading.Lock()
+        self._lanes: weakref.WeakKeyDictionary[Any, dict[Hashable, _Lane]] = weakref.WeakKeyDictionary()
+        #: Sizes of the groups scored so far (for benchmarks and tests).
+        self.group_sizes: list[int] = []
+
+    def configure(self, window_s: float, max_pairs: int | None = None) -> None:
+        with self._lock:
+            self.window_s = max(0.0, float(window_s))
+            if max_pairs is not None:
+                self.max_pairs = max(1, int(max_pairs))
+
+    def inspect(
+        self,
+        lm: Any,
+        sent_stereo: str,
+        sent_anti: str,
+        *,
+        metrics: Any = None,
+        compat: str | None = "default",
+        top_k: int = 5,
+        attention_matrices: bool = False,
+    ) -> Any:
+        """`biaslens.evaluation.inspect_pair`, scored together with the requests that arrive at the same time."""
+        from .evaluation import inspect_prepared, prepare_inspection
+
+        request = prepare_inspection(lm, sent_stereo, sent_anti, metrics=metrics, compat=compat, top_k=top_k)
+        with self._lock:
+            window, most = self.window_s, self.max_pairs
+        if window <= 0:
+            return inspect_prepared(lm, [request], attention_matrices=attention_matrices)[0]
+        with self._lock:
+            lane = self._lanes.setdefault(lm, {}).setdefault((request.options, bool(attention_matrices)), _Lane())
+            group = lane.open
+            leader = group is None or group.closed or len(group.requests) >= most
+            if leader:
+                group = lane.open = _Group()
+            index = len(group.requests)
+            group.requests.append(request)
+        if not leader:
+            group.done.wait()
+        else:
+            time.sleep(window)  # others arriving now join this group
+            with lane.compute:  # one batched pass per model at a time; the group keeps gathering until then
+                with self._lock:
+                    group.closed = True
+                    if lane.open is group:
+                        lane.open = None
+                    self.group_sizes.append(len(group.requests))
+                try:
+                    group.results = inspect_prepared(lm, group.requests, attention_matrices=attention_matrices)
+                except BaseException as exc:  # every request of the group gets it
+                    group.error = exc
+                finally:
+                    group.done.set()
+        if group.error is not None:
+            raise group.error
+        assert group.results is not None
+        return group.results[index]
+
+
+# ---------------------------------------------------------------------------------------
 # The model pool
 # ---------------------------------------------------------------------------------------
 
@@ -523,6 +631,7 @@ __all__ = [
     "ENV_MAX_TOKENS",
     "ENV_MAX_UPLOAD_ROWS",
     "ENV_MODEL_DIRS",
+    "InspectionBatcher",
     "JobSlots",
     "ModelPool",
     "ServerSettings",

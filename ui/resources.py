@@ -20,11 +20,11 @@ import streamlit as st
 from biaslens.cache import ResultCache
 from biaslens.datasets import PairDataset, canonical_name, load_dataset
 from biaslens.errors import BiaslensError
-from biaslens.evaluation import PairInspection, inspect_pair
+from biaslens.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
 from biaslens.models import MaskedLM, load_model
 from biaslens.sanity import SanityReport, VocabularyReport, model_verdict, vocabulary_report
-from biaslens.serving import ModelPool, ServerSettings
+from biaslens.serving import InspectionBatcher, ModelPool, ServerSettings
 
 from .feedback import md, show_error
 from .settings import Settings, _dataset_label, model_label
@@ -219,15 +219,29 @@ def result_cache() -> ResultCache:
 # ---------------------------------------------------------------------------------------
 
 
+@st.cache_resource(show_spinner=False)
+def _batcher() -> InspectionBatcher:
+    """Pair inspections of every session on the same model, scored in shared batches ($BIASLENS_INSPECT_BATCH_MS)."""
+    return InspectionBatcher()
+
+
+def inspection_batcher() -> InspectionBatcher:
+    batcher, window = _batcher(), server_settings().inspect_batch_ms / 1000
+    if batcher.window_s != window:
+        batcher.configure(window)
+    return batcher
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def _inspection(model_key: tuple, fingerprint: str, max_length: int, compat: str, stereo: str, anti: str) -> PairInspection:
     lm = _load_model(*model_key)
     # metrics=None: the paper's five, less any this model cannot give (named in the result's notes).
-    return inspect_pair(lm, stereo, anti, metrics=None, compat=compat, top_k=5, attention_matrices=True)
+    return inspection_batcher().inspect(lm, stereo, anti, metrics=None, compat=compat, top_k=5, attention_matrices=True)
 
 
 def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> PairInspection:
-    """`inspect_pair` with every paper metric, top-5 and attention matrices, cached per model and pair.
+    """`inspect_pair` with every paper metric, top-5 and attention matrices, cached per model and pair; requests of
+    several sessions that arrive together are scored in shared batches (`InspectionBatcher`).
 
     Raises `BiaslensError` for bad input (empty, identical or over-long sentences).
     """

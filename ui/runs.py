@@ -10,7 +10,11 @@ cache by `lookup` (e.g. from a shared link), without computing anything.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import gc
+import signal
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -105,6 +109,55 @@ def job_slots() -> JobSlots:
     return slots
 
 
+#: Set the moment the server process gets SIGTERM, SIGINT or SIGQUIT (see `watch_server_stop`).
+_STOP_SIGNALLED = threading.Event()
+_signal_hook_lock = threading.Lock()
+_signal_hook_installed = False
+
+
+def watch_server_stop() -> None:
+    """Make a stop signal visible to running jobs at once, not only once Streamlit has closed every connection;
+    and let the process exit without its last, slow garbage collections. Called by app.py on every run; it acts once.
+
+    Streamlit's own handler only asks its web server to exit; the runtime says STOPPING after the
+    server has closed its websockets, which takes seconds while a job keeps the cores busy. Signal
+    handlers can only be set in the main thread, so the wrapper is installed from the server's event
+    loop (which runs there); it sets `_STOP_SIGNALLED` and then calls Streamlit's handler.
+    """
+    global _signal_hook_installed
+    from streamlit import runtime
+
+    with _signal_hook_lock:
+        if _signal_hook_installed or not runtime.exists():
+            return
+        _signal_hook_installed = True
+    instance = runtime.get_instance()
+
+    def install() -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for number in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGQUIT", None)):
+            if number is None:
+                continue
+            previous = signal.getsignal(number)
+            if not callable(previous):
+                continue
+
+            def handler(signum: int, frame: Any, previous: Callable[..., Any] = previous) -> None:
+                _STOP_SIGNALLED.set()
+                previous(signum, frame)
+
+            signal.signal(number, handler)
+
+    try:
+        instance._get_async_objs().eventloop.call_soon_threadsafe(install)  # a private API: without it, jobs stop later
+    except Exception:
+        pass
+    # At exit, Python's last garbage collections walk every object of torch, transformers and the app
+    # (seconds on a busy machine) only to free memory the process is about to give back: skip them.
+    atexit.register(gc.freeze)
+
+
 def session_gone() -> Callable[[], bool]:
     """A check: has the session running this script gone away (tab closed), or is the server stopping?
 
@@ -118,9 +171,14 @@ def session_gone() -> Callable[[], bool]:
     if ctx is None or not runtime.exists():
         return lambda: False
     instance, session_id = runtime.get_instance(), ctx.session_id
+    watch_server_stop()
 
     def gone() -> bool:
-        return instance.state in (RuntimeState.STOPPING, RuntimeState.STOPPED) or not instance.is_active_session(session_id)
+        return (
+            _STOP_SIGNALLED.is_set()
+            or instance.state in (RuntimeState.STOPPING, RuntimeState.STOPPED)
+            or not instance.is_active_session(session_id)
+        )
 
     return gone
 

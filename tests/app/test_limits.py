@@ -10,11 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support import app as app_support
 from tests.support.app import no_exceptions, run_app, texts
 from biaslens import lab
 from biaslens.errors import InputError, JobCancelled, LimitError, ServerConfigError
 from biaslens.kurita import parse_word_list
 from biaslens.serving import JobSlots, ServerSettings, count_word_items
+
+app_support.PAGES.setdefault("kurita", "pages/kurita.py")
 
 # -- settings ---------------------------------------------------------------------------------
 
@@ -268,3 +271,50 @@ def test_a_watched_job_stops_when_its_session_is_gone(monkeypatch):
     monkeypatch.setattr(ui.runs, "session_gone", lambda: (lambda: False))
     with pytest.raises(LimitError, match="Training stopped after 1 s"):
         ui.runs.watched(None, deadline)(1, 10)
+
+
+# -- Kurita caps: templates and target pairs are rows, queries are counted before scoring ----------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=0, max_value=10**6), st.integers(min_value=1, max_value=10**5))
+def test_a_kurita_run_is_refused_exactly_when_its_queries_exceed_the_cap(queries, cap):
+    server = ServerSettings(max_kurita_queries=cap)
+    if queries > cap:
+        with pytest.raises(LimitError, match=f"make {queries:,} masked queries; this server runs at most {cap:,}"):
+            server.check_kurita(queries)
+    else:
+        server.check_kurita(queries)
+
+
+def _kurita(monkeypatch, templates: str, pairs: str, attributes: str, **env: str):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    at = run_app("kurita")
+    at.text_area(key="kurita.templates").set_value(templates)
+    at.text_area(key="kurita.pairs").set_value(pairs)
+    at.text_area(key="kurita.attributes").set_value(attributes)
+    next(b for b in at.button if b.label == "Score").click().run()
+    no_exceptions(at)
+    return at
+
+
+def test_the_kurita_page_refuses_too_many_queries_before_scoring(app_env, monkeypatch):
+    import ui.runs
+
+    monkeypatch.setattr(ui.runs, "heavy_job", lambda what: pytest.fail("scoring started"))  # refused before any work
+    # 2 templates x 4 targets x 3 attributes x 2 = 48 queries
+    at = _kurita(monkeypatch, "[T] is a [A].\n[T] likes [A].", "he/she\nmen/women", "nurse\nengineer, pilot",
+                 BIASLENS_MAX_KURITA_QUERIES="47")
+    assert "make 48 masked queries; this server runs at most 47 at once (BIASLENS_MAX_KURITA_QUERIES)" in texts(at.error)
+
+
+@pytest.mark.parametrize("field,message", [("templates", "The template list has 3 rows"), ("pairs", "The target pair list has 3 rows")])
+def test_templates_and_target_pairs_count_as_rows(app_env, monkeypatch, field, message):
+    import ui.runs
+
+    monkeypatch.setattr(ui.runs, "heavy_job", lambda what: pytest.fail("scoring started"))
+    values = {"templates": "[T] is a [A].", "pairs": "he/she", "attributes": "nurse"}
+    values[field] = {"templates": "[T] is a [A].\n[T] likes [A].\n[T] was a [A].", "pairs": "he/she\nmen/women\nboys/girls"}[field]
+    at = _kurita(monkeypatch, values["templates"], values["pairs"], values["attributes"], BIASLENS_MAX_UPLOAD_ROWS="2")
+    assert message in texts(at.error) and "BIASLENS_MAX_UPLOAD_ROWS" in texts(at.error)
