@@ -62,8 +62,14 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 GOALS = {"inspector_ratio": 1.3, "inspector_plus_s": 0.5, "explorer_first_update_s": 2.0, "page_switch_s": 1.0}
 #: The sidebar's pages in app.py's order, each with the heading that shows it is there.
-PAGES = [("explorer", "Dataset explorer"), ("compare", "Model comparison"), ("kurita", "Kurita templates"), ("lab", "Bias lab"),
-         ("analyses", "Paper analyses"), ("inspector", "Pair inspector")]
+PAGES = [
+    ("explorer", "Dataset explorer"),
+    ("compare", "Model comparison"),
+    ("kurita", "Kurita templates"),
+    ("lab", "Bias lab"),
+    ("analyses", "Paper analyses"),
+    ("inspector", "Pair inspector"),
+]
 EXPLORER_SAMPLE = 200  # a seeded sample of CrowS-Pairs: the run is stopped after its first counted pairs anyway
 SCRIPT_DONE = "() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state') === 'notRunning'"
 
@@ -238,42 +244,44 @@ def markdown(report: dict) -> str:
     for path, _ in PAGES:
         switch_rows.append(f"| {path} | " + " | ".join(str(r["seconds"]) for r in sw["pages"] if r["page"] == path) + " |")
     s = ins["summary"]
-    return "\n".join([
-        f"# The app in a browser ({report['device']}, {report['created']})",
-        "",
-        f"Server started with `bash scripts/app.sh --server.port P --server.headless true` (the project's `.streamlit/config.toml`); "
-        f"headless Chromium; a random-weight `{report['model_size']}` BERT with the bert-base-cased tokenizer. Machine: "
-        f"{report['machine']['cpu_count']} cores, load average {report['machine']['load_average_start']} at the start and "
-        f"{report['machine']['load_average_end']} at the end (other work shares these cores: compare ratios within this run only). "
-        f"Server log: {report['server']['inotify_lines']} \"Inotify\" lines; Deploy button shown: {report['server']['deploy_button']}.",
-        "",
-        f"## Pair inspector by link, pairs new to the server (goal: page <= {GOALS['inspector_ratio']}x engine + {GOALS['inspector_plus_s']} s)",
-        "",
-        f"Median: engine {s['engine_median_s']} s, page {s['page_median_s']} s (ratio {s['ratio_median']}x), goal "
-        f"{s['goal_median_s']} s: **{'met' if s['met'] else 'not met'}**.",
-        "",
-        *rows,
-        "",
-        f"## Dataset explorer: first progress update after Run (goal: <= {GOALS['explorer_first_update_s']} s)",
-        "",
-        f"A {exp['pairs']}-pair sample of CrowS-Pairs, the five paper metrics: first update {exp['first_update_s']} s "
-        f"(**{'met' if exp['met'] else 'not met'}**); first finished pairs counted after {exp['first_pairs_counted_s']} s "
-        f"(\"{exp['progress_text']}\"); then Stop.",
-        "",
-        f"## Page switches with the model loaded (goal: <= {GOALS['page_switch_s']} s)",
-        "",
-        f"A click on each page in the sidebar until its heading is shown and its script has finished. Median {sw['median_s']} s, "
-        f"slowest {sw['max_s']} s; {sw['met']} of {len(sw['pages'])} within the goal.",
-        "",
-        *switch_rows,
-        "",
-        "## Offline lab model (time to usable)",
-        "",
-        f"A second server, no network, a clean cache: from pressing **Use the offline lab model** (trained here once) until the "
-        f"inspector shows one of its held-out pairs scored: {lab['usable_s']} s (script finished {lab['page_finished_s']} s). "
-        f"Server up in {lab['server_start_s']} s; \"Inotify\" lines in its log: {lab['inotify_lines']}.",
-        "",
-    ])
+    return "\n".join(
+        [
+            f"# The app in a browser ({report['device']}, {report['created']})",
+            "",
+            f"Server started with `bash scripts/app.sh --server.port P --server.headless true` (the project's `.streamlit/config.toml`); "
+            f"headless Chromium; a random-weight `{report['model_size']}` BERT with the bert-base-cased tokenizer. Machine: "
+            f"{report['machine']['cpu_count']} cores, load average {report['machine']['load_average_start']} at the start and "
+            f"{report['machine']['load_average_end']} at the end (other work shares these cores: compare ratios within this run only). "
+            f'Server log: {report["server"]["inotify_lines"]} "Inotify" lines; Deploy button shown: {report["server"]["deploy_button"]}.',
+            "",
+            f"## Pair inspector by link, pairs new to the server (goal: page <= {GOALS['inspector_ratio']}x engine + {GOALS['inspector_plus_s']} s)",
+            "",
+            f"Median: engine {s['engine_median_s']} s, page {s['page_median_s']} s (ratio {s['ratio_median']}x), goal "
+            f"{s['goal_median_s']} s: **{'met' if s['met'] else 'not met'}**.",
+            "",
+            *rows,
+            "",
+            f"## Dataset explorer: first progress update after Run (goal: <= {GOALS['explorer_first_update_s']} s)",
+            "",
+            f"A {exp['pairs']}-pair sample of CrowS-Pairs, the five paper metrics: first update {exp['first_update_s']} s "
+            f"(**{'met' if exp['met'] else 'not met'}**); first finished pairs counted after {exp['first_pairs_counted_s']} s "
+            f'("{exp["progress_text"]}"); then Stop.',
+            "",
+            f"## Page switches with the model loaded (goal: <= {GOALS['page_switch_s']} s)",
+            "",
+            f"A click on each page in the sidebar until its heading is shown and its script has finished. Median {sw['median_s']} s, "
+            f"slowest {sw['max_s']} s; {sw['met']} of {len(sw['pages'])} within the goal.",
+            "",
+            *switch_rows,
+            "",
+            "## Offline lab model (time to usable)",
+            "",
+            f"A second server, no network, a clean cache: from pressing **Use the offline lab model** (trained here once) until the "
+            f"inspector shows one of its held-out pairs scored: {lab['usable_s']} s (script finished {lab['page_finished_s']} s). "
+            f'Server up in {lab["server_start_s"]} s; "Inotify" lines in its log: {lab["inotify_lines"]}.',
+            "",
+        ]
+    )
 
 
 def main() -> int:

@@ -92,8 +92,14 @@ class Server:
     def __init__(self, args, model: Path, cache: Path, batch_ms: int, log: Path):
         self.port = args.port or _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "BIASLENS_MODEL": str(model), "BIASLENS_DATA_DIR": str(args.data_dir), "BIASLENS_CACHE_DIR": str(cache),
-               "BIASLENS_INSPECT_BATCH_MS": str(batch_ms), "HF_HUB_OFFLINE": "1"}
+        env = {
+            **os.environ,
+            "BIASLENS_MODEL": str(model),
+            "BIASLENS_DATA_DIR": str(args.data_dir),
+            "BIASLENS_CACHE_DIR": str(cache),
+            "BIASLENS_INSPECT_BATCH_MS": str(batch_ms),
+            "HF_HUB_OFFLINE": "1",
+        }
         flags = ["--server.port", str(self.port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
         command = ["bash", "scripts/app.sh", *flags] if args.app_sh else [sys.executable, "-m", "streamlit", "run", "app.py", *flags]
         self.log = log
@@ -229,8 +235,11 @@ async def one_setting(args, model: Path, pairs: list, tmp: Path, batch_ms: int) 
                 await asyncio.sleep(5.0 + n)  # every user's page open and drawn before the first pick
                 began = time.perf_counter()
                 start.set()
-                results = [r for t in await asyncio.gather(*tasks, return_exceptions=True)
-                           for r in (t if isinstance(t, list) else [(-1, math.nan, None, repr(t))])]
+                results = [
+                    r
+                    for t in await asyncio.gather(*tasks, return_exceptions=True)
+                    for r in (t if isinstance(t, list) else [(-1, math.nan, None, repr(t))])
+                ]
                 wall = time.perf_counter() - began
                 finished_during = await dataset_run_finished(run_page)
                 try:
@@ -239,8 +248,12 @@ async def one_setting(args, model: Path, pairs: list, tmp: Path, batch_ms: int) 
                 except Exception:  # reported as not finished; the inspections are what is measured
                     run_s = math.nan
                 await run_context.close()
-                report["under_load"][str(n)] = {"results": results, "wall_s": wall, "dataset_run_s": run_s,
-                                                "dataset_run_finished_before_the_inspections": finished_during}
+                report["under_load"][str(n)] = {
+                    "results": results,
+                    "wall_s": wall,
+                    "dataset_run_s": run_s,
+                    "dataset_run_finished_before_the_inspections": finished_during,
+                }
             await browser.close()
     finally:
         server.stop()
@@ -294,16 +307,26 @@ def percentiles(latencies: list[float]) -> dict:
     ms = np.asarray([x for x in latencies if not math.isnan(x)]) * 1000
     if not ms.size:
         return {"n": 0}
-    return {"p50_ms": float(np.percentile(ms, 50)), "p90_ms": float(np.percentile(ms, 90)), "p99_ms": float(np.percentile(ms, 99)),
-            "max_ms": float(ms.max()), "n": int(ms.size)}
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p90_ms": float(np.percentile(ms, 90)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "max_ms": float(ms.max()),
+        "n": int(ms.size),
+    }
 
 
 def summarise(results: list, expected: dict) -> dict:
     errors = [f"pair {pid}: {err}" for pid, _lat, _table, err in results if err]
-    differences = [f"pair {pid}: {d}" for pid, _lat, table, err in results if not err and table is not None
-                   for d in [mismatch(table, expected[pid])] if d]
-    return {"latency": percentiles([lat for _pid, lat, _table, err in results if not err]), "inspections": len(results),
-            "errors": errors, "differences": differences}
+    differences = [
+        f"pair {pid}: {d}" for pid, _lat, table, err in results if not err and table is not None for d in [mismatch(table, expected[pid])] if d
+    ]
+    return {
+        "latency": percentiles([lat for _pid, lat, _table, err in results if not err]),
+        "inspections": len(results),
+        "errors": errors,
+        "differences": differences,
+    }
 
 
 def ms(latency: dict) -> str:
@@ -333,15 +356,23 @@ def markdown(r: dict) -> str:
     ]
     for setting in r["settings"]:
         alone = setting["alone"]
-        lines.append(f"| {setting['batch_ms']} | 1 (alone) | {alone['inspections']} | {ms(alone['latency'])} | 1.0 | | "
-                     f"{len(alone['errors'])} | {len(alone['differences'])} |")
+        lines.append(
+            f"| {setting['batch_ms']} | 1 (alone) | {alone['inspections']} | {ms(alone['latency'])} | 1.0 | | "
+            f"{len(alone['errors'])} | {len(alone['differences'])} |"
+        )
         for n, load_r in setting["under_load"].items():
             ratio = load_r["latency"].get("p90_ms", math.nan) / alone["latency"].get("p90_ms", math.nan)
-            lines.append(f"| {setting['batch_ms']} | {n} | {load_r['inspections']} | {ms(load_r['latency'])} | {ratio:.1f} | "
-                         f"{load_r['dataset_run_s']:.0f} | {len(load_r['errors'])} | {len(load_r['differences'])} |")
+            lines.append(
+                f"| {setting['batch_ms']} | {n} | {load_r['inspections']} | {ms(load_r['latency'])} | {ratio:.1f} | "
+                f"{load_r['dataset_run_s']:.0f} | {len(load_r['errors'])} | {len(load_r['differences'])} |"
+            )
     problems = [p for s in r["settings"] for part in [s["alone"], *s["under_load"].values()] for p in part["errors"] + part["differences"]]
-    lines += ["", f"Goal: p90 with 8 sessions ≤ 3x one user's, no errors. Pages compared with `inspect_pair`: {r['checked']} tables, "
-              f"{len(problems)} problems" + (": " + "; ".join(problems[:5]) if problems else "") + ".", ""]
+    lines += [
+        "",
+        f"Goal: p90 with 8 sessions ≤ 3x one user's, no errors. Pages compared with `inspect_pair`: {r['checked']} tables, "
+        f"{len(problems)} problems" + (": " + "; ".join(problems[:5]) if problems else "") + ".",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -386,8 +417,11 @@ def main() -> int:
             results = load_r.pop("results")
             load_r.update(summarise(results, expected))
             checked += load_r["inspections"]
-    ok = all(not part["errors"] and not part["differences"] and part["latency"].get("n") == part["inspections"]
-             for s in settings for part in [s["alone"], *s["under_load"].values()])
+    ok = all(
+        not part["errors"] and not part["differences"] and part["latency"].get("n") == part["inspections"]
+        for s in settings
+        for part in [s["alone"], *s["under_load"].values()]
+    )
     report = {
         "ok": ok,
         "argv": sys.argv[1:],
@@ -395,8 +429,13 @@ def main() -> int:
         "requests": args.requests,
         "dataset_pairs": args.dataset_pairs,
         "checked": checked,
-        "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "torch": torch.__version__,
-                    "python": platform.python_version(), "load_average_1min_before": load_before},
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "load_average_1min_before": load_before,
+        },
         "settings": settings,
     }
     out = Path(args.out)

@@ -66,8 +66,11 @@ def bench_default(args: argparse.Namespace) -> None:
         again, _ = _timed(grid, Path(tmp) / "lab", args.workers, cache)
         print(f"default grid ({grid.describe()}), {args.workers} worker(s): {first:.0f} s from scratch, {again:.1f} s again (cached)")
         print(f"cpu_count {os.cpu_count()}, load average {os.getloadavg()}")
-        print(result.analysis().ranking[["place", "metric", "rho", "rho_ci_low", "rho_ci_high", "slope", "false_alarm_rate",
-                                         "preference_drift", "seed_sd"]].to_string(index=False))
+        print(
+            result.analysis()
+            .ranking[["place", "metric", "rho", "rho_ci_low", "rho_ci_high", "slope", "false_alarm_rate", "preference_drift", "seed_sd"]]
+            .to_string(index=False)
+        )
 
 
 def main() -> None:

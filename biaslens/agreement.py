@@ -104,8 +104,15 @@ def human_agreement(
         low, high = bootstrap_auc_interval(y, margin)
         auc_rows.append(
             {
-                "metric": m, "name": METRICS[m].name, "auc": curve.auc, "auc_ci_low": low, "auc_ci_high": high, "pairs": int(kept.sum()),
-                "positives": int(y[kept].sum()), "negatives": int((~y[kept]).sum()), "undecidable": int((~kept).sum()),
+                "metric": m,
+                "name": METRICS[m].name,
+                "auc": curve.auc,
+                "auc_ci_low": low,
+                "auc_ci_high": high,
+                "pairs": int(kept.sum()),
+                "positives": int(y[kept].sum()),
+                "negatives": int((~y[kept]).sum()),
+                "undecidable": int((~kept).sum()),
             }
         )
         roc_frames.append(pd.DataFrame({"metric": m, "name": METRICS[m].name, "fpr": curve.fpr, "tpr": curve.tpr, "threshold": curve.thresholds}))
@@ -116,9 +123,7 @@ def agreement_table(agreements: Sequence[Agreement]) -> pd.DataFrame:
     """Several models' AUCs, long: `model` plus the `Agreement.auc` columns."""
     frames = [a.auc.assign(model=a.model) for a in agreements]
     if not frames:
-        return pd.DataFrame(
-            columns=["model", "metric", "name", "auc", "auc_ci_low", "auc_ci_high", "pairs", "positives", "negatives", "undecidable"]
-        )
+        return pd.DataFrame(columns=["model", "metric", "name", "auc", "auc_ci_low", "auc_ci_high", "pairs", "positives", "negatives", "undecidable"])
     table = pd.concat(frames, ignore_index=True)
     return table[["model", *[c for c in table.columns if c != "model"]]]
 

@@ -102,9 +102,7 @@ def encode_sentence(lm: MaskedLM, pair: Pair, field_name: str):
         raise InputError(f"Pair {pair.pair_id} ({field_name}): {exc}") from exc
 
 
-def dataset_pairs(
-    dataset: PairDataset | Sequence[Pair], *, limit: int | None = None, sample: int | None = None, seed: int = 0
-) -> list[Pair]:
+def dataset_pairs(dataset: PairDataset | Sequence[Pair], *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Pair]:
     """The pairs a run scores: all, the first `limit`, or a seeded `sample` (as `evaluate` selects them)."""
     pairs = list(dataset.pairs if isinstance(dataset, PairDataset) else dataset)
     pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
@@ -118,7 +116,16 @@ def dataset_pairs(
 # ---------------------------------------------------------------------------------------
 
 TOKEN_COLUMNS = (
-    "pair_id", "bias_type", "direction", "sentence", "position", "token_id", "special", "masked", "unmasked_rank", "masked_rank",
+    "pair_id",
+    "bias_type",
+    "direction",
+    "sentence",
+    "position",
+    "token_id",
+    "special",
+    "masked",
+    "unmasked_rank",
+    "masked_rank",
 )
 
 
@@ -247,8 +254,16 @@ class AccuracyComparison:
 
 def _accuracy_row(metric: str, positions: str, correct: np.ndarray, unit: str = "tokens") -> dict[str, Any]:
     p = wilson_interval(int(correct.sum()), int(correct.size))
-    return {"metric": metric, "positions": positions, "unit": unit, "hits": p.successes, "total": p.n, "accuracy": p.estimate,
-            "ci_low": p.ci_low, "ci_high": p.ci_high}
+    return {
+        "metric": metric,
+        "positions": positions,
+        "unit": unit,
+        "hits": p.successes,
+        "total": p.n,
+        "accuracy": p.estimate,
+        "ci_low": p.ci_low,
+        "ci_high": p.ci_high,
+    }
 
 
 def sss_instances(tokens: pd.DataFrame) -> np.ndarray:
@@ -335,9 +350,18 @@ def accuracy_table(comparisons: Sequence[AccuracyComparison], positions: str = "
             r = c.accuracy[(c.accuracy["metric"] == metric) & (c.accuracy["positions"] == positions)].iloc[0]
             rows.append(
                 {
-                    "model": c.model, "source": SOURCE_RUN, "dataset": c.dataset, "metric": metric, "column": column_label(metric, c.dataset),
-                    "accuracy": r["accuracy"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "tokens": r["total"], "unit": r["unit"],
-                    "hits": r["hits"], **test,
+                    "model": c.model,
+                    "source": SOURCE_RUN,
+                    "dataset": c.dataset,
+                    "metric": metric,
+                    "column": column_label(metric, c.dataset),
+                    "accuracy": r["accuracy"],
+                    "ci_low": r["ci_low"],
+                    "ci_high": r["ci_high"],
+                    "tokens": r["total"],
+                    "unit": r["unit"],
+                    "hits": r["hits"],
+                    **test,
                 }
             )
     if published:
@@ -345,8 +369,16 @@ def accuracy_table(comparisons: Sequence[AccuracyComparison], positions: str = "
             for key, value in values.items():
                 metric, _, ds = key.partition("_")
                 dataset = {"cp": "crows-pairs", "ss": "stereoset", "": "crows-pairs" if metric == "cps" else "stereoset"}[ds]
-                rows.append({"model": published_label(model), "source": SOURCE_PAPER, "dataset": dataset, "metric": metric,
-                             "column": column_label(metric, dataset), "accuracy": value})
+                rows.append(
+                    {
+                        "model": published_label(model),
+                        "source": SOURCE_PAPER,
+                        "dataset": dataset,
+                        "metric": metric,
+                        "column": column_label(metric, dataset),
+                        "accuracy": value,
+                    }
+                )
     return _tidy(rows, ["accuracy", "ci_low", "ci_high", "tokens", "unit", "hits", "mcnemar_p", "mcnemar_b", "mcnemar_c", "mcnemar_method"])
 
 
@@ -379,18 +411,44 @@ def group_table(results: Mapping[str, EvaluationResult], metrics: Sequence[str] 
             for g in ("adv", "dis"):
                 b = groups.get(g, {})
                 scores[g] = b.get("bias_score", math.nan)
-                rows.append({"model": model, "source": SOURCE_RUN, "metric": metric, "group": g, "column": column_label(metric, group=g),
-                             "bias_score": scores[g],
-                             "ci_low": b.get("ci_low", math.nan), "ci_high": b.get("ci_high", math.nan), "n": b.get("n", 0)})
-            rows.append({"model": model, "source": SOURCE_RUN, "metric": metric, "group": "diff", "column": column_label(metric, group="diff"),
-                         "bias_score": abs(scores["adv"] - scores["dis"])})
+                rows.append(
+                    {
+                        "model": model,
+                        "source": SOURCE_RUN,
+                        "metric": metric,
+                        "group": g,
+                        "column": column_label(metric, group=g),
+                        "bias_score": scores[g],
+                        "ci_low": b.get("ci_low", math.nan),
+                        "ci_high": b.get("ci_high", math.nan),
+                        "n": b.get("n", 0),
+                    }
+                )
+            rows.append(
+                {
+                    "model": model,
+                    "source": SOURCE_RUN,
+                    "metric": metric,
+                    "group": "diff",
+                    "column": column_label(metric, group="diff"),
+                    "bias_score": abs(scores["adv"] - scores["dis"]),
+                }
+            )
     if published:
         for model, values in GROUP_SCORES.items():
             for metric in metrics:
                 if metric in values:
                     for g, value in zip(("adv", "dis", "diff"), values[metric]):
-                        rows.append({"model": published_label(model), "source": SOURCE_PAPER, "metric": metric, "group": g,
-                                     "column": column_label(metric, group=g), "bias_score": value})
+                        rows.append(
+                            {
+                                "model": published_label(model),
+                                "source": SOURCE_PAPER,
+                                "metric": metric,
+                                "group": g,
+                                "column": column_label(metric, group=g),
+                                "bias_score": value,
+                            }
+                        )
     return _tidy(rows, ["bias_score", "ci_low", "ci_high", "n"])
 
 
@@ -411,17 +469,33 @@ def bias_score_table(results: Mapping[str, Mapping[str, EvaluationResult]], *, p
             for metric, b in result.summary["metrics"].items():
                 rows.append(
                     {
-                        "model": model, "source": SOURCE_RUN, "dataset": dataset, "metric": metric, "column": column_label(metric, dataset),
+                        "model": model,
+                        "source": SOURCE_RUN,
+                        "dataset": dataset,
+                        "metric": metric,
+                        "column": column_label(metric, dataset),
                         "bias_score": b["bias_score"],
-                        "ci_low": b["ci_low"], "ci_high": b["ci_high"], "n": b["n"], "ties": b["ties"], "undecidable": b["undecidable"],
+                        "ci_low": b["ci_low"],
+                        "ci_high": b["ci_high"],
+                        "n": b["n"],
+                        "ties": b["ties"],
+                        "undecidable": b["undecidable"],
                     }
                 )
     if published:
         for model, by_dataset in BIAS_SCORES.items():
             for dataset, values in by_dataset.items():
                 for metric, value in values.items():
-                    rows.append({"model": published_label(model), "source": SOURCE_PAPER, "dataset": dataset, "metric": metric,
-                                 "column": column_label(metric, dataset), "bias_score": value})
+                    rows.append(
+                        {
+                            "model": published_label(model),
+                            "source": SOURCE_PAPER,
+                            "dataset": dataset,
+                            "metric": metric,
+                            "column": column_label(metric, dataset),
+                            "bias_score": value,
+                        }
+                    )
     return _tidy(rows, ["bias_score", "ci_low", "ci_high", "n", "ties", "undecidable"])
 
 

@@ -115,9 +115,7 @@ class ResultCache:
                 for start in range(0, len(keys), 500):
                     chunk = keys[start : start + 500]
                     marks = ",".join("?" * len(chunk))
-                    for key, value, checksum in db.execute(
-                        f"SELECT key, value, checksum FROM scores WHERE key IN ({marks})", chunk
-                    ):
+                    for key, value, checksum in db.execute(f"SELECT key, value, checksum FROM scores WHERE key IN ({marks})", chunk):
                         try:
                             if _checksum(value) != checksum:
                                 raise ValueError("checksum mismatch")

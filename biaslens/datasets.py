@@ -112,8 +112,7 @@ DATASETS: dict[str, DatasetSource] = {
         sha256="dfb36986ce0502abbaf7055b9176da3d08d48e07df1251991b5dfbcbceab9d0c",
         license="CC BY-SA 4.0",
         homepage="https://github.com/nyu-mll/crows-pairs",
-        caveat="Blodgett et al. (2021) report serious noise and reliability problems in CrowS-Pairs "
-        "(https://aclanthology.org/2021.acl-long.81/).",
+        caveat="Blodgett et al. (2021) report serious noise and reliability problems in CrowS-Pairs (https://aclanthology.org/2021.acl-long.81/).",
         citation="Nikita Nangia, Clara Vania, Rasika Bhalerao, Samuel R. Bowman (2020). CrowS-Pairs: A Challenge Dataset "
         "for Measuring Social Biases in Masked Language Models. EMNLP 2020.",
     ),
@@ -372,9 +371,7 @@ def _stereoset_document(path: Path, text: str) -> tuple[list[tuple[int, dict[str
                 )
             if label not in _STEREOSET_LABELS or label in example:
                 problem = "a second" if label in example else "an unknown"
-                raise DatasetError(
-                    f"intrasentence example {item.get('id')!r} has {problem} gold_label {label!r}", path=str(path), row=number
-                )
+                raise DatasetError(f"intrasentence example {item.get('id')!r} has {problem} gold_label {label!r}", path=str(path), row=number)
             example[label] = sentence.get("sentence")
         examples.append((number, example))
     intersentence = data.get("intersentence")
@@ -435,8 +432,7 @@ def _stereoset(path: Path, text: str, sha256: str) -> PairDataset:
     notes = _duplicate_notes(pairs)
     if odd_contexts:
         notes.append(
-            f"{_plural(len(odd_contexts), 'context does', 'contexts do')} not contain exactly one BLANK "
-            f"(pair ids {_id_list(odd_contexts)}; kept)"
+            f"{_plural(len(odd_contexts), 'context does', 'contexts do')} not contain exactly one BLANK (pair ids {_id_list(odd_contexts)}; kept)"
         )
     if intersentence:
         notes.append(f"{_plural(intersentence, 'intersentence example', 'intersentence examples')} skipped: only intrasentence examples are pairs")
@@ -574,7 +570,15 @@ def _download(key: str, cache_dir: str | Path | None, progress: Progress | None)
 
 #: CrowS-Pairs' nine bias types; the "+210" revision adds "autre" (French: other).
 CROWS_PAIRS_BIAS_TYPES = (
-    "race-color", "gender", "socioeconomic", "nationality", "religion", "age", "sexual-orientation", "physical-appearance", "disability",
+    "race-color",
+    "gender",
+    "socioeconomic",
+    "nationality",
+    "religion",
+    "age",
+    "sexual-orientation",
+    "physical-appearance",
+    "disability",
 )
 _REVISED_BIAS_TYPES = (*CROWS_PAIRS_BIAS_TYPES, "autre")
 _MEMOIRE = "https://raw.githubusercontent.com/JulienBez/MemoireMaster/1d7c0b700e50fce66e6d08d8d0c2a2705d89afa4/data/"
@@ -623,8 +627,7 @@ DATASETS.update(
             sha256="c22724becd2da955ca61cbf6cad802e65af3be1e43c2335b5d205414903692a3",
             license="CC BY-SA 4.0",
             homepage="https://gitlab.inria.fr/french-crows-pairs/acl-2022-paper-data-and-code",
-            caveat="A French adaptation of CrowS-Pairs: score it with a French or multilingual model. Pair ids are the English "
-            f"rows'. {_BLODGETT}.",
+            caveat=f"A French adaptation of CrowS-Pairs: score it with a French or multilingual model. Pair ids are the English rows'. {_BLODGETT}.",
             citation=_NEVEOL,
         ),
         "crows-pairs-ja": DatasetSource(
@@ -688,8 +691,9 @@ def _published_note(key: str, path: Path, sha256: str) -> list[str]:
     expected = DATASETS[key].sha256 if key in DATASETS else None
     if not expected or sha256 == expected:
         return []
-    return [f"{path.name} is not the published {DATASETS[key].title} file (sha256 {sha256[:12]}…, expected {expected[:12]}…): "
-            "it may be a modified copy."]
+    return [
+        f"{path.name} is not the published {DATASETS[key].title} file (sha256 {sha256[:12]}…, expected {expected[:12]}…): it may be a modified copy."
+    ]
 
 
 class _Quirks:
@@ -743,8 +747,9 @@ def _revised(path: Path, text: str, sha256: str, name: str | None = None) -> Pai
     header = [h.strip() for h in lines[header_at].rstrip("\r").split("\t")]
     missing = [c for c in ("sent_more", "sent_less", "stereo_antistereo", "bias_type") if c not in header]
     if missing:
-        raise DatasetError(f"missing column(s) {', '.join(missing)} in the tab-separated header; found {', '.join(c or '(unnamed)' for c in header)}",
-                           path=str(path))
+        raise DatasetError(
+            f"missing column(s) {', '.join(missing)} in the tab-separated header; found {', '.join(c or '(unnamed)' for c in header)}", path=str(path)
+        )
     pairs: list[Pair] = []
     quirks = _Quirks()
     seen: dict[int, int] = {}
@@ -755,8 +760,9 @@ def _revised(path: Path, text: str, sha256: str, name: str | None = None) -> Pai
         fields = line.split("\t")
         number = len(pairs) + 1
         if len(fields) != len(header):
-            raise DatasetError(f"{len(fields)} tab-separated fields where the header has {len(header)} (line {index + 1})",
-                               path=str(path), row=number)
+            raise DatasetError(
+                f"{len(fields)} tab-separated fields where the header has {len(header)} (line {index + 1})", path=str(path), row=number
+            )
         values = dict(zip(header, fields))
         pair_id, source_id = _revised_id(path, values.get(header[0], ""), index + 1) if header[0] == "" or header[0] == "id" else (number - 1, "")
         if pair_id in seen:

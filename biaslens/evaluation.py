@@ -33,7 +33,6 @@ from .scoring import MaskedQuery, UnmaskedResult, default_batch_tokens, masked_p
 from .stats import bias_score
 
 
-
 # ---------------------------------------------------------------------------------------
 # The shared computation
 # ---------------------------------------------------------------------------------------
@@ -351,7 +350,12 @@ def inspect_prepared(lm: MaskedLM, requests: Sequence[InspectionRequest], *, att
         raise InputError("Pairs inspected together must use the same metrics, scoring mode and top_k.")
     keys, is_compat, top_k = requests[0].options
     scored_pairs = score_encoded_pairs(
-        lm, [(r.stereo, r.anti) for r in requests], list(keys), compat=is_compat, unmasked=True, top_k=top_k,
+        lm,
+        [(r.stereo, r.anti) for r in requests],
+        list(keys),
+        compat=is_compat,
+        unmasked=True,
+        top_k=top_k,
         attention_matrices=attention_matrices,
     )
     manifest = lm.manifest(compat=(Compat.KANEKO2022 if is_compat else Compat.DEFAULT).value)
@@ -365,9 +369,7 @@ def inspect_prepared(lm: MaskedLM, requests: Sequence[InspectionRequest], *, att
             sentence_scores = {k: v[0 if side == "a" else 1] for k, v in scored.scores.items()}
             details.append(SentenceDetail(enc, u, modified, sentence_scores))
         matrices = (ua.attention_matrices, ub.attention_matrices) if attention_matrices and has_attention_weights(lm) else None
-        out.append(
-            PairInspection(details[0], details[1], scored.alignment, list(keys), is_compat, dict(manifest), matrices, list(request.notes))
-        )
+        out.append(PairInspection(details[0], details[1], scored.alignment, list(keys), is_compat, dict(manifest), matrices, list(request.notes)))
     return out
 
 

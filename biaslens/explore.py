@@ -35,7 +35,6 @@ from .runner import NotCached
 SIDES = ("stereo", "anti")
 
 
-
 # ---------------------------------------------------------------------------------------
 # One pair
 # ---------------------------------------------------------------------------------------
@@ -146,8 +145,7 @@ def margin_drivers(inspection: PairInspection, metric: str) -> pd.DataFrame:
         columns[f"{side}_share"] = np.where(pos >= 0, shares[side][np.maximum(pos, 0)], 0.0)
     columns["contribution"] = columns["stereo_share"] - columns["anti_share"]
     columns["label"] = [
-        s if kind == "shared" else f"{s or '∅'} → {a or '∅'}"
-        for s, a, kind in zip(columns["stereo_token"], columns["anti_token"], columns["kind"])
+        s if kind == "shared" else f"{s or '∅'} → {a or '∅'}" for s, a, kind in zip(columns["stereo_token"], columns["anti_token"], columns["kind"])
     ]
     columns["label"] = _unique_labels(columns["label"].tolist())
     order = columns["contribution"].abs().sort_values(ascending=False, kind="stable").index
@@ -292,9 +290,7 @@ def filter_pairs(
         keep &= frame["direction"] == direction
     needle = text.strip().lower()
     if needle:
-        keep &= frame["sent_stereo"].str.lower().str.contains(needle, regex=False) | frame["sent_anti"].str.lower().str.contains(
-            needle, regex=False
-        )
+        keep &= frame["sent_stereo"].str.lower().str.contains(needle, regex=False) | frame["sent_anti"].str.lower().str.contains(needle, regex=False)
     for column, value in (column_equals or {}).items():
         keep &= frame[column] == value
     return frame[keep]
@@ -335,6 +331,7 @@ class ModelComparison:
 
 def short_names(models: Sequence[str]) -> dict[str, str]:
     """Readable, distinct labels for model ids and folders: a folder's last parts, a hub id as is."""
+
     def parts(model: str) -> list[str]:
         return [p for p in model.replace("\\", "/").split("/") if p]
 

@@ -97,8 +97,10 @@ def aligned_tokens_html(columns: pd.DataFrame) -> str:
         css = {"modified": f"bl-mod bl-{side}", "special": "bl-special", "shared": "bl-shared"}[kind]
         return f'<span class="bl-tok {css}" title="{kind} token">{html.escape(token)}</span>'
 
-    side = (f'<div class="bl-col bl-side"><span class="bl-stereo-label">{SIDE_NAMES["stereo"]}</span>'
-            f'<span class="bl-anti-label">{SIDE_NAMES["anti"]}</span></div>')
+    side = (
+        f'<div class="bl-col bl-side"><span class="bl-stereo-label">{SIDE_NAMES["stereo"]}</span>'
+        f'<span class="bl-anti-label">{SIDE_NAMES["anti"]}</span></div>'
+    )
     cols = "".join(
         f'<div class="bl-col">{cell(s, k, "stereo")}{cell(a, k, "anti")}</div>'
         for s, a, k in zip(columns["stereo_token"], columns["anti_token"], columns["kind"])
@@ -197,8 +199,16 @@ def aligned_token_frame(columns: pd.DataFrame, tokens: pd.DataFrame, *, hide_spe
             token = by_position.get((side, position))
             if token is None:
                 continue
-            out.append({**token, "row": label, "order": order, "kind": col["kind"], "side_name": SIDE_NAMES[side],
-                        "shade": f"{SIDE_NAMES[side]} · {'modified' if col['kind'] == 'modified' else 'shared'}"})
+            out.append(
+                {
+                    **token,
+                    "row": label,
+                    "order": order,
+                    "kind": col["kind"],
+                    "side_name": SIDE_NAMES[side],
+                    "shade": f"{SIDE_NAMES[side]} · {'modified' if col['kind'] == 'modified' else 'shared'}",
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -233,8 +243,12 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
     axis_title, _ = TOKEN_MEASURES[measure]
     order = list(dict.fromkeys(aligned.sort_values("order")["row"]))
     tooltip = [
-        alt.Tooltip("label:N", title="token"), alt.Tooltip("side_name:N", title="sentence"), alt.Tooltip("position:Q"),
-        alt.Tooltip("logprob:Q", title="log p", format=".3f"), alt.Tooltip("rank:Q"), alt.Tooltip("attention:Q", format=".4f"),
+        alt.Tooltip("label:N", title="token"),
+        alt.Tooltip("side_name:N", title="sentence"),
+        alt.Tooltip("position:Q"),
+        alt.Tooltip("logprob:Q", title="log p", format=".3f"),
+        alt.Tooltip("rank:Q"),
+        alt.Tooltip("attention:Q", format=".4f"),
         alt.Tooltip("aula_contribution:Q", title="AULA contribution", format=".4f"),
         alt.Tooltip("cps_logprob:Q", title="CPS masked log p", format=".3f"),
     ]
@@ -248,8 +262,12 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
             y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=220)),
             yOffset=alt.YOffset("side_name:N", sort=list(SIDE_NAMES.values())),
             x=alt.X(f"{measure}:Q", title=axis_title, scale=x_scale),
-            color=alt.Color("shade:N", title=None, scale=alt.Scale(domain=_SHADE_DOMAIN, range=_SHADE_RANGE),
-                            legend=alt.Legend(orient="top", columns=2) if legend else None),
+            color=alt.Color(
+                "shade:N",
+                title=None,
+                scale=alt.Scale(domain=_SHADE_DOMAIN, range=_SHADE_RANGE),
+                legend=alt.Legend(orient="top", columns=2) if legend else None,
+            ),
             tooltip=tooltip,
         )
     )
@@ -303,8 +321,10 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
 def _highlight_axis(labels: Sequence[str], color: str) -> dict[str, Any]:
     """Axis settings that draw `labels` bold in `color` (e.g. a sentence's modified tokens)."""
     test = f"indexof({json.dumps(list(labels))}, datum.value) >= 0"
-    return {"labelColor": {"condition": {"test": test, "value": color}, "value": "#333333"},
-            "labelFontWeight": {"condition": {"test": test, "value": "bold"}, "value": "normal"}}
+    return {
+        "labelColor": {"condition": {"test": test, "value": color}, "value": "#333333"},
+        "labelFontWeight": {"condition": {"test": test, "value": "bold"}, "value": "normal"},
+    }
 
 
 def attention_heatmap(table: pd.DataFrame, title: str | Sequence[str], *, modified: Sequence[str] = (), side: str = "stereo") -> alt.Chart:
@@ -438,9 +458,7 @@ def margin_scatter(margins: pd.DataFrame, x_model: str, y_model: str, metric_nam
         .encode(
             x=alt.X("x:Q", title=f"{metric_name} margin, {x_model}"),
             y=alt.Y("y:Q", title=f"{metric_name} margin, {y_model}"),
-            color=alt.Color(
-                "verdict:N", title=None, scale=alt.Scale(domain=["same verdict", "verdict flips"], range=[SHARED_COLOR, STEREO_COLOR])
-            ),
+            color=alt.Color("verdict:N", title=None, scale=alt.Scale(domain=["same verdict", "verdict flips"], range=[SHARED_COLOR, STEREO_COLOR])),
             tooltip=["pair_id:Q", "bias_type:N", "sent_stereo:N", "sent_anti:N", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
         )
     )
@@ -468,11 +486,20 @@ def paper_bars(table: pd.DataFrame, value: str, title: str, y_title: str, *, fif
         "x": alt.X("column:N", title=None, sort=None, axis=alt.Axis(labelAngle=0 if data["column"].nunique() < 6 else -30)),
         "xOffset": alt.XOffset("model:N", sort=None),
     }
-    bars = alt.Chart(data).mark_bar(opacity=0.85).encode(
-        y=alt.Y(f"{value}:Q", title=y_title),
-        color=alt.Color("model:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="top", columns=2)),
-        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("source:N"), alt.Tooltip("column:N", title="column"), alt.Tooltip(f"{value}:Q", format=".2f")],
-        **enc,
+    bars = (
+        alt.Chart(data)
+        .mark_bar(opacity=0.85)
+        .encode(
+            y=alt.Y(f"{value}:Q", title=y_title),
+            color=alt.Color("model:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="top", columns=2)),
+            tooltip=[
+                alt.Tooltip("model:N"),
+                alt.Tooltip("source:N"),
+                alt.Tooltip("column:N", title="column"),
+                alt.Tooltip(f"{value}:Q", format=".2f"),
+            ],
+            **enc,
+        )
     )
     layers: list[Any] = [bars]
     if "ci_low" in data and data["ci_low"].notna().any():
@@ -501,8 +528,12 @@ def roc_chart(roc: pd.DataFrame, auc: pd.DataFrame | None = None, title: str = "
         "y": alt.Y("tpr:Q", title="true positive rate", scale=alt.Scale(domain=[0, 1])),
         "order": "order:Q",
         "color": alt.Color("curve:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="bottom", columns=2)),
-        "tooltip": [alt.Tooltip("curve:N", title="metric"), alt.Tooltip("fpr:Q", format=".3f"), alt.Tooltip("tpr:Q", format=".3f"),
-                    alt.Tooltip("threshold:Q", title="margin ≥", format=".4f")],
+        "tooltip": [
+            alt.Tooltip("curve:N", title="metric"),
+            alt.Tooltip("fpr:Q", format=".3f"),
+            alt.Tooltip("tpr:Q", format=".3f"),
+            alt.Tooltip("threshold:Q", title="margin ≥", format=".4f"),
+        ],
     }
     if "model" in data and data["model"].nunique() > 1:
         enc["strokeDash"] = alt.StrokeDash("model:N", title=None, legend=alt.Legend(orient="bottom"))
@@ -529,10 +560,20 @@ def word_rank_chart(summary: pd.DataFrame, title: str = "Corpus frequency rank o
             xOffset=alt.XOffset("group_name:N"),
             y=alt.Y("mean_rank:Q", title="mean rank (log scale)", scale=alt.Scale(type="log")),
             y2=alt.datum(1),
-            color=alt.Color("group_name:N", title=None, scale=alt.Scale(domain=list(_GROUP_COLORS), range=list(_GROUP_COLORS.values())),
-                            legend=alt.Legend(orient="top")),
-            tooltip=[alt.Tooltip("bias_type:N"), alt.Tooltip("group_name:N", title="group"), alt.Tooltip("mean_rank:Q", format=",.0f"),
-                     alt.Tooltip("median_rank:Q", format=",.0f"), alt.Tooltip("words:Q"), alt.Tooltip("top_words:N", title="most modified")],
+            color=alt.Color(
+                "group_name:N",
+                title=None,
+                scale=alt.Scale(domain=list(_GROUP_COLORS), range=list(_GROUP_COLORS.values())),
+                legend=alt.Legend(orient="top"),
+            ),
+            tooltip=[
+                alt.Tooltip("bias_type:N"),
+                alt.Tooltip("group_name:N", title="group"),
+                alt.Tooltip("mean_rank:Q", format=",.0f"),
+                alt.Tooltip("median_rank:Q", format=",.0f"),
+                alt.Tooltip("words:Q"),
+                alt.Tooltip("top_words:N", title="most modified"),
+            ],
         )
     )
     return _style(chart.properties(title=title, width="container", height=320))
@@ -548,21 +589,43 @@ def shuffle_chart(tokens: pd.DataFrame, title: str = "Each token's log p before 
     data["label"] = [f"{p:>3} {t}" for p, t in zip(data["position"], data["token"])]
     long = pd.concat(
         [
-            data.assign(order=data["label"], state="original order", value=data["logprob"],
-                        where=data["position"], r=data["rank"], top=data["prediction"]),
-            data.assign(order=data["label"], state="shuffled", value=data["shuffled_logprob"], where=data["new_position"], r=data["shuffled_rank"],
-                        top=data["shuffled_prediction"]),
+            data.assign(
+                order=data["label"], state="original order", value=data["logprob"], where=data["position"], r=data["rank"], top=data["prediction"]
+            ),
+            data.assign(
+                order=data["label"],
+                state="shuffled",
+                value=data["shuffled_logprob"],
+                where=data["new_position"],
+                r=data["shuffled_rank"],
+                top=data["shuffled_prediction"],
+            ),
         ],
         ignore_index=True,
     )
     x = alt.X("label:N", sort=None, title=None, axis=alt.Axis(labelAngle=-45, labelOverlap=False, labelExpr="slice(datum.label, 4)"))
-    color = alt.Color("state:N", title=None, scale=alt.Scale(domain=["original order", "shuffled"], range=[ANTI_COLOR, STEREO_COLOR]),
-                      legend=alt.Legend(orient="top"))
-    points = alt.Chart(long).mark_point(filled=True, size=120).encode(
-        x=x, y=alt.Y("value:Q", title="log p of the token", scale=alt.Scale(zero=False)), color=color,
-        tooltip=[alt.Tooltip("token:N"), alt.Tooltip("state:N"), alt.Tooltip("where:Q", title="at position"),
-                 alt.Tooltip("value:Q", title="log p", format=".3f"),
-                 alt.Tooltip("r:Q", title="rank"), alt.Tooltip("top:N", title="model's top token")],
+    color = alt.Color(
+        "state:N",
+        title=None,
+        scale=alt.Scale(domain=["original order", "shuffled"], range=[ANTI_COLOR, STEREO_COLOR]),
+        legend=alt.Legend(orient="top"),
+    )
+    points = (
+        alt.Chart(long)
+        .mark_point(filled=True, size=120)
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", title="log p of the token", scale=alt.Scale(zero=False)),
+            color=color,
+            tooltip=[
+                alt.Tooltip("token:N"),
+                alt.Tooltip("state:N"),
+                alt.Tooltip("where:Q", title="at position"),
+                alt.Tooltip("value:Q", title="log p", format=".3f"),
+                alt.Tooltip("r:Q", title="rank"),
+                alt.Tooltip("top:N", title="model's top token"),
+            ],
+        )
     )
     joins = alt.Chart(data).mark_rule(color=SHARED_COLOR, strokeWidth=2).encode(x=x, y="logprob:Q", y2="shuffled_logprob:Q")
     return _style(alt.layer(joins, points).properties(title=title, width="container", height=300))
@@ -639,9 +702,11 @@ def shares_chart(table: pd.DataFrame, first: str = "he") -> alt.LayerChart:
         tooltip=["list:N", "n:Q", alt.Tooltip("share_first:Q", format=".1f"), alt.Tooltip("published_share:Q", format=".1f")],
     )
     errors = base.mark_errorbar(ticks=True, color=NEUTRAL_COLOR).encode(x="ci_low:Q", x2="ci_high:Q", y=y)
-    published = base.transform_filter("isValid(datum.published_share)").mark_point(
-        shape="diamond", size=160, filled=True, color=PALETTE[1]
-    ).encode(x="published_share:Q", y=y, tooltip=[alt.Tooltip("published_share:Q", title="Kurita et al.", format=".1f")])
+    published = (
+        base.transform_filter("isValid(datum.published_share)")
+        .mark_point(shape="diamond", size=160, filled=True, color=PALETTE[1])
+        .encode(x="published_share:Q", y=y, tooltip=[alt.Tooltip("published_share:Q", title="Kurita et al.", format=".1f")])
+    )
     half = alt.Chart(pd.DataFrame({"v": [50.0]})).mark_rule(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(x="v:Q")
     chart = alt.layer(bars, errors, published, half).properties(
         title="Attribute lists (diamond: Kurita et al., bert-base-uncased)", width="container", height=110 + 36 * len(table)
@@ -649,21 +714,35 @@ def shares_chart(table: pd.DataFrame, first: str = "he") -> alt.LayerChart:
     return _style(chart)
 
 
-def inspector_slide(title: str, stereo: str, anti: str, aligned: pd.DataFrame, drivers: dict[str, pd.DataFrame],
-                    measures: tuple[str, ...] = ("logprob", "aula_contribution"), *, panel_width: int = 380) -> Any:
+def inspector_slide(
+    title: str,
+    stereo: str,
+    anti: str,
+    aligned: pd.DataFrame,
+    drivers: dict[str, pd.DataFrame],
+    measures: tuple[str, ...] = ("logprob", "aula_contribution"),
+    *,
+    panel_width: int = 380,
+) -> Any:
     """One pair on one slide: its two sentences, the aligned token charts side by side and what drives each margin.
 
     `aligned` comes from `aligned_token_frame`; `drivers` maps a chart title (e.g. "AUL: margin +0.0123") to
     `explore.margin_drivers`. Fixed widths, so `to_svg` / `to_png` give the same picture anywhere.
     """
+
     def sentence(text: str, side: str) -> Any:
         frame = pd.DataFrame({"t": [f"{SIDE_NAMES[side].upper()}   {text}"]})
-        return alt.Chart(frame).mark_text(align="left", fontSize=17, color=SIDE_COLORS[side], limit=2 * panel_width + 120).encode(
-            text="t:N", x=alt.value(0)).properties(width=2 * panel_width, height=24)
+        return (
+            alt.Chart(frame)
+            .mark_text(align="left", fontSize=17, color=SIDE_COLORS[side], limit=2 * panel_width + 120)
+            .encode(text="t:N", x=alt.value(0))
+            .properties(width=2 * panel_width, height=24)
+        )
 
     tokens = [
-        alt.layer(*_unstyled(aligned_token_chart(aligned, m, title=TOKEN_MEASURES[m][0][:1].upper() + TOKEN_MEASURES[m][0][1:],
-                                                 legend=(i == 0)))).properties(width=panel_width)
+        alt.layer(
+            *_unstyled(aligned_token_chart(aligned, m, title=TOKEN_MEASURES[m][0][:1].upper() + TOKEN_MEASURES[m][0][1:], legend=(i == 0)))
+        ).properties(width=panel_width)
         for i, m in enumerate(measures)
     ]
     driver_charts = [alt.layer(*_unstyled(drivers_chart(frame, name))).properties(width=panel_width) for name, frame in drivers.items()]

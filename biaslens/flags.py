@@ -96,7 +96,7 @@ def blank_anomaly(pair: Pair) -> str | None:
         if not sentence:
             continue
         w = words(sentence)
-        if len(w) < len(before) + len(after) + 1 or w[: len(before)] != before or (after and w[-len(after):] != after):
+        if len(w) < len(before) + len(after) + 1 or w[: len(before)] != before or (after and w[-len(after) :] != after):
             return f"the {label} sentence does not fill the context's BLANK"
     return None
 
@@ -231,8 +231,10 @@ def published_flags(dataset: PairDataset, *, data_dir=None, cache_dir=None, down
         else:
             rows += [(i, "published_non_minimal", flag_list.name) for i in sorted(flag_list.ids & ids)]
             if flag_list.other_ids:
-                notes.append(f"{len(flag_list.other_ids)} ids of the published list are not CrowS-Pairs rows (e.g. "
-                             f"{flag_list.other_ids[0]}): they match no pair here")
+                notes.append(
+                    f"{len(flag_list.other_ids)} ids of the published list are not CrowS-Pairs rows (e.g. "
+                    f"{flag_list.other_ids[0]}): they match no pair here"
+                )
     if key == "crows-pairs":
         try:
             revised = ds.load_dataset("crows-pairs-revised", data_dir=data_dir, cache_dir=cache_dir, download=download)
@@ -244,8 +246,9 @@ def published_flags(dataset: PairDataset, *, data_dir=None, cache_dir=None, down
     return pd.DataFrame(rows, columns=list(FLAG_COLUMNS)), notes
 
 
-def flag_pairs(dataset: PairDataset, *, lm=None, checks: Iterable[str] = CHECKS, data_dir=None, cache_dir=None,
-               download: bool = True) -> tuple[pd.DataFrame, list[str]]:
+def flag_pairs(
+    dataset: PairDataset, *, lm=None, checks: Iterable[str] = CHECKS, data_dir=None, cache_dir=None, download: bool = True
+) -> tuple[pd.DataFrame, list[str]]:
     """Every flag of every pair (FLAG_COLUMNS, one row per pair and check) and notes on what could not be checked."""
     checks = set(checks)
     frames, notes = [check_pairs(dataset)], []

@@ -159,7 +159,11 @@ class WordFrequency:
 
 
 def merged_top_words(
-    counts: pd.DataFrame, ranks: Mapping[str, int], *, top: int = TOP, excluded: Mapping[str, str] | None = None,
+    counts: pd.DataFrame,
+    ranks: Mapping[str, int],
+    *,
+    top: int = TOP,
+    excluded: Mapping[str, str] | None = None,
     unlisted_rank: int | None = None,
 ) -> tuple[pd.DataFrame, list[dict]]:
     """One bias type's merged list from per-word counts (columns `word`, `count_adv`, `count_dis`).
@@ -180,8 +184,9 @@ def merged_top_words(
             dropped.append({"word": r.word, "reason": reason, "count_adv": int(r.count_adv), "count_dis": int(r.count_dis)})
             continue
         group = "adv" if r.count_adv > r.count_dis else "dis"
-        kept.append({"word": r.word, "group": group, "rank": ranks.get(r.word, unlisted),
-                     "count_adv": int(r.count_adv), "count_dis": int(r.count_dis)})
+        kept.append(
+            {"word": r.word, "group": group, "rank": ranks.get(r.word, unlisted), "count_adv": int(r.count_adv), "count_dis": int(r.count_dis)}
+        )
     frame = pd.DataFrame(kept, columns=["word", "group", "rank", "count_adv", "count_dis"])
     frame = frame.sort_values(["rank", "word"]).head(top).reset_index(drop=True)
     frame.insert(2, "position", np.arange(1, len(frame) + 1))
@@ -212,8 +217,19 @@ def word_frequency(pairs: PairDataset | Sequence[Pair], *, top: int = 3, merged_
             group = "dis" if side == dis_side else "adv"
             for w in words:
                 rank = ranks.get(w)
-                rows.append((p.pair_id, p.bias_type, p.direction, group, side, w, rank or unlisted_rank,
-                             wordfreq.zipf_frequency(w, LANGUAGE, wordlist=WORDLIST), rank is not None))
+                rows.append(
+                    (
+                        p.pair_id,
+                        p.bias_type,
+                        p.direction,
+                        group,
+                        side,
+                        w,
+                        rank or unlisted_rank,
+                        wordfreq.zipf_frequency(w, LANGUAGE, wordlist=WORDLIST),
+                        rank is not None,
+                    )
+                )
     words = pd.DataFrame(rows, columns=list(WORD_COLUMNS))
     types = sorted(t for t in words["bias_type"].unique() if t) + [ALL_TYPES]
     merged_parts, mean_rows, excluded_rows, summary_rows, top_rows = [], [], [], [], []

@@ -977,13 +977,9 @@ def scenario_table(reports: Sequence[LabReport]) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame = frame.assign(
-        cell=[
-            f"{r.bias_score:.1f} [{r.ci_low:.1f}, {r.ci_high:.1f}] {VERDICT_TEXT.get(r.verdict, r.verdict)}"
-            for r in frame.itertuples()
-        ]
+        cell=[f"{r.bias_score:.1f} [{r.ci_low:.1f}, {r.ci_high:.1f}] {VERDICT_TEXT.get(r.verdict, r.verdict)}" for r in frame.itertuples()]
     )
     runs = frame.drop_duplicates("run_index")[["run_index", "run", "scenario", "association", "frequency_ratio", "seed", "expected"]]
     wide = frame.pivot(index="run_index", columns="metric", values="cell")[list(dict.fromkeys(frame["metric"]))]
     table = runs.merge(wide, left_on="run_index", right_index=True).drop(columns="run_index")
     return table.assign(expected=table["expected"].map(lambda e: f"bias score {EXPECTED_TEXT[e]}")).reset_index(drop=True)
-

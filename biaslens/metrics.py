@@ -167,9 +167,7 @@ def _single_mask_queries(ids: tuple[int, ...], positions: Sequence[int]) -> list
     return [MaskedQuery(ids, (p,), (p,)) for p in positions]
 
 
-def _single_mask_score(
-    s: SentenceInput, r: PassResults, positions: Sequence[int], reduce: Callable[[np.ndarray], float]
-) -> SentenceScore:
+def _single_mask_score(s: SentenceInput, r: PassResults, positions: Sequence[int], reduce: Callable[[np.ndarray], float]) -> SentenceScore:
     results = [r.masked[q] for q in _single_mask_queries(s.encoding.ids, positions)]
     logprob = np.array([m.logprob[0] for m in results], dtype=np.float64)
     rank = np.array([m.rank[0] for m in results], dtype=np.int64)
@@ -335,9 +333,7 @@ class Metric:
     def pair_accuracy(self, stereo: SentenceScore, anti: SentenceScore, compat: bool) -> tuple[int, int]:
         """A pair's token prediction accuracy counts (hits, total): per token over both sentences, or per instance."""
         if self.accuracy_unit == "instances" and not compat:
-            return sss_instance_accuracy(
-                stereo.rank if stereo.rank is not None else [], anti.rank if anti.rank is not None else []
-            )
+            return sss_instance_accuracy(stereo.rank if stereo.rank is not None else [], anti.rank if anti.rank is not None else [])
         return stereo.hits + anti.hits, stereo.total + anti.total
 
 

@@ -270,9 +270,7 @@ class MaskedLM:
         """Last hidden states (B, L, H) and, if asked, the per-layer attention probabilities."""
         self._check_attentions(attentions)
         model = self._eager_model() if attentions else self.model
-        out = model.base_model(
-            input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions
-        )
+        out = model.base_model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions)
         return out.last_hidden_state, (tuple(out.attentions) if attentions else None)
 
     def logits(
@@ -521,9 +519,7 @@ def load_model(
     else:
         dev = model.get_input_embeddings().weight.device
     check_finite_weights(model, name)
-    return MaskedLM(
-        model, tokenizer, name=name, source=source, revision=rev, fingerprint=fingerprint, device=dev, dtype=torch_dtype
-    )
+    return MaskedLM(model, tokenizer, name=name, source=source, revision=rev, fingerprint=fingerprint, device=dev, dtype=torch_dtype)
 
 
 def _hub_request(url: str, timeout: float) -> dict[str, Any]:
@@ -589,9 +585,7 @@ def _resolve_hub_revision(name: str, revision: str | None, timeout: float) -> tu
         if cached:
             return cached, True
         reason = getattr(exc, "reason", exc)
-        raise HubUnreachableError(
-            f"Cannot reach the Hugging Face hub ({constants.ENDPOINT}) to download {name}: {reason}. {offline_hint}"
-        ) from exc
+        raise HubUnreachableError(f"Cannot reach the Hugging Face hub ({constants.ENDPOINT}) to download {name}: {reason}. {offline_hint}") from exc
     return info.get("sha") or revision, False
 
 

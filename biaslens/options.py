@@ -107,7 +107,11 @@ class ModelSpec:
     def load_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `biaslens.load_model` besides the name."""
         return {
-            "device": self.device, "dtype": self.dtype, "revision": self.revision, "allow_pickle": self.allow_pickle, "device_map": self.device_map,
+            "device": self.device,
+            "dtype": self.dtype,
+            "revision": self.revision,
+            "allow_pickle": self.allow_pickle,
+            "device_map": self.device_map,
         }
 
     def load(self):

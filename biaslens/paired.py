@@ -26,8 +26,18 @@ from .stats import bias_score, mcnemar
 N_RESAMPLES = 2000
 
 PAIRED_COLUMNS = (
-    "metric", "n", "score_first", "score_second", "difference", "ci_low", "ci_high",
-    "mcnemar_b", "mcnemar_c", "mcnemar_statistic", "p_value", "mcnemar_method",
+    "metric",
+    "n",
+    "score_first",
+    "score_second",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "mcnemar_b",
+    "mcnemar_c",
+    "mcnemar_statistic",
+    "p_value",
+    "mcnemar_method",
 )
 SUBSET_COLUMNS = ("metric", "n_all", "n_kept", "score_all", "score_kept", "difference", "ci_low", "ci_high")
 
@@ -48,8 +58,9 @@ def _quantiles(estimates: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def paired_difference(first: np.ndarray, second: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0,
-                      confidence: float = 0.95) -> tuple[float, float, float]:
+def paired_difference(
+    first: np.ndarray, second: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float, float]:
     """(difference, ci_low, ci_high) of 100 * (mean(second) − mean(first)) for paired booleans, paired percentile bootstrap."""
     a = np.asarray(first, dtype=float)
     b = np.asarray(second, dtype=float)
@@ -61,8 +72,9 @@ def paired_difference(first: np.ndarray, second: np.ndarray, *, n_resamples: int
     return float(d.mean()), *_quantiles(estimates, confidence)
 
 
-def subset_difference(won: np.ndarray, keep: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0,
-                      confidence: float = 0.95) -> tuple[float, float, float]:
+def subset_difference(
+    won: np.ndarray, keep: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float, float]:
     """(difference, ci_low, ci_high) of bias score over the kept pairs − over all pairs, bootstrap over all pairs.
 
     A resample that keeps no pair gives no estimate (left out of the quantiles).
@@ -95,8 +107,9 @@ def common_metrics(first: EvaluationResult, second: EvaluationResult) -> list[st
     return [m for m in first.summary["metrics"] if m in second.summary["metrics"]]
 
 
-def paired_comparison(first: EvaluationResult, second: EvaluationResult, metrics: Sequence[str] | None = None, *,
-                      n_resamples: int = N_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+def paired_comparison(
+    first: EvaluationResult, second: EvaluationResult, metrics: Sequence[str] | None = None, *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> pd.DataFrame:
     """One row per metric: both bias scores, second − first with a paired bootstrap 95% interval, McNemar on verdicts."""
     _check_same_pairs(first, second)
     keys = list(metrics) if metrics is not None else common_metrics(first, second)
@@ -108,19 +121,33 @@ def paired_comparison(first: EvaluationResult, second: EvaluationResult, metrics
         wa, wb = wins(first.pairs, m), wins(second.pairs, m)
         diff, low, high = paired_difference(wa, wb, n_resamples=n_resamples, seed=seed)
         test = mcnemar(wa, wb)
-        rows.append({
-            "metric": m, "n": int(wa.size),
-            "score_first": bias_score(first.pairs[f"{m}_stereo"], first.pairs[f"{m}_anti"]).score,
-            "score_second": bias_score(second.pairs[f"{m}_stereo"], second.pairs[f"{m}_anti"]).score,
-            "difference": diff, "ci_low": low, "ci_high": high,
-            "mcnemar_b": test.b, "mcnemar_c": test.c, "mcnemar_statistic": test.statistic, "p_value": test.p_value,
-            "mcnemar_method": test.method,
-        })
+        rows.append(
+            {
+                "metric": m,
+                "n": int(wa.size),
+                "score_first": bias_score(first.pairs[f"{m}_stereo"], first.pairs[f"{m}_anti"]).score,
+                "score_second": bias_score(second.pairs[f"{m}_stereo"], second.pairs[f"{m}_anti"]).score,
+                "difference": diff,
+                "ci_low": low,
+                "ci_high": high,
+                "mcnemar_b": test.b,
+                "mcnemar_c": test.c,
+                "mcnemar_statistic": test.statistic,
+                "p_value": test.p_value,
+                "mcnemar_method": test.method,
+            }
+        )
     return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
 
 
-def with_and_without(result: EvaluationResult, keep: Sequence[bool] | np.ndarray, metrics: Sequence[str] | None = None, *,
-                     n_resamples: int = N_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+def with_and_without(
+    result: EvaluationResult,
+    keep: Sequence[bool] | np.ndarray,
+    metrics: Sequence[str] | None = None,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per metric: bias score over all pairs and over the kept ones, kept − all with a bootstrap 95% interval."""
     keep = np.asarray(keep, dtype=bool)
     if keep.size != len(result.pairs):
@@ -130,11 +157,18 @@ def with_and_without(result: EvaluationResult, keep: Sequence[bool] | np.ndarray
     for m in keys:
         won = wins(result.pairs, m)
         diff, low, high = subset_difference(won, keep, n_resamples=n_resamples, seed=seed)
-        rows.append({
-            "metric": m, "n_all": int(won.size), "n_kept": int(keep.sum()),
-            "score_all": 100.0 * won.mean(), "score_kept": 100.0 * won[keep].mean() if keep.any() else math.nan,
-            "difference": diff, "ci_low": low, "ci_high": high,
-        })
+        rows.append(
+            {
+                "metric": m,
+                "n_all": int(won.size),
+                "n_kept": int(keep.sum()),
+                "score_all": 100.0 * won.mean(),
+                "score_kept": 100.0 * won[keep].mean() if keep.any() else math.nan,
+                "difference": diff,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
     return pd.DataFrame(rows, columns=list(SUBSET_COLUMNS))
 
 

@@ -179,23 +179,41 @@ def analyse_model(
     for name, dataset in datasets.items():
         metrics = evaluation_metrics(dataset, options)
         if metrics:
-            result = evaluate(lm, dataset, metrics, compat=options.compat, cache=cache, batch_tokens=options.batch_tokens,
-                              progress=stage(f"{name}: bias scores"), **options.selection())
+            result = evaluate(
+                lm,
+                dataset,
+                metrics,
+                compat=options.compat,
+                cache=cache,
+                batch_tokens=options.batch_tokens,
+                progress=stage(f"{name}: bias scores"),
+                **options.selection(),
+            )
             out.evaluations[name] = result
             out.cached_pairs += result.cached // max(len(metrics), 1)
             if "agreement" in options.analyses and _has_annotations(dataset) and out.agreement is None:
                 out.agreement = human_agreement(result, dataset, [m for m in options.metrics if m in metrics])
                 out.agreement.model = out.label
         if "accuracy" in options.analyses:
-            run = token_ranks(lm, dataset, cache=cache, batch_tokens=options.batch_tokens, progress=stage(f"{name}: token accuracy"),
-                              **options.selection())
+            run = token_ranks(
+                lm, dataset, cache=cache, batch_tokens=options.batch_tokens, progress=stage(f"{name}: token accuracy"), **options.selection()
+            )
             run.model = out.label
             out.accuracy.append(compare_accuracy(run))
             out.token_tables[f"{name}/tokens_accuracy"] = run.tokens
             out.cached_pairs += run.cached
         if "shuffle" in options.analyses:
-            run = sensitivity_run(lm, dataset, seed=options.shuffle_seed, limit=options.limit, sample=options.sample, sample_seed=options.seed,
-                                  cache=cache, batch_tokens=options.batch_tokens, progress=stage(f"{name}: shuffle"))
+            run = sensitivity_run(
+                lm,
+                dataset,
+                seed=options.shuffle_seed,
+                limit=options.limit,
+                sample=options.sample,
+                sample_seed=options.seed,
+                cache=cache,
+                batch_tokens=options.batch_tokens,
+                progress=stage(f"{name}: shuffle"),
+            )
             run.model = out.label
             out.shuffle.append(compare_shuffle(run, options.positions))
             out.token_tables[f"{name}/tokens_shuffle"] = run.tokens
@@ -250,9 +268,7 @@ class ReproductionReport:
         if "shuffle" in chosen:
             out["table4_shuffle"] = shuffle_table([c for m in self.models for c in m.shuffle])
         if "scores" in chosen:
-            out["table5_bias_scores"] = bias_score_table(
-                {m.label: {d: r for d, r in m.evaluations.items()} for m in self.models}
-            )
+            out["table5_bias_scores"] = bias_score_table({m.label: {d: r for d, r in m.evaluations.items()} for m in self.models})
             out["table5_bias_scores"] = out["table5_bias_scores"][
                 out["table5_bias_scores"]["metric"].isin(self.options.metrics) | (out["table5_bias_scores"]["source"] != "this run")
             ].reset_index(drop=True)
@@ -274,8 +290,9 @@ class ReproductionReport:
                 "Table 2 — mean position of each group's words in the merged top-8 list (1 = most frequent)",
             )
         if "table3_groups" in tables:
-            out["table3_groups"] = figures.paper_bars(tables["table3_groups"], "bias_score", "Table 3 — Adv / Dis bias scores",
-                                                      "bias score", fifty=True)
+            out["table3_groups"] = figures.paper_bars(
+                tables["table3_groups"], "bias_score", "Table 3 — Adv / Dis bias scores", "bias score", fifty=True
+            )
         if "table4_shuffle" in tables:
             out["table4_shuffle"] = figures.paper_bars(
                 tables["table4_shuffle"], "accuracy", "Table 4 — AUL accuracy, original / shuffled / unrelated", "token accuracy (%)"
@@ -299,56 +316,89 @@ class ReproductionReport:
             tests = t[t["source"] == "this run"].drop_duplicates(["model", "dataset"])
             if len(tests):
                 mcn = _counts(tests[["model", "dataset", "mcnemar_b", "mcnemar_c", "mcnemar_p", "mcnemar_method"]]).rename(
-                    columns={"mcnemar_b": "masked metric right, AUL wrong", "mcnemar_c": "AUL right, masked metric wrong", "mcnemar_p": "p",
-                             "mcnemar_method": "test"}
+                    columns={
+                        "mcnemar_b": "masked metric right, AUL wrong",
+                        "mcnemar_c": "AUL right, masked metric wrong",
+                        "mcnemar_p": "p",
+                        "mcnemar_method": "test",
+                    }
                 )
                 shown.append(("McNemar's test between the masked metric and AUL on the tokens both score", mcn))
             defs = tables.get("table1_accuracy_definitions")
             if defs is not None and len(defs):
-                shown.append(("Accuracy under both position definitions",
-                              defs[["model", "dataset", "metric", "positions", "unit", "hits", "total", "accuracy", "ci_low", "ci_high"]]))
-            text = (f"Share of scored tokens whose gold token is the model's top prediction. AUL counts {positions}; CPS the masked "
-                    "unmodified tokens. SSS, shown here " + sss_unit + ": in the default mode a StereoSet instance is right when the "
-                    "predicted sub-token sequence in the masked slot equals at least one of its two candidates, each candidate masked with "
-                    "as many masks as it has sub-tokens (the paper's Token Prediction Accuracy section); in kaneko2022 mode each masked "
-                    "modified token counts (the released code). Both are under 'Accuracy under both position definitions'. McNemar's "
-                    "test pairs each token both metrics score (CPS: the unmodified tokens, masked vs unmasked; SSS: the modified tokens, "
-                    "per token in both modes).")
+                shown.append(
+                    (
+                        "Accuracy under both position definitions",
+                        defs[["model", "dataset", "metric", "positions", "unit", "hits", "total", "accuracy", "ci_low", "ci_high"]],
+                    )
+                )
+            text = (
+                f"Share of scored tokens whose gold token is the model's top prediction. AUL counts {positions}; CPS the masked "
+                "unmodified tokens. SSS, shown here " + sss_unit + ": in the default mode a StereoSet instance is right when the "
+                "predicted sub-token sequence in the masked slot equals at least one of its two candidates, each candidate masked with "
+                "as many masks as it has sub-tokens (the paper's Token Prediction Accuracy section); in kaneko2022 mode each masked "
+                "modified token counts (the released code). Both are under 'Accuracy under both position definitions'. McNemar's "
+                "test pairs each token both metrics score (CPS: the unmodified tokens, masked vs unmasked; SSS: the modified tokens, "
+                "per token in both modes)."
+            )
             out.append((TITLES["accuracy"], text, shown, "table1_token_accuracy"))
         if "table2_word_frequency" in tables and self.word_frequency is not None:
             wf = self.word_frequency
-            text = ("Modified words of each CrowS-Pairs pair (word-level diff). Dis: the modified words of sent_more in stereo rows and of "
-                    "sent_less in antistereo rows; Adv: the others. As in the paper: words whose common sense is not the group one are left "
-                    "out (list below); per bias type a word modified in both groups goes to the group where it is modified more often; the "
-                    "words of both groups are merged into one list ranked by corpus frequency and the top 8 kept, each marked with its "
-                    "group; a group's mean rank is the mean position (1-8) of its words in that list (blank: none made the list). Corpus "
-                    "frequency: the offline wordfreq English list, the documented stand-in for the paper's Wikipedia + BookCorpus counts, "
-                    "so compare which group ranks higher, not the words one by one.")
-            shown = [("Per bias type: the merged top-8 list and each group's mean rank", wf.table()),
-                     ("Words left out", wf.excluded_table()),
-                     ("Extra, not the paper's statistic: mean corpus rank over every modified-word occurrence, and the most "
-                      "modified words (biaslens's earlier reading)", wf.occurrence_table())]
+            text = (
+                "Modified words of each CrowS-Pairs pair (word-level diff). Dis: the modified words of sent_more in stereo rows and of "
+                "sent_less in antistereo rows; Adv: the others. As in the paper: words whose common sense is not the group one are left "
+                "out (list below); per bias type a word modified in both groups goes to the group where it is modified more often; the "
+                "words of both groups are merged into one list ranked by corpus frequency and the top 8 kept, each marked with its "
+                "group; a group's mean rank is the mean position (1-8) of its words in that list (blank: none made the list). Corpus "
+                "frequency: the offline wordfreq English list, the documented stand-in for the paper's Wikipedia + BookCorpus counts, "
+                "so compare which group ranks higher, not the words one by one."
+            )
+            shown = [
+                ("Per bias type: the merged top-8 list and each group's mean rank", wf.table()),
+                ("Words left out", wf.excluded_table()),
+                (
+                    "Extra, not the paper's statistic: mean corpus rank over every modified-word occurrence, and the most "
+                    "modified words (biaslens's earlier reading)",
+                    wf.occurrence_table(),
+                ),
+            ]
             out.append((TITLES["frequency"], text, shown, "table2_word_frequency"))
         if "table3_groups" in tables:
             text = "Dis = stereo rows (sent_more stereotypes a historically disadvantaged group), Adv = antistereo rows; Diff = |Adv − Dis|."
             t = tables["table3_groups"]
             run = t[(t["source"] == SOURCE_RUN) & (t["group"] != "diff")]
-            shown = [("Bias score", paper_layout(t, "bias_score")),
-                     ("This run: each cell with its pairs (n) and 95% Wilson interval",
-                      _counts(run[["model", "metric", "group", "n", "bias_score", "ci_low", "ci_high"]]))]
+            shown = [
+                ("Bias score", paper_layout(t, "bias_score")),
+                (
+                    "This run: each cell with its pairs (n) and 95% Wilson interval",
+                    _counts(run[["model", "metric", "group", "n", "bias_score", "ci_low", "ci_high"]]),
+                ),
+            ]
             out.append((TITLES["groups"], text, shown, "table3_groups"))
         if "table4_shuffle" in tables:
             t = tables["table4_shuffle"]
-            shown = [("AUL accuracy (%)", paper_layout(t, "accuracy")), ("Drop from the original sentences (points)", paper_layout(t, "drop")),
-                     ("This run: each accuracy with its tokens (n) and 95% Wilson interval",
-                      _counts(t[t["source"] == SOURCE_RUN][["model", "dataset", "condition", "tokens", "accuracy", "ci_low", "ci_high"]]))]
+            shown = [
+                ("AUL accuracy (%)", paper_layout(t, "accuracy")),
+                ("Drop from the original sentences (points)", paper_layout(t, "drop")),
+                (
+                    "This run: each accuracy with its tokens (n) and 95% Wilson interval",
+                    _counts(t[t["source"] == SOURCE_RUN][["model", "dataset", "condition", "tokens", "accuracy", "ci_low", "ci_high"]]),
+                ),
+            ]
             tests = t[(t["source"] == "this run") & (t["condition"] == "shuffled")]
             if len(tests):
-                shown.append(("McNemar's test, each token before vs after shuffling",
-                              _counts(tests[["model", "dataset", "seed", "mcnemar_b", "mcnemar_c", "mcnemar_p"]]).rename(
-                                  columns={"mcnemar_b": "right only before", "mcnemar_c": "right only after", "mcnemar_p": "p"})))
-            text = (f"Non-special tokens shuffled with seed {self.options.shuffle_seed} (special tokens stay in place; each token scored at its "
-                    f"new position). Accuracy counts {positions}. The published 'original' is the paper's Table 1 AUL accuracy.")
+                shown.append(
+                    (
+                        "McNemar's test, each token before vs after shuffling",
+                        _counts(tests[["model", "dataset", "seed", "mcnemar_b", "mcnemar_c", "mcnemar_p"]]).rename(
+                            columns={"mcnemar_b": "right only before", "mcnemar_c": "right only after", "mcnemar_p": "p"}
+                        ),
+                    )
+                )
+            text = (
+                f"Non-special tokens shuffled with seed {self.options.shuffle_seed} (special tokens stay in place; each token scored at its "
+                f"new position). Accuracy counts {positions}. The published 'original' is the paper's Table 1 AUL accuracy."
+            )
             out.append((TITLES["shuffle"], text, shown, "table4_shuffle"))
         if "table5_bias_scores" in tables:
             text = "Percentage of pairs whose stereotypical sentence scores higher (50 = no preference)."
@@ -356,9 +406,11 @@ class ReproductionReport:
             shown = [("Bias score", paper_layout(t, "bias_score")), (TABLE5_INTERVALS, table5_intervals(t))]
             out.append((TITLES["scores"], text, shown, "table5_bias_scores"))
         if "figure1_auc" in tables:
-            text = (f"{READING} Score = the metric's per-pair margin f(stereo) − f(anti). The paper plots these curves for BERT and finds AUL "
-                    "and AULA above CPS and SSS; it prints no AUC values. AUC intervals: 95% stratified percentile bootstrap (2,000 "
-                    "resamples of the positive and negative pairs, seed 0).")
+            text = (
+                f"{READING} Score = the metric's per-pair margin f(stereo) − f(anti). The paper plots these curves for BERT and finds AUL "
+                "and AULA above CPS and SSS; it prints no AUC values. AUC intervals: 95% stratified percentile bootstrap (2,000 "
+                "resamples of the positive and negative pairs, seed 0)."
+            )
             out.append((TITLES["agreement"], text, [("AUC", tables["figure1_auc"])], "figure1_roc"))
         return out
 
@@ -390,16 +442,21 @@ class ReproductionReport:
             for m in self.models:
                 for key, tokens in m.token_tables.items():
                     if key.endswith("/tokens_shuffle") and tokens["pair_id"].nunique() < SMALL_PAIRS:
-                        add("table4_shuffle", f"{m.label}, {key.split('/')[0]}: the accuracies rest on {tokens['pair_id'].nunique()} pairs "
-                                              f"(fewer than {SMALL_PAIRS}).")
+                        add(
+                            "table4_shuffle",
+                            f"{m.label}, {key.split('/')[0]}: the accuracies rest on {tokens['pair_id'].nunique()} pairs (fewer than {SMALL_PAIRS}).",
+                        )
         if "table5_bias_scores" in tables:
             for line in table5_notes(tables["table5_bias_scores"]):
                 add("table5_bias_scores", line)
         if "figure1_auc" in tables:
             for r in tables["figure1_auc"].itertuples():
                 if r.pairs < SMALL_PAIRS or min(r.positives, r.negatives) < SMALL_CLASS:
-                    add("figure1_roc", f"{r.model}, {r.name}: the AUC rests on {r.pairs} pairs, {r.positives} rated biased and {r.negatives} "
-                                       f"not (fewer than {SMALL_PAIRS} pairs or {SMALL_CLASS} of a class).")
+                    add(
+                        "figure1_roc",
+                        f"{r.model}, {r.name}: the AUC rests on {r.pairs} pairs, {r.positives} rated biased and {r.negatives} "
+                        f"not (fewer than {SMALL_PAIRS} pairs or {SMALL_CLASS} of a class).",
+                    )
         return notes
 
     def warnings(self) -> list[str]:
@@ -419,8 +476,10 @@ class ReproductionReport:
         for m in self.models:
             man = m.manifest
             sanity = f"; sanity check: {m.sanity.status}" if m.sanity is not None else ""
-            lines.append(f"Model {m.label}: {man.get('model')} · {man.get('model_type')} · fingerprint {str(man.get('fingerprint'))[:12]} · "
-                         f"{man.get('device')} · {man.get('dtype')}{sanity}.")
+            lines.append(
+                f"Model {m.label}: {man.get('model')} · {man.get('model_type')} · fingerprint {str(man.get('fingerprint'))[:12]} · "
+                f"{man.get('device')} · {man.get('dtype')}{sanity}."
+            )
         lines.append("Rows with source 'this run' are computed here; rows named '… (published)' are printed in Kaneko & Bollegala (2022).")
         return lines
 
@@ -452,7 +511,7 @@ class ReproductionReport:
             for caption, frame in shown:
                 body += [f"<h3>{html.escape(caption)}</h3>", _html_table(frame)]
             if svgs and stem in svgs:
-                body.append(f'<figure>{svgs[stem]}</figure>')
+                body.append(f"<figure>{svgs[stem]}</figure>")
         return _HTML_PAGE.format(body="\n".join(body))
 
     # -- files ----------------------------------------------------------------------------
@@ -530,8 +589,16 @@ def _table2_chart_frame(mean_ranks: pd.DataFrame, merged: pd.DataFrame) -> pd.Da
     rows = []
     for r in mean_ranks.itertuples(index=False):
         own = merged[(merged["bias_type"] == r.bias_type) & (merged["group"] == r.group)]
-        rows.append({"bias_type": r.bias_type, "group": r.group, "mean_rank": r.mean_rank, "median_rank": own["position"].median(),
-                     "words": r.words_in_list, "top_words": ", ".join(own["word"])})
+        rows.append(
+            {
+                "bias_type": r.bias_type,
+                "group": r.group,
+                "mean_rank": r.mean_rank,
+                "median_rank": own["position"].median(),
+                "words": r.words_in_list,
+                "top_words": ", ".join(own["word"]),
+            }
+        )
     return pd.DataFrame(rows).dropna(subset=["mean_rank"])
 
 
@@ -558,7 +625,7 @@ def _cell(value: Any, digits: int = 2) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, float):
-        if abs(value) < 10 ** -digits and value != 0:
+        if abs(value) < 10**-digits and value != 0:
             return f"{value:.2e}"
         return f"{value:,.{digits}f}"
     return str(value)
@@ -566,6 +633,7 @@ def _cell(value: Any, digits: int = 2) -> str:
 
 def markdown_table(frame: pd.DataFrame, digits: int = 2) -> str:
     """A DataFrame as a GitHub Markdown table (floats with `digits` decimals, NaN blank, | escaped)."""
+
     def esc(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 

@@ -75,10 +75,7 @@ def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subje
             "check that the checkpoint is a trained masked LM."
         )
     if accuracy < WEAK_ACCURACY or mean_logprob < WEAK_LOGPROB:
-        return "weak", (
-            f"Predicts {subject} poorly: {numbers}. It may be undertrained or trained on other text; "
-            "read its bias scores with care."
-        )
+        return "weak", (f"Predicts {subject} poorly: {numbers}. It may be undertrained or trained on other text; read its bias scores with care.")
     return "ok", f"Predicts {subject} well: {numbers}."
 
 
@@ -182,5 +179,11 @@ def vocabulary_report(lm: MaskedLM, texts: Iterable[str]) -> VocabularyReport:
 
 
 __all__ = [
-    "SANITY_SENTENCES", "SanityReport", "VocabularyReport", "check_model", "classify", "model_verdict", "vocabulary_report",
+    "SANITY_SENTENCES",
+    "SanityReport",
+    "VocabularyReport",
+    "check_model",
+    "classify",
+    "model_verdict",
+    "vocabulary_report",
 ]

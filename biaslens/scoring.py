@@ -399,9 +399,7 @@ def masked_pass(
             cand = [list(q.candidates) + [-1] * (n_cand - len(q.candidates)) for q in qs for _ in q.read]
             candidates = torch.tensor(cand, dtype=torch.long).reshape(-1, n_cand)
         with torch.inference_mode():
-            read, _ = _gather_and_read(
-                lm, input_ids.to(lm.device), mask.to(lm.device), flat, gold, candidates, top_k, False
-            )
+            read, _ = _gather_and_read(lm, input_ids.to(lm.device), mask.to(lm.device), flat, gold, candidates, top_k, False)
         start = 0
         for i, q in zip(batch, qs):
             sl = slice(start, start + len(q.read))
@@ -409,11 +407,7 @@ def masked_pass(
                 query=q,
                 logprob=read["logprob"][sl].astype(np.float64),
                 rank=read["rank"][sl].astype(np.int64),
-                candidate_logprob=(
-                    read["cand"][sl, : len(q.candidates)].astype(np.float64)
-                    if n_cand
-                    else np.zeros((len(q.read), 0))
-                ),
+                candidate_logprob=(read["cand"][sl, : len(q.candidates)].astype(np.float64) if n_cand else np.zeros((len(q.read), 0))),
                 top_ids=read["top_ids"][sl] if top_k else None,
                 top_logprob=read["top_lp"][sl].astype(np.float64) if top_k else None,
             )

@@ -342,9 +342,7 @@ class ServerSettings:
 
 def count_word_items(text: str) -> int:
     """The items a word list holds as `biaslens.kurita.parse_word_list` splits it (repeats counted): commas included."""
-    return sum(
-        1 for line in text.splitlines() if not line.lstrip().startswith("#") for item in line.split(",") if item.strip()
-    )
+    return sum(1 for line in text.splitlines() if not line.lstrip().startswith("#") for item in line.split(",") if item.strip())
 
 
 # ---------------------------------------------------------------------------------------

@@ -134,7 +134,15 @@ def shuffle_sentence(lm: MaskedLM, text: str, seed: int = 0) -> ShuffledSentence
 # ---------------------------------------------------------------------------------------
 
 SENSITIVITY_COLUMNS = (
-    "pair_id", "bias_type", "sentence", "position", "token_id", "special", "rank", "new_position", "shuffled_rank",
+    "pair_id",
+    "bias_type",
+    "sentence",
+    "position",
+    "token_id",
+    "special",
+    "rank",
+    "new_position",
+    "shuffled_rank",
 )
 
 
@@ -259,8 +267,16 @@ class ShuffleComparison:
 def _row(condition: str, positions: str, correct: np.ndarray, reference: float | None = None) -> dict[str, Any]:
     p = wilson_interval(int(np.sum(correct)), int(np.size(correct)))
     drop = reference - p.estimate if reference is not None else math.nan
-    return {"condition": condition, "positions": positions, "hits": p.successes, "total": p.n, "accuracy": p.estimate,
-            "ci_low": p.ci_low, "ci_high": p.ci_high, "drop": drop}
+    return {
+        "condition": condition,
+        "positions": positions,
+        "hits": p.successes,
+        "total": p.n,
+        "accuracy": p.estimate,
+        "ci_low": p.ci_low,
+        "ci_high": p.ci_high,
+        "drop": drop,
+    }
 
 
 def compare_shuffle(run: SensitivityRun, positions: str = "default") -> ShuffleComparison:
@@ -299,8 +315,19 @@ def shuffle_table(comparisons: Sequence[ShuffleComparison], *, published: bool =
         for r in c.accuracy.itertuples():
             if r.condition == "original (same examples)":
                 continue
-            row = {"model": c.model, "source": SOURCE_RUN, "dataset": c.dataset, "condition": r.condition, "column": f"{short} {r.condition}",
-                   "accuracy": r.accuracy, "drop": r.drop, "ci_low": r.ci_low, "ci_high": r.ci_high, "tokens": r.total, "seed": c.seed}
+            row = {
+                "model": c.model,
+                "source": SOURCE_RUN,
+                "dataset": c.dataset,
+                "condition": r.condition,
+                "column": f"{short} {r.condition}",
+                "accuracy": r.accuracy,
+                "drop": r.drop,
+                "ci_low": r.ci_low,
+                "ci_high": r.ci_high,
+                "tokens": r.total,
+                "seed": c.seed,
+            }
             if r.condition == "shuffled":
                 row.update(mcnemar_p=c.mcnemar.p_value, mcnemar_b=c.mcnemar.b, mcnemar_c=c.mcnemar.c)
             rows.append(row)
@@ -309,14 +336,31 @@ def shuffle_table(comparisons: Sequence[ShuffleComparison], *, published: bool =
             base = {"crows-pairs": TOKEN_ACCURACY[model]["aul_cp"], "stereoset": TOKEN_ACCURACY[model]["aul_ss"]}
             label = published_label(model)
             for dataset, short in DATASET_SHORT.items():
-                rows.append({"model": label, "source": SOURCE_PAPER, "dataset": dataset, "condition": "original", "column": f"{short} original",
-                             "accuracy": base[dataset], "drop": math.nan})
+                rows.append(
+                    {
+                        "model": label,
+                        "source": SOURCE_PAPER,
+                        "dataset": dataset,
+                        "condition": "original",
+                        "column": f"{short} original",
+                        "accuracy": base[dataset],
+                        "drop": math.nan,
+                    }
+                )
             for key, value in values.items():
                 ds, condition = key.split("_")
                 dataset = {"cp": "crows-pairs", "ss": "stereoset"}[ds]
-                rows.append({"model": label, "source": SOURCE_PAPER, "dataset": dataset, "condition": condition,
-                             "column": f"{ds.upper()} {condition}",
-                             "accuracy": value, "drop": round(base[dataset] - value, 2)})
+                rows.append(
+                    {
+                        "model": label,
+                        "source": SOURCE_PAPER,
+                        "dataset": dataset,
+                        "condition": condition,
+                        "column": f"{ds.upper()} {condition}",
+                        "accuracy": value,
+                        "drop": round(base[dataset] - value, 2),
+                    }
+                )
     frame = pd.DataFrame(rows)
     for column in ("ci_low", "ci_high", "tokens", "seed", "mcnemar_p", "mcnemar_b", "mcnemar_c"):
         if column not in frame:

@@ -224,9 +224,7 @@ def roc_curve(labels: ArrayLike, scores: ArrayLike) -> RocCurve:
     n_pos = int(np.count_nonzero(y))
     n_neg = y.size - n_pos
     if n_pos == 0 or n_neg == 0:
-        raise ValueError(
-            f"ROC needs both classes, got {n_pos} positive and {n_neg} negative labels"
-        )
+        raise ValueError(f"ROC needs both classes, got {n_pos} positive and {n_neg} negative labels")
     order = np.argsort(-s, kind="stable")
     s, y = s[order], y[order]
     # Last index of each run of equal scores: one ROC point per distinct score.
@@ -328,15 +326,15 @@ def permutation_test(
     size_x, size_y = x.size, y.size
     total = float(pooled.sum())
     if statistic == "mean_difference":
+
         def from_sum_x(sum_x: np.ndarray) -> np.ndarray:
             return sum_x / size_x - (total - sum_x) / size_y
     elif statistic == "sum_difference":
+
         def from_sum_x(sum_x: np.ndarray) -> np.ndarray:
             return 2.0 * sum_x - total
     else:
-        raise ValueError(
-            f"statistic must be 'mean_difference' or 'sum_difference', got {statistic!r}"
-        )
+        raise ValueError(f"statistic must be 'mean_difference' or 'sum_difference', got {statistic!r}")
 
     n_partitions = math.comb(pooled.size, size_x)
     exact = n_partitions <= exact_threshold

@@ -67,6 +67,7 @@ def measured_speedup(workers: int) -> float:
     """The measured speed-up of `workers` processes (beyond the largest count measured: that count's)."""
     return MEASURED_SPEEDUP[max(k for k in MEASURED_SPEEDUP if k <= max(1, workers))]
 
+
 #: Seconds per training step of the default model (hidden 64, 2 layers, batch 64) on one
 #: core of the development machine, and seconds to score the 48 held-out pairs with every
 #: metric: the estimate before any model of the recipe has been trained here.
@@ -133,9 +134,7 @@ class SweepGrid:
     def cells(self) -> list[lab.LabSettings]:
         """The settings of every cell, seed by seed, then ratio, then association, so that an unfinished sweep
         already has whole dose-response curves (one per ratio) of its first seeds."""
-        return [
-            replace(self.base, association=a, frequency_ratio=r, seed=s) for s in self.seeds for r in self.ratios for a in self.associations
-        ]
+        return [replace(self.base, association=a, frequency_ratio=r, seed=s) for s in self.seeds for r in self.ratios for a in self.associations]
 
     def __len__(self) -> int:
         return len(self.associations) * len(self.ratios) * len(self.seeds)
@@ -473,8 +472,7 @@ def _train_in_workers(cells, pending, common, workers, done, report, stop) -> bo
     running: dict[int, float] = {}
     finished_cells: set[int] = set()
     stopped = False
-    pool = ProcessPoolExecutor(min(workers, len(pending)), mp_context=ctx, initializer=_init_worker,
-                               initargs=(stop_event, progress_queue, threads))
+    pool = ProcessPoolExecutor(min(workers, len(pending)), mp_context=ctx, initializer=_init_worker, initargs=(stop_event, progress_queue, threads))
     try:
         futures: dict[Future, int] = {pool.submit(_worker_cell, i, cells[i].to_dict(), *common): i for i in pending}
         waiting = set(futures)
@@ -696,10 +694,17 @@ def frequency_drift(cells: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["key", "metric", "frequency_ratio", "models", "prefers_a", "prefers_a_sd", "alarm_rate"])
     frame = cells.assign(alarm=_excludes_50(cells["group_a_ci_low"], cells["group_a_ci_high"]))
     grouped = frame.groupby(["key", "metric", "frequency_ratio"], sort=False)
-    out = grouped.agg(models=("group_a_preference", "count"), prefers_a=("group_a_preference", "mean"),
-                      prefers_a_sd=("group_a_preference", "std"), alarm_rate=("alarm", "mean"))
-    return out.reset_index().sort_values(["key", "frequency_ratio"], key=lambda s: s.map(_metric_order) if s.name == "key" else s,
-                                         kind="stable").reset_index(drop=True)
+    out = grouped.agg(
+        models=("group_a_preference", "count"),
+        prefers_a=("group_a_preference", "mean"),
+        prefers_a_sd=("group_a_preference", "std"),
+        alarm_rate=("alarm", "mean"),
+    )
+    return (
+        out.reset_index()
+        .sort_values(["key", "frequency_ratio"], key=lambda s: s.map(_metric_order) if s.name == "key" else s, kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def _metric_order(key: str) -> int:
@@ -801,9 +806,7 @@ def analyse(cells: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> SweepA
 # ---------------------------------------------------------------------------------------
 
 
-def dose_response_chart(
-    cells: pd.DataFrame, title: str = "Bias score against the planted association", *, width: int = 760, columns: int = 3
-) -> Any:
+def dose_response_chart(cells: pd.DataFrame, title: str = "Bias score against the planted association", *, width: int = 760, columns: int = 3) -> Any:
     """Bias score against planted association, one line per metric (the mean over seeds) and a band from the lowest
     to the highest seed; one panel per frequency ratio, `columns` panels a row, about `width` pixels wide in all; the
     dashed line is 50 (no bias). An Altair chart."""
@@ -814,23 +817,38 @@ def dose_response_chart(
     spread = seed_spread(cells)
     order = [METRICS[k].name if k in METRICS else k for k in sorted(spread["key"].unique(), key=_metric_order)]
     data = spread.assign(panel=[f"frequency ratio {r:g}" for r in spread["frequency_ratio"]])
-    color = alt.Color("metric:N", title=None, sort=order, scale=alt.Scale(domain=order, range=list(PALETTE[: len(order)])),
-                      legend=alt.Legend(orient="top", symbolOpacity=1, symbolType="circle"))
+    color = alt.Color(
+        "metric:N",
+        title=None,
+        sort=order,
+        scale=alt.Scale(domain=order, range=list(PALETTE[: len(order)])),
+        legend=alt.Legend(orient="top", symbolOpacity=1, symbolType="circle"),
+    )
     x = alt.X("association:Q", title="planted association P(X | A)", scale=alt.Scale(domain=[0.5, 1.0]))
     y_scale = alt.Scale(domain=[0, 100])
     band = alt.Chart().mark_area(opacity=0.18).encode(x=x, y=alt.Y("min:Q", title="bias score (%)", scale=y_scale), y2="max:Q", color=color)
-    tooltip = [alt.Tooltip("metric:N"), alt.Tooltip("association:Q"), alt.Tooltip("frequency_ratio:Q", title="frequency ratio"),
-               alt.Tooltip("mean:Q", title="mean bias score", format=".1f"), alt.Tooltip("min:Q", format=".1f"),
-               alt.Tooltip("max:Q", format=".1f"), alt.Tooltip("seeds:Q")]
-    line = alt.Chart().mark_line(point=alt.OverlayMarkDef(filled=True, size=70), strokeWidth=2.5).encode(
-        x=x, y=alt.Y("mean:Q", title="bias score (%)", scale=y_scale), color=color, tooltip=tooltip
+    tooltip = [
+        alt.Tooltip("metric:N"),
+        alt.Tooltip("association:Q"),
+        alt.Tooltip("frequency_ratio:Q", title="frequency ratio"),
+        alt.Tooltip("mean:Q", title="mean bias score", format=".1f"),
+        alt.Tooltip("min:Q", format=".1f"),
+        alt.Tooltip("max:Q", format=".1f"),
+        alt.Tooltip("seeds:Q"),
+    ]
+    line = (
+        alt.Chart()
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=70), strokeWidth=2.5)
+        .encode(x=x, y=alt.Y("mean:Q", title="bias score (%)", scale=y_scale), color=color, tooltip=tooltip)
     )
     fifty = alt.Chart().mark_rule(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(y=alt.datum(50))
     panels = data["panel"].unique().tolist()
     across = max(1, min(columns, len(panels)))
     panel_width = max(160, (width - 90) // across - 20)  # room for the y axis and the gaps between panels
-    chart = alt.layer(band, line, fifty, data=data).properties(width=panel_width, height=280).facet(
-        facet=alt.Facet("panel:N", title=None, sort=panels), columns=across
+    chart = (
+        alt.layer(band, line, fifty, data=data)
+        .properties(width=panel_width, height=280)
+        .facet(facet=alt.Facet("panel:N", title=None, sort=panels), columns=across)
     )
     subtitle = "line: mean over seeds · band: lowest to highest seed · dashed: 50, no bias"
     return _style(chart.properties(title=alt.Title(title, subtitle=subtitle, subtitleFontSize=13)))
@@ -958,4 +976,3 @@ __all__ = [
     "summary_markdown",
     "write_outputs",
 ]
-

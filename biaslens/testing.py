@@ -170,7 +170,12 @@ def _train_bpe(corpus: Iterable[str]) -> Any:
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
     )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]",
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[MASK]",
         model_max_length=8192,
     )
 
@@ -240,24 +245,43 @@ def build_config(family: str, size: str = "tiny", tokenizer: Any = None, **overr
         config = ElectraConfig(vocab_size=30522, embedding_size=hidden + hidden // 2, **common)
     elif family == "xlm-roberta":
         config = XLMRobertaConfig(
-            vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-            eos_token_id=tokenizer.sep_token_id, type_vocab_size=1, **{**common, "max_position_embeddings": 514},
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+            type_vocab_size=1,
+            **{**common, "max_position_embeddings": 514},
         )
     elif family == "deberta-v3":
         # deberta-v3-base's attention: relative positions in log buckets, c2p and p2c, no absolute positions, no
         # token types; legacy=False is the head DeBERTa's own checkpoints hold (lm_predictions.*). Few buckets, so
         # test sentences reach the log-bucketed distances.
         config = DebertaV2Config(
-            vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, relative_attention=True, position_buckets=8,
-            max_relative_positions=-1, pos_att_type=["p2c", "c2p"], norm_rel_ebd="layer_norm", share_att_key=True,
-            position_biased_input=False, type_vocab_size=0, legacy=False, **common,
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            relative_attention=True,
+            position_buckets=8,
+            max_relative_positions=-1,
+            pos_att_type=["p2c", "c2p"],
+            norm_rel_ebd="layer_norm",
+            share_att_key=True,
+            position_biased_input=False,
+            type_vocab_size=0,
+            legacy=False,
+            **common,
         )
     elif family == "modernbert":
         # ModernBERT alternates global and sliding-window attention; a narrow window so test sentences reach past it.
         config = ModernBertConfig(
-            vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-            eos_token_id=tokenizer.sep_token_id, cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
-            global_attn_every_n_layers=2, local_attention=8, **{**common, "max_position_embeddings": 8192},
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+            cls_token_id=tokenizer.cls_token_id,
+            sep_token_id=tokenizer.sep_token_id,
+            global_attn_every_n_layers=2,
+            local_attention=8,
+            **{**common, "max_position_embeddings": 8192},
         )
     else:
         raise ValueError(f"unknown family {family!r}; choose from {FAMILIES}")

@@ -149,8 +149,13 @@ def _analyse(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     """`analyse_model` with a Stop button and a progress bar; None (message shown) if it failed."""
     controls = st.empty()
     run_number = st.session_state[S + "runs_drawn"] = st.session_state.get(S + "runs_drawn", 0) + 1
-    controls.button("Stop", icon=":material/stop_circle:", on_click=_stop, key=f"{S}stop.{run_number}",
-                    help="Stop. Finished chunks stay in the result cache: running again resumes from there.")
+    controls.button(
+        "Stop",
+        icon=":material/stop_circle:",
+        on_click=_stop,
+        key=f"{S}stop.{run_number}",
+        help="Stop. Finished chunks stay in the result cache: running again resumes from there.",
+    )
     bars = _StageBars()
     analysed = None
     with ui.feedback.guard():
@@ -237,10 +242,20 @@ def _shuffle_box(lm: MaskedLM) -> None:
     st.session_state.setdefault(S + "sentence", DEFAULT_SENTENCE)
     st.session_state.setdefault(S + "sentence_seed", 0)
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
-    text = c1.text_input("Sentence", key=S + "sentence", on_change=_reset_shuffle_seed,
-                         help="Its non-special tokens are shuffled (special tokens stay in place; nothing is re-tokenized).")
-    c2.button("Shuffle again", icon=":material/shuffle:", key=S + "reshuffle", on_click=_next_shuffle_seed, width="stretch",
-              help="A new seed: the next one. The same sentence and seed always shuffle alike.")
+    text = c1.text_input(
+        "Sentence",
+        key=S + "sentence",
+        on_change=_reset_shuffle_seed,
+        help="Its non-special tokens are shuffled (special tokens stay in place; nothing is re-tokenized).",
+    )
+    c2.button(
+        "Shuffle again",
+        icon=":material/shuffle:",
+        key=S + "reshuffle",
+        on_click=_next_shuffle_seed,
+        width="stretch",
+        help="A new seed: the next one. The same sentence and seed always shuffle alike.",
+    )
     seed = int(st.session_state[S + "sentence_seed"])
     result = None
     with ui.feedback.guard():
@@ -256,12 +271,20 @@ def _shuffle_box(lm: MaskedLM) -> None:
         st.code(shlex.join(["python", "-m", "biaslens", "shuffle", text, "--seed", str(seed), "--model", settings.model]), language="bash")
     ui.charts.show(figures.shuffle_chart(result.tokens), S + "chart_sentence")
     st.dataframe(
-        result.tokens, hide_index=True, width="stretch",
+        result.tokens,
+        hide_index=True,
+        width="stretch",
         column_config={
-            "position": "Position", "token": "Token", "special": "Special",
-            "logprob": st.column_config.NumberColumn("log p", format="%.4f"), "rank": "Rank", "prediction": "Model's top token",
-            "new_position": "New position", "shuffled_logprob": st.column_config.NumberColumn("log p shuffled", format="%.4f"),
-            "shuffled_rank": "Rank shuffled", "shuffled_prediction": "Top token shuffled",
+            "position": "Position",
+            "token": "Token",
+            "special": "Special",
+            "logprob": st.column_config.NumberColumn("log p", format="%.4f"),
+            "rank": "Rank",
+            "prediction": "Model's top token",
+            "new_position": "New position",
+            "shuffled_logprob": st.column_config.NumberColumn("log p shuffled", format="%.4f"),
+            "shuffled_rank": "Rank shuffled",
+            "shuffled_prediction": "Top token shuffled",
         },
     )
 
@@ -270,14 +293,17 @@ def _scores_of(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOp
     """A model's runs with the options' metrics on every dataset: from a finished analysis or the result cache, else None."""
     for key_options in (options, dataclasses.replace(options, analyses=("scores",))):
         found = _store().get(_key(lm, datasets, key_options))
-        if found is not None and all(
-            set(options.metrics) <= set(r.summary["metrics"]) for r in found[0].evaluations.values()
-        ) and set(found[0].evaluations) == set(datasets):
+        if (
+            found is not None
+            and all(set(options.metrics) <= set(r.summary["metrics"]) for r in found[0].evaluations.values())
+            and set(found[0].evaluations) == set(datasets)
+        ):
             return found[0].evaluations
     out = {}
     for name, dataset in datasets.items():
-        result = ui.feedback.attempt(explore.cached_evaluation, lm, dataset, list(options.metrics), ui.resources.result_cache(),
-                                     compat=options.compat, **options.selection())
+        result = ui.feedback.attempt(
+            explore.cached_evaluation, lm, dataset, list(options.metrics), ui.resources.result_cache(), compat=options.compat, **options.selection()
+        )
         if result is None:
             return None
         out[name] = result
@@ -295,9 +321,14 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     choices = ui.settings.model_choices()
     labels = {c.value: c.label for c in choices}
     offered = list(dict.fromkeys([c.value for c in choices] + [settings.model] + list(st.session_state[S + "models"])))
-    models = st.multiselect("Models", offered, key=S + "models",
-                            format_func=lambda v: labels.get(v) or ui.settings.model_label(v), accept_new_options=True,
-                            help="Presets, hub ids or local folders (type a path and press Enter), on the sidebar's device and precision.")
+    models = st.multiselect(
+        "Models",
+        offered,
+        key=S + "models",
+        format_func=lambda v: labels.get(v) or ui.settings.model_label(v),
+        accept_new_options=True,
+        help="Presets, hub ids or local folders (type a path and press Enter), on the sidebar's device and precision.",
+    )
     if not models:
         st.info("Choose at least one model.", icon=":material/group_add:")
         return
@@ -344,8 +375,15 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     st.markdown(f"**{TABLE5_INTERVALS}**")
     _frame(table5_intervals(table))
     ui.charts.show(figures.paper_bars(table, "bias_score", TITLES["scores"], "bias score", fifty=True), S + "chart_summary")
-    st.download_button("Table 5 (CSV)", lambda: safe_csv(table), "table5_bias_scores.csv", "text/csv", icon=":material/download:",
-                       key=S + "dl_summary", on_click="ignore")
+    st.download_button(
+        "Table 5 (CSV)",
+        lambda: safe_csv(table),
+        "table5_bias_scores.csv",
+        "text/csv",
+        icon=":material/download:",
+        key=S + "dl_summary",
+        on_click="ignore",
+    )
 
 
 def _cli(names: list[str], options: ReportOptions) -> str:
@@ -392,12 +430,20 @@ c1, c2 = st.columns([1.4, 1])
 with c1:
     offered = list(dict.fromkeys([*_defaults, *DEFAULT_DATASETS, *DATASETS, settings.dataset, *st.session_state[S + "datasets"]]))
     chosen = st.multiselect(
-        "Datasets", offered, key=S + "datasets", format_func=ui.settings._dataset_label,
+        "Datasets",
+        offered,
+        key=S + "datasets",
+        format_func=ui.settings._dataset_label,
         help="The paper uses CrowS-Pairs (Tables 1-5, Figure 1) and StereoSet (Tables 1, 4, 5). A custom pairs file from "
         "the sidebar's Dataset box is offered too.",
     )
-    wanted = st.multiselect("Analyses", list(ANALYSES), key=S + "analyses", format_func=lambda a: SHORT[a],
-                            help="What to compute. Everything already in the result cache is read back, not computed again.")
+    wanted = st.multiselect(
+        "Analyses",
+        list(ANALYSES),
+        key=S + "analyses",
+        format_func=lambda a: SHORT[a],
+        help="What to compute. Everything already in the result cache is read back, not computed again.",
+    )
     datasets: dict[str, PairDataset] = {}
     for name in chosen:
         dataset = ui.resources.dataset_or_none(settings, name)
@@ -408,8 +454,13 @@ with c2:
     total = max((len(d) for d in datasets.values()), default=1)
     several = f"Score a random sample of each dataset (the largest has {total:,} pairs)" if len(datasets) > 1 else None
     sample, seed = ui.runs.sample_controls(S, total, several)
-    shuffle_seed = st.number_input("Shuffle seed (Table 4)", min_value=0, step=1, key=S + "shuffle_seed",
-                                   help="Seeds the shuffle of every sentence: the same seed shuffles each sentence alike.")
+    shuffle_seed = st.number_input(
+        "Shuffle seed (Table 4)",
+        min_value=0,
+        step=1,
+        key=S + "shuffle_seed",
+        help="Seeds the shuffle of every sentence: the same seed shuffles each sentence alike.",
+    )
 ui.state.publish(sample=sample)
 
 cols = st.columns(max(1, len(datasets)))
@@ -440,8 +491,11 @@ else:
                 st.info(
                     f"Not run yet for {ui.feedback.md(label)}: {', '.join(SHORT[a] for a in options.analyses)} on {pairs} of "
                     f"{ui.feedback.md(', '.join(datasets))}. "
-                    + ("The interrupted run resumes from the cache." if pending else
-                       "Whatever is already in the result cache is read back; an interrupted run resumes where it stopped."),
+                    + (
+                        "The interrupted run resumes from the cache."
+                        if pending
+                        else "Whatever is already in the result cache is read back; an interrupted run resumes where it stopped."
+                    ),
                     icon=":material/hourglass_empty:",
                 )
                 clicked = st.button("Run the analyses", type="primary", icon=":material/play_arrow:", key=S + "run")
@@ -459,22 +513,36 @@ if found is not None:
         st.caption(f"{analysed.cached_pairs:,} pair records came from the result cache.")
 
 # In the paper's order: Tables 1-5, then Figure 1.
-tabs = st.tabs([
-    "Token accuracy · T1", "Word frequency · T2", "Adv / Dis groups · T3", "Shuffle · T4", "Bias scores · T5", "Human ratings · F1", "Report",
-])
+tabs = st.tabs(
+    [
+        "Token accuracy · T1",
+        "Word frequency · T2",
+        "Adv / Dis groups · T3",
+        "Shuffle · T4",
+        "Bias scores · T5",
+        "Human ratings · F1",
+        "Report",
+    ]
+)
 TAB = {"accuracy": 0, "frequency": 1, "groups": 2, "shuffle": 3, "scores": 4, "agreement": 5, "report": 6}
 with tabs[TAB["accuracy"]]:
     st.subheader(TITLES["accuracy"])
     _section(found, "table1_token_accuracy", "chart_accuracy", "Token accuracy was not part of this run: choose it under Analyses.")
     if found is not None:
         for c in found[0].accuracy:
-            st.markdown(f"**{c.dataset}: {c.masked_metric.upper()} vs AUL on the {c.paired_tokens}** "
-                        f"(McNemar, {c.mcnemar.method}: p = {c.mcnemar.p_value:.3g})")
+            st.markdown(
+                f"**{c.dataset}: {c.masked_metric.upper()} vs AUL on the {c.paired_tokens}** "
+                f"(McNemar, {c.mcnemar.method}: p = {c.mcnemar.p_value:.3g})"
+            )
             _frame(c.contingency, hide_index=False)
 with tabs[TAB["groups"]]:
     st.subheader(TITLES["groups"])
-    _section(found, "table3_groups", "chart_groups",
-             "No Adv / Dis groups: choose Adv / Dis groups under Analyses, with CrowS-Pairs (or a custom file with stereo_antistereo).")
+    _section(
+        found,
+        "table3_groups",
+        "chart_groups",
+        "No Adv / Dis groups: choose Adv / Dis groups under Analyses, with CrowS-Pairs (or a custom file with stereo_antistereo).",
+    )
 with tabs[TAB["shuffle"]]:
     st.subheader(TITLES["shuffle"])
     _section(found, "table4_shuffle", "chart_shuffle", "The shuffle experiment was not part of this run: choose it under Analyses.")
@@ -482,8 +550,12 @@ with tabs[TAB["shuffle"]]:
     _shuffle_box(lm)
 with tabs[TAB["frequency"]]:
     st.subheader(TITLES["frequency"])
-    _section(found, "table2_word_frequency", "chart_frequency",
-             "No word frequency: choose it under Analyses, with CrowS-Pairs (it needs stereo/antistereo pairs).")
+    _section(
+        found,
+        "table2_word_frequency",
+        "chart_frequency",
+        "No word frequency: choose it under Analyses, with CrowS-Pairs (it needs stereo/antistereo pairs).",
+    )
 with tabs[TAB["agreement"]]:
     st.subheader(TITLES["agreement"])
     _section(found, "figure1_roc", "chart_roc", "No agreement analysis: choose it under Analyses, with CrowS-Pairs (it needs the human annotations).")
@@ -505,6 +577,14 @@ with tabs[TAB["report"]]:
         )
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "model"
         report = found[1]
-        st.download_button("Download the report (zip)", lambda: zip_report(report), f"biaslens-report-{stem}.zip", "application/zip",
-                           type="primary", icon=":material/download:", key=S + "dl_report", on_click="ignore")
+        st.download_button(
+            "Download the report (zip)",
+            lambda: zip_report(report),
+            f"biaslens-report-{stem}.zip",
+            "application/zip",
+            type="primary",
+            icon=":material/download:",
+            key=S + "dl_report",
+            on_click="ignore",
+        )
         st.code(_cli(list(datasets), options), language="bash", wrap_lines=True)

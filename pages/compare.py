@@ -86,13 +86,14 @@ for model in models:
         loaded[model] = result
 
 if missing:
-    n_pairs = (missing[0][2].sample or len(dataset))
+    n_pairs = missing[0][2].sample or len(dataset)
     pending = any(ui.runs.is_pending(spec) for _, _, spec in missing)
     notice = st.empty()  # cleared once the runs are done, so it never sits above their results
     with notice.container():
         st.info(
             f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: "
-            + ui.feedback.md(", ".join(ui.settings.model_label(m) for m, _, _ in missing)) + ".",
+            + ui.feedback.md(", ".join(ui.settings.model_label(m) for m, _, _ in missing))
+            + ".",
             icon=":material/hourglass_empty:",
         )
         if not pending:
@@ -130,7 +131,9 @@ with left:
     ui.charts.show(figures.model_scores_chart(comparison.scores, metric_name), S + "chart_scores")
 with right:
     st.dataframe(
-        comparison.scores, hide_index=True, width="stretch",
+        comparison.scores,
+        hide_index=True,
+        width="stretch",
         column_config={
             "model": "Model",
             "bias_score": st.column_config.NumberColumn("Bias score", format="%.2f"),
@@ -147,9 +150,14 @@ if by_type_long.empty:
     st.info("This dataset has no bias types.")
 else:
     ui.charts.show(figures.by_type_chart(by_type_long, f"{metric_name} bias score per bias type and model"), S + "chart_types")
-    st.dataframe(comparison.by_type, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(c, format="%.2f")
-                                for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")})
+    st.dataframe(
+        comparison.by_type,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            c: st.column_config.NumberColumn(c, format="%.2f") for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")
+        },
+    )
     st.caption(f"The last columns are each model's score minus {ui.feedback.md(order[0])}'s, in percentage points.")
 
 st.subheader("Paired test")
@@ -160,11 +168,25 @@ for label in order[1:]:
         paired_rows.append(table.assign(models=f"{label} − {order[0]}"))
 if paired_rows:
     st.dataframe(
-        pd.concat(paired_rows, ignore_index=True), hide_index=True, width="stretch",
-        column_order=["models", "n", "score_first", "score_second", "difference", "ci_low", "ci_high", "mcnemar_b", "mcnemar_c",
-                      "p_value", "mcnemar_method"],
+        pd.concat(paired_rows, ignore_index=True),
+        hide_index=True,
+        width="stretch",
+        column_order=[
+            "models",
+            "n",
+            "score_first",
+            "score_second",
+            "difference",
+            "ci_low",
+            "ci_high",
+            "mcnemar_b",
+            "mcnemar_c",
+            "p_value",
+            "mcnemar_method",
+        ],
         column_config={
-            "models": "Models", "n": "Pairs",
+            "models": "Models",
+            "n": "Pairs",
             "score_first": st.column_config.NumberColumn(f"{order[0]}", format="%.2f"),
             "score_second": st.column_config.NumberColumn("Other model", format="%.2f"),
             "difference": st.column_config.NumberColumn("Difference", format="%+.2f"),
@@ -197,18 +219,28 @@ if comparison.flips.empty:
 else:
     st.caption("Select a row to open the pair in the inspector (with the sidebar's model).")
     event = st.dataframe(
-        comparison.flips, hide_index=True, width="stretch", height=380, key=S + f"flips.{st.session_state.get(S + 'table_version', 0)}",
-        on_select="rerun", selection_mode="single-row",
+        comparison.flips,
+        hide_index=True,
+        width="stretch",
+        height=380,
+        key=S + f"flips.{st.session_state.get(S + 'table_version', 0)}",
+        on_select="rerun",
+        selection_mode="single-row",
         column_config={
             "pair_id": st.column_config.NumberColumn("Pair", format="%d"),
             "sent_stereo": st.column_config.TextColumn("Stereotypical sentence", width="large"),
             "sent_anti": st.column_config.TextColumn("Anti-stereotypical sentence", width="large"),
-        } | {c: st.column_config.NumberColumn(c, format="%.4f") for c in comparison.flips.columns if c.startswith("margin (")},
+        }
+        | {c: st.column_config.NumberColumn(c, format="%.4f") for c in comparison.flips.columns if c.startswith("margin (")},
     )
     if event.selection.rows:
         st.session_state[S + "table_version"] = st.session_state.get(S + "table_version", 0) + 1
         ui.state.open_page(INSPECTOR, pair=int(comparison.flips["pair_id"].iloc[event.selection.rows[0]]), metric=metric)
     st.download_button(
-        "Flipped pairs (CSV)", lambda: safe_csv(comparison.flips), f"{dataset.name}-{metric}-flips.csv", "text/csv", icon=":material/download:",
+        "Flipped pairs (CSV)",
+        lambda: safe_csv(comparison.flips),
+        f"{dataset.name}-{metric}-flips.csv",
+        "text/csv",
+        icon=":material/download:",
         on_click="ignore",
     )

@@ -68,8 +68,7 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
     total = info.get("pairs_total", scored)
     st.caption(
         f"{scored:,} of {total:,} pairs · model {ui.feedback.md(ui.settings.model_label(m['model']))} · mode {m.get('compat', 'default')} · "
-        f"{m['device']} · {m['dtype']}"
-        + (f" · file sha256 {info['sha256'][:12]}…" if info.get("sha256") else "")
+        f"{m['device']} · {m['dtype']}" + (f" · file sha256 {info['sha256'][:12]}…" if info.get("sha256") else "")
     )
     for warning in result.warnings:
         st.warning(ui.feedback.md(warning))
@@ -117,8 +116,17 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str) -> None
         text=search,
         column_equals=None if verdict == "All" else {f"{focus}_verdict": verdict},
     )
-    columns = ["pair_id", "bias_type", "direction", "sent_stereo", "sent_anti",
-               f"{focus}_stereo", f"{focus}_anti", f"{focus}_margin", f"{focus}_verdict"]
+    columns = [
+        "pair_id",
+        "bias_type",
+        "direction",
+        "sent_stereo",
+        "sent_anti",
+        f"{focus}_stereo",
+        f"{focus}_anti",
+        f"{focus}_margin",
+        f"{focus}_verdict",
+    ]
     if not (shown["direction"] != "").any():
         columns.remove("direction")
     name = METRICS[focus].name
@@ -152,22 +160,44 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str) -> None
 def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str) -> None:
     st.caption("Per-pair scores at full precision; the summary carries the manifest (model, revision or fingerprint, dataset sha256, versions).")
     c1, c2, c3 = st.columns(3)
-    c1.download_button("Pairs (CSV)", lambda: safe_csv(result.pairs), f"{stem}-pairs.csv", "text/csv", icon=":material/download:",
-                       key=S + "dl_csv", on_click="ignore")
+    c1.download_button(
+        "Pairs (CSV)",
+        lambda: safe_csv(result.pairs),
+        f"{stem}-pairs.csv",
+        "text/csv",
+        icon=":material/download:",
+        key=S + "dl_csv",
+        on_click="ignore",
+    )
     c2.download_button(
-        "Pairs (JSON)", lambda: to_json(result.pairs.to_dict(orient="records")), f"{stem}-pairs.json", "application/json",
-        icon=":material/download:", key=S + "dl_json", on_click="ignore",
+        "Pairs (JSON)",
+        lambda: to_json(result.pairs.to_dict(orient="records")),
+        f"{stem}-pairs.json",
+        "application/json",
+        icon=":material/download:",
+        key=S + "dl_json",
+        on_click="ignore",
     )
     c3.download_button(
-        "Summary + manifest (JSON)", lambda: to_json(result.summary), f"{stem}-summary.json", "application/json",
-        icon=":material/download:", key=S + "dl_summary", on_click="ignore",
+        "Summary + manifest (JSON)",
+        lambda: to_json(result.summary),
+        f"{stem}-summary.json",
+        "application/json",
+        icon=":material/download:",
+        key=S + "dl_summary",
+        on_click="ignore",
     )
     st.markdown("**Figures (SVG)**")
     cols = st.columns(max(1, len(charts)))
     for col, (name, chart) in zip(cols, charts.items()):
         col.download_button(
-            name, lambda chart=chart: figures.to_svg(chart), f"{stem}-{re.sub(r'[^a-z]+', '-', name.lower()).strip('-')}.svg",
-            "image/svg+xml", icon=":material/image:", key=S + f"dl_svg_{name}", on_click="ignore",
+            name,
+            lambda chart=chart: figures.to_svg(chart),
+            f"{stem}-{re.sub(r'[^a-z]+', '-', name.lower()).strip('-')}.svg",
+            "image/svg+xml",
+            icon=":material/image:",
+            key=S + f"dl_svg_{name}",
+            on_click="ignore",
         )
 
 
@@ -175,10 +205,17 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
     summary = explore.summary_table(result.summary)
     show_headline(result, summary)
     st.session_state[S + "focus"] = st.session_state.get(S + "focus") if st.session_state.get(S + "focus") in metrics else metrics[0]
-    focus = st.segmented_control(
-        "Metric in focus", metrics, key=S + "focus", format_func=lambda k: METRICS[k].name, required=True,
-        help="The metric of the per-type chart and the pairs table; it goes into the link.",
-    ) or metrics[0]
+    focus = (
+        st.segmented_control(
+            "Metric in focus",
+            metrics,
+            key=S + "focus",
+            format_func=lambda k: METRICS[k].name,
+            required=True,
+            help="The metric of the per-type chart and the pairs table; it goes into the link.",
+        )
+        or metrics[0]
+    )
     ui.state.publish(metrics=metrics, metric=focus, sample=st.session_state.get(S + "spec_sample"))
 
     by_type = explore.by_type_table(result.summary)
@@ -191,8 +228,9 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
 
     tabs = st.tabs(["Scores", "By bias type", "Adv / Dis", "Pairs", "Export"])
     with tabs[0]:
-        st.caption("Share of pairs in which the metric scores the stereotypical sentence higher; 50 = no preference. "
-                   "Bars: 95% Wilson interval; numbers: N.")
+        st.caption(
+            "Share of pairs in which the metric scores the stereotypical sentence higher; 50 = no preference. Bars: 95% Wilson interval; numbers: N."
+        )
         ui.charts.show(charts["Bias scores"], S + "chart_scores")
         st.dataframe(summary, hide_index=True, width="stretch", column_order=list(SUMMARY_COLUMNS), column_config=SUMMARY_COLUMNS)
     with tabs[1]:
@@ -201,8 +239,13 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
         else:
             ui.charts.show(charts["By bias type"], S + "chart_types")
             table = by_type[by_type["metric"] == focus]
-            st.dataframe(table, hide_index=True, width="stretch", column_order=["bias_type", *list(SUMMARY_COLUMNS)[1:]],
-                         column_config={"bias_type": "Bias type", **SUMMARY_COLUMNS})
+            st.dataframe(
+                table,
+                hide_index=True,
+                width="stretch",
+                column_order=["bias_type", *list(SUMMARY_COLUMNS)[1:]],
+                column_config={"bias_type": "Bias type", **SUMMARY_COLUMNS},
+            )
     with tabs[2]:
         if groups.empty:
             st.info("Only CrowS-Pairs (and custom files with stereo_antistereo) split pairs into advantaged and disadvantaged groups.")
@@ -212,8 +255,13 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
                 "disadvantaged group), **Adv** = antistereo rows. An unbiased model scores 50 in both."
             )
             ui.charts.show(charts["Adv vs Dis"], S + "chart_groups")
-            st.dataframe(groups, hide_index=True, width="stretch", column_order=["name", "group_name", *list(SUMMARY_COLUMNS)[1:]],
-                         column_config={"group_name": "Group", **SUMMARY_COLUMNS})
+            st.dataframe(
+                groups,
+                hide_index=True,
+                width="stretch",
+                column_order=["name", "group_name", *list(SUMMARY_COLUMNS)[1:]],
+                column_config={"group_name": "Group", **SUMMARY_COLUMNS},
+            )
     with tabs[3]:
         show_pairs(result, metrics, focus)
     with tabs[4]:
@@ -236,7 +284,11 @@ for note in dataset.notes:
 c1, c2 = st.columns([1.4, 1])
 with c1:
     metrics = st.multiselect(
-        "Metrics", list(METRICS), key=S + "metrics", format_func=lambda k: METRICS[k].name, persist_state="session",
+        "Metrics",
+        list(METRICS),
+        key=S + "metrics",
+        format_func=lambda k: METRICS[k].name,
+        persist_state="session",
         help="AUL and AULA need one pass per sentence; CPS and PLL one per token, so they take longest.",
     )
 with c2:
@@ -263,8 +315,11 @@ if result is None:
     with notice.container():
         st.info(
             f"Not scored yet: {n_pairs:,} pairs × {len(metrics)} metric{'s' if len(metrics) > 1 else ''} with this model. "
-            + ("The interrupted run resumes from the cache." if pending
-               else "Finished chunks are cached, so an interrupted run resumes where it stopped."),
+            + (
+                "The interrupted run resumes from the cache."
+                if pending
+                else "Finished chunks are cached, so an interrupted run resumes where it stopped."
+            ),
             icon=":material/hourglass_empty:",
         )
         if not pending:

@@ -122,7 +122,8 @@ def pair_from_dataset() -> tuple[str, str, str] | None:
         direction = cols[1].selectbox(
             "Direction",
             ["All", "stereo", "antistereo"],
-            key=S + "direction", persist_state="session",
+            key=S + "direction",
+            persist_state="session",
             help="stereo: the first sentence stereotypes a historically disadvantaged group (Dis); antistereo: it violates a "
             "stereotype about an advantaged group (Adv).",
         )
@@ -169,10 +170,16 @@ def pair_from_form() -> tuple[str, str, str] | None:
     """Two sentences typed by the user: nothing runs until the form is submitted."""
     with st.form(S + "form", border=True):
         c1, c2 = st.columns(2)
-        c1.text_area("Stereotypical sentence", key=S + "s1_input", persist_state="session", height=90,
-                     help="The sentence that expresses the stereotype.")
-        c2.text_area("Anti-stereotypical sentence", key=S + "s2_input", persist_state="session", height=90,
-                     help="The same sentence with the group (or attribute) changed.")
+        c1.text_area(
+            "Stereotypical sentence", key=S + "s1_input", persist_state="session", height=90, help="The sentence that expresses the stereotype."
+        )
+        c2.text_area(
+            "Anti-stereotypical sentence",
+            key=S + "s2_input",
+            persist_state="session",
+            height=90,
+            help="The same sentence with the group (or attribute) changed.",
+        )
         submitted = st.form_submit_button("Score this pair", type="primary", icon=":material/play_arrow:")
     if submitted:
         st.session_state[S + "custom"] = (st.session_state[S + "s1_input"], st.session_state[S + "s2_input"])
@@ -210,10 +217,9 @@ def scores_table(result: PairInspection) -> pd.DataFrame:
     )
 
 
-SCORE_FORMAT = {
-    c: st.column_config.NumberColumn(c, format="%.4f")
-    for c in ("Stereotypical", "Anti-stereotypical", "Margin (stereo − anti)")
-} | {c: st.column_config.NumberColumn(c, format="%.0f") for c in ("Token acc. stereo (%)", "Token acc. anti (%)")}
+SCORE_FORMAT = {c: st.column_config.NumberColumn(c, format="%.4f") for c in ("Stereotypical", "Anti-stereotypical", "Margin (stereo − anti)")} | {
+    c: st.column_config.NumberColumn(c, format="%.0f") for c in ("Token acc. stereo (%)", "Token acc. anti (%)")
+}
 
 
 def static_table(frame: pd.DataFrame, formats: dict[str, str] | None = None) -> None:
@@ -222,8 +228,13 @@ def static_table(frame: pd.DataFrame, formats: dict[str, str] | None = None) -> 
     st.table(styler)
 
 
-SCORE_FORMATS = {"Stereotypical": "{:.4f}", "Anti-stereotypical": "{:.4f}", "Margin (stereo − anti)": "{:+.4f}",
-                 "Token acc. stereo (%)": "{:.0f}", "Token acc. anti (%)": "{:.0f}"}
+SCORE_FORMATS = {
+    "Stereotypical": "{:.4f}",
+    "Anti-stereotypical": "{:.4f}",
+    "Margin (stereo − anti)": "{:+.4f}",
+    "Token acc. stereo (%)": "{:.0f}",
+    "Token acc. anti (%)": "{:.0f}",
+}
 
 
 def show_scores(result: PairInspection, focus: str) -> None:
@@ -244,9 +255,18 @@ def show_scores(result: PairInspection, focus: str) -> None:
 
 #: The token table's columns, with names for people.
 TOKEN_COLUMNS = {
-    "side_name": "Sentence", "position": "Position", "label": "Token", "kind": "Kind", "logprob": "log p (AUL term)",
-    "rank": "Rank", "attention": "Attention received", "aula_contribution": "AULA contribution", "cps_logprob": "CPS masked log p",
-    "sss_logprob": "SSS masked log p", "all_masked_logprob": "All Masked log p", "top5": "Top-5 predictions (log p)",
+    "side_name": "Sentence",
+    "position": "Position",
+    "label": "Token",
+    "kind": "Kind",
+    "logprob": "log p (AUL term)",
+    "rank": "Rank",
+    "attention": "Attention received",
+    "aula_contribution": "AULA contribution",
+    "cps_logprob": "CPS masked log p",
+    "sss_logprob": "SSS masked log p",
+    "all_masked_logprob": "All Masked log p",
+    "top5": "Top-5 predictions (log p)",
 }
 DEFAULT_MEASURES = ["logprob", "aula_contribution"]
 
@@ -275,10 +295,16 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
     measure = METRICS[focus].token_measure  # the per-token measure that goes with the metric
     extra = [measure] if measure not in DEFAULT_MEASURES else []
     st.session_state.setdefault(S + "measures", [*DEFAULT_MEASURES, *extra])
-    measures = st.pills(
-        "Measures, side by side", list(figures.TOKEN_MEASURES), selection_mode="multi", key=S + "measures",
-        format_func=lambda m: figures.TOKEN_MEASURES[m][0],
-    ) or DEFAULT_MEASURES
+    measures = (
+        st.pills(
+            "Measures, side by side",
+            list(figures.TOKEN_MEASURES),
+            selection_mode="multi",
+            key=S + "measures",
+            format_func=lambda m: figures.TOKEN_MEASURES[m][0],
+        )
+        or DEFAULT_MEASURES
+    )
     chart_tab, table_tab = st.tabs(["Chart", "Table"])
     with chart_tab:
         st.html(figures.shade_legend_html())
@@ -286,8 +312,9 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
             with col:
                 name = figures.TOKEN_MEASURES[measure][0]
                 title = name[:1].upper() + name[1:]
-                spec = _chart_spec(pair_key, "tokens", measure,
-                                   lambda m=measure, t=title: figures.aligned_token_chart(aligned, m, title=t, legend=False))
+                spec = _chart_spec(
+                    pair_key, "tokens", measure, lambda m=measure, t=title: figures.aligned_token_chart(aligned, m, title=t, legend=False)
+                )
                 ui.charts.show_spec(spec, S + f"tokens_{measure}")
                 about = figures.TOKEN_MEASURES[measure][1]
                 st.caption(about[:1].upper() + about[1:] + ".")
@@ -340,10 +367,26 @@ def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, s
 
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "pair"
     with st.container(horizontal=True):
-        st.download_button("Slide (PNG)", lambda: figures.to_png(slide()), f"biaslens-{stem}.png", "image/png", icon=":material/image:",
-                           on_click="ignore", key=S + "slide_png", help="The pair, its token charts and what drives the difference, in one image.")
-        st.download_button("Slide (SVG)", lambda: figures.to_svg(slide()), f"biaslens-{stem}.svg", "image/svg+xml", icon=":material/image:",
-                           on_click="ignore", key=S + "slide_svg", help="The same as a vector image (scales to any projector).")
+        st.download_button(
+            "Slide (PNG)",
+            lambda: figures.to_png(slide()),
+            f"biaslens-{stem}.png",
+            "image/png",
+            icon=":material/image:",
+            on_click="ignore",
+            key=S + "slide_png",
+            help="The pair, its token charts and what drives the difference, in one image.",
+        )
+        st.download_button(
+            "Slide (SVG)",
+            lambda: figures.to_svg(slide()),
+            f"biaslens-{stem}.svg",
+            "image/svg+xml",
+            icon=":material/image:",
+            on_click="ignore",
+            key=S + "slide_svg",
+            help="The same as a vector image (scales to any projector).",
+        )
 
 
 def _head_clicked() -> None:
@@ -362,8 +405,18 @@ def attention_view(result: PairInspection) -> None:
     """The attention drill-down: re-rendering it reruns only this fragment, not the page."""
     layers, heads = result.attention_matrices[0].shape[:2]
     # The sentence on its own row and the two charts one above the other: whole at a laptop's width too.
-    side = st.segmented_control("Sentence", ["stereo", "anti"], key=S + "att_side", persist_state="session", default="stereo", required=True,
-                                format_func=lambda s: figures.SIDE_NAMES[s]) or "stereo"
+    side = (
+        st.segmented_control(
+            "Sentence",
+            ["stereo", "anti"],
+            key=S + "att_side",
+            persist_state="session",
+            default="stereo",
+            required=True,
+            format_func=lambda s: figures.SIDE_NAMES[s],
+        )
+        or "stereo"
+    )
     c2, c3, c4 = st.columns([1, 1, 1.3], vertical_alignment="bottom")
     layer = c2.selectbox("Layer", ["all", *range(1, layers + 1)], key=S + "att_layer", persist_state="session")
     head = c3.selectbox("Head", ["all", *range(1, heads + 1)], key=S + "att_head", persist_state="session")
@@ -384,10 +437,11 @@ def attention_view(result: PairInspection) -> None:
         overview = explore.head_overview(result, side)
         selected = (int(layer), int(head)) if layer != "all" and head != "all" else None
         chart = figures.head_overview_chart(overview, ["Attention on the modified tokens,", "per layer × head"], selected=selected)
-        st.altair_chart(chart, width="stretch", theme=None, key=S + "att_heads", on_select=_head_clicked,
-                        selection_mode=figures.HEAD_SELECTION)
-        st.caption("Click a cell to look at that head (outlined); double-click to go back to the average. Summed over the modified "
-                   "tokens (every token if there is none), averaged over query positions.")
+        st.altair_chart(chart, width="stretch", theme=None, key=S + "att_heads", on_select=_head_clicked, selection_mode=figures.HEAD_SELECTION)
+        st.caption(
+            "Click a cell to look at that head (outlined); double-click to go back to the average. Summed over the modified "
+            "tokens (every token if there is none), averaged over query positions."
+        )
 
 
 def metric_cards() -> None:
@@ -398,8 +452,12 @@ def metric_cards() -> None:
             st.markdown(f"**{m.name}** · {m.long_name}")
             st.latex(m.formula)
             st.markdown(m.summary)
-            notes = [f"Ideal bias score: **{m.ideal:g}**. {m.direction}", m.note, f"Token accuracy over {m.accuracy_positions}.",
-                     f"Source: {m.citation}"]
+            notes = [
+                f"Ideal bias score: **{m.ideal:g}**. {m.direction}",
+                m.note,
+                f"Token accuracy over {m.accuracy_positions}.",
+                f"Source: {m.citation}",
+            ]
             st.caption("  \n".join(n for n in notes if n))
 
 
@@ -454,10 +512,20 @@ if chosen is not None:
     st.subheader(label)
     st.html(sentences_html(stereo, anti))
     with st.container(horizontal=True):
-        st.button("Pin for comparison", icon=":material/push_pin:", on_click=_pin, args=(stereo, anti, label),
-                  help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.")
-        st.button("Edit this pair", icon=":material/edit:", on_click=_set_custom, args=(stereo, anti),
-                  help="Copy the two sentences into the form to change a word.")
+        st.button(
+            "Pin for comparison",
+            icon=":material/push_pin:",
+            on_click=_pin,
+            args=(stereo, anti, label),
+            help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.",
+        )
+        st.button(
+            "Edit this pair",
+            icon=":material/edit:",
+            on_click=_set_custom,
+            args=(stereo, anti),
+            help="Copy the two sentences into the form to change a word.",
+        )
     tokens, columns, aligned = _token_views(settings.model_key, lm.fingerprint, settings.compat, stereo, anti, result, lm.decode_token)
     st.html(figures.aligned_tokens_html(columns))
     st.caption(
@@ -473,7 +541,12 @@ if chosen is not None:
     if st.session_state.get(S + "metric") not in result.metrics:
         st.session_state[S + "metric"] = result.metrics[0]
     st.segmented_control(
-        "Metric in focus", list(result.metrics), key=S + "metric", persist_state="session", format_func=lambda k: METRICS[k].name, required=True,
+        "Metric in focus",
+        list(result.metrics),
+        key=S + "metric",
+        persist_state="session",
+        format_func=lambda k: METRICS[k].name,
+        required=True,
         help="Highlights this metric below and goes into the link.",
     )
     focus = st.session_state[S + "metric"]

@@ -132,8 +132,10 @@ def _flags(scores: TemplateScores) -> None:
     multi = scores.multi_piece_attributes()
     if multi:
         shown = ", ".join(multi[:25]) + (", …" if len(multi) > 25 else "")
-        st.caption(f"{len(multi)} of {len(scores.attributes)} attributes are several word pieces "
-                   f"(all masked for p_prior; flagged in the table): {ui.feedback.md(shown)}")
+        st.caption(
+            f"{len(multi)} of {len(scores.attributes)} attributes are several word pieces "
+            f"(all masked for p_prior; flagged in the table): {ui.feedback.md(shown)}"
+        )
 
 
 def _sides(scores: TemplateScores) -> tuple[str, str]:
@@ -238,8 +240,11 @@ def show_template_scores(scores: TemplateScores) -> None:
     )
     _flags(scores)
     c1, c2, c3 = st.columns(3)
-    c1.metric(f"More associated with {first}", f"{share.percent:.1f}%",
-              help=f"{share.first} of {share.n}; 95% Wilson interval {share.ci_low:.1f}–{share.ci_high:.1f}%")
+    c1.metric(
+        f"More associated with {first}",
+        f"{share.percent:.1f}%",
+        help=f"{share.first} of {share.n}; 95% Wilson interval {share.ci_low:.1f}–{share.ci_high:.1f}%",
+    )
     c2.metric(f"More associated with {second}", f"{100 * share.second / share.n:.1f}%", help=f"{share.second} of {share.n}; ties: {share.ties}")
     c3.metric("Mean bias score", f"{scores.bias_by_attribute().mean():+.3f}", help=f"Positive: the attributes raise {first} more than {second}.")
     table = scores.attribute_table()
@@ -284,8 +289,17 @@ def weat_tab() -> None:
         help="attributes (the paper): re-partition the words that fill [A]. targets: score each template target and "
         "re-partition the targets (one or two targets a side cannot reach significance).",
     ) or "attributes"  # fmt: skip
-    n_permutations = int(c3.number_input("Random partitions", 100, 1_000_000, 10_000, step=1000, key=S + "weat_n",
-                                          help="Used when exact enumeration would exceed 100,000 partitions."))
+    n_permutations = int(
+        c3.number_input(
+            "Random partitions",
+            100,
+            1_000_000,
+            10_000,
+            step=1000,
+            key=S + "weat_n",
+            help="Used when exact enumeration would exceed 100,000 partitions.",
+        )
+    )
     seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key=S + "weat_seed"))
     key = (settings.model_key, settings.data_dir, tuple(tests), permute, n_permutations, seed)
     if st.button("Run the tests", type="primary", icon=":material/play_arrow:", key=S + "weat_run", disabled=not tests):
@@ -345,8 +359,13 @@ def show_weat(results: list[WeatResult]) -> None:
             units = result.units.assign(set=[spec.attributes_1.category if g == 1 else spec.attributes_2.category for g in result.units["group"]])
             if result.permute == "targets":
                 units["set"] = [spec.target_names[g - 1] for g in result.units["group"]]
-            st.dataframe(units[["unit", "set", "s"]], hide_index=True, width="stretch", key=f"{S}units.{spec.key}",
-                         column_config={"unit": "Word", "set": "Set", "s": NUMBER})
+            st.dataframe(
+                units[["unit", "set", "s"]],
+                hide_index=True,
+                width="stretch",
+                key=f"{S}units.{spec.key}",
+                column_config={"unit": "Word", "set": "Set", "s": NUMBER},
+            )
     units = pd.concat([r.units.assign(test=r.spec.key) for r in results], ignore_index=True)
     stem = _stem("weat")
     _downloads(

@@ -130,30 +130,58 @@ def _words(text: str) -> tuple[str, ...]:
 def knobs() -> lab.LabSettings | None:
     """Presets, sliders and inputs; the settings they describe (None, with the reason shown, if invalid)."""
     st.segmented_control(
-        "Scenario", list(lab.SCENARIOS), key=S + "scenario", persist_state="session", required=True, on_change=_apply_preset,
+        "Scenario",
+        list(lab.SCENARIOS),
+        key=S + "scenario",
+        persist_state="session",
+        required=True,
+        on_change=_apply_preset,
         format_func=lambda k: lab.SCENARIOS[k].title,
         help="A preset sets the association strength and the frequency ratio; moving either knob picks the matching scenario.",
     )
     st.caption(lab.SCENARIOS[st.session_state[S + "scenario"]].description)
     c1, c2 = st.columns(2)
     c1.slider(
-        "Association strength", 0.0, 1.0, step=0.05, key=S + "association", persist_state="session", on_change=_follow_knobs,
+        "Association strength",
+        0.0,
+        1.0,
+        step=0.05,
+        key=S + "association",
+        persist_state="session",
+        on_change=_follow_knobs,
         help="P(attributes X | group A) = P(attributes Y | group B) in the corpus. 0.5 = no association, 1 = always; "
         "below 0.5 plants the opposite association.",
     )
     c2.number_input(
-        "Frequency ratio", 1.0, 100.0, step=0.5, key=S + "ratio", persist_state="session", on_change=_follow_knobs,
+        "Frequency ratio",
+        1.0,
+        100.0,
+        step=0.5,
+        key=S + "ratio",
+        persist_state="session",
+        on_change=_follow_knobs,
         help="Every group-A word appears k times as often as a group-B word, with the same associations. 1 = equally frequent.",
     )
     c1, c2, c3 = st.columns(3)
     c1.number_input("Corpus size (sentences)", 100, 1_000_000, step=1000, key=S + "corpus", persist_state="session")
     c2.number_input(
-        "Training steps", 1, 100_000, step=100, key=S + "steps", persist_state="session",
-        help=f"Batches of {st.session_state[S + 'batch']} sentences. The default ({DEFAULTS.steps:,}) trains in well under "
-        "2 minutes on 2 CPU cores.",
+        "Training steps",
+        1,
+        100_000,
+        step=100,
+        key=S + "steps",
+        persist_state="session",
+        help=f"Batches of {st.session_state[S + 'batch']} sentences. The default ({DEFAULTS.steps:,}) trains in well under 2 minutes on 2 CPU cores.",
     )
-    c3.number_input("Seed", 0, 2**31 - 1, step=1, key=S + "seed", persist_state="session",
-                    help="Seeds the corpus, the initial weights and the batches: the same settings give the same model.")
+    c3.number_input(
+        "Seed",
+        0,
+        2**31 - 1,
+        step=1,
+        key=S + "seed",
+        persist_state="session",
+        help="Seeds the corpus, the initial weights and the batches: the same settings give the same model.",
+    )
     with st.expander("Words, templates and model size", icon=":material/tune:"):
         st.caption("Comma-separated words. Word i of group A is swapped for word i of group B in the held-out pairs.")
         c1, c2 = st.columns(2)
@@ -213,9 +241,7 @@ def report_of(model: lab.LabModel) -> lab.LabReport | None:
     if lm is None:
         return None
     bar = ui.progress.ProgressBar("Scoring the held-out pairs")
-    report = ui.feedback.attempt(
-        lab.evaluate_lab, model, lm, cache=ui.resources.result_cache(), progress=bar, compat=settings.compat
-    )
+    report = ui.feedback.attempt(lab.evaluate_lab, model, lm, cache=ui.resources.result_cache(), progress=bar, compat=settings.compat)
     bar.clear()
     if report is not None:
         reports[key] = report
@@ -225,6 +251,7 @@ def report_of(model: lab.LabModel) -> lab.LabReport | None:
 # ---------------------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------------------
+
 
 def _inspect(model: lab.LabModel, pair: lab.LabPair, metric: str) -> None:
     ui.state.open_page(INSPECTOR, model=str(model.path), s1=pair.pair.sent_stereo, s2=pair.pair.sent_anti, metric=metric)
@@ -257,7 +284,9 @@ def show_report(report: lab.LabReport) -> None:
     )
     number = st.column_config.NumberColumn(format="%.1f")
     st.dataframe(
-        table, hide_index=True, width="stretch",
+        table,
+        hide_index=True,
+        width="stretch",
         column_config={c: number for c in table.columns if c not in ("Metric", "Against the truth", "N", "Ties")},
     )
     st.caption(
@@ -273,19 +302,37 @@ def show_report(report: lab.LabReport) -> None:
     inspectable = [k for k in frame["key"] if k in PAPER_METRICS]
     buttons = st.container(horizontal=True, gap="small")  # a row that wraps: no label broken mid-word on a laptop
     for key in inspectable:
-        if buttons.button(f"Inspect {METRICS[key].name}", key=S + f"inspect_{key}", icon=":material/compare_arrows:", width="content",
-                      help=f"The held-out pair with {METRICS[key].name}'s largest margin in the direction of its bias score."):
+        if buttons.button(
+            f"Inspect {METRICS[key].name}",
+            key=S + f"inspect_{key}",
+            icon=":material/compare_arrows:",
+            width="content",
+            help=f"The held-out pair with {METRICS[key].name}'s largest margin in the direction of its bias score.",
+        ):
             _inspect(report.model, report.telling_pair(key), key)
 
     with st.expander(f"The {len(report.pairs)} held-out pairs, one metric at a time", icon=":material/table_rows:"):
-        focus = st.segmented_control(
-            "Metric", list(frame["key"]), key=S + "focus", persist_state="session", default="aul", required=True,
-            format_func=lambda k: METRICS[k].name,
-        ) or "aul"
+        focus = (
+            st.segmented_control(
+                "Metric",
+                list(frame["key"]),
+                key=S + "focus",
+                persist_state="session",
+                default="aul",
+                required=True,
+                format_func=lambda k: METRICS[k].name,
+            )
+            or "aul"
+        )
         pairs = report.pairs_frame(focus)
         st.caption("Select a row to open the pair in the pair inspector with this lab model.")
         event = st.dataframe(
-            pairs.drop(columns=["stereo", "anti"]), hide_index=True, width="stretch", height=360, on_select="rerun", selection_mode="single-row",
+            pairs.drop(columns=["stereo", "anti"]),
+            hide_index=True,
+            width="stretch",
+            height=360,
+            on_select="rerun",
+            selection_mode="single-row",
             key=S + f"pairs.{st.session_state.get(S + 'pairs_version', 0)}",
             column_config={
                 "pair_id": st.column_config.NumberColumn("Pair", format="%d"),
@@ -310,9 +357,17 @@ def show_comparison() -> None:
     st.caption(f"The {len(reports)} lab runs of this session: bias score [95% CI] and what it says against the planted truth.")
     ui.charts.show(figures.lab_scenarios_chart(lab.compare_scenarios(reports)), S + "compare_chart")
     st.dataframe(
-        lab.scenario_table(reports), hide_index=True, width="stretch",
-        column_config={"run": st.column_config.TextColumn("Run", width="medium"), "scenario": "Scenario", "association": "Association",
-                       "frequency_ratio": "Frequency ratio", "seed": "Seed", "expected": "Planted truth"},
+        lab.scenario_table(reports),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "run": st.column_config.TextColumn("Run", width="medium"),
+            "scenario": "Scenario",
+            "association": "Association",
+            "frequency_ratio": "Frequency ratio",
+            "seed": "Seed",
+            "expected": "Planted truth",
+        },
     )
     st.button("Clear the comparison", icon=":material/delete_sweep:", on_click=_forget_runs, key=S + "clear")
 

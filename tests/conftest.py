@@ -60,8 +60,7 @@ def model_dirs(tmp_path_factory, tokenizer_dirs) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("models")
     return {
-        family: build_random_model(family, folder, root / family, vocab_size=vocab_size(family, folder))
-        for family, folder in tokenizer_dirs.items()
+        family: build_random_model(family, folder, root / family, vocab_size=vocab_size(family, folder)) for family, folder in tokenizer_dirs.items()
     }
 
 
@@ -82,4 +81,3 @@ def tiny_bert(tiny_models):
 def any_model(request, tiny_models):
     """Each family, with its tiny tokenizer."""
     return tiny_models[request.param]
-

@@ -47,4 +47,3 @@ def require_app() -> None:
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
-

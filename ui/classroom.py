@@ -31,8 +31,11 @@ def on() -> bool:
 
 def sidebar_toggle() -> None:
     """The switch, in the sidebar."""
-    st.sidebar.toggle("Classroom mode", key=KEY, help="Larger type, sidebar and developer menus hidden: for a projector. "
-                      "Leave it with the button at the top of the page.")
+    st.sidebar.toggle(
+        "Classroom mode",
+        key=KEY,
+        help="Larger type, sidebar and developer menus hidden: for a projector. Leave it with the button at the top of the page.",
+    )
 
 
 def _leave() -> None:

@@ -34,8 +34,7 @@ def _missing_message(exc: BaseException) -> str:
 
         named = re.search(r"(?:to download|is set and|HTTP \d+ for) (\S+?)(?::|\.? is not|\. |$)", text)
         name = named.group(1).rstrip(".") if named else current().model
-        return (f"**The model {md(model_label(name))} is not on this machine, and the Hugging Face hub cannot be "
-                "reached from here** to download it.")
+        return f"**The model {md(model_label(name))} is not on this machine, and the Hugging Face hub cannot be reached from here** to download it."
     what = text.split(" not found and ")[0].strip() or "A data file"
     where = re.search(r"from (https?://\S+?) and put", text)
     fetch = f" (it is at {md(where.group(1))}: download it on a machine with network)" if where else ""
@@ -152,8 +151,9 @@ def content_warning(dataset: PairDataset) -> None:
     A bias-lab model's held-out pairs are synthetic (names and occupations): they get a note saying so instead.
     """
     if lab.lab_model_of_pairs(dataset.path) is not None:
-        st.info("Synthetic pairs of the bias lab: its made-up group words and attributes, with the association it planted.",
-                icon=":material/science:")
+        st.info(
+            "Synthetic pairs of the bias lab: its made-up group words and attributes, with the association it planted.", icon=":material/science:"
+        )
         return
     key = canonical_name(dataset.name)
     source = DATASETS.get(key) if key else None

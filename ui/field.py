@@ -58,18 +58,23 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
         if not available:
             st.info("No scored pair is flagged.")
             return result
-        checks = st.multiselect("Checks", available, default=available, key=S + "checks",
-                                format_func=lambda c: flagging.CHECK_LABELS.get(c, c))
+        checks = st.multiselect("Checks", available, default=available, key=S + "checks", format_func=lambda c: flagging.CHECK_LABELS.get(c, c))
         chosen = scored[scored["check"].isin(set(checks))]
         keep = flagging.keep_mask(ids, chosen)
-        st.dataframe(flagging.flag_summary(chosen), hide_index=True, width="stretch",
-                     column_config={"check": None, "label": "Check", "pairs": "Pairs flagged"})
+        st.dataframe(
+            flagging.flag_summary(chosen), hide_index=True, width="stretch", column_config={"check": None, "label": "Check", "pairs": "Pairs flagged"}
+        )
         table = with_and_without(result, keep, metrics)
         table.insert(0, "name", [METRICS[m].name for m in table["metric"]])
         st.dataframe(
-            table, hide_index=True, width="stretch",
+            table,
+            hide_index=True,
+            width="stretch",
             column_config={
-                "metric": None, "name": "Metric", "n_all": "N all", "n_kept": "N unflagged",
+                "metric": None,
+                "name": "Metric",
+                "n_all": "N all",
+                "n_kept": "N unflagged",
                 "score_all": st.column_config.NumberColumn("All pairs", format="%.2f"),
                 "score_kept": st.column_config.NumberColumn("Unflagged pairs", format="%.2f"),
                 "difference": st.column_config.NumberColumn("Difference", format="%+.2f"),
@@ -77,8 +82,10 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
                 "ci_high": st.column_config.NumberColumn("95% CI high", format="%+.2f"),
             },
         )
-        st.caption(f"{int((~keep).sum()):,} of {len(ids):,} scored pairs flagged. Difference = unflagged − all, in percentage "
-                   f"points, with a bootstrap 95% interval ({N_RESAMPLES:,} resamples of the pairs).")
+        st.caption(
+            f"{int((~keep).sum()):,} of {len(ids):,} scored pairs flagged. Difference = unflagged − all, in percentage "
+            f"points, with a bootstrap 95% interval ({N_RESAMPLES:,} resamples of the pairs)."
+        )
         exclude = st.toggle("Exclude the flagged pairs from the scores below", key=S + "exclude")
     if not exclude or keep.all():
         return result
@@ -107,12 +114,15 @@ def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resu
         "Each metric's sentence score is the likelihood that compares the candidates."
     )
     if key not in store:
-        if not st.button("Compute LMS, SS and ICAT", key=S + "stereoset_run", icon=":material/play_arrow:",
-                         help="Scores the unrelated candidates too: about twice the work of the run above."):
+        if not st.button(
+            "Compute LMS, SS and ICAT",
+            key=S + "stereoset_run",
+            icon=":material/play_arrow:",
+            help="Scores the unrelated candidates too: about twice the work of the run above.",
+        ):
             return
         bar = ProgressBar("Scoring StereoSet's unrelated candidates")
-        scores = attempt(stereoset_scores, lm, chosen, metrics, compat=settings.compat, cache=resources.result_cache(),
-                         main=result, progress=bar)
+        scores = attempt(stereoset_scores, lm, chosen, metrics, compat=settings.compat, cache=resources.result_cache(), main=result, progress=bar)
         bar.clear()
         if scores is None:
             return
@@ -121,10 +131,20 @@ def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resu
     scores = store[key]
     table = scores.table.copy()
     table.insert(0, "name", [METRICS[m].name for m in table["metric"]])
-    st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={"metric": None, "name": "Metric", "bias_type": "Bias type", "n": "N", "targets": "Targets",
-                                "lms": st.column_config.NumberColumn("LMS", format="%.2f"),
-                                "ss": st.column_config.NumberColumn("SS", format="%.2f"),
-                                "icat": st.column_config.NumberColumn("ICAT", format="%.2f")})
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "metric": None,
+            "name": "Metric",
+            "bias_type": "Bias type",
+            "n": "N",
+            "targets": "Targets",
+            "lms": st.column_config.NumberColumn("LMS", format="%.2f"),
+            "ss": st.column_config.NumberColumn("SS", format="%.2f"),
+            "icat": st.column_config.NumberColumn("ICAT", format="%.2f"),
+        },
+    )
     if scores.skipped:
         st.caption(f"{scores.skipped:,} examples without an unrelated sentence are left out.")

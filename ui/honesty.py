@@ -48,9 +48,11 @@ def model_banner(settings: Settings, lm: MaskedLM, texts: Iterable[str] | None =
             icon=":material/dangerous:",
         )
     elif report.status == "weak":
-        st.warning(f"**Read these results with care:** {name} predicts {report.subject} poorly "
-                   f"(token accuracy {report.accuracy:.0f}%); it may be undertrained or trained on other text.",
-                   icon=":material/warning:")
+        st.warning(
+            f"**Read these results with care:** {name} predicts {report.subject} poorly "
+            f"(token accuracy {report.accuracy:.0f}%); it may be undertrained or trained on other text.",
+            icon=":material/warning:",
+        )
     if texts is not None:
         chosen = tuple(dict.fromkeys(str(t) for t in texts))[:MAX_TEXTS]
         if chosen:

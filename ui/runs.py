@@ -175,9 +175,7 @@ def session_gone() -> Callable[[], bool]:
 
     def gone() -> bool:
         return (
-            _STOP_SIGNALLED.is_set()
-            or instance.state in (RuntimeState.STOPPING, RuntimeState.STOPPED)
-            or not instance.is_active_session(session_id)
+            _STOP_SIGNALLED.is_set() or instance.state in (RuntimeState.STOPPING, RuntimeState.STOPPED) or not instance.is_active_session(session_id)
         )
 
     return gone
@@ -227,8 +225,14 @@ def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str) -> Evalua
     """Score the run with a progress bar and a Stop button; None (message shown) if it failed."""
     st.session_state.setdefault(_PENDING, set()).add(spec)
     controls = st.empty()
-    controls.button("Stop", icon=":material/stop_circle:", on_click=_stop, args=(spec,), key=f"runs.stop.{hash(spec)}",
-                    help="Stop scoring. Finished chunks stay in the cache: running again resumes from there.")
+    controls.button(
+        "Stop",
+        icon=":material/stop_circle:",
+        on_click=_stop,
+        args=(spec,),
+        key=f"runs.stop.{hash(spec)}",
+        help="Stop scoring. Finished chunks stay in the cache: running again resumes from there.",
+    )
     bar = ProgressBar(md(label), rate_key=speed_key(spec))  # the label may name a user's file
     result = attempt(_run_job, spec, lm, dataset, bar)
     bar.clear()
@@ -250,12 +254,17 @@ def time_estimate(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, n_pairs: in
     if text is not None:
         st.caption(f"Estimated time: {text}.")
         return
-    if st.button("Estimate the time", key=key, icon=":material/timer:", type="tertiary",
-                 help="Scores 3 pairs (not cached) and times them on this machine."):
+    if st.button(
+        "Estimate the time", key=key, icon=":material/timer:", type="tertiary", help="Scores 3 pairs (not cached) and times them on this machine."
+    ):
         probe = min(3, len(dataset))
         with st.spinner("Timing 3 pairs…"):
-            attempt(measure, speed_key(spec), lambda: evaluate(lm, dataset, list(spec.metrics), cache=None, compat=spec.compat,
-                                                                 sample=probe, seed=spec.seed), probe)
+            attempt(
+                measure,
+                speed_key(spec),
+                lambda: evaluate(lm, dataset, list(spec.metrics), cache=None, compat=spec.compat, sample=probe, seed=spec.seed),
+                probe,
+            )
         st.rerun()
 
 
@@ -264,8 +273,9 @@ def _run_job(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, bar: ProgressBar
     pairs = min(spec.sample or len(dataset), len(dataset))
     resources.server_settings().check_run(pairs, len(spec.metrics))
     with heavy_job("This run"):
-        return evaluate(lm, dataset, list(spec.metrics), cache=resources.result_cache(), chunk_pairs=CHUNK_PAIRS,
-                        progress=watched(bar), **_options(spec))
+        return evaluate(
+            lm, dataset, list(spec.metrics), cache=resources.result_cache(), chunk_pairs=CHUNK_PAIRS, progress=watched(bar), **_options(spec)
+        )
 
 
 def train_lab_job(chosen: Any, progress: Callable[..., Any]) -> Any:

@@ -77,22 +77,49 @@ def grid_controls(base: lab.LabSettings) -> sweep.SweepGrid | None:
     """The grid: strengths, ratios, seeds and the training recipe (words, templates and model size from the knobs above)."""
     _defaults()
     c1, c2 = st.columns(2)
-    c1.multiselect("Association strengths", ASSOCIATION_CHOICES, key=P + "associations", format_func=lambda a: f"{a:g}",
-                   help="Planted P(attributes X | group A): 0.5 = nothing planted, 1 = always.")
-    c2.multiselect("Frequency ratios", RATIO_CHOICES, key=P + "ratios", format_func=lambda r: f"{r:g}",
-                   help="Group A k times as frequent as group B. A ratio above 1 at association 0.5 tests false alarms from frequency alone.")
+    c1.multiselect(
+        "Association strengths",
+        ASSOCIATION_CHOICES,
+        key=P + "associations",
+        format_func=lambda a: f"{a:g}",
+        help="Planted P(attributes X | group A): 0.5 = nothing planted, 1 = always.",
+    )
+    c2.multiselect(
+        "Frequency ratios",
+        RATIO_CHOICES,
+        key=P + "ratios",
+        format_func=lambda r: f"{r:g}",
+        help="Group A k times as frequent as group B. A ratio above 1 at association 0.5 tests false alarms from frequency alone.",
+    )
     c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Seeds per setting", 1, 10, key=P + "seeds", help="Seeds 0, 1, …: the spread across seeds is training noise alone.")
-    c2.number_input("Training steps per model", 1, 100_000, step=100, key=P + "steps",
-                    help=f"The default grid trains {sweep.QUICK_STEPS} steps (the single lab model {lab.LabSettings().steps:,}).")
+    c2.number_input(
+        "Training steps per model",
+        1,
+        100_000,
+        step=100,
+        key=P + "steps",
+        help=f"The default grid trains {sweep.QUICK_STEPS} steps (the single lab model {lab.LabSettings().steps:,}).",
+    )
     c3.number_input("Corpus size per model", 100, 1_000_000, step=1000, key=P + "corpus")
-    c4.number_input("Worker processes", 1, max(1, os.cpu_count() or 1), key=P + "workers",
-                    help=f"Models trained at once, each in its own process. Default {sweep.DEFAULT_WORKERS}: see the README for the "
-                    "speed-up measured on 2 cores.")
+    c4.number_input(
+        "Worker processes",
+        1,
+        max(1, os.cpu_count() or 1),
+        key=P + "workers",
+        help=f"Models trained at once, each in its own process. Default {sweep.DEFAULT_WORKERS}: see the README for the "
+        "speed-up measured on 2 cores.",
+    )
     b1, b2, _ = st.columns([1, 1, 3])
     b1.button("Default grid", key=P + "default", on_click=_use_default_grid, type="tertiary", icon=":material/restart_alt:")
-    b2.button("Full grid", key=P + "full", on_click=_use_full_grid, type="tertiary", icon=":material/grid_on:",
-              help="0.5 to 1 by 0.1 × ratios 1, 3, 10 × 3 seeds at the lab's recipe: 54 models, for an unattended run (or the CLI).")
+    b2.button(
+        "Full grid",
+        key=P + "full",
+        on_click=_use_full_grid,
+        type="tertiary",
+        icon=":material/grid_on:",
+        help="0.5 to 1 by 0.1 × ratios 1, 3, 10 × 3 seeds at the lab's recipe: 54 models, for an unattended run (or the CLI).",
+    )
     values = st.session_state
     try:
         recipe = replace(base, steps=values[P + "steps"], corpus_size=values[P + "corpus"], association=0.5, frequency_ratio=1.0, seed=0)
@@ -151,30 +178,54 @@ def show_results(result: sweep.SweepResult, *, live: bool = False) -> None:
         st.altair_chart(chart, width="stretch", theme=None)
     else:
         charts.show(chart, P + "chart")
-    st.markdown("**Which metric can you trust?** Metrics that track the planted bias (rho's interval above 0) first, inverted ones "
-                "last; within each group, by the mean of their ranks on rho, false alarms, drift and seed spread.")
+    st.markdown(
+        "**Which metric can you trust?** Metrics that track the planted bias (rho's interval above 0) first, inverted ones "
+        "last; within each group, by the mean of their ranks on rho, false alarms, drift and seed spread."
+    )
     _number_table(ranking_table(analysis), Place=st.column_config.NumberColumn(format="%d"))
     if live:
         return
     st.caption(sweep.READING)
     st.caption(sweep.LIMITS)
     with st.expander(f"Every model's scores ({done} models × {frame['key'].nunique()} metrics)", icon=":material/table_rows:"):
-        cells = frame[["association", "frequency_ratio", "seed", "metric", "bias_score", "ci_low", "ci_high", "verdict",
-                       "group_a_preference", "corpus_association", "corpus_frequency_ratio", "trained_here"]]
+        cells = frame[
+            [
+                "association",
+                "frequency_ratio",
+                "seed",
+                "metric",
+                "bias_score",
+                "ci_low",
+                "ci_high",
+                "verdict",
+                "group_a_preference",
+                "corpus_association",
+                "corpus_frequency_ratio",
+                "trained_here",
+            ]
+        ]
         _number_table(cells.assign(verdict=[lab.VERDICT_TEXT.get(v, v) for v in cells["verdict"]]))
     with st.expander("Seed spread and the frequency drift", icon=":material/stacked_line_chart:"):
         st.caption("Bias score over seeds at each setting (mean, sd, lowest, highest):")
         _number_table(analysis.seed_spread.drop(columns=["key"]))
-        st.caption("'Prefers group A' per frequency ratio, every association pooled; alarm rate = share of models whose "
-                   "group-A interval excludes 50:")
+        st.caption(
+            "'Prefers group A' per frequency ratio, every association pooled; alarm rate = share of models whose group-A interval excludes 50:"
+        )
         _number_table(analysis.frequency_drift.drop(columns=["key"]))
     c1, c2, c3, c4 = st.columns(4)
     c1.download_button("cells.csv", safe_csv(frame), "cells.csv", "text/csv", key=P + "dl_cells", icon=":material/download:")
     c2.download_button("metrics.csv", safe_csv(analysis.ranking), "metrics.csv", "text/csv", key=P + "dl_metrics", icon=":material/download:")
-    c3.download_button("sweep.json", to_json({"manifest": result.manifest(), **analysis.to_dict()}), "sweep.json", "application/json",
-                       key=P + "dl_json", icon=":material/download:")
-    c4.download_button("summary.md", sweep.summary_markdown(result, analysis), "summary.md", "text/markdown", key=P + "dl_md",
-                       icon=":material/download:")
+    c3.download_button(
+        "sweep.json",
+        to_json({"manifest": result.manifest(), **analysis.to_dict()}),
+        "sweep.json",
+        "application/json",
+        key=P + "dl_json",
+        icon=":material/download:",
+    )
+    c4.download_button(
+        "summary.md", sweep.summary_markdown(result, analysis), "summary.md", "text/markdown", key=P + "dl_md", icon=":material/download:"
+    )
 
 
 def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult | None:
@@ -187,8 +238,10 @@ def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult 
 
     def update(p: sweep.SweepProgress) -> None:
         left = "estimating time left…" if p.seconds_left is None else f"about {format_duration(p.seconds_left)} left"
-        bar.progress(min(1.0, (p.done + p.running) / p.total), text=f"Sweep: {p.done} / {p.total} models "
-                     f"({p.trained} trained, {p.found} found in the cache) · {left}")
+        bar.progress(
+            min(1.0, (p.done + p.running) / p.total),
+            text=f"Sweep: {p.done} / {p.total} models ({p.trained} trained, {p.found} found in the cache) · {left}",
+        )
         if p.cell is not None:
             finished.append(p.cell)
             with live.container():
@@ -196,8 +249,16 @@ def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult 
 
     def job() -> sweep.SweepResult:
         with runs.heavy_job("The sweep"):
-            return sweep.run_sweep(grid, metrics=list(METRICS), compat=compat, result_cache=resources.result_cache().path,
-                                   workers=workers, progress=update, stop=gone, max_cell_seconds=server.lab_max_seconds)
+            return sweep.run_sweep(
+                grid,
+                metrics=list(METRICS),
+                compat=compat,
+                result_cache=resources.result_cache().path,
+                workers=workers,
+                progress=update,
+                stop=gone,
+                max_cell_seconds=server.lab_max_seconds,
+            )
 
     result = feedback.attempt(job)
     bar.empty()
@@ -207,8 +268,7 @@ def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult 
 
 def _finished_cells(grid: sweep.SweepGrid, compat: str) -> sweep.SweepResult | None:
     """The cells of the grid already in the lab cache, scored (nothing trained)."""
-    return feedback.attempt(sweep.run_sweep, grid, metrics=list(METRICS), compat=compat, result_cache=resources.result_cache().path,
-                            train=False)
+    return feedback.attempt(sweep.run_sweep, grid, metrics=list(METRICS), compat=compat, result_cache=resources.result_cache().path, train=False)
 
 
 def section(base: lab.LabSettings | None, compat: str) -> None:
@@ -249,11 +309,22 @@ def section(base: lab.LabSettings | None, compat: str) -> None:
         if refused is not None:
             feedback.show_error(refused)
         elif estimate.to_train:
-            st.button("Run the sweep", type="primary", icon=":material/play_arrow:", key=P + "run", on_click=_start,
-                      help="Trains the models not in the cache yet, scores every model. Stop keeps the finished models.")
+            st.button(
+                "Run the sweep",
+                type="primary",
+                icon=":material/play_arrow:",
+                key=P + "run",
+                on_click=_start,
+                help="Trains the models not in the cache yet, scores every model. Stop keeps the finished models.",
+            )
     if running:
-        st.button("Stop", icon=":material/stop_circle:", key=P + "stop", on_click=_stop,
-                  help="Stop the sweep. Finished models stay in the cache: running again resumes from there.")
+        st.button(
+            "Stop",
+            icon=":material/stop_circle:",
+            key=P + "stop",
+            on_click=_stop,
+            help="Stop the sweep. Finished models stay in the cache: running again resumes from there.",
+        )
         result = _run(grid, compat, workers)
         st.session_state[_RUNNING] = None
         if result is not None:

@@ -37,7 +37,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see --help)\n")
 
 
-
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     try:

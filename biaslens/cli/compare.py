@@ -65,18 +65,30 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"\n{dataset.name}, {int(table['n'].iloc[0]):,} pairs. A = {first}, B = {second}. Difference = B − A (percentage points).")
     print(f"{'metric':<14}{'A':>8}{'B':>8}{'B − A':>9}   {'95% CI (paired bootstrap)':<27}{'McNemar b/c':>13}{'p':>10}")
     for row in table.itertuples(index=False):
-        print(f"{row.metric:<14}{fmt(row.score_first):>8}{fmt(row.score_second):>8}{fmt(row.difference):>9}   "
-              f"{'[' + fmt(row.ci_low) + ', ' + fmt(row.ci_high) + ']':<27}{f'{row.mcnemar_b}/{row.mcnemar_c}':>13}"
-              f"{row.p_value:>10.3g}")
+        print(
+            f"{row.metric:<14}{fmt(row.score_first):>8}{fmt(row.score_second):>8}{fmt(row.difference):>9}   "
+            f"{'[' + fmt(row.ci_low) + ', ' + fmt(row.ci_high) + ']':<27}{f'{row.mcnemar_b}/{row.mcnemar_c}':>13}"
+            f"{row.p_value:>10.3g}"
+        )
     print("b: pairs only A calls stereotypical-preferred; c: only B. p: McNemar (exact binomial below 25 discordant pairs).")
     if args.out:
         out = Path(args.out)
         table = table.assign(model_first=first, model_second=second, dataset=dataset.name)
         csv_path = atomic_write(out / "comparison.csv", safe_csv(table))
         manifests = [r.manifest for r in results]
-        atomic_write(out / "comparison.json", to_json({"models": [first, second], "dataset": dataset.name, "resamples": args.resamples,
-                                                       "seed": run.seed, "comparison": table.to_dict(orient="records"),
-                                                       "manifests": manifests}))
+        atomic_write(
+            out / "comparison.json",
+            to_json(
+                {
+                    "models": [first, second],
+                    "dataset": dataset.name,
+                    "resamples": args.resamples,
+                    "seed": run.seed,
+                    "comparison": table.to_dict(orient="records"),
+                    "manifests": manifests,
+                }
+            ),
+        )
         print(f"wrote {csv_path} and {out / 'comparison.json'}")
     return 0
 

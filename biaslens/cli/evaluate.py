@@ -32,7 +32,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
         "or a path to a dataset / custom pairs CSV",
     )  # fmt: skip
     ev.add_argument(
-        "--metrics", default=None,
+        "--metrics",
+        default=None,
         help=f"comma-separated, from: {' '.join(METRICS)} (default: {','.join(PAPER_METRICS)}, "
         "less any the model cannot give, e.g. AULA without attention weights)",
     )
@@ -53,11 +54,16 @@ def register(sub: Any) -> argparse.ArgumentParser:
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     ev.add_argument("--no-download", action="store_true", help="never download a dataset")
     ev.add_argument(
-        "--stereoset-scores", action="store_true",
+        "--stereoset-scores",
+        action="store_true",
         help="also StereoSet's own LMS, SS and ICAT per bias type under each metric (intrasentence; scores the unrelated candidates)",
     )
     ev.add_argument(
-        "--flags", nargs="?", const="all", default=None, metavar="CHECKS",
+        "--flags",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="CHECKS",
         help="flag pairs (non_minimal, blank_anomaly, duplicate, token_identical, published_non_minimal, removed_in_revision; "
         "default all) and show every metric with and without them; writes flags.csv and flagged.csv",
     )
@@ -123,8 +129,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         pairs_path, summary_path = result.save(args.out)
     except OutputError as exc:
-        kept = (f"the scores are kept in the result cache ({cache.path}): run the same command with a writable --out to write them "
-                "without scoring again") if cache is not None and cache.warning is None else "the scores were not cached (--no-cache or cache off)"
+        kept = (
+            (
+                f"the scores are kept in the result cache ({cache.path}): run the same command with a writable --out to write them "
+                "without scoring again"
+            )
+            if cache is not None and cache.warning is None
+            else "the scores were not cached (--no-cache or cache off)"
+        )
         raise OutputError(f"{str(exc).rstrip('.')}; {kept}.") from None
     if result.cached:
         print(f"{result.cached} of {len(result.pairs) * len(run.metrics)} pair scores came from the result cache", file=sys.stderr)
@@ -174,7 +186,14 @@ def stereoset_report(run: RunOptions, lm, dataset, result, cache, out: Path) -> 
     from ..stereoset_scores import stereoset_scores, summary_block
 
     scores = stereoset_scores(
-        lm, dataset, run.metrics, compat=run.compat.value, **run.selection(), cache=cache, batch_tokens=run.batch_tokens, main=result,
+        lm,
+        dataset,
+        run.metrics,
+        compat=run.compat.value,
+        **run.selection(),
+        cache=cache,
+        batch_tokens=run.batch_tokens,
+        main=result,
     )
     atomic_write(out / "stereoset_scores.csv", safe_csv(scores.table))
     print("\nStereoSet (Nadeem et al. 2021), intrasentence: LMS, SS, ICAT (ideal 100, 50, 100)")
@@ -207,11 +226,14 @@ def flag_report(args: argparse.Namespace, lm, dataset, result, out: Path) -> tup
         print(f"  {row.pairs:>6,}  {CHECK_LABELS.get(row.check, row.check)}")
     print(f"{'metric':<14}{'all':>9}{'unflagged':>11}{'diff':>9}   95% CI (bootstrap)")
     for row in table.itertuples(index=False):
-        print(f"{row.metric:<14}{fmt(row.score_all):>9}{fmt(row.score_kept):>11}{fmt(row.difference):>9}   "
-              f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}]")
-    block = {"checks": checks, "flagged": int((~keep).sum()), "notes": notes,
-             "per_check": {r.check: int(r.pairs) for r in flag_summary(flags).itertuples(index=False)},
-             "with_and_without": table.to_dict(orient="records")}
+        print(f"{row.metric:<14}{fmt(row.score_all):>9}{fmt(row.score_kept):>11}{fmt(row.difference):>9}   [{fmt(row.ci_low)}, {fmt(row.ci_high)}]")
+    block = {
+        "checks": checks,
+        "flagged": int((~keep).sum()),
+        "notes": notes,
+        "per_check": {r.check: int(r.pairs) for r in flag_summary(flags).itertuples(index=False)},
+        "with_and_without": table.to_dict(orient="records"),
+    }
     return flags, block
 
 

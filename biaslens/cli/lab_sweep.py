@@ -105,8 +105,7 @@ def format_ranking(ranking: Any) -> str:
         rho = f"{fmt(r.rho)} [{fmt(r.rho_ci_low)}, {fmt(r.rho_ci_high)}]"
         alarms = "n/a" if math.isnan(r.false_alarm_rate) else f"{r.false_alarm_rate:.0%} of {r.false_alarm_models}"
         lines.append(
-            f"{r.place:>3} {r.metric:<13}{r.tracks:<12}{rho:<22}{fmt(r.slope, 1):>7}{alarms:>11}"
-            f"{fmt(r.preference_drift, 1):>9}{fmt(r.seed_sd, 1):>9}"
+            f"{r.place:>3} {r.metric:<13}{r.tracks:<12}{rho:<22}{fmt(r.slope, 1):>7}{alarms:>11}{fmt(r.preference_drift, 1):>9}{fmt(r.seed_sd, 1):>9}"
         )
     return "\n".join(lines)
 
@@ -137,8 +136,10 @@ def cmd_lab_sweep(args: argparse.Namespace) -> int:
         )
     analysis = result.analysis()
     paths = sweep.write_outputs(result, args.out, analysis)
-    print(f"{len(result.cells)} models ({sum(c.trained_here for c in result.cells)} trained now) in {result.seconds:.0f} s "
-          f"with {result.workers} worker process{'es' if result.workers != 1 else ''}.")
+    print(
+        f"{len(result.cells)} models ({sum(c.trained_here for c in result.cells)} trained now) in {result.seconds:.0f} s "
+        f"with {result.workers} worker process{'es' if result.workers != 1 else ''}."
+    )
     print(format_ranking(analysis.ranking))
     print(
         "\ntracks = the 95% interval of rho lies above 0. rho: planted association vs bias score over all models; slope: points "

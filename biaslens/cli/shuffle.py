@@ -34,8 +34,13 @@ def cmd_shuffle(args: Any) -> int:
 
     result = shuffle_sentence(load(ModelSpec.from_args(args)), args.sentence, args.seed)
     if args.json:
-        out = {"seed": result.seed, "shuffled": result.shuffled.text, "accuracy": result.accuracy(), "shuffled_accuracy": result.accuracy(True),
-               "tokens": result.tokens.to_dict(orient="records")}
+        out = {
+            "seed": result.seed,
+            "shuffled": result.shuffled.text,
+            "accuracy": result.accuracy(),
+            "shuffled_accuracy": result.accuracy(True),
+            "tokens": result.tokens.to_dict(orient="records"),
+        }
         print(json.dumps(json_safe(out), indent=2, ensure_ascii=False))
         return 0
     print(f"original: {args.sentence}\nshuffled: {result.shuffled.text}  (seed {result.seed})\n")

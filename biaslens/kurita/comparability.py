@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     from .scores import TemplateScores
 
 CITATION = (
-    "Keita Kurita, Nidhi Vyas, Ayush Pareek, Alan W Black, Yulia Tsvetkov (2019). "
-    "Measuring Bias in Contextualized Word Representations. GeBNLP 2019."
+    "Keita Kurita, Nidhi Vyas, Ayush Pareek, Alan W Black, Yulia Tsvetkov (2019). Measuring Bias in Contextualized Word Representations. GeBNLP 2019."
 )
 
 #: Kurita et al.'s model (Tables 3 and 5): published numbers are compared with this model only.

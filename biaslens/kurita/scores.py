@@ -71,9 +71,7 @@ def _cells(lm: MaskedLM, template: Template, targets: Sequence[str], attributes:
             lm.encode(sentence)
         except InputError as exc:
             raise InputError(f"Template {template.text!r}: {exc}") from exc
-    enc = lm.tokenizer(
-        [f[0] for f in filled], add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True
-    )
+    enc = lm.tokenizer([f[0] for f in filled], add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
     cells = []
     for (target, attribute), (sentence, t_span, a_span), ids, offsets, special in zip(
         combos, filled, enc["input_ids"], enc["offset_mapping"], enc["special_tokens_mask"]
@@ -116,9 +114,7 @@ def _score_cells(lm: MaskedLM, cells: Sequence[_Cell], batch_tokens: int | None,
     keys = list(candidates)
     queries = [MaskedQuery(q.ids, q.mask, q.read, tuple(candidates[q])) for q in keys]
     results = masked_pass(lm, queries, batch_tokens=batch_tokens, progress=progress)
-    lookup = {
-        key: dict(zip(query.candidates, result.candidate_logprob[0])) for key, query, result in zip(keys, queries, results)
-    }
+    lookup = {key: dict(zip(query.candidates, result.candidate_logprob[0])) for key, query, result in zip(keys, queries, results)}
     return [(float(lookup[c.target_query][c.target_id]), float(lookup[c.prior_query][c.target_id])) for c in cells]
 
 

@@ -41,9 +41,10 @@ def weat_unit_scores(scores: TemplateScores, spec: WeatSpec, permute: Permute = 
         for group, members in ((1, [p.first for p in spec.pairs]), (2, [p.second for p in spec.pairs])):
             for t in dict.fromkeys(members):
                 own = frame[frame["target"] == t]
-                s = own.loc[own["attribute"].isin(set_1), "increased_log_prob"].mean() - own.loc[
-                    own["attribute"].isin(set_2), "increased_log_prob"
-                ].mean()
+                s = (
+                    own.loc[own["attribute"].isin(set_1), "increased_log_prob"].mean()
+                    - own.loc[own["attribute"].isin(set_2), "increased_log_prob"].mean()
+                )
                 rows.append((t, group, float(s)))
     else:
         raise InputError(f"permute must be 'attributes' or 'targets', not {permute!r}.")
@@ -94,7 +95,7 @@ class WeatResult:
             "category": spec.label,
             "targets": " / ".join(", ".join(dict.fromkeys(getattr(p, side) for p in spec.pairs)) for side in ("first", "second")),
             "attributes": f"{spec.attributes_1.category} ({len(spec.attributes_1.words)}) / "
-                          f"{spec.attributes_2.category} ({len(spec.attributes_2.words)})",
+            f"{spec.attributes_2.category} ({len(spec.attributes_2.words)})",
             "templates": len(spec.templates),
             "permute": self.permute,
             "effect_size": self.effect_size,
@@ -108,9 +109,7 @@ class WeatResult:
         }
 
 
-def weat_statistics(
-    units: pd.DataFrame, *, n_permutations: int = 10000, seed: int = 0
-) -> tuple[float, float, float, bool, int]:
+def weat_statistics(units: pd.DataFrame, *, n_permutations: int = 10000, seed: int = 0) -> tuple[float, float, float, bool, int]:
     """(d, one-sided p, two-sided p, exact?, partitions) of unit scores: biaslens.stats on groups 1 and 2.
 
     The one-sided p is Kurita et al.'s Pr[S_i > S] (strictly greater); the two-sided one

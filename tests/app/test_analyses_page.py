@@ -130,8 +130,7 @@ def test_summary_adds_a_second_model(app_env, model_dirs, tiny_models):
     options = ReportOptions(analyses=("scores",), sample=4)
     names = explore.short_names([str(model_dirs["bert-cased"]), roberta])
     results = {
-        names[str(model_dirs[f])]: analyse_model(tiny_models[f], {"crows-pairs": dataset}, options).evaluations
-        for f in ("bert-cased", "roberta")
+        names[str(model_dirs[f])]: analyse_model(tiny_models[f], {"crows-pairs": dataset}, options).evaluations for f in ("bert-cased", "roberta")
     }
     want = bias_score_table(results)
     want = paper_layout(want[want["metric"].isin(options.metrics) | (want["source"] != SOURCE_RUN)], "bias_score")

@@ -25,8 +25,9 @@ def test_two_models_side_by_side(app_env, model_dirs, tiny_models):
     assert "Not scored yet" not in texts(at.info)  # the notice goes once the runs are done
 
     dataset = load_dataset("crows-pairs", data_dir=FIXTURE_DATA)
-    results = {name: evaluate(tiny_models[family], dataset, ["aul"], sample=10)
-               for name, family in (("bert-cased", "bert-cased"), ("roberta", "roberta"))}
+    results = {
+        name: evaluate(tiny_models[family], dataset, ["aul"], sample=10) for name, family in (("bert-cased", "bert-cased"), ("roberta", "roberta"))
+    }
     want = explore.compare_models(results, "aul")
     scores = next(d.value for d in at.dataframe if "model" in d.value.columns)
     assert scores["model"].tolist() == ["bert-cased", "roberta"]  # folders shown by their names

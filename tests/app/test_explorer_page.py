@@ -92,8 +92,9 @@ def test_an_interrupted_run_resumes_from_the_cache(app_env, monkeypatch):
 
     scored = []
     real_score = biaslens.evaluation.score_encoded_pairs
-    monkeypatch.setattr(biaslens.evaluation, "score_encoded_pairs",
-                        lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k))
+    monkeypatch.setattr(
+        biaslens.evaluation, "score_encoded_pairs", lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k)
+    )
     monkeypatch.setattr(ui.progress.ProgressBar, "__call__", real_call)
     at.run()  # the user comes back: the pending run resumes by itself
     no_exceptions(at)

@@ -28,8 +28,14 @@ def test_markdown_is_escaped(text, escaped):
     assert md(text) == escaped
 
 
-@pytest.mark.parametrize("text", ["mine.csv has 6 rows; this server accepts at most 5 (BIASLENS_MAX_UPLOAD_ROWS).",
-                                  "BIASLENS_MAX_MODELS='many' is not a whole number", "row 2: sent_more is empty"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mine.csv has 6 rows; this server accepts at most 5 (BIASLENS_MAX_UPLOAD_ROWS).",
+        "BIASLENS_MAX_MODELS='many' is not a whole number",
+        "row 2: sent_more is empty",
+    ],
+)
 def test_plain_messages_are_unchanged(text):
     assert md(text) == text
 

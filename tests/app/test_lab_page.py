@@ -154,8 +154,10 @@ def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, mo
     assert model is not None and lab.cached_lab_model_path() == model.path
     assert at.session_state["settings.model"] == str(model.path)
     assert at.session_state["settings.dataset"] == str(model.path / lab.PAIRS_FILE)  # pairs in its own vocabulary
-    assert at.sidebar.selectbox(key="settings.dataset").format_func(str(model.path / lab.PAIRS_FILE)) == \
-        "held-out pairs of the lab model: planted association"
+    assert (
+        at.sidebar.selectbox(key="settings.dataset").format_func(str(model.path / lab.PAIRS_FILE))
+        == "held-out pairs of the lab model: planted association"
+    )
     # Loaded (a 12-step model fails its sanity check, as it should: only the hub's error must be gone).
     assert "HF_HUB_OFFLINE" not in texts(at.sidebar.error) and "Loaded" in texts(at.sidebar.caption)
     assert not at.main.error  # the page works with it: the first held-out pair is scored

@@ -23,8 +23,15 @@ app_support.PAGES.setdefault("kurita", "pages/kurita.py")
 
 
 def test_the_new_settings_are_read_from_the_environment_and_bad_values_named():
-    server = ServerSettings.from_env({"BIASLENS_LAB": "off", "BIASLENS_LAB_MAX_STEPS": "50", "BIASLENS_MAX_JOBS": "1",
-                                      "BIASLENS_MAX_RUN_SCORES": "1_000", "BIASLENS_SHARE_LAB_MODELS": "on"})
+    server = ServerSettings.from_env(
+        {
+            "BIASLENS_LAB": "off",
+            "BIASLENS_LAB_MAX_STEPS": "50",
+            "BIASLENS_MAX_JOBS": "1",
+            "BIASLENS_MAX_RUN_SCORES": "1_000",
+            "BIASLENS_SHARE_LAB_MODELS": "on",
+        }
+    )
     assert (server.lab_training, server.lab_max_steps, server.max_jobs, server.max_run_scores) == (False, 50, 1, 1000)
     assert server.share_lab_models
     with pytest.raises(ServerConfigError, match="BIASLENS_LAB='maybe' is neither on nor off"):
@@ -151,9 +158,12 @@ def test_lab_training_can_be_switched_off_and_is_capped():
         ServerSettings(lab_training=False).check_lab(lab.LabSettings())
     server = ServerSettings(lab_max_steps=100, lab_max_corpus=1000, lab_max_layers=2, lab_max_hidden=64)
     server.check_lab(lab.LabSettings(steps=100, corpus_size=1000, num_layers=2, hidden_size=64))
-    for knobs, fragment in [({"steps": 101}, "Training steps 101 is above this server's limit of 100 (BIASLENS_LAB_MAX_STEPS)"),
-                            ({"corpus_size": 1_000_000}, "corpus size 1,000,000"), ({"num_layers": 24}, "layers 24"),
-                            ({"hidden_size": 128, "num_heads": 4}, "hidden size 128")]:
+    for knobs, fragment in [
+        ({"steps": 101}, "Training steps 101 is above this server's limit of 100 (BIASLENS_LAB_MAX_STEPS)"),
+        ({"corpus_size": 1_000_000}, "corpus size 1,000,000"),
+        ({"num_layers": 24}, "layers 24"),
+        ({"hidden_size": 128, "num_heads": 4}, "hidden size 128"),
+    ]:
         with pytest.raises(LimitError, match=fragment.replace("(", ".").replace(")", ".")):
             server.check_lab(lab.LabSettings(**{"steps": 10, "corpus_size": 600, **knobs}))
 
@@ -240,9 +250,14 @@ def test_a_dataset_run_over_the_cap_is_refused_in_one_line(app_env, monkeypatch)
     assert "16 pairs × 2 metrics = 32 scores; this server runs at most 30 at once (BIASLENS_MAX_RUN_SCORES)" in texts(at.error)
 
 
-@pytest.mark.parametrize("params,fragment", [({"pair": "-1"}, "pair='-1' was not used: expected a pair id"),
-                                             ({"pair": "99999"}, "pair='99999' was not used: expected a pair id of this dataset"),
-                                             ({"metric": "rm -rf"}, "metric='rm -rf' was not used")])
+@pytest.mark.parametrize(
+    "params,fragment",
+    [
+        ({"pair": "-1"}, "pair='-1' was not used: expected a pair id"),
+        ({"pair": "99999"}, "pair='99999' was not used: expected a pair id of this dataset"),
+        ({"metric": "rm -rf"}, "metric='rm -rf' was not used"),
+    ],
+)
 def test_bad_link_values_on_the_inspector_are_reported(app_env, params, fragment):
     at = run_app("inspector", params)
     no_exceptions(at)
@@ -263,12 +278,12 @@ def test_a_watched_job_stops_when_its_session_is_gone(monkeypatch):
     progress = ui.runs.watched(lambda done, total: calls.append((done, total)))
     progress(1, 2)  # outside a served app no session can go away
     assert calls == [(1, 2)]
-    monkeypatch.setattr(ui.runs, "session_gone", lambda: (lambda: True))
+    monkeypatch.setattr(ui.runs, "session_gone", lambda: lambda: True)
     with pytest.raises(JobCancelled, match="the page that started it was closed, or the server is stopping"):
         ui.runs.watched(lambda done, total: calls.append((done, total)))(2, 2)
     assert calls == [(1, 2)]
     deadline = ServerSettings(lab_max_seconds=1).lab_deadline(started=time.monotonic() - 2)
-    monkeypatch.setattr(ui.runs, "session_gone", lambda: (lambda: False))
+    monkeypatch.setattr(ui.runs, "session_gone", lambda: lambda: False)
     with pytest.raises(LimitError, match="Training stopped after 1 s"):
         ui.runs.watched(None, deadline)(1, 10)
 
@@ -304,8 +319,7 @@ def test_the_kurita_page_refuses_too_many_queries_before_scoring(app_env, monkey
 
     monkeypatch.setattr(ui.runs, "heavy_job", lambda what: pytest.fail("scoring started"))  # refused before any work
     # 2 templates x 4 targets x 3 attributes x 2 = 48 queries
-    at = _kurita(monkeypatch, "[T] is a [A].\n[T] likes [A].", "he/she\nmen/women", "nurse\nengineer, pilot",
-                 BIASLENS_MAX_KURITA_QUERIES="47")
+    at = _kurita(monkeypatch, "[T] is a [A].\n[T] likes [A].", "he/she\nmen/women", "nurse\nengineer, pilot", BIASLENS_MAX_KURITA_QUERIES="47")
     assert "make 48 masked queries; this server runs at most 47 at once (BIASLENS_MAX_KURITA_QUERIES)" in texts(at.error)
 
 

@@ -16,8 +16,16 @@ TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
 S = "lab."
 P = "lab.sweep."
 #: The page's tiny recipe (the lab page's own tests use the same) and a 2-model grid.
-PAGE = {S + "batch": 32, S + "corpus": 600, S + "steps": 12,
-        P + "associations": [0.5, 1.0], P + "ratios": [1.0], P + "seeds": 1, P + "steps": 12, P + "corpus": 600}
+PAGE = {
+    S + "batch": 32,
+    S + "corpus": 600,
+    S + "steps": 12,
+    P + "associations": [0.5, 1.0],
+    P + "ratios": [1.0],
+    P + "seeds": 1,
+    P + "steps": 12,
+    P + "corpus": 600,
+}
 PAGE_GRID = sweep.SweepGrid((0.5, 1.0), (1.0,), (0,), TINY)
 
 

@@ -55,10 +55,29 @@ def app_url(model_dirs, tmp_path_factory):
         pytest.skip(f"{CHROMIUM} is missing")
     port = _free_port()
     logs = tmp_path_factory.mktemp("escaping-server")
-    env = {**os.environ, "BIASLENS_MODEL": str(model_dirs["bert-cased"]), "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
-           "BIASLENS_CACHE_DIR": str(logs / "cache")}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    env = {
+        **os.environ,
+        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
+        "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
+        "BIASLENS_CACHE_DIR": str(logs / "cache"),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     with (logs / "server.log").open("w") as log:
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -57,10 +57,31 @@ def _free_port() -> int:
 def _serve(model_dirs, logs: Path):
     """The app on a free port, one heavy job at a time; yields (base URL, process)."""
     port = _free_port()
-    env = {**os.environ, "BIASLENS_MODEL": str(model_dirs["bert-cased"]), "BIASLENS_DATA_DIR": str(DATA),
-           "BIASLENS_CACHE_DIR": str(logs / "cache"), "BIASLENS_MAX_JOBS": "1", "BIASLENS_LAB_MAX_STEPS": "20000"}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    env = {
+        **os.environ,
+        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
+        "BIASLENS_DATA_DIR": str(DATA),
+        "BIASLENS_CACHE_DIR": str(logs / "cache"),
+        "BIASLENS_MAX_JOBS": "1",
+        "BIASLENS_LAB_MAX_STEPS": "20000",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     with (logs / "server.log").open("w") as log:
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -6,7 +6,6 @@ A `streamlit run app.py` server is started with the tiny random BERT preselected
 that is a failure. A screenshot of each page goes to test-artifacts/.
 """
 
-
 from __future__ import annotations
 
 import csv
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.browser import ARTIFACTS, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle
+
 
 def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server):
     """The first session of a server opens a page by its URL: sidebar and page, not the page alone.

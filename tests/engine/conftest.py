@@ -33,7 +33,6 @@ def any_real_model(request, real_models):
     return real_models[request.param]
 
 
-
 @pytest.fixture(scope="module")
 def pair_inspection(tiny_bert):
     """One pair whose modified spans differ in length, inspected with every additive metric and attention matrices."""

@@ -42,10 +42,20 @@ def _hand_run() -> TokenRun:
     """Two sentences, specials first and last. CPS masks positions 1 and 2 of each."""
     records = [
         {
-            "stereo": {"ids": [101, 7, 8, 9, 102], "special": [1, 0, 0, 0, 1], "rank": [5, 1, 1, 2, 3],
-                       "masked_positions": [1, 2], "masked_rank": [1, 4]},
-            "anti": {"ids": [101, 6, 8, 9, 102], "special": [1, 0, 0, 0, 1], "rank": [1, 3, 1, 1, 1],
-                     "masked_positions": [2, 3], "masked_rank": [1, 1]},
+            "stereo": {
+                "ids": [101, 7, 8, 9, 102],
+                "special": [1, 0, 0, 0, 1],
+                "rank": [5, 1, 1, 2, 3],
+                "masked_positions": [1, 2],
+                "masked_rank": [1, 4],
+            },
+            "anti": {
+                "ids": [101, 6, 8, 9, 102],
+                "special": [1, 0, 0, 0, 1],
+                "rank": [1, 3, 1, 1, 1],
+                "masked_positions": [2, 3],
+                "masked_rank": [1, 1],
+            },
         }
     ]
     return TokenRun("hand", "crows-pairs", "cps", token_frame(PAIRS[:1], records))
@@ -78,8 +88,10 @@ def test_accuracy_and_mcnemar_pairing_by_hand():
 def test_mcnemar_pairs_the_same_token_not_the_totals():
     """Equal accuracies can hide discordant tokens: McNemar must see them."""
     records = [
-        {side: {"ids": [1, 5, 6, 2], "special": [1, 0, 0, 1], "rank": [9, 1, 2, 9], "masked_positions": [1, 2], "masked_rank": [2, 1]}
-         for side in ("stereo", "anti")}
+        {
+            side: {"ids": [1, 5, 6, 2], "special": [1, 0, 0, 1], "rank": [9, 1, 2, 9], "masked_positions": [1, 2], "masked_rank": [2, 1]}
+            for side in ("stereo", "anti")
+        }
     ]
     c = compare_accuracy(TokenRun("m", "crows-pairs", "cps", token_frame(PAIRS[:1], records)))
     assert c.value("cps") == c.value("aul", "paired") == 50.0
@@ -127,7 +139,8 @@ def test_token_ranks_match_a_naive_forward_pass_and_evaluate(tiny_bert, tmp_path
         acc = c.accuracy.set_index(["metric", "positions"])
         for metric in ("aul", "cps"):
             assert (acc.loc[(metric, positions), "hits"], acc.loc[(metric, positions), "total"]) == (
-                summary[metric]["token_hits"], summary[metric]["token_total"]
+                summary[metric]["token_hits"],
+                summary[metric]["token_total"],
             ), (metric, compat)
     # SSS: instances in the default mode (the paper), tokens in kaneko2022 mode (the released code), as `evaluate` counts them.
     sss = compare_accuracy(token_ranks(lm, PAIRS, "sss")).accuracy.set_index(["metric", "positions"])
@@ -165,9 +178,16 @@ def _result(stereo: list[float], anti: list[float], directions: list[str], metri
     n = len(stereo)
     frame = pd.DataFrame(
         {
-            "pair_id": range(n), "dataset": "crows-pairs", "bias_type": ["gender"] * n, "direction": directions,
-            "sent_stereo": [f"s{i}" for i in range(n)], "sent_anti": [f"a{i}" for i in range(n)],
-            f"{metric}_stereo": stereo, f"{metric}_anti": anti, f"{metric}_hits": [0] * n, f"{metric}_total": [1] * n,
+            "pair_id": range(n),
+            "dataset": "crows-pairs",
+            "bias_type": ["gender"] * n,
+            "direction": directions,
+            "sent_stereo": [f"s{i}" for i in range(n)],
+            "sent_anti": [f"a{i}" for i in range(n)],
+            f"{metric}_stereo": stereo,
+            f"{metric}_anti": anti,
+            f"{metric}_hits": [0] * n,
+            f"{metric}_total": [1] * n,
         }
     )
     return EvaluationResult(frame, summarize(frame, [metric], {"model": "hand"}))
@@ -205,9 +225,7 @@ def test_bias_score_table_by_hand():
 
 
 def test_paper_layout_keeps_first_appearance_order():
-    table = pd.DataFrame(
-        {"model": ["b", "a", "b"], "source": ["x", "x", "x"], "column": ["Z", "Y", "Y"], "accuracy": [1.0, 2.0, 3.0]}
-    )
+    table = pd.DataFrame({"model": ["b", "a", "b"], "source": ["x", "x", "x"], "column": ["Z", "Y", "Y"], "accuracy": [1.0, 2.0, 3.0]})
     wide = paper_layout(table)
     assert wide.columns.tolist() == ["model", "source", "Z", "Y"]
     assert wide["model"].tolist() == ["b", "a"]

@@ -14,10 +14,23 @@ from tests.support import FIXTURE_DATA, REPO
 @pytest.mark.parametrize("dataset", ["crows-pairs", "stereoset"])
 def test_evaluate_writes_pairs_and_summary(model_dirs, tmp_path, dataset, capsys):
     out = tmp_path / dataset
-    code = main([
-        "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", dataset, "--data-dir", str(FIXTURE_DATA),
-        "--metrics", "aul,aula,cps,sss,all_masked", "--limit", "5", "--out", str(out),
-    ])
+    code = main(
+        [
+            "evaluate",
+            "--model",
+            str(model_dirs["bert-cased"]),
+            "--dataset",
+            dataset,
+            "--data-dir",
+            str(FIXTURE_DATA),
+            "--metrics",
+            "aul,aula,cps,sss,all_masked",
+            "--limit",
+            "5",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     frame = pd.read_csv(out / "pairs.csv")
     assert len(frame) == 5 and frame["pair_id"].tolist() == [0, 1, 2, 3, 4]
@@ -31,10 +44,29 @@ def test_evaluate_writes_pairs_and_summary(model_dirs, tmp_path, dataset, capsys
 
 def test_compat_and_sample(model_dirs, tmp_path):
     out = tmp_path / "compat"
-    assert main([
-        "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"),
-        "--metrics", "cps", "--compat", "kaneko2022", "--sample", "4", "--seed", "3", "--no-cache", "--out", str(out),
-    ]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                str(model_dirs["bert-cased"]),
+                "--dataset",
+                str(FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"),
+                "--metrics",
+                "cps",
+                "--compat",
+                "kaneko2022",
+                "--sample",
+                "4",
+                "--seed",
+                "3",
+                "--no-cache",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     frame = pd.read_csv(out / "pairs.csv")
     assert len(frame) == 4
     assert all(round(v, 3) == v for v in frame["cps_stereo"])
@@ -54,8 +86,13 @@ def test_compat_and_sample(model_dirs, tmp_path):
 def test_bad_input_gives_one_line_and_a_nonzero_exit(argv, fragment, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BIASLENS_DATA_DIR", str(FIXTURE_DATA))
-    proc = subprocess.run([sys.executable, "-m", "biaslens", *argv], capture_output=True, text=True, cwd=tmp_path,
-                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "biaslens", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(("Loading", "note:"))]
     assert len(lines) == 1, proc.stderr
@@ -98,8 +135,20 @@ def test_a_run_killed_with_sigkill_resumes_from_the_cache(model_dirs, tmp_path):
     dataset = tmp_path / "pairs.csv"  # several chunks of pairs, so the run is still going after the first is cached
     rows = [f"Person {i} said the women were bad at maths.,Person {i} said the men were bad at maths." for i in range(400)]
     dataset.write_text("sent_more,sent_less\n" + "\n".join(rows) + "\n", encoding="utf-8")
-    argv = [sys.executable, "-m", "biaslens", "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(dataset),
-            "--metrics", "aul,cps", "--limit", "300"]
+    argv = [
+        sys.executable,
+        "-m",
+        "biaslens",
+        "evaluate",
+        "--model",
+        str(model_dirs["bert-cased"]),
+        "--dataset",
+        str(dataset),
+        "--metrics",
+        "aul,cps",
+        "--limit",
+        "300",
+    ]
     proc = subprocess.Popen([*argv, "--out", str(tmp_path / "killed")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     database = tmp_path / "cache" / "results.sqlite"
     deadline = time.monotonic() + 300
@@ -134,4 +183,5 @@ def test_shuffle_prints_the_sentence_shuffled(model_dirs, capsys):
     assert sorted(t["new_position"] for t in out["tokens"]) == list(range(9))  # a permutation, special tokens in place
     assert out["tokens"][0]["new_position"] == 0 and out["tokens"][-1]["new_position"] == 8
     assert out["shuffled"] != "The nurse said she was tired." and sorted(out["shuffled"].replace(".", "").split()) == sorted(
-        "The nurse said she was tired".split())
+        "The nurse said she was tired".split()
+    )

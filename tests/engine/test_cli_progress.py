@@ -51,7 +51,9 @@ def test_line_progress_without_a_total_bytes_and_postfix():
     bar.close()
     bar.close()  # once
     assert out.getvalue().splitlines() == [
-        "training: 3 steps, 0 s", "training: 5 steps, 12 s, loss=4.800", "training: done, 5 steps, 12 s, loss=4.800",
+        "training: 3 steps, 0 s",
+        "training: 5 steps, 12 s, loss=4.800",
+        "training: done, 5 steps, 12 s, loss=4.800",
     ]
     download = io.StringIO()
     with LineProgress(2_000_000, "B", "downloading x", file=download, clock=clock) as bytes_bar:
@@ -96,8 +98,23 @@ def test_bars_on_a_terminal_or_with_the_flag_lines_otherwise(monkeypatch):
 def test_evaluate_in_a_log_writes_plain_lines_and_the_untrained_warning(model_dirs, tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO), "BIASLENS_CACHE_DIR": str(tmp_path / "cache")}
-    argv = [sys.executable, "-m", "biaslens", "evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs",
-            "--data-dir", str(DATA), "--metrics", "aul", "--limit", "4", "--no-cache"]
+    argv = [
+        sys.executable,
+        "-m",
+        "biaslens",
+        "evaluate",
+        "--model",
+        str(model_dirs["bert-cased"]),
+        "--dataset",
+        "crows-pairs",
+        "--data-dir",
+        str(DATA),
+        "--metrics",
+        "aul",
+        "--limit",
+        "4",
+        "--no-cache",
+    ]
     proc = subprocess.run([*argv, "--out", str(out)], env=env, capture_output=True)  # stderr is a pipe, not a terminal
     err = proc.stderr.decode()  # bytes: text mode would turn carriage returns into newlines
     assert proc.returncode == 0, err
@@ -160,8 +177,26 @@ def test_kurita_warns_and_records_the_verdict(model_dirs, tmp_path, capsys):
     words = tmp_path / "traits.txt"
     words.write_text("kind\nsmart\nlazy\n", encoding="utf-8")
     out = tmp_path / "k"
-    assert main(["kurita", "--model", str(model_dirs["bert-cased"]), "--attributes", str(words), "--weat", "career_family",
-                 "--permutations", "50", "--data-dir", str(DATA), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "kurita",
+                "--model",
+                str(model_dirs["bert-cased"]),
+                "--attributes",
+                str(words),
+                "--weat",
+                "career_family",
+                "--permutations",
+                "50",
+                "--data-dir",
+                str(DATA),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert sum("Looks untrained" in line for line in err.splitlines() if line.startswith("warning:")) == 1
     assert "\r" not in err  # capsys is no terminal: plain lines
@@ -172,8 +207,29 @@ def test_kurita_warns_and_records_the_verdict(model_dirs, tmp_path, capsys):
 
 def test_report_warns_once_and_records_the_vocabulary(model_dirs, tmp_path, capsys):
     out = tmp_path / "r"
-    assert main(["report", "--model", str(model_dirs["bert-cased"]), "--datasets", "crows-pairs", "--data-dir", str(DATA),
-                 "--analyses", "scores", "--metrics", "aul", "--limit", "6", "--no-cache", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--model",
+                str(model_dirs["bert-cased"]),
+                "--datasets",
+                "crows-pairs",
+                "--data-dir",
+                str(DATA),
+                "--analyses",
+                "scores",
+                "--metrics",
+                "aul",
+                "--limit",
+                "6",
+                "--no-cache",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert sum("Looks untrained" in line for line in err.splitlines() if line.startswith("warning:")) == 1
     assert any(line.endswith("bias scores: done, 6/6 pairs (100%), " + line.rsplit(", ", 1)[-1]) for line in err.splitlines()), err

@@ -160,7 +160,10 @@ def test_small_revised_file(tmp_path):
     d = read_crows_pairs_revised(f)
     assert d.name == "custom"
     assert [(p.pair_id, p.source_id, p.bias_type, p.direction) for p in d.pairs] == [
-        (3, "", "race-color", "stereo"), (7, "", "", "antistereo"), (1512, "LA4", "autre", "stereo")]
+        (3, "", "race-color", "stereo"),
+        (7, "", "", "antistereo"),
+        (1512, "LA4", "autre", "stereo"),
+    ]
     assert d.pairs[0].sent_anti == "A c."
     assert d.notes == (
         "spaces around the sentences removed: pair ids 3 (1)",
@@ -204,7 +207,9 @@ def test_small_translated_file(tmp_path):
     d = read_translated_crows_pairs(f)
     assert d.name == "crows-pairs-ja"  # the usual file name says which
     assert [(p.pair_id, p.direction, p.bias_type, p.sent_stereo, p.sent_anti) for p in d.pairs] == [
-        (0, "stereo", "gender", "彼女は看護師だ。", "彼は看護師だ。"), (1, "antistereo", "gender", "Он врач .", "Она врач .")]
+        (0, "stereo", "gender", "彼女は看護師だ。", "彼は看護師だ。"),
+        (1, "antistereo", "gender", "Он врач .", "Она врач ."),
+    ]
     assert "spaces around the sentences removed: pair ids 1 (1)" in d.notes
     assert any("is not the published Japanese" in n for n in d.notes)
     items[1]["direction"] = "both"
@@ -226,7 +231,9 @@ def test_small_winoqueer_file(tmp_path):
     )
     d = read_winoqueer(f)
     assert [(p.pair_id, p.direction, p.bias_type, p.sent_anti) for p in d.pairs] == [
-        (0, "stereo", "masc_femm_name", "Mary is gay."), (1, "antistereo", "cis_gay_pairwise_mf", "Straight people are sick.")]
+        (0, "stereo", "masc_femm_name", "Mary is gay."),
+        (1, "antistereo", "cis_gay_pairwise_mf", "Straight people are sick."),
+    ]
     assert read_pairs_file(f).pairs == d.pairs
     assert "spaces around the sentences removed: pair ids 0 (1)" in d.notes
     assert "spaces around stereo_antistero removed: pair ids 0 (1)" in d.notes

@@ -124,8 +124,12 @@ def test_summary_tables_follow_the_summary(tiny_bert):
 def test_verdicts_and_filters():
     v = explore.verdicts([1.0, 0.0, 2.0, np.nan], [0.0, 1.0, 2.0, 1.0])
     assert list(v) == ["stereo", "anti", "tie", "undecidable"]
-    frame = pd.DataFrame([{"pair_id": p.pair_id, "bias_type": p.bias_type, "direction": p.direction,
-                           "sent_stereo": p.sent_stereo, "sent_anti": p.sent_anti} for p in PAIRS])
+    frame = pd.DataFrame(
+        [
+            {"pair_id": p.pair_id, "bias_type": p.bias_type, "direction": p.direction, "sent_stereo": p.sent_stereo, "sent_anti": p.sent_anti}
+            for p in PAIRS
+        ]
+    )
     assert explore.filter_pairs(frame, bias_type="age")["pair_id"].tolist() == [2, 3]
     assert explore.filter_pairs(frame, direction="antistereo")["pair_id"].tolist() == [1, 4]
     assert explore.filter_pairs(frame, text="YOUNG")["pair_id"].tolist() == [2, 3]

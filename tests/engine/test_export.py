@@ -11,10 +11,10 @@ from biaslens.export import atomic_write, neutralize_cell, safe_csv, to_json
 
 def test_formula_cells_are_neutralised_and_numbers_are_not():
     frame = pd.DataFrame(
-        {"sent": ["=HYPERLINK(\"x\")", "+1", "-2 people", "@SUM(A1)", "\tTab", "plain", "a=b"], "score": [-1.5, 2.0, -3.0, 0.0, 1.0, 2.0, 3.0]}
+        {"sent": ['=HYPERLINK("x")', "+1", "-2 people", "@SUM(A1)", "\tTab", "plain", "a=b"], "score": [-1.5, 2.0, -3.0, 0.0, 1.0, 2.0, 3.0]}
     )
     back = pd.read_csv(io.StringIO(safe_csv(frame)))
-    assert back["sent"].tolist() == ["'=HYPERLINK(\"x\")", "'+1", "'-2 people", "'@SUM(A1)", "'\tTab", "plain", "a=b"]
+    assert back["sent"].tolist() == ['\'=HYPERLINK("x")', "'+1", "'-2 people", "'@SUM(A1)", "'\tTab", "plain", "a=b"]
     assert back["score"].tolist() == frame["score"].tolist()
 
 

@@ -69,8 +69,20 @@ def test_cli_refuses_an_unwritable_out_before_loading_anything(model_dirs, tmp_p
     afile = tmp_path / "exists"
     afile.write_text("keep me")
     out = afile if where == "file" else afile / "out"
-    code = main(["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(_pairs_file(tmp_path)),
-                 "--metrics", "aul", "--no-cache", "--out", str(out)])
+    code = main(
+        [
+            "evaluate",
+            "--model",
+            str(model_dirs["bert-cased"]),
+            "--dataset",
+            str(_pairs_file(tmp_path)),
+            "--metrics",
+            "aul",
+            "--no-cache",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "Loading" not in err  # refused before the model was loaded or anything scored
@@ -79,8 +91,19 @@ def test_cli_refuses_an_unwritable_out_before_loading_anything(model_dirs, tmp_p
 
 
 def test_a_write_failure_after_scoring_says_the_scores_are_cached(model_dirs, tmp_path, capsys, monkeypatch):
-    argv = ["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(_pairs_file(tmp_path)),
-            "--metrics", "aul", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]
+    argv = [
+        "evaluate",
+        "--model",
+        str(model_dirs["bert-cased"]),
+        "--dataset",
+        str(_pairs_file(tmp_path)),
+        "--metrics",
+        "aul",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     real = export.tempfile.mkstemp
 
     def disk_full(*args, **kwargs):
@@ -111,13 +134,19 @@ def test_output_files_respect_the_umask(tmp_path, mask):
 
 
 def _stereoset_line(**overrides) -> dict:
-    item = {"type": "intrasentence", "target": "nurse", "bias_type": "gender", "context": "The nurse was BLANK.",
-            "stereotype": "The nurse was female.", "anti-stereotype": "The nurse was male.", "unrelated": "The nurse was blue."}
+    item = {
+        "type": "intrasentence",
+        "target": "nurse",
+        "bias_type": "gender",
+        "context": "The nurse was BLANK.",
+        "stereotype": "The nurse was female.",
+        "anti-stereotype": "The nurse was male.",
+        "unrelated": "The nurse was blue.",
+    }
     return {**item, **overrides}
 
 
-@pytest.mark.parametrize("field,value,kind", [("bias_type", {"a": 1}, "an object"), ("stereotype", ["x"], "a list"),
-                                              ("target", 3, "a number")])
+@pytest.mark.parametrize("field,value,kind", [("bias_type", {"a": 1}, "an object"), ("stereotype", ["x"], "a list"), ("target", 3, "a number")])
 def test_stereoset_lines_with_non_text_fields_name_file_row_and_field(tmp_path, field, value, kind):
     path = tmp_path / "test.jsonl"
     path.write_text(json.dumps(_stereoset_line()) + "\n" + json.dumps(_stereoset_line(**{field: value})) + "\n")
@@ -128,10 +157,13 @@ def test_stereoset_lines_with_non_text_fields_name_file_row_and_field(tmp_path, 
 
 @pytest.mark.parametrize("label", [["stereotype"], {"x": "stereotype"}])
 def test_stereoset_dev_json_with_a_list_or_dict_gold_label_is_refused(tmp_path, label):
-    sentences = [{"sentence": "The nurse was female.", "gold_label": "stereotype"},
-                 {"sentence": "The nurse was male.", "gold_label": label}]
-    doc = {"version": "1", "data": {"intrasentence": [{"id": "e1", "target": "nurse", "bias_type": "gender",
-                                                       "context": "The nurse was BLANK.", "sentences": sentences}]}}
+    sentences = [{"sentence": "The nurse was female.", "gold_label": "stereotype"}, {"sentence": "The nurse was male.", "gold_label": label}]
+    doc = {
+        "version": "1",
+        "data": {
+            "intrasentence": [{"id": "e1", "target": "nurse", "bias_type": "gender", "context": "The nurse was BLANK.", "sentences": sentences}]
+        },
+    }
     path = tmp_path / "dev.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(DatasetError, match=r"dev.json, row 1: .*gold_label that is a"):
@@ -150,8 +182,17 @@ def test_repeated_header_columns_are_an_error_naming_them(tmp_path):
 # -- hub ids ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,rule", [("org/na me", "contains a space"), ("org/a--b", "'--'"), ("-org/x", "start or end"),
-                                       ("org/" + "x" * 97, "at most 96"), ("a/b/", "not a hub id"), ("org/x.git", ".git")])
+@pytest.mark.parametrize(
+    "name,rule",
+    [
+        ("org/na me", "contains a space"),
+        ("org/a--b", "'--'"),
+        ("-org/x", "start or end"),
+        ("org/" + "x" * 97, "at most 96"),
+        ("a/b/", "not a hub id"),
+        ("org/x.git", ".git"),
+    ],
+)
 def test_invalid_hub_ids_name_the_rule_they_break(name, rule):
     with pytest.raises(InputError, match="not a hub id") as info:
         check_hub_id(name)
@@ -182,8 +223,13 @@ def test_api_misuse_is_an_input_error(tiny_bert):
         inspect_pair(tiny_bert, "A women.", "A men.", top_k=-1)
     with pytest.raises(InputError, match="metrics must be"):
         inspect_pair(tiny_bert, "A women.", "A men.", metrics=7)
-    for kwargs, fragment in [({"chunk_pairs": 0}, "chunk_pairs"), ({"chunk_pairs": 2.5}, "chunk_pairs"),
-                             ({"batch_tokens": -1}, "batch_tokens"), ({"limit": "3"}, "limit"), ({"seed": None}, "seed")]:
+    for kwargs, fragment in [
+        ({"chunk_pairs": 0}, "chunk_pairs"),
+        ({"chunk_pairs": 2.5}, "chunk_pairs"),
+        ({"batch_tokens": -1}, "batch_tokens"),
+        ({"limit": "3"}, "limit"),
+        ({"seed": None}, "seed"),
+    ]:
         with pytest.raises(InputError, match=fragment):
             evaluate(tiny_bert, pairs, "aul", **kwargs)
     with pytest.raises(InputError, match="PairDataset"):
@@ -202,8 +248,23 @@ def test_token_identical_sentences_are_refused_by_the_inspector(tiny_bert):
 def test_cli_reports_token_identical_pairs_and_leaves_them_out(model_dirs, tmp_path, capsys):
     path = tmp_path / "pairs.csv"
     path.write_text(PAIRS_CSV + "\u2603\u2603\u2603,\u2602\u2602\u2602,gender,stereo\n", encoding="utf-8")
-    assert main(["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(path), "--metrics", "aul",
-                 "--no-cache", "--out", str(tmp_path / "out")]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                str(model_dirs["bert-cased"]),
+                "--dataset",
+                str(path),
+                "--metrics",
+                "aul",
+                "--no-cache",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "1 pair left out of N" in captured.err and "pair id 4" in captured.err
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())

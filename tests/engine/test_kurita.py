@@ -343,10 +343,13 @@ def test_shares_table_carries_the_published_reference(tiny_bert):
     assert len(plotted) == 10 and {r["side"] for r in plotted} <= {"more he", "more she"}
 
 
-@pytest.mark.parametrize("data, n_skills, n_names", [
-    pytest.param(FIXTURE_DATA, 12, 4, id="fixtures"),
-    pytest.param(DATA, 25, 8, id="shared", marks=shared),
-])
+@pytest.mark.parametrize(
+    "data, n_skills, n_names",
+    [
+        pytest.param(FIXTURE_DATA, 12, 4, id="fixtures"),
+        pytest.param(DATA, 25, 8, id="shared", marks=shared),
+    ],
+)
 def test_cli_writes_lists_and_weat_tables(model_dirs, tmp_path, capsys, data, n_skills, n_names):
     out = tmp_path / "out"
     code = main([

@@ -40,10 +40,21 @@ def test_every_entry_is_well_formed(key):
 def test_the_facts_that_were_spread_over_other_modules():
     # explore's reductions, the inspector's measures, Table 1's pairs and the cache tags, as they were before the registry held them
     assert {k: m.reduction for k, m in METRICS.items() if m.reduction} == {
-        "aul": "mean", "aula": "weighted_mean", "cps": "sum", "sss": "mean", "all_masked": "mean", "pll": "sum"}
+        "aul": "mean",
+        "aula": "weighted_mean",
+        "cps": "sum",
+        "sss": "mean",
+        "all_masked": "mean",
+        "pll": "sum",
+    }
     assert [k for k, m in METRICS.items() if m.reduction and not m.additive_in_compat] == ["cps", "sss"]
     assert {k: METRICS[k].token_measure for k in ("aul", "aula", "cps", "sss", "all_masked")} == {
-        "aul": "logprob", "aula": "aula_contribution", "cps": "cps_logprob", "sss": "logprob", "all_masked": "logprob"}
+        "aul": "logprob",
+        "aula": "aula_contribution",
+        "cps": "cps_logprob",
+        "sss": "logprob",
+        "all_masked": "logprob",
+    }
     assert [m.token_column for m in METRICS.values() if m.token_column] == ["cps_logprob", "sss_logprob", "all_masked_logprob", "pll_logprob"]
     assert PAIRED_TOKENS == {"cps": "unmodified (U) tokens", "sss": "modified (M) tokens"}
     assert [k for k, m in METRICS.items() if m.needs_attention] == ["aula"]

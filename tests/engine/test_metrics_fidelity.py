@@ -122,8 +122,13 @@ def _sss_run():
     from biaslens.datasets import Pair
 
     def side(n, masked, ranks):
-        return {"ids": list(range(100, 100 + n)), "special": [1] + [0] * (n - 2) + [1], "rank": [1] * n,
-                "masked_positions": masked, "masked_rank": ranks}
+        return {
+            "ids": list(range(100, 100 + n)),
+            "special": [1] + [0] * (n - 2) + [1],
+            "rank": [1] * n,
+            "masked_positions": masked,
+            "masked_rank": ranks,
+        }
 
     records = [
         {"stereo": side(5, [2], [1]), "anti": side(5, [2], [4])},
@@ -191,12 +196,39 @@ def test_merged_top_words_by_hand():
     from biaslens.frequency import merged_top_words
 
     counts = pd.DataFrame(
-        [("he", 3, 1), ("she", 0, 4), ("man", 2, 2), ("white", 1, 0), ("the", 1, 1), ("his", 1, 0), ("her", 0, 2), ("woman", 0, 1),
-         ("men", 1, 0), ("girl", 0, 1), ("boy", 1, 0), ("lady", 0, 1), ("sir", 1, 0), ("zzzq", 0, 1)],
+        [
+            ("he", 3, 1),
+            ("she", 0, 4),
+            ("man", 2, 2),
+            ("white", 1, 0),
+            ("the", 1, 1),
+            ("his", 1, 0),
+            ("her", 0, 2),
+            ("woman", 0, 1),
+            ("men", 1, 0),
+            ("girl", 0, 1),
+            ("boy", 1, 0),
+            ("lady", 0, 1),
+            ("sir", 1, 0),
+            ("zzzq", 0, 1),
+        ],
         columns=["word", "count_adv", "count_dis"],
     )
-    ranks = {"he": 10, "her": 12, "his": 15, "she": 20, "men": 100, "woman": 300, "boy": 450, "girl": 500, "lady": 800, "sir": 900,
-             "man": 50, "white": 60, "the": 1}
+    ranks = {
+        "he": 10,
+        "her": 12,
+        "his": 15,
+        "she": 20,
+        "men": 100,
+        "woman": 300,
+        "boy": 450,
+        "girl": 500,
+        "lady": 800,
+        "sir": 900,
+        "man": 50,
+        "white": 60,
+        "the": 1,
+    }
     merged, dropped = merged_top_words(counts, ranks)
     # he: 3 Adv vs 1 Dis -> adv. Sorted by corpus rank, the first 8: he 10, her 12, his 15, she 20, men 100, woman 300,
     # boy 450, girl 500 (lady, sir and the unlisted zzzq fall outside).
@@ -326,8 +358,16 @@ def _paper_spec(key="career_family"):
     from biaslens.weat import WordSet
 
     cat = KURITA_CATEGORIES[key]
-    return WeatSpec(key, cat.label, parse_templates(cat.templates), parse_target_pairs(cat.pairs), cat.target_names,
-                    WordSet("A", ("x", "y")), WordSet("B", ("z", "w")), f"{cat.weat}.jsonl")
+    return WeatSpec(
+        key,
+        cat.label,
+        parse_templates(cat.templates),
+        parse_target_pairs(cat.pairs),
+        cat.target_names,
+        WordSet("A", ("x", "y")),
+        WordSet("B", ("z", "w")),
+        f"{cat.weat}.jsonl",
+    )
 
 
 def test_weat_published_effect_size_needs_the_papers_setting():
@@ -352,8 +392,13 @@ def test_table5_published_share_needs_list_size_template_targets_and_model():
     from biaslens.kurita import TemplateScores, parse_target_pairs, parse_templates, share_comparability
 
     def scores(n, template="[T] is [A].", pairs="he/she", model="bert-base-uncased"):
-        return TemplateScores(parse_templates([template]), parse_target_pairs(pairs), tuple(f"w{i}" for i in range(n)), pd.DataFrame(),
-                              {"model": model, "model_type": "bert"})
+        return TemplateScores(
+            parse_templates([template]),
+            parse_target_pairs(pairs),
+            tuple(f"w{i}" for i in range(n)),
+            pd.DataFrame(),
+            {"model": model, "model_type": "bert"},
+        )
 
     assert share_comparability("positive traits", scores(234)) is None  # "[T] is [A]." = the paper's "[T] is [A]"
     assert share_comparability("positive traits", scores(230)) == "230 items; the paper's positive traits list has 234"

@@ -49,8 +49,13 @@ def test_registry_entry():
 
 def test_masks_by_hand():
     # [CLS] un ##bel ##ie . [SEP]: "un" is scored with the whole word masked, "##ie" alone.
-    enc = Encoding("unbelie.", (1, 10, 11, 12, 13, 2), (True, False, False, False, False, True),
-                   ("[CLS]", "un", "##bel", "##ie", ".", "[SEP]"), (-1, 0, 0, 0, 1, -1))
+    enc = Encoding(
+        "unbelie.",
+        (1, 10, 11, 12, 13, 2),
+        (True, False, False, False, False, True),
+        ("[CLS]", "un", "##bel", "##ie", ".", "[SEP]"),
+        (-1, 0, 0, 0, 1, -1),
+    )
     assert word_l2r_masks(enc) == [(1, (1, 2, 3)), (2, (2, 3)), (3, (3,)), (4, (4,))]
     no_words = Encoding("ab", (1, 10, 11, 2), (True, False, False, True), ("[CLS]", "a", "b", "[SEP]"))
     assert word_l2r_masks(no_words) == [(1, (1,)), (2, (2,))]

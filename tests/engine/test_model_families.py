@@ -162,15 +162,21 @@ def test_a_dataset_run_with_the_default_metrics(family_lm):
 
 
 def test_presets_name_a_model_of_every_verified_family(capsys):
-    assert {"distilbert-base-uncased", "google/electra-base-generator", "xlm-roberta-base", "answerdotai/ModernBERT-base",
-            "bert-base-multilingual-cased", "microsoft/deberta-v2-xlarge"} <= set(PRESETS)
+    assert {
+        "distilbert-base-uncased",
+        "google/electra-base-generator",
+        "xlm-roberta-base",
+        "answerdotai/ModernBERT-base",
+        "bert-base-multilingual-cased",
+        "microsoft/deberta-v2-xlarge",
+    } <= set(PRESETS)
     from biaslens.cli import main
 
     assert main(["models"]) == 0
     listed = capsys.readouterr().out
     assert "answerdotai/ModernBERT-base" in listed and "  modernbert " in listed and "  deberta-v2 " in listed
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("### Verified model families"):]
+    table = readme[readme.index("### Verified model families") :]
     for name in ("DistilBERT", "ELECTRA", "DeBERTa", "XLM-RoBERTa", "ModernBERT", "multilingual BERT", "FNet"):
         assert name in table, name
 
@@ -263,9 +269,26 @@ def test_the_cli_leaves_aula_out_by_default_and_refuses_it_by_name(fnet, tmp_pat
 #: A hand-made Unigram vocabulary (scores chosen so the segmentation below is the only best one), read by the
 #: real XLM-R tokenizer class: "▁" marks the start of a word; Japanese has no spaces, so a sentence is one word.
 HAND_PIECES = {
-    "▁": -5.0, "▁Он": -3.0, "а": -3.0, "▁устал": -3.0, ".": -2.0, ",": -2.0, "Анна": -4.0, "Иван": -4.0, "▁врач": -3.0,
-    "▁а": -3.0, "▁он": -3.0, "▁нет": -3.0,
-    "彼": -3.0, "女": -3.0, "彼女": -3.0, "は": -3.0, "彼は": -2.5, "医者": -3.0, "です": -3.0, "。": -2.0,
+    "▁": -5.0,
+    "▁Он": -3.0,
+    "а": -3.0,
+    "▁устал": -3.0,
+    ".": -2.0,
+    ",": -2.0,
+    "Анна": -4.0,
+    "Иван": -4.0,
+    "▁врач": -3.0,
+    "▁а": -3.0,
+    "▁он": -3.0,
+    "▁нет": -3.0,
+    "彼": -3.0,
+    "女": -3.0,
+    "彼女": -3.0,
+    "は": -3.0,
+    "彼は": -2.5,
+    "医者": -3.0,
+    "です": -3.0,
+    "。": -2.0,
 }
 
 

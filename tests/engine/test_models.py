@@ -142,8 +142,13 @@ def _damage(folder, how):
         tensors = {k: v for k, v in load_file(weights).items() if ".layer.0." not in k}
         save_file(tensors, weights, metadata={"format": "pt"})
     elif how == "missing shard":
-        index = {"metadata": {}, "weight_map": {"bert.embeddings.word_embeddings.weight": "model-00001-of-00002.safetensors",
-                                                 "cls.predictions.bias": "model-00002-of-00002.safetensors"}}
+        index = {
+            "metadata": {},
+            "weight_map": {
+                "bert.embeddings.word_embeddings.weight": "model-00001-of-00002.safetensors",
+                "cls.predictions.bias": "model-00002-of-00002.safetensors",
+            },
+        }
         weights.rename(folder / "model-00001-of-00002.safetensors")
         (folder / "model.safetensors.index.json").write_text(json.dumps(index))
 

@@ -58,8 +58,9 @@ def test_run_options_from_a_namespace_take_defaults_for_what_a_command_lacks():
 
 
 def test_model_spec():
-    spec = ModelSpec.from_args(argparse.Namespace(model="some/folder", revision=None, device="cpu", dtype="float32", device_map=None,
-                                                  allow_pickle=False))
+    spec = ModelSpec.from_args(
+        argparse.Namespace(model="some/folder", revision=None, device="cpu", dtype="float32", device_map=None, allow_pickle=False)
+    )
     assert spec == ModelSpec("some/folder", device="cpu")
     assert ModelSpec("m").device == DEFAULT_DEVICE == "auto" and ModelSpec("m").dtype == DEFAULT_DTYPE == "float32"
     several = argparse.Namespace(model=["a", "b"])

@@ -16,11 +16,20 @@ from biaslens.stats import mcnemar
 
 def _result(stereo, anti, metric="aul", ids=None):
     n = len(stereo)
-    frame = pd.DataFrame({
-        "pair_id": ids or list(range(n)), "dataset": "custom", "bias_type": "x", "direction": "stereo",
-        "sent_stereo": [f"s{i}" for i in range(n)], "sent_anti": [f"a{i}" for i in range(n)],
-        f"{metric}_stereo": stereo, f"{metric}_anti": anti, f"{metric}_hits": 0, f"{metric}_total": 0,
-    })
+    frame = pd.DataFrame(
+        {
+            "pair_id": ids or list(range(n)),
+            "dataset": "custom",
+            "bias_type": "x",
+            "direction": "stereo",
+            "sent_stereo": [f"s{i}" for i in range(n)],
+            "sent_anti": [f"a{i}" for i in range(n)],
+            f"{metric}_stereo": stereo,
+            f"{metric}_anti": anti,
+            f"{metric}_hits": 0,
+            f"{metric}_total": 0,
+        }
+    )
     return EvaluationResult(frame, {"manifest": {}, "metrics": {metric: {}}})
 
 
@@ -62,8 +71,12 @@ def test_with_and_without_by_hand():
 
 
 def test_two_tiny_models_compare(tiny_models):
-    pairs = [Pair(i, "custom", "gender", "stereo", a, b) for i, (a, b) in enumerate(
-        [("Women can't drive.", "Men can't drive."), ("He is a nurse.", "She is a nurse."), ("The poor are lazy.", "The rich are lazy.")])]
+    pairs = [
+        Pair(i, "custom", "gender", "stereo", a, b)
+        for i, (a, b) in enumerate(
+            [("Women can't drive.", "Men can't drive."), ("He is a nurse.", "She is a nurse."), ("The poor are lazy.", "The rich are lazy.")]
+        )
+    ]
     first = evaluate(tiny_models["bert-cased"], pairs, ["aul", "cps"])
     second = evaluate(tiny_models["roberta"], pairs, ["aul", "cps"])
     table = paired.paired_comparison(first, second)

@@ -76,9 +76,11 @@ def test_dataset_shuffle_matches_one_sentence_and_survives_selection(tiny_bert):
 def test_compare_shuffle_by_hand():
     tokens = pd.DataFrame(
         {
-            "pair_id": [0] * 8, "bias_type": ["x"] * 8,
+            "pair_id": [0] * 8,
+            "bias_type": ["x"] * 8,
             "sentence": ["stereo"] * 4 + ["unrelated"] * 4,
-            "position": [0, 1, 2, 3] * 2, "token_id": [1, 5, 6, 2] * 2,
+            "position": [0, 1, 2, 3] * 2,
+            "token_id": [1, 5, 6, 2] * 2,
             "special": [True, False, False, True] * 2,
             "rank": [1, 1, 3, 9, 1, 2, 1, 9],
             "new_position": [0, 2, 1, 3, -1, -1, -1, -1],
@@ -127,17 +129,21 @@ def test_modified_words_and_groups_by_hand():
 
 def test_agreement_by_hand():
     labels = [("gender",)] * 3 + [("age",)] * 2  # 3 of 5 validators name gender
-    pairs = [
-        Pair(i, "crows-pairs", "gender", "stereo", f"s{i}", f"a{i}", annotations=labels if i < 2 else (("age",),) * 5)
-        for i in range(4)
-    ]
+    pairs = [Pair(i, "crows-pairs", "gender", "stereo", f"s{i}", f"a{i}", annotations=labels if i < 2 else (("age",),) * 5) for i in range(4)]
     assert [human_votes(p) for p in pairs] == [3, 3, 0, 0]
     frame = pd.DataFrame(
         {
-            "pair_id": range(4), "dataset": "crows-pairs", "bias_type": "gender", "direction": "stereo",
-            "sent_stereo": [p.sent_stereo for p in pairs], "sent_anti": [p.sent_anti for p in pairs],
+            "pair_id": range(4),
+            "dataset": "crows-pairs",
+            "bias_type": "gender",
+            "direction": "stereo",
+            "sent_stereo": [p.sent_stereo for p in pairs],
+            "sent_anti": [p.sent_anti for p in pairs],
             # margins 2, 0.5, 1, NaN: the biased pairs rank 1st and 3rd of 3 decidable pairs.
-            "aul_stereo": [2.0, 0.5, 1.0, np.nan], "aul_anti": [0.0] * 4, "aul_hits": 0, "aul_total": 1,
+            "aul_stereo": [2.0, 0.5, 1.0, np.nan],
+            "aul_anti": [0.0] * 4,
+            "aul_hits": 0,
+            "aul_total": 1,
         }
     )
     result = EvaluationResult(frame, summarize(frame, ["aul"], {"model": "hand"}))

@@ -98,8 +98,10 @@ def test_evaluate_cache_only_reads_a_finished_run_and_leaves_the_notice_to_a_com
     path = tmp_path / "r.sqlite"
     path.write_bytes(b"not a database at all" * 100)
     cache = ResultCache(path)  # set aside and started afresh: a notice for the next run that computes
-    pairs = [Pair(i, "test", "gender", "stereo", f"The {w} can't drive.", f"The {v} can't drive.")
-             for i, (w, v) in enumerate([("women", "men"), ("girls", "boys"), ("mothers", "fathers")])]
+    pairs = [
+        Pair(i, "test", "gender", "stereo", f"The {w} can't drive.", f"The {v} can't drive.")
+        for i, (w, v) in enumerate([("women", "men"), ("girls", "boys"), ("mothers", "fathers")])
+    ]
     with pytest.raises(NotCached):
         evaluate(tiny_bert, pairs, ["aul"], cache=cache, cache_only=True)
     assert len(cache) == 0

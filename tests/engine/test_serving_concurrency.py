@@ -8,10 +8,7 @@ import pandas as pd
 from biaslens.datasets import Pair
 from biaslens.evaluation import evaluate, inspect_pair
 
-PAIRS = [
-    (f"Person {i} said the women were bad at maths.", f"Person {i} said the men were bad at maths.")
-    for i in range(16)
-]
+PAIRS = [(f"Person {i} said the women were bad at maths.", f"Person {i} said the men were bad at maths.") for i in range(16)]
 
 
 def _scores(lm, pair):

@@ -249,9 +249,9 @@ def test_roc_rejects_single_class_or_bad_shapes(labels, scores):
 
 
 @given(
-    st.lists(
-        st.tuples(st.booleans(), st.integers(-5, 5).map(float)), min_size=2, max_size=40
-    ).filter(lambda pairs: len({label for label, _ in pairs}) == 2)
+    st.lists(st.tuples(st.booleans(), st.integers(-5, 5).map(float)), min_size=2, max_size=40).filter(
+        lambda pairs: len({label for label, _ in pairs}) == 2
+    )
 )
 def test_roc_negated_scores_complement_auc(pairs):
     labels = [label for label, _ in pairs]
@@ -330,9 +330,7 @@ def test_permutation_sampled_is_seeded_and_close_to_exact():
 
 
 def test_permutation_sampled_p_value_is_never_zero():
-    result = permutation_test(
-        [10.0] * 20, [0.0] * 20, n_permutations=99, exact_threshold=0
-    )
+    result = permutation_test([10.0] * 20, [0.0] * 20, n_permutations=99, exact_threshold=0)
     assert result.p_value == pytest.approx(1 / 100)
 
 

@@ -181,9 +181,21 @@ def _hand_table() -> pd.DataFrame:
                     if a == 0.5 and ratio == 3.0:
                         low, high = ((52.0, 70.0) if seed == 0 else (45.0, 60.0)) if key == "cps" else (50.0, 66.0)
                     prefers = 70.0 if (ratio == 3.0 and key == "cps") else 50.0
-                    rows.append(dict(association=a, frequency_ratio=ratio, seed=seed, key=key, metric=name, bias_score=score,
-                                     ci_low=low, ci_high=high, group_a_preference=prefers,
-                                     group_a_ci_low=prefers - 12, group_a_ci_high=prefers + 12))
+                    rows.append(
+                        dict(
+                            association=a,
+                            frequency_ratio=ratio,
+                            seed=seed,
+                            key=key,
+                            metric=name,
+                            bias_score=score,
+                            ci_low=low,
+                            ci_high=high,
+                            group_a_preference=prefers,
+                            group_a_ci_low=prefers - 12,
+                            group_a_ci_high=prefers + 12,
+                        )
+                    )
     return pd.DataFrame(rows)
 
 

@@ -105,10 +105,13 @@ def test_download_is_verified_then_cached(tmp_path, monkeypatch):
     assert sorted(p.name for p in (tmp_path / "datasets" / "weat").iterdir()) == ["weat8.jsonl"]
 
 
-@pytest.mark.parametrize("weat_dir, pleasant, career", [
-    pytest.param(WEAT_DIR, 10, 4, id="fixtures"),
-    pytest.param(DATA / "weat", 25, 8, id="shared", marks=shared),
-])
+@pytest.mark.parametrize(
+    "weat_dir, pleasant, career",
+    [
+        pytest.param(WEAT_DIR, 10, 4, id="fixtures"),
+        pytest.param(DATA / "weat", 25, 8, id="shared", marks=shared),
+    ],
+)
 def test_the_five_categories_take_the_right_word_sets(weat_dir, pleasant, career):
     sets = {}
     for key, category in KURITA_CATEGORIES.items():

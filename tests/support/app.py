@@ -14,8 +14,13 @@ APP = REPO / "app.py"
 #: AppTest's default timeout (3 s) is too short for a first model load on 2 cores.
 TIMEOUT = 120
 
-PAGES = {"inspector": "pages/inspector.py", "explorer": "pages/explorer.py", "compare": "pages/compare.py",
-         "analyses": "pages/analyses.py", "lab": "pages/lab.py"}
+PAGES = {
+    "inspector": "pages/inspector.py",
+    "explorer": "pages/explorer.py",
+    "compare": "pages/compare.py",
+    "analyses": "pages/analyses.py",
+    "lab": "pages/lab.py",
+}
 
 
 def as_a_running_server(monkeypatch) -> None:

@@ -46,8 +46,21 @@ def serve_app(env: dict[str, str], logs: Path):
     """`streamlit run app.py` on a free local port with `env`; yields its base URL, stops it afterwards."""
     port = free_port()
     command = [
-        sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-        "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
     ]
     with (logs / "server.log").open("w") as log:
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -71,7 +84,6 @@ def serve_app(env: dict[str, str], logs: Path):
             proc.kill()
 
 
-
 def open_app(page, server: str, path: str = "", **params) -> None:
     query = urlencode(params, doseq=True)
     page.goto(f"{server}/{path}" + (f"?{query}" if query else ""))
@@ -82,7 +94,7 @@ def settle(page) -> None:
     """Wait until the app has finished running its script."""
     page.wait_for_selector('[data-testid="stApp"]')
     page.wait_for_timeout(500)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"] [data-testid=\"stStatusWidgetRunningIcon\"]')")
+    page.wait_for_function('() => !document.querySelector(\'[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]\')')
     page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') !== 'running'")
 
 
