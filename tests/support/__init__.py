@@ -28,7 +28,8 @@ def _fixture_data(source: Path) -> Path:
     """The hand-written fixture files laid out as a data folder, in a temporary folder named after their content.
 
     Files named like the benchmark datasets (``crows_pairs_anonymized.csv``, ``weat6.jsonl``, ...) are committed with
-    a ``.fixture`` suffix, so they are never mistaken for copies of those datasets; here they get their real names.
+    ``.fixture`` in their names (``weat6.fixture.jsonl``), so they are never mistaken for copies of those datasets;
+    here they get their real names.
     """
     files = sorted(p for p in source.rglob("*") if p.is_file())
     digest = hashlib.sha256()
@@ -39,7 +40,7 @@ def _fixture_data(source: Path) -> Path:
         staging = Path(tempfile.mkdtemp(prefix="biaslens-fixture-data-"))
         for p in files:
             rel = p.relative_to(source)
-            dest = staging / rel.parent / rel.name.removesuffix(".fixture")
+            dest = staging / rel.parent / rel.name.replace(".fixture", "")
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(p, dest)
         try:
