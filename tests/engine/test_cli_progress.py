@@ -135,7 +135,8 @@ def test_evaluate_in_a_log_writes_plain_lines_and_the_untrained_warning(model_di
 
 def test_inspect_warns_about_untrained_weights_and_unknown_words_and_prints_top5_tokens(model_dirs, capsys):
     model = str(model_dirs["bert-cased"])
-    assert main(["inspect", "--model", model, "日本語の文章です。", "中国語の文章です。", "--json"]) == 0
+    # mostly words the tiny vocabulary lacks, told apart by one word it knows
+    assert main(["inspect", "--model", model, "日本語の文章 he です。", "日本語の文章 she です。", "--json"]) == 0
     captured = capsys.readouterr()
     warnings = [line for line in captured.err.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 2 and "Looks untrained" in warnings[0] and "out of this model's vocabulary" in warnings[1]
