@@ -9,20 +9,13 @@ requests to evil.example are blocked and recorded.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
-from tests.support import FIXTURE_DATA, REPO
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+from tests.support import FIXTURE_DATA
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, serve_app
 
 pytestmark = pytest.mark.browser
 
@@ -41,19 +34,9 @@ PAGES = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_url(model_dirs, tmp_path_factory):
-    if not CHROMIUM.exists():
-        if os.environ.get("BIASLENS_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{CHROMIUM} is missing")
-        pytest.skip(f"{CHROMIUM} is missing")
-    port = _free_port()
+    require_browser()
     logs = tmp_path_factory.mktemp("escaping-server")
     env = {
         **os.environ,
@@ -61,43 +44,8 @@ def app_url(model_dirs, tmp_path_factory):
         "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
         "BIASLENS_CACHE_DIR": str(logs / "cache"),
     }
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
-    with (logs / "server.log").open("w") as log:
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
-                time.sleep(0.3)
+    with serve_app(env, logs) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")

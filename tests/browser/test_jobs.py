@@ -15,7 +15,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,11 +25,10 @@ import pytest
 
 from tests.support import FIXTURE_DATA as DATA
 from tests.support import REPO
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, free_port, require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 TIMEOUT_MS = 120_000
 #: A training far longer than any of these tests waits for (minutes on 2 cores).
 LONG = {"steps": "20000", "corpus": "2000"}
@@ -39,24 +37,10 @@ SIGTERM_S = 5.0
 TRAINING = re.compile(r"Training the lab model: [\d,]+ / 20,000 steps")
 
 
-def _require_browser() -> None:
-    if CHROMIUM.exists():
-        return
-    if os.environ.get("BIASLENS_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{CHROMIUM} is missing")
-    pytest.skip(f"{CHROMIUM} is missing")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def _serve(model_dirs, logs: Path):
     """The app on a free port, one heavy job at a time; yields (base URL, process)."""
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
@@ -104,7 +88,7 @@ def _serve(model_dirs, logs: Path):
 
 @pytest.fixture
 def browser():
-    _require_browser()
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
