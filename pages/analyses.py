@@ -194,7 +194,7 @@ def _frame(frame: pd.DataFrame, **kwargs) -> None:
     for column in frame.columns:
         if pd.api.types.is_float_dtype(frame[column]):
             config[column] = P_VALUE if column in ("p", "mcnemar_p") else NUMBER
-    st.dataframe(frame, hide_index=kwargs.pop("hide_index", True), width="stretch", column_config=config, **kwargs)
+    st.dataframe(frame, hide_index=kwargs.pop("hide_index", True), width="stretch", column_config=config, **kwargs, placeholder="—")
 
 
 def _views(report: ReproductionReport) -> tuple[dict, dict]:
@@ -286,6 +286,7 @@ def _shuffle_box(lm: MaskedLM) -> None:
             "shuffled_rank": "Rank shuffled",
             "shuffled_prediction": "Top token shuffled",
         },
+        placeholder="—",
     )
 
 

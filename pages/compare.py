@@ -141,6 +141,7 @@ with right:
             "ci_high": st.column_config.NumberColumn("95% CI high", format="%.2f"),
             "token_accuracy": st.column_config.NumberColumn("Token acc. (%)", format="%.2f"),
         },
+        placeholder="—",
     )
     st.caption("50 = no preference between the sentences. Intervals: 95% Wilson.")
 
@@ -157,6 +158,7 @@ else:
         column_config={
             c: st.column_config.NumberColumn(c, format="%.2f") for c in comparison.by_type.columns if c != "bias_type" and not c.startswith("n (")
         },
+        placeholder="—",
     )
     st.caption(f"The last columns are each model's score minus {ui.feedback.md(order[0])}'s, in percentage points.")
 
@@ -197,6 +199,7 @@ if paired_rows:
             "p_value": st.column_config.NumberColumn("McNemar p", format="%.3g"),
             "mcnemar_method": "Test",
         },
+        placeholder="—",
     )
     st.caption(
         f"The same pairs under both models: difference of bias scores in percentage points with a paired bootstrap 95% interval "
@@ -232,6 +235,7 @@ else:
             "sent_anti": st.column_config.TextColumn("Anti-stereotypical sentence", width="large"),
         }
         | {c: st.column_config.NumberColumn(c, format="%.4f") for c in comparison.flips.columns if c.startswith("margin (")},
+        placeholder="—",
     )
     if event.selection.rows:
         st.session_state[S + "table_version"] = st.session_state.get(S + "table_version", 0) + 1

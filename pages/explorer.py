@@ -149,6 +149,7 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str) -> None
             f"{focus}_margin": st.column_config.NumberColumn(f"{name} margin", format="%.4f"),
             f"{focus}_verdict": f"{name} prefers",
         },
+        placeholder="—",
     )
     st.caption(f"{len(shown):,} of {len(frame):,} pairs shown.")
     if event.selection.rows:
@@ -232,7 +233,7 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
             "Share of pairs in which the metric scores the stereotypical sentence higher; 50 = no preference. Bars: 95% Wilson interval; numbers: N."
         )
         ui.charts.show(charts["Bias scores"], S + "chart_scores")
-        st.dataframe(summary, hide_index=True, width="stretch", column_order=list(SUMMARY_COLUMNS), column_config=SUMMARY_COLUMNS)
+        st.dataframe(summary, hide_index=True, width="stretch", column_order=list(SUMMARY_COLUMNS), column_config=SUMMARY_COLUMNS, placeholder="—")
     with tabs[1]:
         if by_type.empty:
             st.info("This dataset has no bias types.")
@@ -245,6 +246,7 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
                 width="stretch",
                 column_order=["bias_type", *list(SUMMARY_COLUMNS)[1:]],
                 column_config={"bias_type": "Bias type", **SUMMARY_COLUMNS},
+                placeholder="—",
             )
     with tabs[2]:
         if groups.empty:
@@ -261,6 +263,7 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
                 width="stretch",
                 column_order=["name", "group_name", *list(SUMMARY_COLUMNS)[1:]],
                 column_config={"group_name": "Group", **SUMMARY_COLUMNS},
+                placeholder="—",
             )
     with tabs[3]:
         show_pairs(result, metrics, focus)

@@ -323,7 +323,7 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
             st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
             static_table(_readable(modified[["side_name", "label", "rank", "top5"]]))
     with table_tab:
-        st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch")
+        st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch", placeholder="—")
 
 
 def _readable(frame: pd.DataFrame) -> pd.DataFrame:

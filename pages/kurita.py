@@ -180,7 +180,7 @@ SCORE_COLUMNS = {
 def _attribute_view(scores: TemplateScores, key: str) -> pd.DataFrame:
     """The per-attribute table (sortable by clicking a column), strongest first."""
     table = scores.attribute_table().sort_values("bias_score", ascending=False)
-    st.dataframe(table, hide_index=True, width="stretch", key=S + key, column_config=attribute_columns(table.columns))
+    st.dataframe(table, hide_index=True, width="stretch", key=S + key, column_config=attribute_columns(table.columns), placeholder="—")
     return table
 
 
@@ -253,7 +253,7 @@ def show_template_scores(scores: TemplateScores) -> None:
     st.markdown("**Per attribute** (click a column to sort)")
     _attribute_view(scores, "table_attributes")
     with st.expander("Every template × target × attribute"):
-        st.dataframe(scores.frame, hide_index=True, width="stretch", column_config=SCORE_COLUMNS)
+        st.dataframe(scores.frame, hide_index=True, width="stretch", column_config=SCORE_COLUMNS, placeholder="—")
     stem = _stem("templates")
     _downloads(
         {
@@ -344,6 +344,7 @@ def show_weat(results: list[WeatResult]) -> None:
             "p_method": "p from",
             "multi_piece_words": st.column_config.NumberColumn("multi-piece words"),
         },
+        placeholder="—",
     )  # fmt: skip
     chart = effect_size_chart(table)
     ui.charts.show(chart, S + "chart_weat")
@@ -365,6 +366,7 @@ def show_weat(results: list[WeatResult]) -> None:
                 width="stretch",
                 key=f"{S}units.{spec.key}",
                 column_config={"unit": "Word", "set": "Set", "s": NUMBER},
+                placeholder="—",
             )
     units = pd.concat([r.units.assign(test=r.spec.key) for r in results], ignore_index=True)
     stem = _stem("weat")
@@ -457,6 +459,7 @@ def show_lists(scored: dict[str, TemplateScores]) -> None:
             "published": st.column_config.TextColumn(
                 "Kurita et al. %", help="Table 5, bert-base-uncased; shown only for the paper's list, size, template and model."),
         },
+        placeholder="—",
     )  # fmt: skip
     name = st.selectbox("Per attribute, for the list", list(scored), key=S + "list_focus")
     _flags(scored[name])

@@ -288,6 +288,7 @@ def show_report(report: lab.LabReport) -> None:
         hide_index=True,
         width="stretch",
         column_config={c: number for c in table.columns if c not in ("Metric", "Against the truth", "N", "Ties")},
+        placeholder="—",
     )
     st.caption(
         "**Against the truth** reads the 95% Wilson interval: *detected* = above 50 where an association is planted; "
@@ -343,6 +344,7 @@ def show_report(report: lab.LabReport) -> None:
                 "margin": st.column_config.NumberColumn(f"{METRICS[focus].name} margin", format="%.4f"),
                 "prefers": f"{METRICS[focus].name} prefers",
             },
+            placeholder="—",
         )
         if event.selection.rows:
             st.session_state[S + "pairs_version"] = st.session_state.get(S + "pairs_version", 0) + 1
@@ -368,6 +370,7 @@ def show_comparison() -> None:
             "seed": "Seed",
             "expected": "Planted truth",
         },
+        placeholder="—",
     )
     st.button("Clear the comparison", icon=":material/delete_sweep:", on_click=_forget_runs, key=S + "clear")
 

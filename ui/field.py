@@ -62,7 +62,11 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
         chosen = scored[scored["check"].isin(set(checks))]
         keep = flagging.keep_mask(ids, chosen)
         st.dataframe(
-            flagging.flag_summary(chosen), hide_index=True, width="stretch", column_config={"check": None, "label": "Check", "pairs": "Pairs flagged"}
+            flagging.flag_summary(chosen),
+            hide_index=True,
+            width="stretch",
+            column_config={"check": None, "label": "Check", "pairs": "Pairs flagged"},
+            placeholder="—",
         )
         table = with_and_without(result, keep, metrics)
         table.insert(0, "name", [METRICS[m].name for m in table["metric"]])
@@ -81,6 +85,7 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
                 "ci_low": st.column_config.NumberColumn("95% CI low", format="%+.2f"),
                 "ci_high": st.column_config.NumberColumn("95% CI high", format="%+.2f"),
             },
+            placeholder="—",
         )
         st.caption(
             f"{int((~keep).sum()):,} of {len(ids):,} scored pairs flagged. Difference = unflagged − all, in percentage "
@@ -145,6 +150,7 @@ def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resu
             "ss": st.column_config.NumberColumn("SS", format="%.2f"),
             "icat": st.column_config.NumberColumn("ICAT", format="%.2f"),
         },
+        placeholder="—",
     )
     if scores.skipped:
         st.caption(f"{scores.skipped:,} examples without an unrelated sentence are left out.")

@@ -136,7 +136,7 @@ def _results() -> dict:
 def _number_table(frame: pd.DataFrame, **kwargs) -> None:
     number = st.column_config.NumberColumn(format="%.2f")
     config = {c: number for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
-    st.dataframe(frame, hide_index=True, width="stretch", column_config={**config, **kwargs})
+    st.dataframe(frame, hide_index=True, width="stretch", column_config={**config, **kwargs}, placeholder="—")
 
 
 def ranking_table(analysis: sweep.SweepAnalysis) -> pd.DataFrame:
