@@ -31,7 +31,7 @@ def _never_train(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("a cached lab model was trained again")
 
-    monkeypatch.setattr(lab, "_train", fail)
+    monkeypatch.setattr(lab.store, "_train", fail)  # where train_lab_model looks it up
 
 
 def test_presets_train_score_every_metric_against_the_truth_and_compare(app_env):
@@ -137,7 +137,7 @@ def offline(app_env, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(biaslens.models, "_cached_revision", lambda name, revision: None)  # not in the local HF cache
     monkeypatch.setenv("BIASLENS_MODEL", "bert-base-cased")
-    monkeypatch.setattr(lab, "default_lab_settings", lambda: lab.scenario_settings(lab.DEFAULT_LAB_SCENARIO, TINY))
+    monkeypatch.setattr(lab.store, "default_lab_settings", lambda: lab.scenario_settings(lab.DEFAULT_LAB_SCENARIO, TINY))
 
 
 def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, monkeypatch):
@@ -150,7 +150,7 @@ def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, mo
 
     at.sidebar.button(key="settings.offline_lab").click().run()
     no_exceptions(at)
-    model = lab.find_lab_model(lab.default_lab_settings())
+    model = lab.find_lab_model(lab.store.default_lab_settings())
     assert model is not None and lab.cached_lab_model_path() == model.path
     assert at.session_state["settings.model"] == str(model.path)
     assert at.session_state["settings.dataset"] == str(model.path / lab.PAIRS_FILE)  # pairs in its own vocabulary

@@ -57,7 +57,7 @@ def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeyp
     def fail(*args, **kwargs):
         raise AssertionError("a cell of the sweep was trained again")
 
-    monkeypatch.setattr(lab, "_train", fail)
+    monkeypatch.setattr(lab.store, "_train", fail)  # where train_lab_model looks it up
     again = run_app("lab", {"scenario": "neither"}, PAGE)
     no_exceptions(again)
     assert "2 already trained (scored only), 0 to train" in texts(again.info)

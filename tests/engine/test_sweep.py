@@ -139,7 +139,7 @@ def test_a_stopped_sweep_keeps_its_cells_and_resumes_to_the_uninterrupted_result
     def fail(*args, **kwargs):
         raise AssertionError("a cell of the sweep was trained again")
 
-    monkeypatch.setattr(lab, "_train", fail)
+    monkeypatch.setattr(lab.store, "_train", fail)  # where train_lab_model looks it up
     again = sweep.run_sweep(GRID, models_dir=tmp_path, result_cache=False)
     assert not any(c.trained_here for c in again.cells)
     pd.testing.assert_frame_equal(_scores(again), _scores(uninterrupted), check_exact=True)

@@ -1,0 +1,215 @@
+"""Trained lab models in the cache: naming, finding, listing, loading, and training into place (`train_lab_model`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import InputError, ModelLoadError
+from ..export import safe_csv, to_json
+from ..paths import default_cache_dir
+from .corpus import generate_corpus, heldout_frame
+from .settings import DEFAULT_LAB_SCENARIO, LAB_FORMAT, LabSettings, describe_settings, scenario_settings
+from .training import MAX_LENGTH, TrainingProgress, _encode_corpus, _train, train_tokenizer, wrap_tokenizer
+
+LAB_FILE = "lab.json"
+CORPUS_FILE = "corpus.txt"
+PAIRS_FILE = "heldout_pairs.csv"
+
+
+@dataclass(frozen=True)
+class LabModel:
+    """A trained lab model: an ordinary Hugging Face model folder plus what made it."""
+
+    path: Path
+    settings: LabSettings
+    training: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def label(self) -> str:
+        """A description for people, e.g. in the app's model list."""
+        return f"bias lab: {describe_settings(self.settings)}"
+
+
+def lab_root(cache_dir: str | Path | None = None) -> Path:
+    """The folder that holds the lab models: <cache>/lab."""
+    return Path(cache_dir).expanduser() if cache_dir else default_cache_dir() / "lab"
+
+
+def lab_model_dir(settings: LabSettings, cache_dir: str | Path | None = None) -> Path:
+    """Where the model of these settings lives: <cache>/lab/<scenario>-<hash of the settings>."""
+    return lab_root(cache_dir) / f"{settings.scenario}-{settings.key()}"
+
+
+_REQUIRED_FILES = (LAB_FILE, "config.json", "model.safetensors", "tokenizer.json", PAIRS_FILE)
+
+
+def load_lab_model(path: str | Path) -> LabModel:
+    """A lab model folder (as written by `train_lab_model`) with its settings."""
+    folder = Path(path).expanduser()
+    missing = [f for f in _REQUIRED_FILES if not (folder / f).is_file()]
+    if missing:
+        raise ModelLoadError(f"{folder} is not a bias-lab model folder (missing {', '.join(missing)}); train one with `biaslens lab train`.")
+    try:
+        data = json.loads((folder / LAB_FILE).read_text())
+        settings = LabSettings.from_dict(data["settings"])
+    except (OSError, ValueError, KeyError, TypeError, InputError) as exc:
+        raise ModelLoadError(f"{folder / LAB_FILE} is unreadable ({exc}); delete the folder and train again.") from exc
+    return LabModel(folder.resolve(), settings, data.get("training", {}))
+
+
+def find_lab_model(settings: LabSettings, cache_dir: str | Path | None = None) -> LabModel | None:
+    """The cached model of these settings, or None if it has not been trained yet."""
+    folder = lab_model_dir(settings, cache_dir)
+    if not folder.is_dir():
+        return None
+    try:
+        return load_lab_model(folder)
+    except ModelLoadError:
+        return None
+
+
+def list_lab_models(cache_dir: str | Path | None = None) -> list[LabModel]:
+    """Every trained lab model in the cache, newest first."""
+    root = lab_root(cache_dir)
+    found = []
+    for folder in root.iterdir() if root.is_dir() else ():
+        if folder.is_dir() and not folder.name.startswith("."):
+            try:
+                found.append(load_lab_model(folder))
+            except ModelLoadError:
+                continue
+    return sorted(found, key=lambda m: m.training.get("created", ""), reverse=True)
+
+
+def default_lab_settings() -> LabSettings:
+    """The settings of the model offered when no other model can be loaded."""
+    return scenario_settings(DEFAULT_LAB_SCENARIO)
+
+
+def cached_lab_model_path(cache_dir: str | Path | None = None) -> Path | None:
+    """The folder of the default lab model if it has been trained, else None (nothing is trained here)."""
+    model = find_lab_model(default_lab_settings(), cache_dir)
+    return model.path if model else None
+
+
+def default_lab_model(cache_dir: str | Path | None = None, progress: TrainingProgress | None = None) -> LabModel:
+    """The model offered when the hub cannot be reached: the default preset, trained here once and then cached."""
+    return train_lab_model(default_lab_settings(), cache_dir=cache_dir, progress=progress)
+
+
+def lab_model_of(name: str | Path) -> LabModel | None:
+    """The lab model in folder `name`, or None if `name` is not a bias-lab model folder (e.g. a hub id)."""
+    try:
+        folder = Path(str(name).strip()).expanduser()
+        if not str(name).strip() or not (folder / LAB_FILE).is_file():
+            return None
+        return load_lab_model(folder)
+    except (OSError, ModelLoadError):
+        return None
+
+
+def lab_model_of_pairs(path: str | Path) -> LabModel | None:
+    """The lab model whose held-out pairs file `path` is, or None (e.g. a benchmark's file)."""
+    path = Path(str(path).strip()).expanduser()
+    return lab_model_of(path.parent) if path.name == PAIRS_FILE else None
+
+
+def sanity_sentences(model: LabModel, n: int = 8) -> tuple[str, ...]:
+    """`n` sentences of the model's own training corpus, for `biaslens.sanity.check_model`.
+
+    A lab model knows only its templates and words, so the usual sanity check on plain
+    English would call it untrained; its own corpus tells whether training worked.
+    """
+    sentences: list[str] = []
+    try:
+        with (model.path / CORPUS_FILE).open(encoding="utf-8") as f:
+            for line in f:
+                if line.strip() and line.strip() not in sentences:
+                    sentences.append(line.strip())
+                if len(sentences) >= n:
+                    break
+    except OSError as exc:
+        raise ModelLoadError(f"{model.path / CORPUS_FILE} is unreadable ({exc}); delete the folder and train again.") from exc
+    return tuple(sentences)
+
+
+def _save_quietly(model: Any, tokenizer: Any, folder: Path) -> None:
+    """save_pretrained without transformers' own progress bar (ours is already on screen)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    finally:
+        hf_logging.enable_progress_bar()
+
+
+def train_lab_model(
+    settings: LabSettings,
+    *,
+    cache_dir: str | Path | None = None,
+    progress: TrainingProgress | None = None,
+) -> LabModel:
+    """Train (or find in the cache) the tokenizer and masked LM of these settings.
+
+    The folder is written under a temporary name and renamed into place when complete,
+    so a killed training leaves no half-written model; a folder that another process
+    completed first is kept. `progress(step, steps, loss)` is called after every step.
+    """
+    found = find_lab_model(settings, cache_dir)
+    if found is not None:
+        return found
+    target = lab_model_dir(settings, cache_dir)
+    if target.exists():  # an unreadable leftover (a file deleted by hand): ours to replace
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp.chmod(0o755)  # mkdtemp's 0700 would hide the folder from other users of a shared cache
+    try:
+        started = time.perf_counter()
+        sentences = generate_corpus(settings)
+        tok = train_tokenizer([s.text for s in sentences])
+        corpus = _encode_corpus(tok, sentences)
+        model, losses = _train(settings, corpus, tok.get_vocab_size(), tok.token_to_id("[MASK]"), progress)
+        seconds = time.perf_counter() - started
+        _save_quietly(model, wrap_tokenizer(tok, MAX_LENGTH), tmp)
+        (tmp / CORPUS_FILE).write_text("".join(s.text + "\n" for s in sentences), encoding="utf-8")
+        (tmp / PAIRS_FILE).write_text(safe_csv(heldout_frame(settings)), encoding="utf-8")
+        training = {
+            "seconds": round(seconds, 2),
+            "final_loss": float(np.mean(losses[-max(1, len(losses) // 20) :])),
+            "losses": [round(x, 4) for x in losses],
+            "vocab_size": tok.get_vocab_size(),
+            "parameters": sum(p.numel() for p in model.parameters()),
+            "corpus_sentences": len(sentences),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "torch": torch.__version__,
+        }
+        (tmp / LAB_FILE).write_text(to_json({"format": LAB_FORMAT, "settings": settings.to_dict(), "training": training}), encoding="utf-8")
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if find_lab_model(settings, cache_dir) is None:  # not a finished twin: a real failure
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    model_found = find_lab_model(settings, cache_dir)
+    if model_found is None:
+        raise ModelLoadError(f"The lab model was trained but {target} cannot be read back.")
+    return model_found
