@@ -302,9 +302,11 @@ def _scores_of(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOp
             return found[0].evaluations
     out = {}
     for name, dataset in datasets.items():
-        result = ui.feedback.attempt(
-            explore.cached_evaluation, lm, dataset, list(options.metrics), ui.resources.result_cache(), compat=options.compat, **options.selection()
-        )
+        result = None
+        with ui.feedback.guard():
+            result = explore.cached_evaluation(
+                lm, dataset, list(options.metrics), ui.resources.result_cache(), compat=options.compat, **options.selection()
+            )
         if result is None:
             return None
         out[name] = result

@@ -119,7 +119,9 @@ _texts = [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)]
 for _model in loaded:  # a model that looks untrained or does not know these words: said here, beside its scores
     ui.honesty.model_banner(settings, ui.resources.get_model(settings, _model), _texts, name=ui.settings.model_label(_model))
 results = {names[m]: loaded[m] for m in models if m in loaded}
-comparison = ui.feedback.attempt(explore.compare_models, results, metric)
+comparison = None
+with ui.feedback.guard():
+    comparison = explore.compare_models(results, metric)
 if comparison is None:
     st.stop()
 metric_name = METRICS[metric].name
@@ -165,7 +167,9 @@ else:
 st.subheader("Paired test")
 paired_rows = []
 for label in order[1:]:
-    table = ui.feedback.attempt(paired.paired_comparison, results[order[0]], results[label], [metric], seed=seed)
+    table = None
+    with ui.feedback.guard():
+        table = paired.paired_comparison(results[order[0]], results[label], [metric], seed=seed)
     if table is not None:
         paired_rows.append(table.assign(models=f"{label} − {order[0]}"))
 if paired_rows:

@@ -350,7 +350,9 @@ def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
     cols = st.columns(len(shown))
     for col, key in zip(cols, shown):
         with col:
-            spec = ui.feedback.attempt(_chart_spec, pair_key, "drivers", key, lambda k=key: _drivers_chart(result, k))
+            spec = None
+            with ui.feedback.guard():
+                spec = _chart_spec(pair_key, "drivers", key, lambda k=key: _drivers_chart(result, k))
             if spec is not None:
                 ui.charts.show_spec(spec, S + f"drivers_{key}")
 
@@ -466,7 +468,9 @@ def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> No
     if pinned is None or pinned[:2] == current[:2]:
         return
     st.subheader("Pinned pair vs this pair")
-    pinned_result = ui.feedback.attempt(ui.resources.inspection, settings, lm, pinned[0], pinned[1])
+    pinned_result = None
+    with ui.feedback.guard():
+        pinned_result = ui.resources.inspection(settings, lm, pinned[0], pinned[1])
     if pinned_result is None:
         return
     # One under the other, each in full and titled by its own sentences (side by side, the tables and tokens would be cut).
@@ -503,7 +507,9 @@ if chosen is not None:
     stereo, anti, label = chosen
     lm = ui.resources.model_or_stop(settings)
     with st.spinner("Scoring the pair…"):
-        result = ui.feedback.attempt(ui.resources.inspection, settings, lm, stereo, anti)
+        result = None
+        with ui.feedback.guard():
+            result = ui.resources.inspection(settings, lm, stereo, anti)
     if result is None:
         st.stop()
 

@@ -226,7 +226,9 @@ def knobs() -> lab.LabSettings | None:
 
 def train(chosen: lab.LabSettings) -> lab.LabModel | None:
     bar = ui.progress.ProgressBar("Training the lab model", unit="steps")
-    model = ui.feedback.attempt(ui.runs.train_lab_job, chosen, lambda step, total, _loss: bar(step, total))
+    model = None
+    with ui.feedback.guard():
+        model = ui.runs.train_lab_job(chosen, lambda step, total, _loss: bar(step, total))
     bar.clear()
     return model
 
@@ -241,7 +243,9 @@ def report_of(model: lab.LabModel) -> lab.LabReport | None:
     if lm is None:
         return None
     bar = ui.progress.ProgressBar("Scoring the held-out pairs")
-    report = ui.feedback.attempt(lab.evaluate_lab, model, lm, cache=ui.resources.result_cache(), progress=bar, compat=settings.compat)
+    report = None
+    with ui.feedback.guard():
+        report = lab.evaluate_lab(model, lm, cache=ui.resources.result_cache(), progress=bar, compat=settings.compat)
     bar.clear()
     if report is not None:
         reports[key] = report

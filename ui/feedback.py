@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 import streamlit as st
 
@@ -123,26 +124,33 @@ def _offer_next_action(exc: BaseException) -> None:
         st.button(f"Use the held-out pairs of {lab_model_name(model)}", key=key, icon=":material/science:", on_click=use_lab_pairs, args=(model,))
 
 
-@contextlib.contextmanager
-def guard(where=None) -> Iterator[None]:
-    """Run engine work; a failure becomes a message in the page and the page goes on.
+@dataclass
+class Outcome:
+    """What `guard` saw: `failed` is True once the guarded block raised (its message is already in the page)."""
 
+    failed: bool = False
+    error: Exception | None = None
+
+
+@contextlib.contextmanager
+def guard(where=None) -> Iterator[Outcome]:
+    """Run engine work; a failure becomes a one-line message in the page (or in `where`, e.g. st.sidebar) and the page goes on.
+
+        result = None
+        with ui.feedback.guard() as outcome:
+            result = engine_call(...)
+        if outcome.failed: ...
+
+    A `BiaslensError` shows as its own message; anything else as "Unexpected error (Type): first line" (see `explain`).
     Streamlit's own control flow (st.stop, st.rerun, a user's click interrupting a run)
     is not an `Exception`, so it passes through untouched.
     """
+    outcome = Outcome()
     try:
-        yield
+        yield outcome
     except Exception as exc:  # shown to the user, never swallowed silently
+        outcome.failed, outcome.error = True, exc
         show_error(exc, where=where)
-
-
-def attempt(fn: Callable[..., Any], *args: Any, where=None, **kwargs: Any) -> Any:
-    """`fn(*args, **kwargs)`, or None after showing why it failed (see `guard`)."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:  # shown to the user, never swallowed silently
-        show_error(exc, where=where)
-        return None
 
 
 def content_warning(dataset: PairDataset) -> None:

@@ -16,7 +16,7 @@ from biaslens.paired import N_RESAMPLES, with_and_without
 from biaslens.stereoset_scores import stereoset_scores
 
 from . import resources
-from .feedback import attempt
+from .feedback import guard
 from .progress import ProgressBar
 from .settings import Settings
 
@@ -28,7 +28,9 @@ def _flags(settings: Settings, lm: MaskedLM, dataset: PairDataset):
     key = (S + "flags", dataset.sha256, str(dataset.path), lm.fingerprint)
     store = st.session_state.setdefault(S + "store", {})
     if key not in store:
-        found = attempt(flagging.flag_pairs, dataset, lm=lm, data_dir=resources.data_dir(settings))
+        found = None
+        with guard():
+            found = flagging.flag_pairs(dataset, lm=lm, data_dir=resources.data_dir(settings))
         if found is None:
             return None
         store.clear()  # one dataset at a time
@@ -127,7 +129,9 @@ def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resu
         ):
             return
         bar = ProgressBar("Scoring StereoSet's unrelated candidates")
-        scores = attempt(stereoset_scores, lm, chosen, metrics, compat=settings.compat, cache=resources.result_cache(), main=result, progress=bar)
+        scores = None
+        with guard():
+            scores = stereoset_scores(lm, chosen, metrics, compat=settings.compat, cache=resources.result_cache(), main=result, progress=bar)
         bar.clear()
         if scores is None:
             return

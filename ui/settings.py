@@ -350,7 +350,7 @@ def _model_status(settings: Settings, box) -> None:
 
 def offer_lab_model(where: str = "sidebar") -> None:
     """No hub: offer the bias lab's model, trained here once (no download) and then cached; `where` keys the button."""
-    from .feedback import attempt
+    from .feedback import guard
     from .progress import ProgressBar
 
     cached = lab.cached_lab_model_path()
@@ -363,7 +363,9 @@ def offer_lab_model(where: str = "sidebar") -> None:
     if st.button("Use the offline lab model", key=key, type="primary", icon=":material/model_training:"):
         if not cached:
             bar = ProgressBar("Training the lab model", unit="steps")
-            model = attempt(lab.default_lab_model, progress=lambda step, total, _loss: bar(step, total))
+            model = None
+            with guard():
+                model = lab.default_lab_model(progress=lambda step, total, _loss: bar(step, total))
             bar.clear()
             if model is None:
                 return
