@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-import threading
-from collections import OrderedDict
 
 import pandas as pd
 import streamlit as st
@@ -15,6 +13,7 @@ import ui
 import ui.charts
 import ui.feedback
 import ui.honesty
+import ui.memo
 import ui.progress
 import ui.resources
 import ui.runs
@@ -36,6 +35,7 @@ from biaslens.report import (
     ReproductionReport,
     analyse_model,
     build_report,
+    reusable_scores,
     table5_intervals,
     table5_notes,
     zip_report,
@@ -69,31 +69,10 @@ settings = ui.settings.current()
 # ---------------------------------------------------------------------------------------
 
 
-class _Store:
-    """The last `KEEP` finished analyses: key -> (ModelAnalyses, ReproductionReport). Values are never mutated."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.items: OrderedDict[tuple, tuple[ModelAnalyses, ReproductionReport]] = OrderedDict()
-
-    def get(self, key: tuple):
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key: tuple, value) -> None:
-        with self.lock:
-            self.items[key] = value
-            self.items.move_to_end(key)
-            while len(self.items) > KEEP:
-                self.items.popitem(last=False)
-
-
 @st.cache_resource(show_spinner=False)
-def _store() -> _Store:
-    return _Store()
+def _store() -> ui.memo.LRU[tuple, tuple[ModelAnalyses, ReproductionReport]]:
+    """The last `KEEP` finished analyses: key -> (ModelAnalyses, ReproductionReport). Values are never mutated."""
+    return ui.memo.LRU(KEEP)
 
 
 def _key(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> tuple:
@@ -292,14 +271,14 @@ def _shuffle_box(lm: MaskedLM) -> None:
 
 def _scores_of(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> dict[str, EvaluationResult] | None:
     """A model's runs with the options' metrics on every dataset: from a finished analysis or the result cache, else None."""
-    for key_options in (options, dataclasses.replace(options, analyses=("scores",))):
+
+    def finished(key_options: ReportOptions) -> ModelAnalyses | None:
         found = _store().get(_key(lm, datasets, key_options))
-        if (
-            found is not None
-            and all(set(options.metrics) <= set(r.summary["metrics"]) for r in found[0].evaluations.values())
-            and set(found[0].evaluations) == set(datasets)
-        ):
-            return found[0].evaluations
+        return None if found is None else found[0]
+
+    reused = reusable_scores(finished, datasets, options)
+    if reused is not None:
+        return reused
     out = {}
     for name, dataset in datasets.items():
         result = None

@@ -19,6 +19,8 @@ Conventions for a page (see pages/inspector.py for a complete one):
 * **Errors**: wrap engine calls in `with ui.feedback.guard():` (a `BiaslensError` becomes
   its one-line message in the page, anything else a short "unexpected error" note; never a
   traceback), or call `ui.feedback.show_error(exc)` yourself.
+* **Memos**: keep finished results in a `ui.memo.LRU(capacity)` (bounded, thread-safe): in
+  `st.cache_resource` to share them between sessions, in `st.session_state` for one session.
 * **Long work** gets a progress bar with time remaining: `bar = ui.progress.ProgressBar("Scoring")`,
   pass `bar` as the engine's `progress=` callback, `bar.clear()` at the end.
 * **Datasets on screen** get `ui.feedback.content_warning(dataset)` above them.

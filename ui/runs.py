@@ -15,7 +15,6 @@ import contextlib
 import gc
 import signal
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -31,6 +30,7 @@ from biaslens.serving import ENV_MAX_JOBS, JobSlots
 
 from . import resources, state
 from .feedback import guard, md
+from .memo import LRU
 from .progress import ProgressBar
 from .settings import Settings
 
@@ -63,17 +63,13 @@ def spec_for(settings: Settings, lm: MaskedLM, dataset: PairDataset, metrics, sa
     return RunSpec(lm.name, lm.fingerprint, str(lm.dtype), settings.compat, str(dataset.path), dataset.sha256, tuple(metrics), sample, int(seed))
 
 
-def _results() -> OrderedDict:
-    return st.session_state.setdefault(_RESULTS, OrderedDict())
+def _results() -> LRU[RunSpec, EvaluationResult]:
+    """This session's last `KEEP_RESULTS` finished runs."""
+    return st.session_state.setdefault(_RESULTS, LRU(KEEP_RESULTS))
 
 
 def _remember(spec: RunSpec, result: EvaluationResult) -> EvaluationResult:
-    results = _results()
-    results[spec] = result
-    results.move_to_end(spec)
-    while len(results) > KEEP_RESULTS:
-        results.popitem(last=False)
-    return result
+    return _results().put(spec, result)
 
 
 def _options(spec: RunSpec) -> dict:
