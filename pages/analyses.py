@@ -18,6 +18,7 @@ import ui.progress
 import ui.resources
 import ui.runs
 import ui.settings
+import ui.sidebar
 import ui.state
 from biaslens import explore, figures, lab
 from biaslens.analyses import SOURCE_RUN, bias_score_table, paper_layout
@@ -300,7 +301,7 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
         "`python -m biaslens report`) are read from the result cache at once."
     )
     st.session_state.setdefault(S + "models", [settings.model])
-    choices = ui.settings.model_choices()
+    choices = ui.sidebar.model_choices()
     labels = {c.value: c.label for c in choices}
     offered = list(dict.fromkeys([c.value for c in choices] + [settings.model] + list(st.session_state[S + "models"])))
     models = st.multiselect(

@@ -12,6 +12,7 @@ import ui.honesty
 import ui.resources
 import ui.runs
 import ui.settings
+import ui.sidebar
 import ui.state
 from biaslens import explore, figures, paired
 from biaslens.export import safe_csv
@@ -48,7 +49,7 @@ st.caption(
 dataset = ui.resources.dataset_or_stop(settings)
 ui.feedback.content_warning(dataset)
 
-choices = ui.settings.model_choices()
+choices = ui.sidebar.model_choices()
 labels = {c.value: c.label for c in choices}
 options = list(dict.fromkeys([c.value for c in choices] + [settings.model] + list(st.session_state[S + "models"])))
 c1, c2 = st.columns([1.6, 1])

@@ -9,7 +9,7 @@ Conventions for a page (see pages/inspector.py for a complete one):
 * **Global settings** (model, revision, device, dtype, compat mode, dataset, data folder)
   live in the sidebar, drawn once per run by app.py: read them with
   `settings = ui.settings.current()`, a frozen `Settings` dataclass. Never draw them again.
-  `ui.settings.model_choices()` lists the models the sidebar offers (the hook for new
+  `ui.sidebar.model_choices()` lists the models the sidebar offers (the hook for new
   defaults, e.g. a lab model).
 * **Heavy resources** come from `ui.resources`: `model_or_stop(settings)` returns the cached
   `MaskedLM` (loaded once per (model, revision, device, dtype) for all sessions and never

@@ -14,6 +14,8 @@ from biaslens import lab
 from biaslens.datasets import DATASETS, PairDataset, canonical_name
 from biaslens.errors import BiaslensError, DatasetNotFoundError, HubUnreachableError, InputError
 
+from .settings import current, lab_model_name, model_label, use_lab_pairs
+
 LOCAL_FOLDER_HINT = (
     "**What you can do:** press **Use the offline lab model**: the bias lab's small model, trained on this machine once "
     "(about a minute) and needing no network. Or type the path of a local model folder (saved with `save_pretrained`: "
@@ -31,8 +33,6 @@ def _missing_message(exc: BaseException) -> str:
     """The UI's own words for a model or data file that is not on this machine (no CLI flags, no raw errno)."""
     text = str(exc)
     if isinstance(exc, HubUnreachableError):
-        from .settings import current, model_label
-
         named = re.search(r"(?:to download|is set and|HTTP \d+ for) (\S+?)(?::|\.? is not|\. |$)", text)
         name = named.group(1).rstrip(".") if named else current().model
         return f"**The model {md(model_label(name))} is not on this machine, and the Hugging Face hub cannot be reached from here** to download it."
@@ -113,7 +113,7 @@ def show_error(exc: BaseException, *, where=None) -> None:
 
 def _offer_next_action(exc: BaseException) -> None:
     """The button that goes with a missing model (the offline lab model) or dataset (a lab model's own pairs)."""
-    from .settings import current, lab_model_name, offer_lab_model, use_lab_pairs
+    from .sidebar import offer_lab_model  # the sidebar shows engine errors with this module: imported when needed
 
     if isinstance(exc, HubUnreachableError):
         offer_lab_model("main")
