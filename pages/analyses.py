@@ -148,7 +148,7 @@ def _analyse(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     return analysed
 
 
-def _run(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, key: tuple, label: str):
+def _run(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, key: tuple, label: str):
     st.session_state[S + "pending"] = key
     analysed = _analyse(lm, datasets, options, label)
     found = None
@@ -216,7 +216,7 @@ def _next_shuffle_seed() -> None:
 
 
 @st.fragment
-def _shuffle_box(lm: MaskedLM) -> None:
+def _shuffle_box(settings: ui.settings.Settings, lm: MaskedLM) -> None:
     """One sentence before and after shuffling; "Shuffle again" reruns only this part."""
     st.markdown("**One sentence, shuffled**")
     st.session_state.setdefault(S + "sentence", DEFAULT_SENTENCE)
@@ -293,7 +293,7 @@ def _scores_of(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOp
     return out
 
 
-def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> None:
+def _summary(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> None:
     """Table 5 for every model the user has run with these options (this session or the result cache)."""
     st.caption(
         f"{TITLES['scores']}: percentage of pairs whose stereotypical sentence scores higher (50 = no preference), for every model "
@@ -369,7 +369,7 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     )
 
 
-def _cli(names: list[str], options: ReportOptions) -> str:
+def _cli(settings: ui.settings.Settings, names: list[str], options: ReportOptions) -> str:
     args = ["python", "-m", "biaslens", "report", "--model", settings.model, "--datasets", ",".join(names), "--compat", options.compat]
     if options.analyses != tuple(ANALYSES):
         args += ["--analyses", ",".join(options.analyses)]
@@ -483,7 +483,7 @@ else:
                 )
                 clicked = st.button("Run the analyses", type="primary", icon=":material/play_arrow:", key=S + "run")
             if clicked or pending:
-                found = _run(lm, datasets, options, key, label)
+                found = _run(settings, lm, datasets, options, key, label)
                 if found is not None:
                     prompt.empty()
 
@@ -530,7 +530,7 @@ with tabs[TAB["shuffle"]]:
     st.subheader(TITLES["shuffle"])
     _section(found, "table4_shuffle", "chart_shuffle", "The shuffle experiment was not part of this run: choose it under Analyses.")
     st.divider()
-    _shuffle_box(lm)
+    _shuffle_box(settings, lm)
 with tabs[TAB["frequency"]]:
     st.subheader(TITLES["frequency"])
     _section(
@@ -547,7 +547,7 @@ with tabs[TAB["scores"]]:
     if options is None:
         st.info("Choose the datasets and analyses above first.")
     else:
-        _summary(lm, datasets, options)
+        _summary(settings, lm, datasets, options)
 with tabs[TAB["report"]]:
     st.subheader("Reproduction report")
     if found is None or options is None:
@@ -570,4 +570,4 @@ with tabs[TAB["report"]]:
             key=S + "dl_report",
             on_click="ignore",
         )
-        st.code(_cli(list(datasets), options), language="bash", wrap_lines=True)
+        st.code(_cli(settings, list(datasets), options), language="bash", wrap_lines=True)

@@ -26,7 +26,7 @@ INSPECTOR = "pages/inspector.py"
 settings = ui.settings.current()
 
 
-def _adopt_url() -> None:
+def _adopt_url(settings: ui.settings.Settings) -> None:
     models = ui.state.take_list("models")
     if models:
         st.session_state[S + "models"] = models
@@ -39,7 +39,7 @@ def _adopt_url() -> None:
     st.session_state.setdefault(S + "metric", "aul")
 
 
-_adopt_url()
+_adopt_url(settings)
 st.title("Model comparison")
 st.caption(
     "Two or more models on the same pairs and metric: their bias scores with intervals, the difference per bias type, "

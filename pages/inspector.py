@@ -105,7 +105,7 @@ def _pairs_frame(name: str, sha256: str, _dataset) -> pd.DataFrame:
     return _dataset.to_frame()
 
 
-def pair_from_dataset() -> tuple[str, str, str] | None:
+def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | None:
     """Filters, search and random draw over the sidebar's dataset; returns (stereo, anti, label)."""
     dataset = ui.resources.dataset_or_none(settings)
     if dataset is None:
@@ -463,7 +463,7 @@ def metric_cards() -> None:
             st.caption("  \n".join(n for n in notes if n))
 
 
-def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> None:
+def show_pinned(settings: ui.settings.Settings, current: tuple[str, str, str], result: PairInspection, lm) -> None:
     pinned = st.session_state.get(S + "pinned")
     if pinned is None or pinned[:2] == current[:2]:
         return
@@ -495,7 +495,7 @@ st.caption(
 )
 
 source = st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
-chosen = pair_from_dataset() if source == "dataset" else pair_from_form()
+chosen = pair_from_dataset(settings) if source == "dataset" else pair_from_form()
 focus = st.session_state[S + "metric"]
 if source == "dataset":
     ui.state.publish(pair=st.session_state.get(S + "pair"), metric=focus)
@@ -539,7 +539,7 @@ if chosen is not None:
         "**unmodified** and aligned: CPS masks them one at a time. AUL, AULA and All Masked score every token."
     )
 
-    show_pinned(chosen, result, lm)
+    show_pinned(settings, chosen, result, lm)
 
     st.subheader("Sentence scores")
     for note in result.notes:  # e.g. AULA for a model without attention weights

@@ -233,7 +233,7 @@ def train(chosen: lab.LabSettings) -> lab.LabModel | None:
     return model
 
 
-def report_of(model: lab.LabModel) -> lab.LabReport | None:
+def report_of(settings: ui.settings.Settings, model: lab.LabModel) -> lab.LabReport | None:
     """Every metric on the held-out pairs: from this session, else scored (cached in the result cache)."""
     key = (str(model.path), settings.compat)
     reports = _reports()
@@ -261,7 +261,7 @@ def _inspect(model: lab.LabModel, pair: lab.LabPair, metric: str) -> None:
     ui.state.open_page(INSPECTOR, model=str(model.path), s1=pair.pair.sent_stereo, s2=pair.pair.sent_anti, metric=metric)
 
 
-def show_report(report: lab.LabReport) -> None:
+def show_report(settings: ui.settings.Settings, report: lab.LabReport) -> None:
     s = report.settings
     frame = report.frame()
     ui.honesty.settings_banner(dataclasses.replace(settings, model=str(report.model.path), revision=None))
@@ -442,9 +442,9 @@ if chosen is not None:
         st.caption(f"Choose *{ui.settings.lab_model_name(model)}* in the sidebar's **Model** box to use it on every page.")
         with st.expander("Model folder"):
             st.caption(f"`{model.path}`: an ordinary model folder; the command line and the Python API load it too.")
-        report = report_of(model)
+        report = report_of(settings, model)
         if report is not None:
-            show_report(report)
+            show_report(settings, report)
 
 show_comparison()
 ui.sweep.section(chosen, settings.compat)
