@@ -49,7 +49,6 @@ DEFAULT_TEMPLATES = "[T] is a [A].\n[T] works as a [A]."
 DEFAULT_PAIRS = "he/she"
 DEFAULT_ATTRIBUTES = "nurse\nengineer\nteacher\nprogrammer\nreceptionist\nsurgeon\nhairdresser\nmechanic"
 
-settings = ui.settings.current()
 
 NUMBER = st.column_config.NumberColumn(format="%.4f")
 
@@ -480,16 +479,23 @@ def show_lists(settings: ui.settings.Settings, scored: dict[str, TemplateScores]
 # The page
 # ---------------------------------------------------------------------------------------
 
-_adopt_url()
-st.title("Kurita templates")
-st.caption(
-    "How much an attribute raises the probability of one target over another in a template (Kurita et al. 2019), "
-    "WEAT-style tests built on it, and attribute lists. Published numbers are for bert-base-uncased."
-)
-tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
-with tab_templates:
-    template_tab(settings)
-with tab_weat:
-    weat_tab(settings)
-with tab_lists:
-    lists_tab(settings)
+
+def main() -> None:
+    """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
+    settings = ui.settings.current()
+    _adopt_url()
+    st.title("Kurita templates")
+    st.caption(
+        "How much an attribute raises the probability of one target over another in a template (Kurita et al. 2019), "
+        "WEAT-style tests built on it, and attribute lists. Published numbers are for bert-base-uncased."
+    )
+    tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
+    with tab_templates:
+        template_tab(settings)
+    with tab_weat:
+        weat_tab(settings)
+    with tab_lists:
+        lists_tab(settings)
+
+
+main()
