@@ -1,6 +1,6 @@
 """biaslens app: `streamlit run app.py` (or `bash scripts/app.sh`).
 
-The entry draws the global sidebar (ui.settings) and hands over to the page. Adding a page
+The entry draws the global sidebar (ui.sidebar) and hands over to the page. Adding a page
 is one line in PAGES; see ui/__init__.py for the conventions pages follow.
 """
 
@@ -10,7 +10,7 @@ import streamlit as st
 
 import ui.classroom
 import ui.runs
-import ui.settings
+import ui.sidebar
 import ui.state
 
 ASSETS = Path(__file__).parent / "assets"
@@ -31,7 +31,7 @@ st.html(f"<style>{(ASSETS / 'app.css').read_text()}</style>")
 ui.state.begin_run()
 ui.runs.watch_server_stop()  # SIGTERM stops running jobs at once
 page = st.navigation(PAGES)
-ui.settings.render_sidebar()
+ui.sidebar.render_sidebar()
 ui.classroom.sidebar_toggle()
 ui.classroom.apply()
 page.run()

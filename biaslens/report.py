@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -153,6 +153,27 @@ class ModelAnalyses:
     shuffle: list[ShuffleComparison] = field(default_factory=list)
     agreement: Agreement | None = None
     cached_pairs: int = 0  # pair records read from the result cache (all analyses)
+
+
+def reusable_scores(
+    find: Callable[[ReportOptions], ModelAnalyses | None], datasets: Iterable[str], options: ReportOptions
+) -> dict[str, EvaluationResult] | None:
+    """The bias-score runs (dataset -> run) that a finished analysis already holds for `options`, or None.
+
+    `find(options)` returns the finished `ModelAnalyses` of one model kept under those options (or None). A full analysis
+    with these options, or a scores-only one (`analyses=("scores",)`, as the model comparison of Table 5 runs), can be reused
+    when it ran exactly these `datasets` and every run holds at least the options' metrics.
+    """
+    wanted = set(datasets)
+    for candidate in (options, replace(options, analyses=("scores",))):
+        found = find(candidate)
+        if (
+            found is not None
+            and set(found.evaluations) == wanted
+            and all(set(options.metrics) <= set(run.summary["metrics"]) for run in found.evaluations.values())
+        ):
+            return found.evaluations
+    return None
 
 
 def analyse_model(

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-import threading
-from collections import OrderedDict
 
 import pandas as pd
 import streamlit as st
@@ -15,10 +13,12 @@ import ui
 import ui.charts
 import ui.feedback
 import ui.honesty
+import ui.memo
 import ui.progress
 import ui.resources
 import ui.runs
 import ui.settings
+import ui.sidebar
 import ui.state
 from biaslens import explore, figures, lab
 from biaslens.analyses import SOURCE_RUN, bias_score_table, paper_layout
@@ -36,6 +36,7 @@ from biaslens.report import (
     ReproductionReport,
     analyse_model,
     build_report,
+    reusable_scores,
     table5_intervals,
     table5_notes,
     zip_report,
@@ -61,39 +62,16 @@ SHORT = {
 NUMBER = st.column_config.NumberColumn(format="%.2f")
 P_VALUE = st.column_config.NumberColumn(format="%.3g")
 
-settings = ui.settings.current()
-
 
 # ---------------------------------------------------------------------------------------
 # Finished analyses, shared by all sessions
 # ---------------------------------------------------------------------------------------
 
 
-class _Store:
-    """The last `KEEP` finished analyses: key -> (ModelAnalyses, ReproductionReport). Values are never mutated."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.items: OrderedDict[tuple, tuple[ModelAnalyses, ReproductionReport]] = OrderedDict()
-
-    def get(self, key: tuple):
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key: tuple, value) -> None:
-        with self.lock:
-            self.items[key] = value
-            self.items.move_to_end(key)
-            while len(self.items) > KEEP:
-                self.items.popitem(last=False)
-
-
 @st.cache_resource(show_spinner=False)
-def _store() -> _Store:
-    return _Store()
+def _store() -> ui.memo.LRU[tuple, tuple[ModelAnalyses, ReproductionReport]]:
+    """The last `KEEP` finished analyses: key -> (ModelAnalyses, ReproductionReport). Values are never mutated."""
+    return ui.memo.LRU(KEEP)
 
 
 def _key(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> tuple:
@@ -168,7 +146,7 @@ def _analyse(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     return analysed
 
 
-def _run(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, key: tuple, label: str):
+def _run(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, key: tuple, label: str):
     st.session_state[S + "pending"] = key
     analysed = _analyse(lm, datasets, options, label)
     found = None
@@ -236,7 +214,7 @@ def _next_shuffle_seed() -> None:
 
 
 @st.fragment
-def _shuffle_box(lm: MaskedLM) -> None:
+def _shuffle_box(settings: ui.settings.Settings, lm: MaskedLM) -> None:
     """One sentence before and after shuffling; "Shuffle again" reruns only this part."""
     st.markdown("**One sentence, shuffled**")
     st.session_state.setdefault(S + "sentence", DEFAULT_SENTENCE)
@@ -292,26 +270,28 @@ def _shuffle_box(lm: MaskedLM) -> None:
 
 def _scores_of(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> dict[str, EvaluationResult] | None:
     """A model's runs with the options' metrics on every dataset: from a finished analysis or the result cache, else None."""
-    for key_options in (options, dataclasses.replace(options, analyses=("scores",))):
+
+    def finished(key_options: ReportOptions) -> ModelAnalyses | None:
         found = _store().get(_key(lm, datasets, key_options))
-        if (
-            found is not None
-            and all(set(options.metrics) <= set(r.summary["metrics"]) for r in found[0].evaluations.values())
-            and set(found[0].evaluations) == set(datasets)
-        ):
-            return found[0].evaluations
+        return None if found is None else found[0]
+
+    reused = reusable_scores(finished, datasets, options)
+    if reused is not None:
+        return reused
     out = {}
     for name, dataset in datasets.items():
-        result = ui.feedback.attempt(
-            explore.cached_evaluation, lm, dataset, list(options.metrics), ui.resources.result_cache(), compat=options.compat, **options.selection()
-        )
+        result = None
+        with ui.feedback.guard():
+            result = explore.cached_evaluation(
+                lm, dataset, list(options.metrics), ui.resources.result_cache(), compat=options.compat, **options.selection()
+            )
         if result is None:
             return None
         out[name] = result
     return out
 
 
-def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> None:
+def _summary(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> None:
     """Table 5 for every model the user has run with these options (this session or the result cache)."""
     st.caption(
         f"{TITLES['scores']}: percentage of pairs whose stereotypical sentence scores higher (50 = no preference), for every model "
@@ -319,7 +299,7 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
         "`python -m biaslens report`) are read from the result cache at once."
     )
     st.session_state.setdefault(S + "models", [settings.model])
-    choices = ui.settings.model_choices()
+    choices = ui.sidebar.model_choices()
     labels = {c.value: c.label for c in choices}
     offered = list(dict.fromkeys([c.value for c in choices] + [settings.model] + list(st.session_state[S + "models"])))
     models = st.multiselect(
@@ -387,7 +367,7 @@ def _summary(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     )
 
 
-def _cli(names: list[str], options: ReportOptions) -> str:
+def _cli(settings: ui.settings.Settings, names: list[str], options: ReportOptions) -> str:
     args = ["python", "-m", "biaslens", "report", "--model", settings.model, "--datasets", ",".join(names), "--compat", options.compat]
     if options.analyses != tuple(ANALYSES):
         args += ["--analyses", ",".join(options.analyses)]
@@ -407,185 +387,189 @@ def _cli(names: list[str], options: ReportOptions) -> str:
 # The page
 # ---------------------------------------------------------------------------------------
 
-st.title("Paper analyses")
-st.caption(
-    "Kaneko & Bollegala (2022), *Unmasking the Mask*, for the sidebar's model: token prediction accuracy, word frequency, "
-    "advantaged vs disadvantaged groups, shuffled and unrelated sentences, bias scores and agreement with human ratings, "
-    "beside the numbers the paper published for bert-base-cased, roberta-large and albert-large-v2."
-)
 
-lm = ui.resources.model_or_stop(settings)
-
-_lab_model = ui.settings.selected_lab_model()
-# A lab model knows only its own words: it defaults to its held-out pairs, not to CrowS-Pairs and StereoSet.
-_defaults = [str(_lab_model.path / lab.PAIRS_FILE)] if _lab_model else list(dict.fromkeys([*DEFAULT_DATASETS, settings.dataset]))
-if S + "datasets" not in st.session_state or st.session_state.get(S + "datasets_for", settings.model) != settings.model:
-    st.session_state[S + "datasets"] = _defaults  # first visit, or another model: what that model knows
-st.session_state[S + "datasets_for"] = settings.model
-st.session_state.setdefault(S + "analyses", list(ANALYSES))
-st.session_state.setdefault(S + "shuffle_seed", 0)
-st.session_state.setdefault(S + "sample_on", True)
-st.session_state.setdefault(S + "sample_n", DEFAULT_SAMPLE)
-
-c1, c2 = st.columns([1.4, 1])
-with c1:
-    offered = list(dict.fromkeys([*_defaults, *DEFAULT_DATASETS, *DATASETS, settings.dataset, *st.session_state[S + "datasets"]]))
-    chosen = st.multiselect(
-        "Datasets",
-        offered,
-        key=S + "datasets",
-        format_func=ui.settings._dataset_label,
-        help="The paper uses CrowS-Pairs (Tables 1-5, Figure 1) and StereoSet (Tables 1, 4, 5). A custom pairs file from "
-        "the sidebar's Dataset box is offered too.",
-    )
-    wanted = st.multiselect(
-        "Analyses",
-        list(ANALYSES),
-        key=S + "analyses",
-        format_func=lambda a: SHORT[a],
-        help="What to compute. Everything already in the result cache is read back, not computed again.",
-    )
-    datasets: dict[str, PairDataset] = {}
-    for name in chosen:
-        dataset = ui.resources.dataset_or_none(settings, name)
-        if dataset is not None:
-            short = ui.settings.short_dataset_name(dataset)
-            datasets[short] = _named(dataset, short)
-with c2:
-    total = max((len(d) for d in datasets.values()), default=1)
-    several = f"Score a random sample of each dataset (the largest has {total:,} pairs)" if len(datasets) > 1 else None
-    sample, seed = ui.runs.sample_controls(S, total, several)
-    shuffle_seed = st.number_input(
-        "Shuffle seed (Table 4)",
-        min_value=0,
-        step=1,
-        key=S + "shuffle_seed",
-        help="Seeds the shuffle of every sentence: the same seed shuffles each sentence alike.",
-    )
-ui.state.publish(sample=sample)
-
-cols = st.columns(max(1, len(datasets)))
-for col, dataset in zip(cols, datasets.values()):
-    with col:
-        ui.feedback.content_warning(dataset)
-
-label = ui.settings.model_label(settings.model)
-found = None
-options = None
-if not datasets:
-    st.info("Choose at least one dataset that loads.", icon=":material/dataset:")
-elif not wanted:
-    st.info("Choose at least one analysis.", icon=":material/checklist:")
-else:
-    with ui.feedback.guard():
-        options = ReportOptions(
-            analyses=tuple(a for a in ANALYSES if a in wanted), compat=settings.compat, sample=sample, seed=seed, shuffle_seed=int(shuffle_seed)
-        )
-    if options is not None:
-        key = _key(lm, datasets, options)
-        found = _store().get(key)
-        if found is None:
-            pending = st.session_state.get(S + "pending") == key
-            pairs = f"a sample of {sample:,} pairs" if sample else "every pair"
-            prompt = st.empty()
-            with prompt.container():
-                st.info(
-                    f"Not run yet for {ui.feedback.md(label)}: {', '.join(SHORT[a] for a in options.analyses)} on {pairs} of "
-                    f"{ui.feedback.md(', '.join(datasets))}. "
-                    + (
-                        "The interrupted run resumes from the cache."
-                        if pending
-                        else "Whatever is already in the result cache is read back; an interrupted run resumes where it stopped."
-                    ),
-                    icon=":material/hourglass_empty:",
-                )
-                clicked = st.button("Run the analyses", type="primary", icon=":material/play_arrow:", key=S + "run")
-            if clicked or pending:
-                found = _run(lm, datasets, options, key, label)
-                if found is not None:
-                    prompt.empty()
-
-if found is not None:
-    analysed, report = found
-    ui.honesty.model_banner(settings, lm, [t for d in datasets.values() for p in d.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
-    for warning in report.warnings():
-        st.warning(warning, icon=":material/warning:")
-    if analysed.cached_pairs:
-        st.caption(f"{analysed.cached_pairs:,} pair records came from the result cache.")
-
-# In the paper's order: Tables 1-5, then Figure 1.
-tabs = st.tabs(
-    [
-        "Token accuracy · T1",
-        "Word frequency · T2",
-        "Adv / Dis groups · T3",
-        "Shuffle · T4",
-        "Bias scores · T5",
-        "Human ratings · F1",
-        "Report",
-    ]
-)
 TAB = {"accuracy": 0, "frequency": 1, "groups": 2, "shuffle": 3, "scores": 4, "agreement": 5, "report": 6}
-with tabs[TAB["accuracy"]]:
-    st.subheader(TITLES["accuracy"])
-    _section(found, "table1_token_accuracy", "chart_accuracy", "Token accuracy was not part of this run: choose it under Analyses.")
-    if found is not None:
-        for c in found[0].accuracy:
-            st.markdown(
-                f"**{c.dataset}: {c.masked_metric.upper()} vs AUL on the {c.paired_tokens}** "
-                f"(McNemar, {c.mcnemar.method}: p = {c.mcnemar.p_value:.3g})"
+
+
+def main() -> None:
+    """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
+    settings = ui.settings.current()
+    st.title("Paper analyses")
+    st.caption(
+        "Kaneko & Bollegala (2022), *Unmasking the Mask*, for the sidebar's model: token prediction accuracy, word frequency, "
+        "advantaged vs disadvantaged groups, shuffled and unrelated sentences, bias scores and agreement with human ratings, "
+        "beside the numbers the paper published for bert-base-cased, roberta-large and albert-large-v2."
+    )
+    lm = ui.resources.model_or_stop(settings)
+    _lab_model = ui.settings.selected_lab_model()
+    # A lab model knows only its own words: it defaults to its held-out pairs, not to CrowS-Pairs and StereoSet.
+    _defaults = [str(_lab_model.path / lab.PAIRS_FILE)] if _lab_model else list(dict.fromkeys([*DEFAULT_DATASETS, settings.dataset]))
+    if S + "datasets" not in st.session_state or st.session_state.get(S + "datasets_for", settings.model) != settings.model:
+        st.session_state[S + "datasets"] = _defaults  # first visit, or another model: what that model knows
+    st.session_state[S + "datasets_for"] = settings.model
+    st.session_state.setdefault(S + "analyses", list(ANALYSES))
+    st.session_state.setdefault(S + "shuffle_seed", 0)
+    st.session_state.setdefault(S + "sample_on", True)
+    st.session_state.setdefault(S + "sample_n", DEFAULT_SAMPLE)
+    c1, c2 = st.columns([1.4, 1])
+    with c1:
+        offered = list(dict.fromkeys([*_defaults, *DEFAULT_DATASETS, *DATASETS, settings.dataset, *st.session_state[S + "datasets"]]))
+        chosen = st.multiselect(
+            "Datasets",
+            offered,
+            key=S + "datasets",
+            format_func=ui.settings._dataset_label,
+            help="The paper uses CrowS-Pairs (Tables 1-5, Figure 1) and StereoSet (Tables 1, 4, 5). A custom pairs file from "
+            "the sidebar's Dataset box is offered too.",
+        )
+        wanted = st.multiselect(
+            "Analyses",
+            list(ANALYSES),
+            key=S + "analyses",
+            format_func=lambda a: SHORT[a],
+            help="What to compute. Everything already in the result cache is read back, not computed again.",
+        )
+        datasets: dict[str, PairDataset] = {}
+        for name in chosen:
+            dataset = ui.resources.dataset_or_none(settings, name)
+            if dataset is not None:
+                short = ui.settings.short_dataset_name(dataset)
+                datasets[short] = _named(dataset, short)
+    with c2:
+        total = max((len(d) for d in datasets.values()), default=1)
+        several = f"Score a random sample of each dataset (the largest has {total:,} pairs)" if len(datasets) > 1 else None
+        sample, seed = ui.runs.sample_controls(S, total, several)
+        shuffle_seed = st.number_input(
+            "Shuffle seed (Table 4)",
+            min_value=0,
+            step=1,
+            key=S + "shuffle_seed",
+            help="Seeds the shuffle of every sentence: the same seed shuffles each sentence alike.",
+        )
+    ui.state.publish(sample=sample)
+    cols = st.columns(max(1, len(datasets)))
+    for col, dataset in zip(cols, datasets.values()):
+        with col:
+            ui.feedback.content_warning(dataset)
+    label = ui.settings.model_label(settings.model)
+    found = None
+    options = None
+    if not datasets:
+        st.info("Choose at least one dataset that loads.", icon=":material/dataset:")
+    elif not wanted:
+        st.info("Choose at least one analysis.", icon=":material/checklist:")
+    else:
+        with ui.feedback.guard():
+            options = ReportOptions(
+                analyses=tuple(a for a in ANALYSES if a in wanted), compat=settings.compat, sample=sample, seed=seed, shuffle_seed=int(shuffle_seed)
             )
-            _frame(c.contingency, hide_index=False)
-with tabs[TAB["groups"]]:
-    st.subheader(TITLES["groups"])
-    _section(
-        found,
-        "table3_groups",
-        "chart_groups",
-        "No Adv / Dis groups: choose Adv / Dis groups under Analyses, with CrowS-Pairs (or a custom file with stereo_antistereo).",
+        if options is not None:
+            key = _key(lm, datasets, options)
+            found = _store().get(key)
+            if found is None:
+                pending = st.session_state.get(S + "pending") == key
+                pairs = f"a sample of {sample:,} pairs" if sample else "every pair"
+                prompt = st.empty()
+                with prompt.container():
+                    st.info(
+                        f"Not run yet for {ui.feedback.md(label)}: {', '.join(SHORT[a] for a in options.analyses)} on {pairs} of "
+                        f"{ui.feedback.md(', '.join(datasets))}. "
+                        + (
+                            "The interrupted run resumes from the cache."
+                            if pending
+                            else "Whatever is already in the result cache is read back; an interrupted run resumes where it stopped."
+                        ),
+                        icon=":material/hourglass_empty:",
+                    )
+                    clicked = st.button("Run the analyses", type="primary", icon=":material/play_arrow:", key=S + "run")
+                if clicked or pending:
+                    found = _run(settings, lm, datasets, options, key, label)
+                    if found is not None:
+                        prompt.empty()
+    if found is not None:
+        analysed, report = found
+        ui.honesty.model_banner(settings, lm, [t for d in datasets.values() for p in d.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
+        for warning in report.warnings():
+            st.warning(warning, icon=":material/warning:")
+        if analysed.cached_pairs:
+            st.caption(f"{analysed.cached_pairs:,} pair records came from the result cache.")
+    # In the paper's order: Tables 1-5, then Figure 1.
+    tabs = st.tabs(
+        [
+            "Token accuracy · T1",
+            "Word frequency · T2",
+            "Adv / Dis groups · T3",
+            "Shuffle · T4",
+            "Bias scores · T5",
+            "Human ratings · F1",
+            "Report",
+        ]
     )
-with tabs[TAB["shuffle"]]:
-    st.subheader(TITLES["shuffle"])
-    _section(found, "table4_shuffle", "chart_shuffle", "The shuffle experiment was not part of this run: choose it under Analyses.")
-    st.divider()
-    _shuffle_box(lm)
-with tabs[TAB["frequency"]]:
-    st.subheader(TITLES["frequency"])
-    _section(
-        found,
-        "table2_word_frequency",
-        "chart_frequency",
-        "No word frequency: choose it under Analyses, with CrowS-Pairs (it needs stereo/antistereo pairs).",
-    )
-with tabs[TAB["agreement"]]:
-    st.subheader(TITLES["agreement"])
-    _section(found, "figure1_roc", "chart_roc", "No agreement analysis: choose it under Analyses, with CrowS-Pairs (it needs the human annotations).")
-with tabs[TAB["scores"]]:
-    st.subheader(TITLES["scores"])
-    if options is None:
-        st.info("Choose the datasets and analyses above first.")
-    else:
-        _summary(lm, datasets, options)
-with tabs[TAB["report"]]:
-    st.subheader("Reproduction report")
-    if found is None or options is None:
-        st.info("Run the analyses above first: the report holds their tables.", icon=":material/play_arrow:")
-    else:
-        st.caption(
-            "The same files as the command below: one CSV per table (long format), report.md with the figures as SVG, a "
-            "self-contained report.html, each run's pairs.csv and summary.json, and manifest.json (model, data files, options), "
-            f"for {label}. Give the command several --model to put models side by side."
+    with tabs[TAB["accuracy"]]:
+        st.subheader(TITLES["accuracy"])
+        _section(found, "table1_token_accuracy", "chart_accuracy", "Token accuracy was not part of this run: choose it under Analyses.")
+        if found is not None:
+            for c in found[0].accuracy:
+                st.markdown(
+                    f"**{c.dataset}: {c.masked_metric.upper()} vs AUL on the {c.paired_tokens}** "
+                    f"(McNemar, {c.mcnemar.method}: p = {c.mcnemar.p_value:.3g})"
+                )
+                _frame(c.contingency, hide_index=False)
+    with tabs[TAB["groups"]]:
+        st.subheader(TITLES["groups"])
+        _section(
+            found,
+            "table3_groups",
+            "chart_groups",
+            "No Adv / Dis groups: choose Adv / Dis groups under Analyses, with CrowS-Pairs (or a custom file with stereo_antistereo).",
         )
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "model"
-        report = found[1]
-        st.download_button(
-            "Download the report (zip)",
-            lambda: zip_report(report),
-            f"biaslens-report-{stem}.zip",
-            "application/zip",
-            type="primary",
-            icon=":material/download:",
-            key=S + "dl_report",
-            on_click="ignore",
+    with tabs[TAB["shuffle"]]:
+        st.subheader(TITLES["shuffle"])
+        _section(found, "table4_shuffle", "chart_shuffle", "The shuffle experiment was not part of this run: choose it under Analyses.")
+        st.divider()
+        _shuffle_box(settings, lm)
+    with tabs[TAB["frequency"]]:
+        st.subheader(TITLES["frequency"])
+        _section(
+            found,
+            "table2_word_frequency",
+            "chart_frequency",
+            "No word frequency: choose it under Analyses, with CrowS-Pairs (it needs stereo/antistereo pairs).",
         )
-        st.code(_cli(list(datasets), options), language="bash", wrap_lines=True)
+    with tabs[TAB["agreement"]]:
+        st.subheader(TITLES["agreement"])
+        _section(
+            found, "figure1_roc", "chart_roc", "No agreement analysis: choose it under Analyses, with CrowS-Pairs (it needs the human annotations)."
+        )
+    with tabs[TAB["scores"]]:
+        st.subheader(TITLES["scores"])
+        if options is None:
+            st.info("Choose the datasets and analyses above first.")
+        else:
+            _summary(settings, lm, datasets, options)
+    with tabs[TAB["report"]]:
+        st.subheader("Reproduction report")
+        if found is None or options is None:
+            st.info("Run the analyses above first: the report holds their tables.", icon=":material/play_arrow:")
+        else:
+            st.caption(
+                "The same files as the command below: one CSV per table (long format), report.md with the figures as SVG, a "
+                "self-contained report.html, each run's pairs.csv and summary.json, and manifest.json (model, data files, options), "
+                f"for {label}. Give the command several --model to put models side by side."
+            )
+            stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "model"
+            report = found[1]
+            st.download_button(
+                "Download the report (zip)",
+                lambda: zip_report(report),
+                f"biaslens-report-{stem}.zip",
+                "application/zip",
+                type="primary",
+                icon=":material/download:",
+                key=S + "dl_report",
+                on_click="ignore",
+            )
+            st.code(_cli(settings, list(datasets), options), language="bash", wrap_lines=True)
+
+
+main()

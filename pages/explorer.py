@@ -27,8 +27,6 @@ S = "explorer."
 INSPECTOR = "pages/inspector.py"
 VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
 
-settings = ui.settings.current()
-
 
 def _adopt_url() -> None:
     metrics = ui.state.take_list("metrics")
@@ -275,67 +273,70 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
 # The page
 # ---------------------------------------------------------------------------------------
 
-_adopt_url()
-st.title("Dataset explorer")
-st.caption("Bias scores of the sidebar's model on a whole benchmark, per metric, per bias type and per group, with every pair behind them.")
 
-dataset = ui.resources.dataset_or_stop(settings)
-ui.feedback.content_warning(dataset)
-for note in dataset.notes:
-    st.caption(f"Note on the file: {ui.feedback.md(note)}")
-
-c1, c2 = st.columns([1.4, 1])
-with c1:
-    metrics = st.multiselect(
-        "Metrics",
-        list(METRICS),
-        key=S + "metrics",
-        format_func=lambda k: METRICS[k].name,
-        persist_state="session",
-        help="AUL and AULA need one pass per sentence; CPS and PLL one per token, so they take longest.",
-    )
-with c2:
-    sample, seed = ui.runs.sample_controls(S, len(dataset))
-st.session_state[S + "spec_sample"] = sample
-if not metrics:
-    ui.state.publish(sample=sample)
-    st.info("Choose at least one metric.", icon=":material/checklist:")
-    st.stop()
-ui.state.publish(metrics=metrics, metric=st.session_state.get(S + "focus"), sample=sample)
-
-lm = ui.resources.model_or_stop(settings)
-metrics, unavailable = available_metrics(lm, metrics)
-if unavailable:  # e.g. AULA for a model that returns no attention weights: left out, with the reason
-    st.info(unavailable_note(unavailable), icon=":material/info:")
-    if not metrics:
-        st.stop()
-spec = ui.runs.spec_for(settings, lm, dataset, metrics, sample, seed)
-result = ui.runs.lookup(spec, lm, dataset)
-if result is None:
-    n_pairs = spec.sample or len(dataset)
-    pending = ui.runs.is_pending(spec)
-    notice = st.empty()  # cleared once the run is done, so it never sits above its results
-    with notice.container():
-        st.info(
-            f"Not scored yet: {n_pairs:,} pairs × {len(metrics)} metric{'s' if len(metrics) > 1 else ''} with this model. "
-            + (
-                "The interrupted run resumes from the cache."
-                if pending
-                else "Finished chunks are cached, so an interrupted run resumes where it stopped."
-            ),
-            icon=":material/hourglass_empty:",
+def main() -> None:
+    """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
+    settings = ui.settings.current()
+    _adopt_url()
+    st.title("Dataset explorer")
+    st.caption("Bias scores of the sidebar's model on a whole benchmark, per metric, per bias type and per group, with every pair behind them.")
+    dataset = ui.resources.dataset_or_stop(settings)
+    ui.feedback.content_warning(dataset)
+    for note in dataset.notes:
+        st.caption(f"Note on the file: {ui.feedback.md(note)}")
+    c1, c2 = st.columns([1.4, 1])
+    with c1:
+        metrics = st.multiselect(
+            "Metrics",
+            list(METRICS),
+            key=S + "metrics",
+            format_func=lambda k: METRICS[k].name,
+            persist_state="session",
+            help="AUL and AULA need one pass per sentence; CPS and PLL one per token, so they take longest.",
         )
-        if not pending:
-            ui.runs.time_estimate(spec, lm, dataset, n_pairs, key=S + "estimate")
-        clicked = st.button("Run", type="primary", icon=":material/play_arrow:", key=S + "run")
-    if clicked or pending:
-        names = ", ".join(METRICS[m].name for m in metrics)
-        result = ui.runs.run(spec, lm, dataset, f"Scoring {ui.settings.short_dataset_name(dataset)} ({names})")
-    if result is None:
+    with c2:
+        sample, seed = ui.runs.sample_controls(S, len(dataset))
+    st.session_state[S + "spec_sample"] = sample
+    if not metrics:
+        ui.state.publish(sample=sample)
+        st.info("Choose at least one metric.", icon=":material/checklist:")
         st.stop()
-    notice.empty()
+    ui.state.publish(metrics=metrics, metric=st.session_state.get(S + "focus"), sample=sample)
+    lm = ui.resources.model_or_stop(settings)
+    metrics, unavailable = available_metrics(lm, metrics)
+    if unavailable:  # e.g. AULA for a model that returns no attention weights: left out, with the reason
+        st.info(unavailable_note(unavailable), icon=":material/info:")
+        if not metrics:
+            st.stop()
+    spec = ui.runs.spec_for(settings, lm, dataset, metrics, sample, seed)
+    result = ui.runs.lookup(spec, lm, dataset)
+    if result is None:
+        n_pairs = spec.sample or len(dataset)
+        pending = ui.runs.is_pending(spec)
+        notice = st.empty()  # cleared once the run is done, so it never sits above its results
+        with notice.container():
+            st.info(
+                f"Not scored yet: {n_pairs:,} pairs × {len(metrics)} metric{'s' if len(metrics) > 1 else ''} with this model. "
+                + (
+                    "The interrupted run resumes from the cache."
+                    if pending
+                    else "Finished chunks are cached, so an interrupted run resumes where it stopped."
+                ),
+                icon=":material/hourglass_empty:",
+            )
+            if not pending:
+                ui.runs.time_estimate(spec, lm, dataset, n_pairs, key=S + "estimate")
+            clicked = st.button("Run", type="primary", icon=":material/play_arrow:", key=S + "run")
+        if clicked or pending:
+            names = ", ".join(METRICS[m].name for m in metrics)
+            result = ui.runs.run(spec, lm, dataset, f"Scoring {ui.settings.short_dataset_name(dataset)} ({names})")
+        if result is None:
+            st.stop()
+        notice.empty()
+    result = ui.field.flag_filter(settings, lm, dataset, result, metrics)
+    ui.honesty.model_banner(settings, lm, [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
+    show_result(result, metrics, _file_stem(settings.model, dataset.name))
+    ui.field.stereoset_panel(settings, lm, dataset, result, metrics)
 
-result = ui.field.flag_filter(settings, lm, dataset, result, metrics)
-ui.honesty.model_banner(settings, lm, [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
-show_result(result, metrics, _file_stem(settings.model, dataset.name))
-ui.field.stereoset_panel(settings, lm, dataset, result, metrics)
+
+main()

@@ -29,8 +29,6 @@ EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")
 SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences"}
 VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
 
-settings = ui.settings.current()
-
 
 # ---------------------------------------------------------------------------------------
 # State: the URL first, then the session
@@ -105,7 +103,7 @@ def _pairs_frame(name: str, sha256: str, _dataset) -> pd.DataFrame:
     return _dataset.to_frame()
 
 
-def pair_from_dataset() -> tuple[str, str, str] | None:
+def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | None:
     """Filters, search and random draw over the sidebar's dataset; returns (stereo, anti, label)."""
     dataset = ui.resources.dataset_or_none(settings)
     if dataset is None:
@@ -350,7 +348,9 @@ def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
     cols = st.columns(len(shown))
     for col, key in zip(cols, shown):
         with col:
-            spec = ui.feedback.attempt(_chart_spec, pair_key, "drivers", key, lambda k=key: _drivers_chart(result, k))
+            spec = None
+            with ui.feedback.guard():
+                spec = _chart_spec(pair_key, "drivers", key, lambda k=key: _drivers_chart(result, k))
             if spec is not None:
                 ui.charts.show_spec(spec, S + f"drivers_{key}")
 
@@ -461,12 +461,14 @@ def metric_cards() -> None:
             st.caption("  \n".join(n for n in notes if n))
 
 
-def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> None:
+def show_pinned(settings: ui.settings.Settings, current: tuple[str, str, str], result: PairInspection, lm) -> None:
     pinned = st.session_state.get(S + "pinned")
     if pinned is None or pinned[:2] == current[:2]:
         return
     st.subheader("Pinned pair vs this pair")
-    pinned_result = ui.feedback.attempt(ui.resources.inspection, settings, lm, pinned[0], pinned[1])
+    pinned_result = None
+    with ui.feedback.guard():
+        pinned_result = ui.resources.inspection(settings, lm, pinned[0], pinned[1])
     if pinned_result is None:
         return
     # One under the other, each in full and titled by its own sentences (side by side, the tables and tokens would be cut).
@@ -483,93 +485,102 @@ def show_pinned(current: tuple[str, str, str], result: PairInspection, lm) -> No
 # The page
 # ---------------------------------------------------------------------------------------
 
-_adopt_url()
-st.title("Pair inspector")
-st.caption(
-    "How does a masked language model score a stereotypical sentence against its anti-stereotypical twin? "
-    "Pick a pair or type your own; every metric is computed and shown token by token."
-)
 
-source = st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
-chosen = pair_from_dataset() if source == "dataset" else pair_from_form()
-focus = st.session_state[S + "metric"]
-if source == "dataset":
-    ui.state.publish(pair=st.session_state.get(S + "pair"), metric=focus)
-else:
-    custom = st.session_state.get(S + "custom") or (None, None)
-    ui.state.publish(s1=custom[0], s2=custom[1], metric=focus)
-
-if chosen is not None:
-    stereo, anti, label = chosen
-    lm = ui.resources.model_or_stop(settings)
-    with st.spinner("Scoring the pair…"):
-        result = ui.feedback.attempt(ui.resources.inspection, settings, lm, stereo, anti)
-    if result is None:
-        st.stop()
-
-    st.divider()
-    ui.honesty.model_banner(settings, lm, [stereo, anti])
-    st.subheader(label)
-    st.html(sentences_html(stereo, anti))
-    with st.container(horizontal=True):
-        st.button(
-            "Pin for comparison",
-            icon=":material/push_pin:",
-            on_click=_pin,
-            args=(stereo, anti, label),
-            help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.",
-        )
-        st.button(
-            "Edit this pair",
-            icon=":material/edit:",
-            on_click=_set_custom,
-            args=(stereo, anti),
-            help="Copy the two sentences into the form to change a word.",
-        )
-    tokens, columns, aligned = _token_views(settings.model_key, lm.fingerprint, settings.compat, stereo, anti, result, lm.decode_token)
-    st.html(figures.aligned_tokens_html(columns))
+def main() -> None:
+    """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
+    settings = ui.settings.current()
+    _adopt_url()
+    st.title("Pair inspector")
     st.caption(
-        "Coloured tokens are **modified** (they differ between the two sentences): SSS scores them. Plain tokens are "
-        "**unmodified** and aligned: CPS masks them one at a time. AUL, AULA and All Masked score every token."
+        "How does a masked language model score a stereotypical sentence against its anti-stereotypical twin? "
+        "Pick a pair or type your own; every metric is computed and shown token by token."
     )
-
-    show_pinned(chosen, result, lm)
-
-    st.subheader("Sentence scores")
-    for note in result.notes:  # e.g. AULA for a model without attention weights
-        st.info(note, icon=":material/info:")
-    if st.session_state.get(S + "metric") not in result.metrics:
-        st.session_state[S + "metric"] = result.metrics[0]
-    st.segmented_control(
-        "Metric in focus",
-        list(result.metrics),
-        key=S + "metric",
-        persist_state="session",
-        format_func=lambda k: METRICS[k].name,
-        required=True,
-        help="Highlights this metric below and goes into the link.",
+    source = (
+        st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
     )
+    chosen = pair_from_dataset(settings) if source == "dataset" else pair_from_form()
     focus = st.session_state[S + "metric"]
-    show_scores(result, focus)
+    if source == "dataset":
+        ui.state.publish(pair=st.session_state.get(S + "pair"), metric=focus)
+    else:
+        custom = st.session_state.get(S + "custom") or (None, None)
+        ui.state.publish(s1=custom[0], s2=custom[1], metric=focus)
+    if chosen is not None:
+        stereo, anti, label = chosen
+        lm = ui.resources.model_or_stop(settings)
+        with st.spinner("Scoring the pair…"):
+            result = None
+            with ui.feedback.guard():
+                result = ui.resources.inspection(settings, lm, stereo, anti)
+        if result is None:
+            st.stop()
 
-    pair_key = (settings.model_key, lm.fingerprint, settings.compat, stereo, anti)
-    show_tokens(result, aligned, focus, pair_key)
-    show_drivers(result, focus, pair_key)
+        st.divider()
+        ui.honesty.model_banner(settings, lm, [stereo, anti])
+        st.subheader(label)
+        st.html(sentences_html(stereo, anti))
+        with st.container(horizontal=True):
+            st.button(
+                "Pin for comparison",
+                icon=":material/push_pin:",
+                on_click=_pin,
+                args=(stereo, anti, label),
+                help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.",
+            )
+            st.button(
+                "Edit this pair",
+                icon=":material/edit:",
+                on_click=_set_custom,
+                args=(stereo, anti),
+                help="Copy the two sentences into the form to change a word.",
+            )
+        tokens, columns, aligned = _token_views(settings.model_key, lm.fingerprint, settings.compat, stereo, anti, result, lm.decode_token)
+        st.html(figures.aligned_tokens_html(columns))
+        st.caption(
+            "Coloured tokens are **modified** (they differ between the two sentences): SSS scores them. Plain tokens are "
+            "**unmodified** and aligned: CPS masks them one at a time. AUL, AULA and All Masked score every token."
+        )
 
-    slide_downloads(result, aligned, label, stereo, anti)
+        show_pinned(settings, chosen, result, lm)
 
-    # Drawn only once opened (it is the page's heaviest part and most visits never open it): the page arrives sooner.
-    attention = st.expander("Attention drill-down", icon=":material/grid_on:", key=S + "att_open", on_change="rerun")
-    with attention:
-        if result.attention_matrices is None:
-            st.info(lm.attention_unavailable or "This model returned no attention weights.", icon=":material/info:")
-        else:
-            st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
-        if attention.open and result.attention_matrices is not None:
-            attention_view(result)
-    with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
-        metric_cards()
-    st.caption(
-        f"Model {ui.feedback.md(ui.settings.model_label(result.manifest['model']))} · {result.manifest['device']} · {result.manifest['dtype']} · "
-        f"mode {'kaneko2022' if result.compat else 'default'}"
-    )
+        st.subheader("Sentence scores")
+        for note in result.notes:  # e.g. AULA for a model without attention weights
+            st.info(note, icon=":material/info:")
+        if st.session_state.get(S + "metric") not in result.metrics:
+            st.session_state[S + "metric"] = result.metrics[0]
+        st.segmented_control(
+            "Metric in focus",
+            list(result.metrics),
+            key=S + "metric",
+            persist_state="session",
+            format_func=lambda k: METRICS[k].name,
+            required=True,
+            help="Highlights this metric below and goes into the link.",
+        )
+        focus = st.session_state[S + "metric"]
+        show_scores(result, focus)
+
+        pair_key = (settings.model_key, lm.fingerprint, settings.compat, stereo, anti)
+        show_tokens(result, aligned, focus, pair_key)
+        show_drivers(result, focus, pair_key)
+
+        slide_downloads(result, aligned, label, stereo, anti)
+
+        # Drawn only once opened (it is the page's heaviest part and most visits never open it): the page arrives sooner.
+        attention = st.expander("Attention drill-down", icon=":material/grid_on:", key=S + "att_open", on_change="rerun")
+        with attention:
+            if result.attention_matrices is None:
+                st.info(lm.attention_unavailable or "This model returned no attention weights.", icon=":material/info:")
+            else:
+                st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
+            if attention.open and result.attention_matrices is not None:
+                attention_view(result)
+        with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
+            metric_cards()
+        st.caption(
+            f"Model {ui.feedback.md(ui.settings.model_label(result.manifest['model']))} · {result.manifest['device']} · {result.manifest['dtype']} · "
+            f"mode {'kaneko2022' if result.compat else 'default'}"
+        )
+
+
+main()

@@ -49,7 +49,6 @@ DEFAULT_TEMPLATES = "[T] is a [A].\n[T] works as a [A]."
 DEFAULT_PAIRS = "he/she"
 DEFAULT_ATTRIBUTES = "nurse\nengineer\nteacher\nprogrammer\nreceptionist\nsurgeon\nhairdresser\nmechanic"
 
-settings = ui.settings.current()
 
 NUMBER = st.column_config.NumberColumn(format="%.4f")
 
@@ -85,7 +84,7 @@ def _defaults() -> dict[str, str]:
     }
 
 
-def _stem(*parts: str) -> str:
+def _stem(settings: ui.settings.Settings, *parts: str) -> str:
     name = settings.model.rstrip("/").split("/")[-1]
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(["kurita", *parts, name]))
 
@@ -189,7 +188,7 @@ def _attribute_view(scores: TemplateScores, key: str) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------
 
 
-def template_tab() -> None:
+def template_tab(settings: ui.settings.Settings) -> None:
     st.caption(
         "p_tgt = P([MASK] = T) with the target masked and the attribute filled in; p_prior = the same with the attribute "
         "masked too, read at the target's own mask. Increased log probability (ilp) = log p_tgt − log p_prior; "
@@ -227,10 +226,10 @@ def template_tab() -> None:
     if scores is None:
         st.info("Write templates, target pairs and attributes, then press **Score**.", icon=":material/edit_note:")
         return
-    show_template_scores(scores)
+    show_template_scores(settings, scores)
 
 
-def show_template_scores(scores: TemplateScores) -> None:
+def show_template_scores(settings: ui.settings.Settings, scores: TemplateScores) -> None:
     first, second = _sides(scores)
     ui.honesty.settings_banner(settings, [*scores.targets, *scores.attributes])
     share = scores.share()
@@ -254,7 +253,7 @@ def show_template_scores(scores: TemplateScores) -> None:
     _attribute_view(scores, "table_attributes")
     with st.expander("Every template × target × attribute"):
         st.dataframe(scores.frame, hide_index=True, width="stretch", column_config=SCORE_COLUMNS, placeholder="—")
-    stem = _stem("templates")
+    stem = _stem(settings, "templates")
     _downloads(
         {
             "Attributes (CSV)": (lambda: safe_csv(scores.attribute_table()), f"{stem}-attributes.csv", "text/csv"),
@@ -271,7 +270,7 @@ def show_template_scores(scores: TemplateScores) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def weat_tab() -> None:
+def weat_tab(settings: ui.settings.Settings) -> None:
     st.caption(
         "Kurita et al.'s five categories with their templates and targets; the word sets that fill [A] are read from the "
         "WEAT files (SEAT's format), found in the sidebar's data folder or the cache, or downloaded. Each word's score s(w) "
@@ -321,11 +320,11 @@ def weat_tab() -> None:
     if results is None:
         st.info("Choose the tests and press **Run the tests**.", icon=":material/science:")
     else:
-        show_weat(results)
+        show_weat(settings, results)
     st.caption(f"Stimuli: {WEAT_CITATION} Licence: {WEAT_LICENSE}. Method: {CITATION}")
 
 
-def show_weat(results: list[WeatResult]) -> None:
+def show_weat(settings: ui.settings.Settings, results: list[WeatResult]) -> None:
     ui.honesty.settings_banner(settings, [w for r in results for w in (*r.scores.targets, *r.scores.attributes)])
     table = weat_table(results)
     shown = table.assign(significant=["*" if s else "" for s in table["significant"]])
@@ -369,7 +368,7 @@ def show_weat(results: list[WeatResult]) -> None:
                 placeholder="—",
             )
     units = pd.concat([r.units.assign(test=r.spec.key) for r in results], ignore_index=True)
-    stem = _stem("weat")
+    stem = _stem(settings, "weat")
     _downloads(
         {
             "Table (CSV)": (lambda: safe_csv(table), f"{stem}.csv", "text/csv"),
@@ -399,7 +398,7 @@ def _lists(uploads, pasted_name: str, pasted: str, lowercase: bool) -> dict[str,
     return lists
 
 
-def lists_tab() -> None:
+def lists_tab(settings: ui.settings.Settings) -> None:
     st.caption(
         "Kurita et al.'s Table 5: for each list (job titles, traits, skills…), the share of attributes whose bias score "
         "favours the first target. Their templates: '[T] is [A]' for job titles and traits, '[T] can do [A]' for skills."
@@ -437,10 +436,10 @@ def lists_tab() -> None:
     if scored is None:
         st.info("Press **Score the lists**.", icon=":material/play_arrow:")
         return
-    show_lists(scored)
+    show_lists(settings, scored)
 
 
-def show_lists(scored: dict[str, TemplateScores]) -> None:
+def show_lists(settings: ui.settings.Settings, scored: dict[str, TemplateScores]) -> None:
     ui.honesty.settings_banner(settings, [w for sc in scored.values() for w in (*sc.targets, *sc.attributes)])
     table = shares_table(scored, {name: published_list_key(name) for name in scored})
     first, second = _sides(next(iter(scored.values())))
@@ -464,7 +463,7 @@ def show_lists(scored: dict[str, TemplateScores]) -> None:
     name = st.selectbox("Per attribute, for the list", list(scored), key=S + "list_focus")
     _flags(scored[name])
     _attribute_view(scored[name], "list_attributes")
-    stem = _stem("lists")
+    stem = _stem(settings, "lists")
     _downloads(
         {
             "Shares (CSV)": (lambda: safe_csv(table), f"{stem}.csv", "text/csv"),
@@ -480,16 +479,23 @@ def show_lists(scored: dict[str, TemplateScores]) -> None:
 # The page
 # ---------------------------------------------------------------------------------------
 
-_adopt_url()
-st.title("Kurita templates")
-st.caption(
-    "How much an attribute raises the probability of one target over another in a template (Kurita et al. 2019), "
-    "WEAT-style tests built on it, and attribute lists. Published numbers are for bert-base-uncased."
-)
-tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
-with tab_templates:
-    template_tab()
-with tab_weat:
-    weat_tab()
-with tab_lists:
-    lists_tab()
+
+def main() -> None:
+    """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
+    settings = ui.settings.current()
+    _adopt_url()
+    st.title("Kurita templates")
+    st.caption(
+        "How much an attribute raises the probability of one target over another in a template (Kurita et al. 2019), "
+        "WEAT-style tests built on it, and attribute lists. Published numbers are for bert-base-uncased."
+    )
+    tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
+    with tab_templates:
+        template_tab(settings)
+    with tab_weat:
+        weat_tab(settings)
+    with tab_lists:
+        lists_tab(settings)
+
+
+main()

@@ -49,8 +49,6 @@ URL_KNOBS = {
     "seed": ("seed", int),
 }
 
-settings = ui.settings.current()
-
 
 # ---------------------------------------------------------------------------------------
 # State
@@ -226,12 +224,14 @@ def knobs() -> lab.LabSettings | None:
 
 def train(chosen: lab.LabSettings) -> lab.LabModel | None:
     bar = ui.progress.ProgressBar("Training the lab model", unit="steps")
-    model = ui.feedback.attempt(ui.runs.train_lab_job, chosen, lambda step, total, _loss: bar(step, total))
+    model = None
+    with ui.feedback.guard():
+        model = ui.runs.train_lab_job(chosen, lambda step, total, _loss: bar(step, total))
     bar.clear()
     return model
 
 
-def report_of(model: lab.LabModel) -> lab.LabReport | None:
+def report_of(settings: ui.settings.Settings, model: lab.LabModel) -> lab.LabReport | None:
     """Every metric on the held-out pairs: from this session, else scored (cached in the result cache)."""
     key = (str(model.path), settings.compat)
     reports = _reports()
@@ -241,7 +241,9 @@ def report_of(model: lab.LabModel) -> lab.LabReport | None:
     if lm is None:
         return None
     bar = ui.progress.ProgressBar("Scoring the held-out pairs")
-    report = ui.feedback.attempt(lab.evaluate_lab, model, lm, cache=ui.resources.result_cache(), progress=bar, compat=settings.compat)
+    report = None
+    with ui.feedback.guard():
+        report = lab.evaluate_lab(model, lm, cache=ui.resources.result_cache(), progress=bar, compat=settings.compat)
     bar.clear()
     if report is not None:
         reports[key] = report
@@ -257,7 +259,7 @@ def _inspect(model: lab.LabModel, pair: lab.LabPair, metric: str) -> None:
     ui.state.open_page(INSPECTOR, model=str(model.path), s1=pair.pair.sent_stereo, s2=pair.pair.sent_anti, metric=metric)
 
 
-def show_report(report: lab.LabReport) -> None:
+def show_report(settings: ui.settings.Settings, report: lab.LabReport) -> None:
     s = report.settings
     frame = report.frame()
     ui.honesty.settings_banner(dataclasses.replace(settings, model=str(report.model.path), revision=None))
@@ -398,49 +400,54 @@ is wide with {pairs} pairs. The lab tests a mechanism under controlled condition
 # The page
 # ---------------------------------------------------------------------------------------
 
-_adopt_url()
-st.title("Bias lab")
-st.caption(
-    "Plant a bias in a synthetic corpus, train a small masked language model on it here, and see which metrics detect "
-    "it on held-out pairs. Each run is an ordinary model folder that every page (and the CLI) can load."
-)
-chosen = knobs()
-ui.state.publish(
-    scenario=st.session_state[S + "scenario"],
-    association=f"{st.session_state[S + 'association']:g}",
-    ratio=f"{st.session_state[S + 'ratio']:g}",
-    corpus=st.session_state[S + "corpus"],
-    steps=st.session_state[S + "steps"],
-    seed=st.session_state[S + "seed"],
-)
-with st.expander("What this shows, and what it cannot", icon=":material/info:"):
-    st.markdown(ABOUT.format(layers=DEFAULTS.num_layers, hidden=DEFAULTS.hidden_size, pairs=len(lab.heldout_pairs(DEFAULTS))))
 
-if chosen is not None:
-    model = lab.find_lab_model(chosen)
-    if model is None:
-        st.info(
-            f"Not trained yet: {lab.describe_settings(chosen)}. Training runs here, on this machine; the model is then "
-            "kept in the cache and found again next time.",
-            icon=":material/model_training:",
-        )
-        if st.button("Train", type="primary", icon=":material/play_arrow:", key=S + "train"):
-            model = train(chosen)
-    else:
-        t = model.training
-        created = str(t.get("created", "?")).replace("T", " ").replace("+00:00", " UTC")
-        st.success(
-            f"Found in the cache, not retrained: {model.label}. Trained {created} in {t.get('seconds', 0):.0f} s, "
-            f"{t.get('parameters', 0):,} parameters, vocabulary {t.get('vocab_size', '?')}, final loss {t.get('final_loss', float('nan')):.3f}.",
-            icon=":material/inventory_2:",
-        )
-    if model is not None:
-        st.caption(f"Choose *{ui.settings.lab_model_name(model)}* in the sidebar's **Model** box to use it on every page.")
-        with st.expander("Model folder"):
-            st.caption(f"`{model.path}`: an ordinary model folder; the command line and the Python API load it too.")
-        report = report_of(model)
-        if report is not None:
-            show_report(report)
+def main() -> None:
+    """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
+    settings = ui.settings.current()
+    _adopt_url()
+    st.title("Bias lab")
+    st.caption(
+        "Plant a bias in a synthetic corpus, train a small masked language model on it here, and see which metrics detect "
+        "it on held-out pairs. Each run is an ordinary model folder that every page (and the CLI) can load."
+    )
+    chosen = knobs()
+    ui.state.publish(
+        scenario=st.session_state[S + "scenario"],
+        association=f"{st.session_state[S + 'association']:g}",
+        ratio=f"{st.session_state[S + 'ratio']:g}",
+        corpus=st.session_state[S + "corpus"],
+        steps=st.session_state[S + "steps"],
+        seed=st.session_state[S + "seed"],
+    )
+    with st.expander("What this shows, and what it cannot", icon=":material/info:"):
+        st.markdown(ABOUT.format(layers=DEFAULTS.num_layers, hidden=DEFAULTS.hidden_size, pairs=len(lab.heldout_pairs(DEFAULTS))))
+    if chosen is not None:
+        model = lab.find_lab_model(chosen)
+        if model is None:
+            st.info(
+                f"Not trained yet: {lab.describe_settings(chosen)}. Training runs here, on this machine; the model is then "
+                "kept in the cache and found again next time.",
+                icon=":material/model_training:",
+            )
+            if st.button("Train", type="primary", icon=":material/play_arrow:", key=S + "train"):
+                model = train(chosen)
+        else:
+            t = model.training
+            created = str(t.get("created", "?")).replace("T", " ").replace("+00:00", " UTC")
+            st.success(
+                f"Found in the cache, not retrained: {model.label}. Trained {created} in {t.get('seconds', 0):.0f} s, "
+                f"{t.get('parameters', 0):,} parameters, vocabulary {t.get('vocab_size', '?')}, final loss {t.get('final_loss', float('nan')):.3f}.",
+                icon=":material/inventory_2:",
+            )
+        if model is not None:
+            st.caption(f"Choose *{ui.settings.lab_model_name(model)}* in the sidebar's **Model** box to use it on every page.")
+            with st.expander("Model folder"):
+                st.caption(f"`{model.path}`: an ordinary model folder; the command line and the Python API load it too.")
+            report = report_of(settings, model)
+            if report is not None:
+                show_report(settings, report)
+    show_comparison()
+    ui.sweep.section(chosen, settings.compat)
 
-show_comparison()
-ui.sweep.section(chosen, settings.compat)
+
+main()

@@ -4,12 +4,15 @@ Conventions for a page (see pages/inspector.py for a complete one):
 
 * **Adding a page** is one line in app.py's `PAGES` list:
   `st.Page("pages/my_page.py", title="My page", icon=":material/science:", url_path="my-page")`.
-  The page file is a plain script in `pages/`; it runs after app.py has drawn the
-  sidebar, and its first line is `ui.require_app()` (see below).
+  The page file is a script in `pages/`; it runs after app.py has drawn the
+  sidebar, and its first line is `ui.require_app()` (see below). Its body is a
+  `def main() -> None:` called at the bottom; module level holds only imports, constants
+  and helper functions.
 * **Global settings** (model, revision, device, dtype, compat mode, dataset, data folder)
-  live in the sidebar, drawn once per run by app.py: read them with
-  `settings = ui.settings.current()`, a frozen `Settings` dataclass. Never draw them again.
-  `ui.settings.model_choices()` lists the models the sidebar offers (the hook for new
+  live in the sidebar (`ui.sidebar`), drawn once per run by app.py: read them in `main()` with
+  `settings = ui.settings.current()`, a frozen `Settings` dataclass, and pass them to the page's
+  helpers as a parameter. Never draw them again.
+  `ui.sidebar.model_choices()` lists the models the sidebar offers (the hook for new
   defaults, e.g. a lab model).
 * **Heavy resources** come from `ui.resources`: `model_or_stop(settings)` returns the cached
   `MaskedLM` (loaded once per (model, revision, device, dtype) for all sessions and never
@@ -19,6 +22,8 @@ Conventions for a page (see pages/inspector.py for a complete one):
 * **Errors**: wrap engine calls in `with ui.feedback.guard():` (a `BiaslensError` becomes
   its one-line message in the page, anything else a short "unexpected error" note; never a
   traceback), or call `ui.feedback.show_error(exc)` yourself.
+* **Memos**: keep finished results in a `ui.memo.LRU(capacity)` (bounded, thread-safe): in
+  `st.cache_resource` to share them between sessions, in `st.session_state` for one session.
 * **Long work** gets a progress bar with time remaining: `bar = ui.progress.ProgressBar("Scoring")`,
   pass `bar` as the engine's `progress=` callback, `bar.clear()` at the end.
 * **Datasets on screen** get `ui.feedback.content_warning(dataset)` above them.

@@ -5,13 +5,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from typing import Any, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 import streamlit as st
 
 from biaslens import lab
 from biaslens.datasets import DATASETS, PairDataset, canonical_name
 from biaslens.errors import BiaslensError, DatasetNotFoundError, HubUnreachableError, InputError
+
+from .settings import current, lab_model_name, model_label, use_lab_pairs
 
 LOCAL_FOLDER_HINT = (
     "**What you can do:** press **Use the offline lab model**: the bias lab's small model, trained on this machine once "
@@ -30,8 +33,6 @@ def _missing_message(exc: BaseException) -> str:
     """The UI's own words for a model or data file that is not on this machine (no CLI flags, no raw errno)."""
     text = str(exc)
     if isinstance(exc, HubUnreachableError):
-        from .settings import current, model_label
-
         named = re.search(r"(?:to download|is set and|HTTP \d+ for) (\S+?)(?::|\.? is not|\. |$)", text)
         name = named.group(1).rstrip(".") if named else current().model
         return f"**The model {md(model_label(name))} is not on this machine, and the Hugging Face hub cannot be reached from here** to download it."
@@ -112,7 +113,7 @@ def show_error(exc: BaseException, *, where=None) -> None:
 
 def _offer_next_action(exc: BaseException) -> None:
     """The button that goes with a missing model (the offline lab model) or dataset (a lab model's own pairs)."""
-    from .settings import current, lab_model_name, offer_lab_model, use_lab_pairs
+    from .sidebar import offer_lab_model  # the sidebar shows engine errors with this module: imported when needed
 
     if isinstance(exc, HubUnreachableError):
         offer_lab_model("main")
@@ -123,26 +124,33 @@ def _offer_next_action(exc: BaseException) -> None:
         st.button(f"Use the held-out pairs of {lab_model_name(model)}", key=key, icon=":material/science:", on_click=use_lab_pairs, args=(model,))
 
 
-@contextlib.contextmanager
-def guard(where=None) -> Iterator[None]:
-    """Run engine work; a failure becomes a message in the page and the page goes on.
+@dataclass
+class Outcome:
+    """What `guard` saw: `failed` is True once the guarded block raised (its message is already in the page)."""
 
+    failed: bool = False
+    error: Exception | None = None
+
+
+@contextlib.contextmanager
+def guard(where=None) -> Iterator[Outcome]:
+    """Run engine work; a failure becomes a one-line message in the page (or in `where`, e.g. st.sidebar) and the page goes on.
+
+        result = None
+        with ui.feedback.guard() as outcome:
+            result = engine_call(...)
+        if outcome.failed: ...
+
+    A `BiaslensError` shows as its own message; anything else as "Unexpected error (Type): first line" (see `explain`).
     Streamlit's own control flow (st.stop, st.rerun, a user's click interrupting a run)
     is not an `Exception`, so it passes through untouched.
     """
+    outcome = Outcome()
     try:
-        yield
+        yield outcome
     except Exception as exc:  # shown to the user, never swallowed silently
+        outcome.failed, outcome.error = True, exc
         show_error(exc, where=where)
-
-
-def attempt(fn: Callable[..., Any], *args: Any, where=None, **kwargs: Any) -> Any:
-    """`fn(*args, **kwargs)`, or None after showing why it failed (see `guard`)."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:  # shown to the user, never swallowed silently
-        show_error(exc, where=where)
-        return None
 
 
 def content_warning(dataset: PairDataset) -> None:

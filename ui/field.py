@@ -16,7 +16,8 @@ from biaslens.paired import N_RESAMPLES, with_and_without
 from biaslens.stereoset_scores import stereoset_scores
 
 from . import resources
-from .feedback import attempt
+from .feedback import guard
+from .memo import LRU
 from .progress import ProgressBar
 from .settings import Settings
 
@@ -26,14 +27,15 @@ S = "field."
 def _flags(settings: Settings, lm: MaskedLM, dataset: PairDataset):
     """Every flag of the dataset's pairs (kept in the session per dataset and tokenizer)."""
     key = (S + "flags", dataset.sha256, str(dataset.path), lm.fingerprint)
-    store = st.session_state.setdefault(S + "store", {})
+    store = st.session_state.setdefault(S + "store", LRU(1))  # one dataset at a time
     if key not in store:
-        found = attempt(flagging.flag_pairs, dataset, lm=lm, data_dir=resources.data_dir(settings))
+        found = None
+        with guard():
+            found = flagging.flag_pairs(dataset, lm=lm, data_dir=resources.data_dir(settings))
         if found is None:
             return None
-        store.clear()  # one dataset at a time
-        store[key] = found
-    return store[key]
+        store.put(key, found)
+    return store.get(key)
 
 
 def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> EvaluationResult:
@@ -110,7 +112,7 @@ def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resu
     if not any(p.unrelated for p in chosen):
         return
     key = (S + "stereoset", str(dataset.path), dataset.sha256, lm.fingerprint, settings.compat, tuple(metrics), tuple(result.pairs["pair_id"]))
-    store = st.session_state.setdefault(S + "stereoset_store", {})
+    store = st.session_state.setdefault(S + "stereoset_store", LRU(1))
     st.subheader("StereoSet's own scores")
     st.caption(
         "Nadeem et al. (2021), intrasentence: **LMS** (language-modelling score: how often a meaningful candidate beats the "
@@ -127,13 +129,14 @@ def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resu
         ):
             return
         bar = ProgressBar("Scoring StereoSet's unrelated candidates")
-        scores = attempt(stereoset_scores, lm, chosen, metrics, compat=settings.compat, cache=resources.result_cache(), main=result, progress=bar)
+        scores = None
+        with guard():
+            scores = stereoset_scores(lm, chosen, metrics, compat=settings.compat, cache=resources.result_cache(), main=result, progress=bar)
         bar.clear()
         if scores is None:
             return
-        store.clear()
-        store[key] = scores
-    scores = store[key]
+        store.put(key, scores)
+    scores = store.get(key)
     table = scores.table.copy()
     table.insert(0, "name", [METRICS[m].name for m in table["metric"]])
     st.dataframe(

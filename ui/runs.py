@@ -15,7 +15,6 @@ import contextlib
 import gc
 import signal
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -30,7 +29,8 @@ from biaslens.runner import INTERACTIVE_CHUNK_PAIRS
 from biaslens.serving import ENV_MAX_JOBS, JobSlots
 
 from . import resources, state
-from .feedback import attempt, md
+from .feedback import guard, md
+from .memo import LRU
 from .progress import ProgressBar
 from .settings import Settings
 
@@ -63,17 +63,13 @@ def spec_for(settings: Settings, lm: MaskedLM, dataset: PairDataset, metrics, sa
     return RunSpec(lm.name, lm.fingerprint, str(lm.dtype), settings.compat, str(dataset.path), dataset.sha256, tuple(metrics), sample, int(seed))
 
 
-def _results() -> OrderedDict:
-    return st.session_state.setdefault(_RESULTS, OrderedDict())
+def _results() -> LRU[RunSpec, EvaluationResult]:
+    """This session's last `KEEP_RESULTS` finished runs."""
+    return st.session_state.setdefault(_RESULTS, LRU(KEEP_RESULTS))
 
 
 def _remember(spec: RunSpec, result: EvaluationResult) -> EvaluationResult:
-    results = _results()
-    results[spec] = result
-    results.move_to_end(spec)
-    while len(results) > KEEP_RESULTS:
-        results.popitem(last=False)
-    return result
+    return _results().put(spec, result)
 
 
 def _options(spec: RunSpec) -> dict:
@@ -84,7 +80,8 @@ def lookup(spec: RunSpec, lm: MaskedLM, dataset: PairDataset) -> EvaluationResul
     """The finished run: from this session, else entirely from the result cache; None if not finished."""
     found = _results().get(spec)
     if found is None:
-        found = attempt(cached_evaluation, lm, dataset, list(spec.metrics), resources.result_cache(), **_options(spec))
+        with guard():
+            found = cached_evaluation(lm, dataset, list(spec.metrics), resources.result_cache(), **_options(spec))
         if found is not None:
             _remember(spec, found)
     return found
@@ -234,7 +231,9 @@ def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str) -> Evalua
         help="Stop scoring. Finished chunks stay in the cache: running again resumes from there.",
     )
     bar = ProgressBar(md(label), rate_key=speed_key(spec))  # the label may name a user's file
-    result = attempt(_run_job, spec, lm, dataset, bar)
+    result = None
+    with guard():
+        result = _run_job(spec, lm, dataset, bar)
     bar.clear()
     controls.empty()
     _stop(spec)
@@ -259,12 +258,12 @@ def time_estimate(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, n_pairs: in
     ):
         probe = min(3, len(dataset))
         with st.spinner("Timing 3 pairs…"):
-            attempt(
-                measure,
-                speed_key(spec),
-                lambda: evaluate(lm, dataset, list(spec.metrics), cache=None, compat=spec.compat, sample=probe, seed=spec.seed),
-                probe,
-            )
+            with guard():
+                measure(
+                    speed_key(spec),
+                    lambda: evaluate(lm, dataset, list(spec.metrics), cache=None, compat=spec.compat, sample=probe, seed=spec.seed),
+                    probe,
+                )
         st.rerun()
 
 

@@ -1,4 +1,5 @@
-"""The global settings: drawn in the sidebar by app.py, read by every page with `current()`.
+"""The global settings (drawn in the sidebar by `ui.sidebar`, read by every page with `current()`) and the names people see
+for models and datasets.
 
 Environment variables preset them for a server or a test: `BIASLENS_MODEL` (the model
 selected at first), `BIASLENS_DATA_DIR` (where datasets are looked for),
@@ -14,27 +15,13 @@ from pathlib import Path
 import streamlit as st
 
 from biaslens import lab
-from biaslens.datasets import DATASETS, canonical_name
-from biaslens.errors import HubUnreachableError
-from biaslens.metrics import COMPAT_MODES
-from biaslens.models import DEFAULT_MODEL, DTYPES, PRESETS
-
-from . import state
-from .feedback import explain, md
+from biaslens.datasets import DATASETS
+from biaslens.models import DEFAULT_MODEL
 
 ENV_MODEL = "BIASLENS_MODEL"
 ENV_DATA_DIR = "BIASLENS_DATA_DIR"
 
 _KEY = "settings.current"
-_CUSTOM_MODELS = "settings.custom_models"
-_CHOOSE = "settings.choose"  # sidebar values to select at the start of the next run: {"model": ..., "dataset": ...}
-#: Trained bias-lab models offered in the model list (newest first).
-MAX_LAB_CHOICES = 8
-
-COMPAT_LABELS = {
-    "default": "default (the papers' equations)",
-    "kaneko2022": "kaneko2022 (the released code, to the digit)",
-}
 
 
 @dataclass(frozen=True)
@@ -55,12 +42,6 @@ class Settings:
         return (self.model, self.revision, self.device, self.dtype)
 
 
-@dataclass(frozen=True)
-class ModelChoice:
-    value: str  # what load_model receives: a hub id or a folder
-    label: str  # what the sidebar shows
-
-
 def default_model() -> str:
     """$BIASLENS_MODEL, else the engine's default hub model."""
     return os.environ.get(ENV_MODEL, "").strip() or DEFAULT_MODEL
@@ -70,72 +51,8 @@ def default_settings() -> Settings:
     return Settings(model=default_model(), data_dir=os.environ.get(ENV_DATA_DIR, "").strip() or None)
 
 
-def model_choices() -> list[ModelChoice]:
-    """The models the sidebar offers: the configured default first, then the presets.
-
-    The hook for new offline defaults (e.g. a trained lab model): add a choice here.
-    """
-    choices = [ModelChoice(default_model(), f"{model_label(default_model())} (default)")]
-    choices += [ModelChoice(name, f"{name} · {about}") for name, about in PRESETS.items() if name != default_model()]
-    try:  # the bias lab's trained models (in biaslens's cache): they need no network
-        lab_models = lab.list_lab_models()[:MAX_LAB_CHOICES]
-    except OSError:
-        lab_models = []
-    if not _lab_models_shared():  # a class's lab models stay with the session that trained them
-        mine = set(st.session_state.get(LAB_MODELS_OF_SESSION, ())) | {str(lab.cached_lab_model_path() or "")}
-        lab_models = [m for m in lab_models if str(m.path) in mine]
-    choices += [ModelChoice(str(m.path), lab_model_name(m)) for m in lab_models if str(m.path) != default_model()]
-    return choices
-
-
 #: Session key: the lab models this session trained or opened (listed in its sidebar unless the server shares them all).
 LAB_MODELS_OF_SESSION = "settings.lab_models"
-
-
-def _lab_models_shared() -> bool:
-    from . import resources
-
-    try:
-        return resources.server_settings().share_lab_models
-    except Exception:  # a bad setting is reported where the settings are read; here: not shared
-        return False
-
-
-def device_choices() -> list[str]:
-    import torch
-
-    devices = ["auto", "cpu"]
-    if torch.cuda.is_available():
-        devices.append("cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        devices.append("mps")
-    return devices
-
-
-def _adopt_url(defaults: Settings) -> None:
-    """Values a shared link brings (model, dataset, compat, ...) become the widgets' state."""
-    for name in ("model", "dataset", "compat", "device", "dtype", "revision", "data_dir"):
-        value = state.take_one(name)
-        if value is None:
-            continue
-        if name == "model":
-            _remember_model(value)
-        st.session_state[f"settings.{name}"] = value
-    st.session_state.setdefault("settings.model", defaults.model)
-    lab_default = lab.lab_model_of(st.session_state["settings.model"]) if "settings.dataset" not in st.session_state else None
-    st.session_state.setdefault("settings.dataset", str(lab_default.path / lab.PAIRS_FILE) if lab_default else defaults.dataset)
-    st.session_state.setdefault("settings.compat", defaults.compat)
-    st.session_state.setdefault("settings.device", defaults.device)
-    st.session_state.setdefault("settings.dtype", defaults.dtype)
-    st.session_state.setdefault("settings.revision", "")
-    st.session_state.setdefault("settings.data_dir", defaults.data_dir or "")
-
-
-def _remember_model(value: str) -> None:
-    """A model typed by the user stays among the options for the session."""
-    custom = st.session_state.setdefault(_CUSTOM_MODELS, [])
-    if value and value not in custom and value not in {c.value for c in model_choices()}:
-        custom.append(value)
 
 
 def lab_model_name(model: lab.LabModel) -> str:
@@ -168,15 +85,6 @@ def model_names(models) -> dict[str, str]:
     if len(set(names.values())) < len(names):  # two lab models of one scenario: fall back to the distinct short names
         return short
     return names
-
-
-def _model_changed() -> None:
-    """A model chosen in the sidebar: remembered; a lab model brings its own held-out pairs (it knows no other words)."""
-    value = st.session_state["settings.model"]
-    _remember_model(value)
-    model = lab.lab_model_of(value)
-    if model is not None and canonical_name(str(st.session_state.get("settings.dataset", ""))) is not None:
-        use_lab_pairs(model)
 
 
 def _dataset_label(value: str) -> str:
@@ -218,159 +126,6 @@ def selected_lab_model() -> lab.LabModel | None:
 def use_lab_pairs(model: lab.LabModel) -> None:
     """Callback: make the lab model's held-out pairs the sidebar's dataset."""
     st.session_state["settings.dataset"] = str(model.path / lab.PAIRS_FILE)
-
-
-def _valid(key: str, options: list[str]) -> None:
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = options[0]
-
-
-def render_sidebar() -> Settings:
-    """Draw the global controls in the sidebar and return the settings (app.py calls this once per run)."""
-    defaults = default_settings()
-    _adopt_url(defaults)
-    for name, value in st.session_state.pop(_CHOOSE, {}).items():  # e.g. the offline lab model, trained in the previous run
-        st.session_state[f"settings.{name}"] = value
-    choices = model_choices()
-    labels = {c.value: c.label for c in choices}
-    options = [c.value for c in choices] + list(st.session_state.get(_CUSTOM_MODELS, []))
-    if st.session_state["settings.model"] not in options:
-        _remember_model(st.session_state["settings.model"])
-        options.append(st.session_state["settings.model"])
-
-    sb = st.sidebar
-    sb.markdown("### Model")
-    model = sb.selectbox(
-        "Model",
-        options,
-        key="settings.model",
-        format_func=lambda v: labels.get(v) or model_label(v),
-        accept_new_options=True,
-        help="A preset, any Hugging Face hub id (e.g. bert-base-uncased), or a local model folder: type its path and press Enter "
-        "(on a shared server, a folder its operator allows in BIASLENS_MODEL_DIRS).",
-        on_change=_model_changed,
-    )
-    status_box = sb.container()
-    sb.markdown("### Data")
-    dataset_options = list(DATASETS)
-    if st.session_state["settings.dataset"] not in dataset_options:
-        dataset_options.append(st.session_state["settings.dataset"])
-    dataset = sb.selectbox(
-        "Dataset",
-        dataset_options,
-        key="settings.dataset",
-        format_func=_dataset_label,
-        accept_new_options=True,
-        help="CrowS-Pairs, StereoSet (intrasentence), or the path of a pairs file: a CSV with sent_more, sent_less "
-        "(and optional bias_type, stereo_antistereo) columns, or StereoSet JSON.",
-    )
-    _valid("settings.compat", list(COMPAT_MODES))
-    compat = sb.radio(
-        "Scoring mode",
-        list(COMPAT_MODES),
-        key="settings.compat",
-        format_func=lambda v: COMPAT_LABELS[v],
-        help="kaneko2022 reproduces the released reference code (SSS cross-mean, CPS rounded to 3 decimals, "
-        "accuracy over all positions) so published numbers can be checked.",
-    )
-    with sb.expander("Advanced"):
-        _valid("settings.device", device_choices())
-        device = st.selectbox("Device", device_choices(), key="settings.device", help="auto: CUDA, then MPS, then the CPU.")
-        _valid("settings.dtype", list(DTYPES))
-        dtype = st.selectbox("Precision", list(DTYPES), key="settings.dtype", help="Half precision needs a GPU.")
-        revision = st.text_input("Hub revision", key="settings.revision", help="A branch, tag or commit of a hub model; empty = main.")
-        data_dir = st.text_input(
-            "Data folder", key="settings.data_dir", help="Searched (recursively) for crows_pairs_anonymized.csv and StereoSet's files."
-        )
-    settings = Settings(
-        model=str(model).strip() or defaults.model,
-        revision=revision.strip() or None,
-        device=device,
-        dtype=dtype,
-        compat=compat,
-        dataset=str(dataset).strip() or defaults.dataset,
-        data_dir=data_dir.strip() or None,
-    )
-    st.session_state[_KEY] = settings
-    state.set_global(
-        model=settings.model,
-        dataset=settings.dataset,
-        compat=None if settings.compat == "default" else settings.compat,
-        device=None if settings.device == "auto" else settings.device,
-        dtype=None if settings.dtype == "float32" else settings.dtype,
-        revision=settings.revision,
-    )
-    _model_status(settings, status_box)
-    return settings
-
-
-def _model_status(settings: Settings, box) -> None:
-    """The model's status and its sanity verdict, under the model box."""
-    from . import resources
-
-    with box:
-        try:
-            with st.spinner(f"Loading {md(model_label(settings.model))}…"):
-                lm = resources.get_model(settings)
-        except Exception as exc:
-            message, _ = explain(exc)
-            if isinstance(exc, HubUnreachableError):
-                st.info(message, icon=":material/wifi_off:")
-                offer_lab_model("sidebar")
-            else:
-                st.error(message, icon=":material/error:")
-                st.caption("Type another hub id or the path of a local model folder into the Model box. The rest of the app keeps working.")
-            if st.button("Retry loading", key="settings.retry"):
-                resources.forget_failure(settings)
-                st.rerun()
-            return
-        lab_model = lab.lab_model_of(settings.model)
-        where = "local folder" if lm.source == "local" else f"hub, revision {(lm.revision or 'main')[:10]}"
-        st.caption(
-            f"**Loaded** {lm.model_type} · {lm.num_layers} layers"
-            f"{f' × {lm.num_heads} heads' if lm.num_heads else ' (no attention heads)'} · {where} · "
-            f"{lm.device} · {str(lm.dtype).removeprefix('torch.')} · up to {lm.max_length} tokens"
-        )
-        try:
-            report = resources.sanity(settings, lm)
-        except Exception as exc:
-            st.warning(f"Sanity check failed: {explain(exc)[0]}")
-            return
-        show = {"ok": st.success, "weak": st.warning, "untrained": st.warning}[report.status]
-        icon = {"ok": ":material/check_circle:", "weak": ":material/warning:", "untrained": ":material/dangerous:"}[report.status]
-        show(f"**Sanity check:** {report.message}", icon=icon)
-        corpus = "sentences of its training corpus" if lab_model else "plain sentences"
-        st.caption(f"Token prediction on {report.n_sentences} {corpus} ({report.n_tokens} tokens), nothing masked.")
-        if lab_model:
-            about = lab.describe_settings(lab_model.settings)
-            st.caption(f"Bias-lab model, {about}: it knows only the lab's words and templates (see the Bias lab page).")
-        with st.expander("Model details"):
-            st.caption(f"`{settings.model}`" + (f" · revision `{settings.revision}`" if settings.revision else ""))
-
-
-def offer_lab_model(where: str = "sidebar") -> None:
-    """No hub: offer the bias lab's model, trained here once (no download) and then cached; `where` keys the button."""
-    from .feedback import attempt
-    from .progress import ProgressBar
-
-    cached = lab.cached_lab_model_path()
-    st.info(
-        "No network? Every page also works with the bias lab's small model: "
-        + ("it is already trained on this machine." if cached else "it trains here once (about a minute), then stays in the cache."),
-        icon=":material/wifi_off:",
-    )
-    key = "settings.offline_lab" if where == "sidebar" else f"settings.offline_lab.{where}"
-    if st.button("Use the offline lab model", key=key, type="primary", icon=":material/model_training:"):
-        if not cached:
-            bar = ProgressBar("Training the lab model", unit="steps")
-            model = attempt(lab.default_lab_model, progress=lambda step, total, _loss: bar(step, total))
-            bar.clear()
-            if model is None:
-                return
-            cached = model.path
-        # Its held-out pairs too: CrowS-Pairs' words are unknown to it, so they would be scored as letters.
-        st.session_state[_CHOOSE] = {"model": str(cached), "dataset": str(cached / lab.PAIRS_FILE)}
-        st.rerun()
 
 
 def current() -> Settings:

@@ -260,7 +260,9 @@ def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult 
                 max_cell_seconds=server.lab_max_seconds,
             )
 
-    result = feedback.attempt(job)
+    result = None
+    with feedback.guard():
+        result = job()
     bar.empty()
     live.empty()
     return result
@@ -268,7 +270,9 @@ def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult 
 
 def _finished_cells(grid: sweep.SweepGrid, compat: str) -> sweep.SweepResult | None:
     """The cells of the grid already in the lab cache, scored (nothing trained)."""
-    return feedback.attempt(sweep.run_sweep, grid, metrics=list(METRICS), compat=compat, result_cache=resources.result_cache().path, train=False)
+    with feedback.guard():
+        return sweep.run_sweep(grid, metrics=list(METRICS), compat=compat, result_cache=resources.result_cache().path, train=False)
+    return None
 
 
 def section(base: lab.LabSettings | None, compat: str) -> None:
