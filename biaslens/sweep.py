@@ -56,11 +56,13 @@ FULL_ASSOCIATIONS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 FULL_RATIOS = (1.0, 3.0, 10.0)
 FULL_SEEDS = (0, 1, 2)
 
-#: Worker processes by default: 1, because 2 gave no gain on the 2-core development machine (`MEASURED_SPEEDUP`).
+#: Worker processes by default: 1, so a sweep on a shared app server leaves a core to the other users; on a machine
+#: of your own, `--workers 2` was 1.87x as fast on 2 idle cores (`MEASURED_SPEEDUP`).
 DEFAULT_WORKERS = 1
-#: Speed-up of n worker processes over 1, measured with `benchmarks/bench_sweep.py workers` on the development
-#: machine (2 CPU cores, shared: load average 8-10); used by `estimate_sweep`, which assumes no further gain beyond.
-MEASURED_SPEEDUP = {1: 1.0, 2: 0.84}
+#: Speed-up of n worker processes over 1: the default grid (16 models) on the 2-core development machine with
+#: nothing else running, 166 s with 1 worker and 89 s with 2; used by `estimate_sweep`, which assumes no further
+#: gain beyond. (With both cores already busy, 2 workers measured 0.84x: a second process only competes.)
+MEASURED_SPEEDUP = {1: 1.0, 2: 1.87}
 
 
 def measured_speedup(workers: int) -> float:
@@ -539,7 +541,7 @@ def estimate_cell_seconds(base: lab.LabSettings, models_dir: str | Path | None =
         return seconds, f"measured on this machine ({len(per_step)} lab model{'s' if len(per_step) != 1 else ''} of this size)"
     d = lab.LabSettings()
     scale = (base.batch_size / d.batch_size) * (base.hidden_size / d.hidden_size) ** 2 * (base.num_layers / d.num_layers)
-    return REF_SECONDS_PER_STEP * max(scale, 0.05) * base.steps + REF_EVAL_SECONDS, "estimated (no model of this size trained here yet)"
+    return REF_SECONDS_PER_STEP * max(scale, 0.05) * base.steps + REF_EVAL_SECONDS, "estimated: no model of this size trained here yet"
 
 
 @dataclass(frozen=True)
