@@ -136,17 +136,7 @@ def token_chart(tokens: pd.DataFrame, measure: str = "logprob", *, hide_special:
         data = data[~data["special"]]
     data["role"] = _role(data)
     data["column"] = [f"{p:>3} {label}" for p, label in zip(data["position"], data["label"])]
-    tooltip = [
-        alt.Tooltip("label:N", title="token"),
-        alt.Tooltip("position:Q"),
-        alt.Tooltip("logprob:Q", title="log p", format=".3f"),
-        alt.Tooltip("rank:Q"),
-        alt.Tooltip("attention:Q", format=".4f"),
-        alt.Tooltip("aula_contribution:Q", title="AULA contribution", format=".4f"),
-        alt.Tooltip("cps_logprob:Q", title="CPS masked log p", format=".3f"),
-    ]
-    if "top5" in data:
-        tooltip.append(alt.Tooltip("top5:N", title="top-5 predictions"))
+    tooltip = _token_tooltip(data)
     y_scale = alt.Scale(type="log") if measure == "rank" else alt.Scale(zero=True)
     rows = []
     for side in ("stereo", "anti"):
@@ -169,6 +159,24 @@ def token_chart(tokens: pd.DataFrame, measure: str = "logprob", *, hide_special:
 #: Height of one row of a horizontal bar chart (px), and the least height of such a chart.
 ROW_HEIGHT = 30
 MIN_HEIGHT = 140
+
+
+def _token_tooltip(data: pd.DataFrame, *extra: Any) -> list:
+    """The per-token measures shown on hover (the token, `extra`, then every measure; top-5 when `data` has it)."""
+
+    tooltip = [
+        alt.Tooltip("label:N", title="token"),
+        *extra,
+        alt.Tooltip("position:Q"),
+        alt.Tooltip("logprob:Q", title="log p", format=".3f"),
+        alt.Tooltip("rank:Q"),
+        alt.Tooltip("attention:Q", format=".4f"),
+        alt.Tooltip("aula_contribution:Q", title="AULA contribution", format=".4f"),
+        alt.Tooltip("cps_logprob:Q", title="CPS masked log p", format=".3f"),
+    ]
+    if "top5" in data:
+        tooltip.append(alt.Tooltip("top5:N", title="top-5 predictions"))
+    return tooltip
 
 
 def rows_height(n_rows: int, per_row: int = ROW_HEIGHT, minimum: int = MIN_HEIGHT) -> int:
@@ -242,18 +250,7 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
         raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(TOKEN_MEASURES)}")
     axis_title, _ = TOKEN_MEASURES[measure]
     order = list(dict.fromkeys(aligned.sort_values("order")["row"]))
-    tooltip = [
-        alt.Tooltip("label:N", title="token"),
-        alt.Tooltip("side_name:N", title="sentence"),
-        alt.Tooltip("position:Q"),
-        alt.Tooltip("logprob:Q", title="log p", format=".3f"),
-        alt.Tooltip("rank:Q"),
-        alt.Tooltip("attention:Q", format=".4f"),
-        alt.Tooltip("aula_contribution:Q", title="AULA contribution", format=".4f"),
-        alt.Tooltip("cps_logprob:Q", title="CPS masked log p", format=".3f"),
-    ]
-    if "top5" in aligned:
-        tooltip.append(alt.Tooltip("top5:N", title="top-5 predictions"))
+    tooltip = _token_tooltip(aligned, alt.Tooltip("side_name:N", title="sentence"))
     x_scale = alt.Scale(type="log") if measure == "rank" else alt.Scale(zero=True)
     bars = (
         alt.Chart(aligned)

@@ -16,16 +16,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.support import FIXTURE_DATA as DATA
-from tests.support import REPO
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, free_port, require_browser
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, start_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -40,7 +37,6 @@ TRAINING = re.compile(r"Training the lab model: [\d,]+ / 20,000 steps")
 @contextlib.contextmanager
 def _serve(model_dirs, logs: Path):
     """The app on a free port, one heavy job at a time; yields (base URL, process)."""
-    port = free_port()
     env = {
         **os.environ,
         "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
@@ -49,41 +45,8 @@ def _serve(model_dirs, logs: Path):
         "BIASLENS_MAX_JOBS": "1",
         "BIASLENS_LAB_MAX_STEPS": "20000",
     }
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
-    with (logs / "server.log").open("w") as log:
-        proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
-                time.sleep(0.3)
+    with start_app(env, logs) as (base, proc):
         yield base, proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
 
 
 @pytest.fixture

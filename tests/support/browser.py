@@ -44,6 +44,13 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serve_app(env: dict[str, str], logs: Path):
     """`streamlit run app.py` on a free local port with `env`; yields its base URL, stops it afterwards."""
+    with start_app(env, logs) as (base, _proc):
+        yield base
+
+
+@contextlib.contextmanager
+def start_app(env: dict[str, str], logs: Path):
+    """`streamlit run app.py` on a free local port with `env`; yields (base URL, server process), stops it afterwards."""
     port = free_port()
     command = [
         sys.executable,
@@ -66,7 +73,7 @@ def serve_app(env: dict[str, str], logs: Path):
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         while True:
             try:
                 urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
@@ -75,7 +82,7 @@ def serve_app(env: dict[str, str], logs: Path):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
                 time.sleep(0.3)
-        yield base
+        yield base, proc
     finally:
         proc.terminate()
         try:
