@@ -131,9 +131,10 @@ def token_chart(tokens: pd.DataFrame, measure: str = "logprob", *, hide_special:
     if measure not in TOKEN_MEASURES:
         raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(TOKEN_MEASURES)}")
     title, _ = TOKEN_MEASURES[measure]
-    data = tokens.drop(columns=[c for c in ("top_tokens", "top_logprobs") if c in tokens]).copy()
+    data = tokens.drop(columns=[c for c in ("top_tokens", "top_logprobs") if c in tokens])
     if hide_special:
-        data = data[~data["special"]]
+        data = data.loc[~data["special"]]
+    data = data.copy()
     data["role"] = _role(data)
     data["column"] = [f"{p:>3} {label}" for p, label in zip(data["position"], data["label"])]
     tooltip = _token_tooltip(data)
