@@ -422,6 +422,59 @@ class JobSlots:
 
 
 # ---------------------------------------------------------------------------------------
+# Interactive requests before background jobs
+# ---------------------------------------------------------------------------------------
+
+
+class Priority:
+    """Requests someone is waiting for go before background jobs on a shared server's cores.
+
+    A pair inspection is scored inside `interactive()`; a background job (dataset run, analysis,
+    Kurita run, lab training) calls `yield_to_interactive()` between its steps (the engine calls
+    progress after every batch). While an interactive request is in flight the job waits, so the
+    two never share the cores (two concurrent forward passes on a CPU slow each other down more
+    than they gain), and the request takes about as long as it would alone. A job waits at most
+    `max_wait_s` per step, so a steady stream of requests slows it down but cannot stop it.
+    """
+
+    def __init__(self, max_wait_s: float = 5.0):
+        self.max_wait_s = float(max_wait_s)
+        self._cond = threading.Condition()
+        self._active = 0
+        #: Seconds background jobs have waited so far (for benchmarks and tests).
+        self.waited_s = 0.0
+
+    @contextlib.contextmanager
+    def interactive(self) -> Iterator[None]:
+        with self._cond:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                if self._active == 0:
+                    self._cond.notify_all()
+
+    @property
+    def active(self) -> int:
+        """Interactive requests in flight now."""
+        with self._cond:
+            return self._active
+
+    def yield_to_interactive(self) -> float:
+        """Wait while interactive requests are in flight (at most `max_wait_s`); the seconds waited."""
+        with self._cond:
+            if self._active == 0:
+                return 0.0
+            start = time.monotonic()
+            self._cond.wait_for(lambda: self._active == 0, timeout=self.max_wait_s)
+            waited = time.monotonic() - start
+            self.waited_s += waited
+            return waited
+
+
+# ---------------------------------------------------------------------------------------
 # Inspections that arrive together share batches
 # ---------------------------------------------------------------------------------------
 
@@ -632,6 +685,7 @@ __all__ = [
     "InspectionBatcher",
     "JobSlots",
     "ModelPool",
+    "Priority",
     "ServerSettings",
     "count_word_items",
 ]

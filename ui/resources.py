@@ -24,7 +24,7 @@ from biaslens.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
 from biaslens.models import MaskedLM, load_model
 from biaslens.sanity import SanityReport, VocabularyReport, model_verdict, vocabulary_report
-from biaslens.serving import InspectionBatcher, ModelPool, ServerSettings
+from biaslens.serving import InspectionBatcher, ModelPool, Priority, ServerSettings
 
 from .feedback import md, show_error
 from .settings import Settings, _dataset_label, model_label
@@ -225,6 +225,12 @@ def _batcher() -> InspectionBatcher:
     return InspectionBatcher()
 
 
+@st.cache_resource(show_spinner=False)
+def priority() -> Priority:
+    """Pair inspections before background jobs: dataset runs, analyses, Kurita runs and lab training pause while one is scored."""
+    return Priority()
+
+
 def inspection_batcher() -> InspectionBatcher:
     batcher, window = _batcher(), server_settings().inspect_batch_ms / 1000
     if batcher.window_s != window:
@@ -236,7 +242,8 @@ def inspection_batcher() -> InspectionBatcher:
 def _inspection(model_key: tuple, fingerprint: str, max_length: int, compat: str, stereo: str, anti: str) -> PairInspection:
     lm = _load_model(*model_key)
     # metrics=None: the paper's five, less any this model cannot give (named in the result's notes).
-    return inspection_batcher().inspect(lm, stereo, anti, metrics=None, compat=compat, top_k=5, attention_matrices=True)
+    with priority().interactive():
+        return inspection_batcher().inspect(lm, stereo, anti, metrics=None, compat=compat, top_k=5, attention_matrices=True)
 
 
 def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> PairInspection:

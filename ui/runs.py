@@ -180,10 +180,12 @@ def session_gone() -> Callable[[], bool]:
 
 def watched(progress: Callable[..., Any] | None, *checks: Callable[[], None]) -> Callable[..., Any]:
     """`progress` that first stops the job (JobCancelled) when its session went away or the server stops, and runs `checks`
-    (e.g. a wall-time limit) at every call. Engine loops call progress often, so a job stops within one step."""
-    gone = session_gone()
+    (e.g. a wall-time limit) at every call. Engine loops call progress often, so a job stops within one step; it also
+    pauses there while a pair inspection is being scored (`serving.Priority`)."""
+    gone, priority = session_gone(), resources.priority()
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        priority.yield_to_interactive()
         if gone():
             raise JobCancelled("The job stopped: the page that started it was closed, or the server is stopping.")
         for check in checks:

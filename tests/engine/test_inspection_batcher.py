@@ -7,6 +7,7 @@ concurrent requests on one model into such calls. Every result must equal the si
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from biaslens.errors import InputError
 from biaslens.evaluation import inspect_pair, inspect_pairs
 from biaslens.metrics import PAPER_METRICS
-from biaslens.serving import InspectionBatcher, ServerSettings
+from biaslens.serving import InspectionBatcher, Priority, ServerSettings
 
 TOL = 1e-5
 PAIRS = [
@@ -131,3 +132,44 @@ def test_without_a_window_each_request_is_the_plain_inspection(tiny_bert, solo):
 def test_the_window_is_an_operator_setting():
     assert ServerSettings.from_env({}).inspect_batch_ms == 20
     assert ServerSettings.from_env({"BIASLENS_INSPECT_BATCH_MS": "0"}).inspect_batch_ms == 0
+
+
+def test_a_background_step_waits_while_an_inspection_is_scored():
+    priority = Priority(max_wait_s=10)
+    assert priority.yield_to_interactive() == 0.0  # nothing in flight: no wait
+    inside, release, waited = threading.Event(), threading.Event(), []
+
+    def request() -> None:
+        with priority.interactive():
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=request)
+    thread.start()
+    inside.wait(10)
+    assert priority.active == 1
+    background = threading.Thread(target=lambda: waited.append(priority.yield_to_interactive()))
+    background.start()
+    time.sleep(0.3)
+    assert background.is_alive()  # paused while the request is in flight
+    release.set()
+    thread.join(10)
+    background.join(10)
+    assert priority.active == 0
+    assert 0.25 <= waited[0] < 10  # resumed as soon as the request finished, not at the time limit
+
+
+def test_a_steady_stream_of_requests_cannot_stop_a_background_job():
+    priority = Priority(max_wait_s=0.2)
+    with priority.interactive():
+        waited = priority.yield_to_interactive()
+    assert 0.15 <= waited < 2
+    assert priority.waited_s == pytest.approx(waited)
+
+
+def test_an_interactive_request_that_fails_still_lets_background_jobs_go():
+    priority = Priority(max_wait_s=10)
+    with pytest.raises(RuntimeError), priority.interactive():
+        raise RuntimeError("scoring failed")
+    assert priority.active == 0
+    assert priority.yield_to_interactive() == 0.0
