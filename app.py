@@ -4,14 +4,20 @@ The entry draws the global sidebar (ui.sidebar) and hands over to the page. Addi
 is one line in PAGES; see ui/__init__.py for the conventions pages follow.
 """
 
+import os
 from pathlib import Path
 
-import streamlit as st
+# libgomp's threads spin 300,000 times before they sleep: when another program (the user's own browser, on the same
+# cores) takes one core, torch's two threads then wait on each other and an inspection takes 2-3x as long; 3,000
+# costs nothing when the cores are free (benchmarks/results/browser.md). Read once, when torch loads: before ui.
+os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 
-import ui.classroom
-import ui.runs
-import ui.sidebar
-import ui.state
+import streamlit as st  # noqa: E402
+
+import ui.classroom  # noqa: E402
+import ui.runs  # noqa: E402
+import ui.sidebar  # noqa: E402
+import ui.state  # noqa: E402
 
 ASSETS = Path(__file__).parent / "assets"
 

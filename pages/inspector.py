@@ -303,7 +303,7 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
         )
         or DEFAULT_MEASURES
     )
-    chart_tab, table_tab = st.tabs(["Chart", "Table"])
+    chart_tab, table_tab = st.tabs(["Chart", "Table"], key=S + "token_tab", on_change="rerun")
     with chart_tab:
         st.html(figures.shade_legend_html())
         for col, measure in zip(st.columns(len(measures)), measures):
@@ -321,7 +321,8 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
             st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
             static_table(_readable(modified[["side_name", "label", "rank", "top5"]]))
     with table_tab:
-        st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch", placeholder="—")
+        if table_tab.open:  # drawn once chosen: an interactive table costs the browser more than both charts
+            st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch", placeholder="—")
 
 
 def _readable(frame: pd.DataFrame) -> pd.DataFrame:

@@ -154,6 +154,18 @@ def test_attention_drill_down_controls(app_env):
     assert len(at.get("vega_lite_chart")) == before
 
 
+def test_the_token_table_is_drawn_once_its_tab_is_chosen(app_env):
+    def token_tables(at):
+        return [d for d in at.dataframe if "Token" in d.value.columns and "Sentence" in d.value.columns]
+
+    at = run_app()
+    assert not token_tables(at)  # the Chart tab is open: the interactive table would only cost the browser time
+    at.session_state[S + "token_tab"] = "Table"
+    at.run()
+    no_exceptions(at)
+    assert len(token_tables(at)) == 1
+
+
 def test_metric_cards_come_from_the_registry(app_env):
     at = run_app()
     assert len(at.latex) == len(PAPER_METRICS)
