@@ -155,6 +155,7 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
         options,
         key=S + "pair_choice",
         format_func=describe,
+        filter_mode="contains",  # "#9 ·" finds pair 9 (fuzzy matching buried it under #19, #90, #129 …); words still work
         on_change=lambda: _choose_pair(st.session_state[S + "pair_choice"]),
     )
     if not ids:
