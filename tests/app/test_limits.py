@@ -288,6 +288,22 @@ def test_a_watched_job_stops_when_its_session_is_gone(monkeypatch):
         ui.runs.watched(None, deadline)(1, 10)
 
 
+def test_a_watched_job_pauses_while_a_pair_inspection_is_scored():
+    import threading
+
+    import ui.resources
+    import ui.runs
+
+    calls = []
+    step = threading.Thread(target=ui.runs.watched(lambda done, total: calls.append((done, total))), args=(1, 2))
+    with ui.resources.priority().interactive():  # what the inspector holds while it scores a pair
+        step.start()
+        time.sleep(0.3)
+        assert calls == []  # the job's next step waits
+    step.join(10)
+    assert calls == [(1, 2)]
+
+
 # -- Kurita caps: templates and target pairs are rows, queries are counted before scoring ----------------
 
 
