@@ -147,4 +147,16 @@ def _run_chunk(
     return out, hits
 
 
-__all__ = ["DEFAULT_CHUNK_PAIRS", "INTERACTIVE_CHUNK_PAIRS", "ChunkedResult", "NotCached", "run_chunked"]
+def format_duration(seconds: float) -> str:
+    """A long run's time for people: '8 s', '2 min 05 s', '1 h 04 min'."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+__all__ = ["DEFAULT_CHUNK_PAIRS", "INTERACTIVE_CHUNK_PAIRS", "ChunkedResult", "NotCached", "format_duration", "run_chunked"]

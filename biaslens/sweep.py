@@ -40,6 +40,7 @@ import pandas as pd
 from . import lab
 from .errors import InputError, LimitError
 from .metrics import METRICS, parse_metrics
+from .runner import format_duration
 
 # ---------------------------------------------------------------------------------------
 # The grid
@@ -558,7 +559,7 @@ class SweepEstimate:
         from_cache = f"{self.cached} already trained (scored only), " if self.cached else ""
         return (
             f"{self.cells} models: {from_cache}{self.to_train} to train at about {self.seconds_per_cell:.0f} s each "
-            f"({self.source}); about {_duration(self.seconds)} with {self.workers} worker process{'es' if self.workers != 1 else ''}."
+            f"({self.source}); about {format_duration(self.seconds)} with {self.workers} worker process{'es' if self.workers != 1 else ''}."
         )
 
 
@@ -570,17 +571,6 @@ def estimate_sweep(grid: SweepGrid, *, models_dir: str | Path | None = None, wor
     parallel = max(1, min(workers, to_train))
     seconds = to_train * per_cell / measured_speedup(parallel) + cached * 0.5
     return SweepEstimate(len(grid), cached, to_train, per_cell, seconds, workers, source)
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {sec:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 # ---------------------------------------------------------------------------------------

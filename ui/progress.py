@@ -7,23 +7,13 @@ from collections import deque
 
 import streamlit as st
 
+from biaslens.runner import format_duration
+
 #: Seconds of recent progress the rate is measured over (so cached chunks that finish
 #: instantly at the start of a resumed run do not make the estimate optimistic for long).
 RATE_WINDOW_S = 20.0
 #: Minimum seconds between two redraws of the bar.
 REDRAW_EVERY_S = 0.2
-
-
-def format_duration(seconds: float) -> str:
-    """'8 s', '2 min 05 s', '1 h 04 min'."""
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {sec:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 class Eta:

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from ..errors import InputError
+from ..runner import format_duration
 from .common import Progress, add_compat_arg, add_progress_arg, fmt
 from .lab import settings_from_args
 
@@ -121,7 +122,7 @@ def cmd_lab_sweep(args: argparse.Namespace) -> int:
 
         def update(p: sweep.SweepProgress) -> None:
             bar.n = round(p.done + p.running, 2)
-            left = "?" if p.seconds_left is None else sweep._duration(p.seconds_left)
+            left = "?" if p.seconds_left is None else format_duration(p.seconds_left)
             bar.set_postfix_str(f"trained {p.trained}, found {p.found}, about {left} left", refresh=False)
             bar.refresh()
 
