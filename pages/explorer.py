@@ -16,6 +16,7 @@ import ui.resources
 import ui.runs
 import ui.settings
 import ui.state
+from ui.tables import labelled_table
 from biaslens import explore, figures
 from biaslens.evaluation import EvaluationResult, available_metrics, unavailable_note
 from biaslens.export import safe_csv, to_json
@@ -85,16 +86,16 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
             )
 
 
-SUMMARY_COLUMNS = {
-    "name": st.column_config.TextColumn("Metric"),
-    "bias_score": st.column_config.NumberColumn("Bias score", format="%.2f"),
-    "ci_low": st.column_config.NumberColumn("95% CI low", format="%.2f"),
-    "ci_high": st.column_config.NumberColumn("95% CI high", format="%.2f"),
-    "n": st.column_config.NumberColumn("N"),
-    "wins": st.column_config.NumberColumn("Wins"),
-    "ties": st.column_config.NumberColumn("Ties"),
-    "undecidable": st.column_config.NumberColumn("Undecidable"),
-    "token_accuracy": st.column_config.NumberColumn("Token accuracy (%)", format="%.2f"),
+#: The summary tables' score columns: name -> (label, format). Static tables: a projector or a 1024 px window shows them all.
+SCORE_COLUMNS: dict[str, tuple[str, str | None]] = {
+    "bias_score": ("Bias score", "{:.2f}"),
+    "ci_low": ("95% CI low", "{:.2f}"),
+    "ci_high": ("95% CI high", "{:.2f}"),
+    "n": ("N", None),
+    "wins": ("Wins", None),
+    "ties": ("Ties", None),
+    "undecidable": ("Undecidable", None),
+    "token_accuracy": ("Token accuracy (%)", "{:.2f}"),
 }
 
 
@@ -231,21 +232,14 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
             "Share of pairs in which the metric scores the stereotypical sentence higher; 50 = no preference. Bars: 95% Wilson interval; numbers: N."
         )
         ui.charts.show(charts["Bias scores"], S + "chart_scores")
-        st.dataframe(summary, hide_index=True, width="stretch", column_order=list(SUMMARY_COLUMNS), column_config=SUMMARY_COLUMNS, placeholder="—")
+        labelled_table(summary, {"name": ("Metric", None), **SCORE_COLUMNS})
     with tabs[1]:
         if by_type.empty:
             st.info("This dataset has no bias types.")
         else:
             ui.charts.show(charts["By bias type"], S + "chart_types")
             table = by_type[by_type["metric"] == focus]
-            st.dataframe(
-                table,
-                hide_index=True,
-                width="stretch",
-                column_order=["bias_type", *list(SUMMARY_COLUMNS)[1:]],
-                column_config={"bias_type": "Bias type", **SUMMARY_COLUMNS},
-                placeholder="—",
-            )
+            labelled_table(table, {"bias_type": ("Bias type", None), **SCORE_COLUMNS})
     with tabs[2]:
         if groups.empty:
             st.info("Only CrowS-Pairs (and custom files with stereo_antistereo) split pairs into advantaged and disadvantaged groups.")
@@ -255,14 +249,7 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
                 "disadvantaged group), **Adv** = antistereo rows. An unbiased model scores 50 in both."
             )
             ui.charts.show(charts["Adv vs Dis"], S + "chart_groups")
-            st.dataframe(
-                groups,
-                hide_index=True,
-                width="stretch",
-                column_order=["name", "group_name", *list(SUMMARY_COLUMNS)[1:]],
-                column_config={"group_name": "Group", **SUMMARY_COLUMNS},
-                placeholder="—",
-            )
+            labelled_table(groups, {"name": ("Metric", None), "group_name": ("Group", None), **SCORE_COLUMNS})
     with tabs[3]:
         show_pairs(result, metrics, focus)
     with tabs[4]:

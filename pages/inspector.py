@@ -18,6 +18,7 @@ import ui.honesty
 import ui.resources
 import ui.settings
 import ui.state
+from ui.tables import static_table
 from biaslens import explore, figures, lab
 from biaslens.evaluation import PairInspection
 from biaslens.metrics import METRICS, PAPER_METRICS
@@ -219,12 +220,6 @@ def scores_table(result: PairInspection) -> pd.DataFrame:
 SCORE_FORMAT = {c: st.column_config.NumberColumn(c, format="%.4f") for c in ("Stereotypical", "Anti-stereotypical", "Margin (stereo − anti)")} | {
     c: st.column_config.NumberColumn(c, format="%.0f") for c in ("Token acc. stereo (%)", "Token acc. anti (%)")
 }
-
-
-def static_table(frame: pd.DataFrame, formats: dict[str, str] | None = None) -> None:
-    """A small table drawn in full (cells wrap, nothing scrolls out of sight): for projectors and narrow windows."""
-    styler = frame.style.hide(axis="index").format(formats or {}, na_rep="")
-    st.table(styler)
 
 
 SCORE_FORMATS = {

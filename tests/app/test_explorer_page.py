@@ -40,13 +40,15 @@ def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
     assert f"N {want['cps']['n']}" in texts(at.caption) and "token accuracy" in texts(at.caption)
     assert not at.get("progress")  # the bar is gone once the run is finished
     assert "Not scored yet" not in texts(at.info)  # and so is the notice
-    tables = [d.value for d in at.dataframe]
-    by_type = next(t for t in tables if "bias_type" in t.columns and "ci_low" in t.columns)
-    assert set(by_type["metric"]) == {"cps"}  # the metric in focus
-    assert by_type.set_index("bias_type")["n"].sum() == N
-    groups = next(t for t in tables if "group_name" in t.columns)
-    assert sorted(groups["group"].unique()) == ["adv", "dis"]
-    pairs = next(t for t in tables if "sent_stereo" in t.columns)
+    summaries = [t.value for t in at.table]  # static: every column in sight on a projector or at 1024 px
+    scores = next(t for t in summaries if "Metric" in t.columns and "Group" not in t.columns)
+    assert list(scores["Metric"]) == ["AUL", "CPS"] and list(scores["N"]) == [N, N]
+    by_type = next(t for t in summaries if "Bias type" in t.columns and "95% CI low" in t.columns)
+    assert "Metric" not in by_type.columns  # the metric in focus, named in the chart
+    assert by_type["N"].sum() == N
+    groups = next(t for t in summaries if "Group" in t.columns)
+    assert sorted(g.split()[0] for g in groups["Group"].unique()) == ["Adv", "Dis"] and set(groups["Metric"]) == {"AUL", "CPS"}
+    pairs = next(t.value for t in at.dataframe if "sent_stereo" in t.value.columns)
     assert len(pairs) == N and {"cps_margin", "cps_verdict"} <= set(pairs.columns)
     assert [b.label for b in at.get("download_button")][:3] == ["Pairs (CSV)", "Pairs (JSON)", "Summary + manifest (JSON)"]
     assert len(at.get("download_button")) == 6  # + three figures as SVG

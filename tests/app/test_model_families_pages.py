@@ -28,8 +28,8 @@ def test_the_app_shows_why_aula_is_off_and_scores_the_rest(fnet, app_env, monkey
     no_exceptions(at)
     assert not at.error, texts(at.error)
     assert [m.label for m in at.metric] == ["AUL bias score"]  # the run scored AUL; AULA was left out
-    scored = [set(d.value["metric"]) for d in at.dataframe if "metric" in d.value.columns]
-    assert scored and all(metrics == {"aul"} for metrics in scored)
+    scored = [set(t.value["Metric"]) for t in at.table if "Metric" in t.value.columns]
+    assert scored and all(metrics == {"AUL"} for metrics in scored)
 
 
 def test_comparing_aula_with_a_model_without_attention_weights_says_why(fnet, app_env, model_dirs, monkeypatch):
