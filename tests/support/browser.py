@@ -94,6 +94,9 @@ def start_app(env: dict[str, str], logs: Path):
 def open_app(page, server: str, path: str = "", **params) -> None:
     query = urlencode(params, doseq=True)
     page.goto(f"{server}/{path}" + (f"?{query}" if query else ""))
+    # Until the new session's script has started, the page reports "not running": wait for the page's title first,
+    # or `settle` can return before the page has drawn anything (a button checked then is not there yet).
+    page.locator('[data-testid="stMain"] h1').first.wait_for()
     settle(page)
 
 
