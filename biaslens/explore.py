@@ -17,6 +17,7 @@ shows can be reproduced from Python:
 
 from __future__ import annotations
 
+import re
 import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -282,7 +283,10 @@ def filter_pairs(
     text: str = "",
     column_equals: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Rows of a pairs frame matching a bias type, a direction, a case-insensitive text in either sentence, and exact column values."""
+    """Rows of a pairs frame matching a bias type, a direction, a text and exact column values.
+
+    The text matches either sentence, case-insensitively; a pair number ("#900" or "900") also matches that pair.
+    """
     keep = pd.Series(True, index=frame.index)
     if bias_type:
         keep &= frame["bias_type"] == bias_type
@@ -290,7 +294,10 @@ def filter_pairs(
         keep &= frame["direction"] == direction
     needle = text.strip().lower()
     if needle:
-        keep &= frame["sent_stereo"].str.lower().str.contains(needle, regex=False) | frame["sent_anti"].str.lower().str.contains(needle, regex=False)
+        found = frame["sent_stereo"].str.lower().str.contains(needle, regex=False) | frame["sent_anti"].str.lower().str.contains(needle, regex=False)
+        if re.fullmatch(r"#?\d+", needle):
+            found |= frame["pair_id"] == int(needle.lstrip("#"))
+        keep &= found
     for column, value in (column_equals or {}).items():
         keep &= frame[column] == value
     return frame[keep]

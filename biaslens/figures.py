@@ -10,7 +10,6 @@ enough for a projector.
 
 from __future__ import annotations
 
-import html
 import json
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -25,6 +24,9 @@ ANTI_COLOR = "#0072B2"  # blue
 SHARED_COLOR = "#B8B8B8"
 SPECIAL_COLOR = "#E4E4E4"
 NEUTRAL_COLOR = "#555555"
+#: Shared (unmodified) tokens in the aligned token charts: the sentence's colour, pale.
+PALE_STEREO_COLOR = "#F2B48A"
+PALE_ANTI_COLOR = "#8DBBD9"
 #: Okabe-Ito, for series without a stereo/anti meaning (metrics, models).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 
@@ -61,51 +63,6 @@ def _fifty_rule() -> alt.Chart:
 # ---------------------------------------------------------------------------------------
 # One pair
 # ---------------------------------------------------------------------------------------
-
-
-_ALIGN_STYLE = (
-    "<style>"
-    ".bl-align{display:flex;flex-wrap:wrap;align-items:flex-start;row-gap:0.7rem;column-gap:4px;margin:0.25rem 0 0.6rem 0;"
-    "font-size:1.15rem;max-width:100%}"
-    ".bl-col{display:flex;flex-direction:column;gap:5px;align-items:stretch}"
-    ".bl-col .bl-tok{text-align:center}"
-    ".bl-side{font-size:0.9rem;font-weight:600;padding-right:0.6rem;text-align:right}"
-    ".bl-side span{display:block;padding:3px 0;line-height:1.45rem}"
-    f".bl-stereo-label{{color:{STEREO_COLOR}}} .bl-anti-label{{color:{ANTI_COLOR}}}"
-    ".bl-tok{display:inline-block;padding:2px 7px;border-radius:6px;border:1px solid transparent;white-space:nowrap;line-height:1.45rem}"
-    f".bl-mod.bl-stereo{{background:{STEREO_COLOR};color:#fff;font-weight:700}}"
-    f".bl-mod.bl-anti{{background:{ANTI_COLOR};color:#fff;font-weight:700}}"
-    ".bl-shared{border-color:#cfcfcf}"
-    ".bl-special{color:#8a8a8a;font-size:0.85em}"
-    ".bl-gap{color:#bbb}"
-    "</style>"
-)
-
-
-def aligned_tokens_html(columns: pd.DataFrame) -> str:
-    """The two sentences token by token, aligned column by column (from `explore.aligned_columns`).
-
-    Each aligned column holds the stereotypical token above the anti-stereotypical one;
-    modified tokens are filled with their sentence's colour, shared tokens are plain and
-    special tokens faint; a dot marks a token the other sentence lacks. Columns wrap onto
-    new lines at any width, so long pairs never overflow.
-    """
-
-    def cell(token: str, kind: str, side: str) -> str:
-        if not token:
-            return '<span class="bl-tok bl-gap" title="no token here">·</span>'
-        css = {"modified": f"bl-mod bl-{side}", "special": "bl-special", "shared": "bl-shared"}[kind]
-        return f'<span class="bl-tok {css}" title="{kind} token">{html.escape(token)}</span>'
-
-    side = (
-        f'<div class="bl-col bl-side"><span class="bl-stereo-label">{SIDE_NAMES["stereo"]}</span>'
-        f'<span class="bl-anti-label">{SIDE_NAMES["anti"]}</span></div>'
-    )
-    cols = "".join(
-        f'<div class="bl-col">{cell(s, k, "stereo")}{cell(a, k, "anti")}</div>'
-        for s, a, k in zip(columns["stereo_token"], columns["anti_token"], columns["kind"])
-    )
-    return f'{_ALIGN_STYLE}<div class="bl-align">{side}{cols}</div>'
 
 
 def _role(frame: pd.DataFrame) -> pd.Series:
@@ -228,17 +185,7 @@ ALIGNED_FRAME_HEIGHT = 80
 HEATMAP_FRAME_HEIGHT = 130
 
 _SHADE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", "Stereotypical · shared", "Anti-stereotypical · shared"]
-_SHADE_RANGE = [STEREO_COLOR, ANTI_COLOR, "#F2B48A", "#8DBBD9"]
-
-
-def shade_legend_html() -> str:
-    """The colours of `aligned_token_chart` as one line of HTML swatches (one legend for several narrow charts)."""
-    items = "".join(
-        f'<span style="white-space:nowrap;margin-right:1.1rem"><span style="display:inline-block;width:0.9em;height:0.9em;'
-        f'background:{color};border-radius:2px;vertical-align:-0.1em;margin-right:0.35rem"></span>{html.escape(name)}</span> '
-        for name, color in zip(_SHADE_DOMAIN, _SHADE_RANGE)
-    )
-    return f'<div style="font-size:0.95rem;line-height:1.9">{items}</div>'
+_SHADE_RANGE = [STEREO_COLOR, ANTI_COLOR, PALE_STEREO_COLOR, PALE_ANTI_COLOR]
 
 
 def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, title: str | None = None, legend: bool = True) -> alt.LayerChart:
@@ -798,13 +745,13 @@ def _fix_width(spec: Any, width: int) -> None:
 
 __all__ = [
     "ANTI_COLOR",
+    "PALE_ANTI_COLOR",
+    "PALE_STEREO_COLOR",
     "PALETTE",
     "STEREO_COLOR",
     "TOKEN_MEASURES",
     "aligned_token_chart",
     "aligned_token_frame",
-    "aligned_tokens_html",
-    "shade_legend_html",
     "attention_heatmap",
     "bias_scores_chart",
     "by_type_chart",

@@ -19,7 +19,7 @@ import ui.resources
 import ui.settings
 import ui.state
 from ui.tables import static_table
-from biaslens import explore, figures, lab
+from biaslens import explore, figures, figures_html, lab
 from biaslens.evaluation import PairInspection
 from biaslens.metrics import METRICS, PAPER_METRICS
 
@@ -28,6 +28,9 @@ ui.require_app()
 S = "inspector."
 EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")
 SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences"}
+#: Most pairs listed in the Pair box (the search box reaches every pair): each listed pair costs the browser ~0.1 ms of
+#: CPU per page, and all 1,508 of CrowS-Pairs held up the scoring of a pair opened by link (benchmarks/results/browser.md).
+MAX_LISTED = 200
 VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
 
 
@@ -126,7 +129,13 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
             help="stereo: the first sentence stereotypes a historically disadvantaged group (Dis); antistereo: it violates a "
             "stereotype about an advantaged group (Adv).",
         )
-    search = cols[-2].text_input("Search the sentences", key=S + "search", persist_state="session", placeholder="a word, e.g. nurse")
+    search = cols[-2].text_input(
+        "Search the sentences",
+        key=S + "search",
+        persist_state="session",
+        placeholder="a word or a pair number, e.g. nurse or #900",
+        help="Words in either sentence, or a pair's number: searches the whole dataset.",
+    )
     matches = explore.filter_pairs(
         frame, bias_type=None if bias_type == "All" else bias_type, direction=None if direction == "All" else direction, text=search
     )
@@ -140,7 +149,8 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
     if current not in by_id:
         current = ids[0] if ids else dataset.pairs[0].pair_id
         st.session_state[S + "pair"] = current
-    options = ids if current in ids else [current, *ids]
+    listed = ids[:MAX_LISTED]
+    options = listed if current in listed else [current, *listed]
     st.session_state[S + "pair_choice"] = current
 
     def describe(pair_id: int) -> str:
@@ -151,8 +161,14 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
 
     prefix = ui.settings.pair_label(dataset)
 
+    if len(ids) > MAX_LISTED:
+        title = f"Pair (the first {MAX_LISTED} of {len(ids):,}{' matches' if len(ids) != len(frame) else ''}; search to find any other)"
+    elif len(ids) != len(frame):
+        title = f"Pair ({len(ids):,} of {len(frame):,} match)"
+    else:
+        title = f"Pair ({len(frame):,} in {ui.feedback.md(prefix)})"
     st.selectbox(
-        f"Pair ({len(ids):,} of {len(frame):,} match)" if len(ids) != len(frame) else f"Pair ({len(frame):,} in {ui.feedback.md(prefix)})",
+        title,
         options,
         key=S + "pair_choice",
         format_func=describe,
@@ -275,16 +291,17 @@ def _token_views(model_key: tuple, fingerprint: str, compat: str, stereo: str, a
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _chart_spec(pair_key: tuple, kind: str, arg: str, _build) -> dict:
-    """A chart's spec, built once per (model, mode, pair, chart): a rerun or a page switch draws it without Altair."""
-    return ui.charts.spec(_build())
+def _figure(pair_key: tuple, kind: str, arg: tuple | str, _build) -> str:
+    """A figure's HTML, built once per (model, mode, pair, figure): a rerun or a page switch reuses it."""
+    return _build()
 
 
 def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_key: tuple) -> None:
     st.subheader("Token by token")
     st.caption(
-        "Both sentences on one axis, token by token in the order of the sentence: each shared token has a pale bar per "
-        "sentence, and a modified pair (e.g. *Women / Men*) full-colour bars. Hover a bar for every measure."
+        "Both sentences on one axis, token by token in the order of the sentence: each row holds the stereotypical "
+        "token's bar above the anti-stereotypical one's, pale for a shared token and full colour for a modified pair "
+        "(e.g. *Women / Men*). Hover a row for every measure and the model's top-5 predictions."
     )
     measure = METRICS[focus].token_measure  # the per-token measure that goes with the metric
     extra = [measure] if measure not in DEFAULT_MEASURES else []
@@ -301,24 +318,20 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
     )
     chart_tab, table_tab = st.tabs(["Chart", "Table"], key=S + "token_tab", on_change="rerun")
     with chart_tab:
-        st.html(figures.shade_legend_html())
-        for col, measure in zip(st.columns(len(measures)), measures):
-            with col:
-                name = figures.TOKEN_MEASURES[measure][0]
-                title = name[:1].upper() + name[1:]
-                spec = _chart_spec(
-                    pair_key, "tokens", measure, lambda m=measure, t=title: figures.aligned_token_chart(aligned, m, title=t, legend=False)
-                )
-                ui.charts.show_spec(spec, S + f"tokens_{measure}")
-                about = figures.TOKEN_MEASURES[measure][1]
-                st.caption(about[:1].upper() + about[1:] + ".")
+        chosen = tuple(m for m in figures.TOKEN_MEASURES if m in measures)  # the same columns in the same order, however picked
+        st.html(figures_html.shade_legend_html() + _figure(pair_key, "tokens", chosen, lambda: figures_html.token_bars_html(aligned, chosen)))
+        st.caption("  \n".join(f"**{_upper_first(figures.TOKEN_MEASURES[m][0])}**: {figures.TOKEN_MEASURES[m][1]}." for m in chosen))
         modified = aligned[aligned["kind"] == "modified"]
         if "top5" in aligned and not modified.empty:
             st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
             static_table(_readable(modified[["side_name", "label", "rank", "top5"]]))
     with table_tab:
-        if table_tab.open:  # drawn once chosen: an interactive table costs the browser more than both charts
+        if table_tab.open:  # drawn once chosen: an interactive table costs the browser more than the chart
             st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch", placeholder="—")
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _readable(frame: pd.DataFrame) -> pd.DataFrame:
@@ -330,8 +343,8 @@ def _readable(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _drivers_chart(result: PairInspection, key: str):
-    return figures.drivers_chart(explore.margin_drivers(result, key), f"{METRICS[key].name}: margin {result.margin(key):+.4f}")
+def _drivers_html(result: PairInspection, key: str) -> str:
+    return figures_html.drivers_bars_html(explore.margin_drivers(result, key), f"{METRICS[key].name}: margin {result.margin(key):+.4f}")
 
 
 def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
@@ -345,11 +358,11 @@ def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
     cols = st.columns(len(shown))
     for col, key in zip(cols, shown):
         with col:
-            spec = None
+            drawn = None
             with ui.feedback.guard():
-                spec = _chart_spec(pair_key, "drivers", key, lambda k=key: _drivers_chart(result, k))
-            if spec is not None:
-                ui.charts.show_spec(spec, S + f"drivers_{key}")
+                drawn = _figure(pair_key, "drivers", key, lambda k=key: _drivers_html(result, k))
+            if drawn is not None:
+                st.html(drawn)
 
 
 def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
@@ -473,7 +486,7 @@ def show_pinned(settings: ui.settings.Settings, current: tuple[str, str, str], r
         with st.container(border=True):
             st.markdown(f"**{mark}** · {ui.feedback.md(label)}")
             st.html(sentences_html(stereo, anti))
-            st.html(figures.aligned_tokens_html(explore.aligned_columns(res)))
+            st.html(figures_html.aligned_tokens_html(explore.aligned_columns(res)))
             static_table(scores_table(res).iloc[:, :5], SCORE_FORMATS)
     st.button("Unpin", icon=":material/close:", on_click=_unpin)
 
@@ -532,7 +545,7 @@ def main() -> None:
                 help="Copy the two sentences into the form to change a word.",
             )
         tokens, columns, aligned = _token_views(settings.model_key, lm.fingerprint, settings.compat, stereo, anti, result, lm.decode_token)
-        st.html(figures.aligned_tokens_html(columns))
+        st.html(figures_html.aligned_tokens_html(columns))
         st.caption(
             "Coloured tokens are **modified** (they differ between the two sentences): SSS scores them. Plain tokens are "
             "**unmodified** and aligned: CPS masks them one at a time. AUL, AULA and All Masked score every token."
@@ -572,8 +585,10 @@ def main() -> None:
                 st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
             if attention.open and result.attention_matrices is not None:
                 attention_view(result)
-        with st.expander("About the metrics: formula, direction, citation", icon=":material/functions:"):
-            metric_cards()
+        about = st.expander("About the metrics: formula, direction, citation", icon=":material/functions:", key=S + "cards_open", on_change="rerun")
+        with about:
+            if about.open:  # drawn once opened: five formulas cost the browser a typesetting library and ~20 elements
+                metric_cards()
         st.caption(
             f"Model {ui.feedback.md(ui.settings.model_label(result.manifest['model']))} · {result.manifest['device']} · {result.manifest['dtype']} · "
             f"mode {'kaneko2022' if result.compat else 'default'}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import altair as alt
 import streamlit as st
 
@@ -14,16 +12,6 @@ alt.utils.schemapi.disable_debug_mode()
 alt.data_transformers.disable_max_rows()
 
 
-def spec(chart) -> dict[str, Any]:
-    """The chart's Vega-Lite spec, data included (cache it to skip rebuilding the chart on a rerun)."""
-    return chart.to_dict(validate=False)
-
-
-def show_spec(vega_lite: dict[str, Any], key: str) -> None:
-    """A spec from `spec`, drawn as `show` draws a chart."""
-    st.vega_lite_chart(vega_lite, width="stretch", theme=None, key=key)
-
-
 def show(chart, key: str) -> None:
     """Full-width, with the figure's own projector-sized fonts and colour-blind-safe colours (no theme override)."""
-    show_spec(spec(chart), key)
+    st.vega_lite_chart(chart.to_dict(validate=False), width="stretch", theme=None, key=key)

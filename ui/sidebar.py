@@ -171,15 +171,23 @@ def render_sidebar() -> Settings:
         help="kaneko2022 reproduces the released reference code (SSS cross-mean, CPS rounded to 3 decimals, "
         "accuracy over all positions) so published numbers can be checked.",
     )
-    with sb.expander("Advanced"):
-        _valid("settings.device", device_choices())
-        device = st.selectbox("Device", device_choices(), key="settings.device", help="auto: CUDA, then MPS, then the CPU.")
-        _valid("settings.dtype", list(DTYPES))
-        dtype = st.selectbox("Precision", list(DTYPES), key="settings.dtype", help="Half precision needs a GPU.")
-        revision = st.text_input("Hub revision", key="settings.revision", help="A branch, tag or commit of a hub model; empty = main.")
-        data_dir = st.text_input(
-            "Data folder", key="settings.data_dir", help="Searched (recursively) for crows_pairs_anonymized.csv and StereoSet's files."
-        )
+    _valid("settings.device", device_choices())
+    _valid("settings.dtype", list(DTYPES))
+    advanced = sb.expander("Advanced", key="settings.advanced", on_change="rerun")
+    with advanced:
+        if advanced.open:  # drawn once opened: four widgets less for the browser to draw on every page; their values stay
+            st.selectbox("Device", device_choices(), key="settings.device", persist_state="session", help="auto: CUDA, then MPS, then the CPU.")
+            st.selectbox("Precision", list(DTYPES), key="settings.dtype", persist_state="session", help="Half precision needs a GPU.")
+            st.text_input(
+                "Hub revision", key="settings.revision", persist_state="session", help="A branch, tag or commit of a hub model; empty = main."
+            )
+            st.text_input(
+                "Data folder",
+                key="settings.data_dir",
+                persist_state="session",
+                help="Searched (recursively) for crows_pairs_anonymized.csv and StereoSet's files.",
+            )
+    device, dtype, revision, data_dir = (str(st.session_state[f"settings.{name}"]) for name in ("device", "dtype", "revision", "data_dir"))
     settings = Settings(
         model=str(model).strip() or defaults.model,
         revision=revision.strip() or None,

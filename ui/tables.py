@@ -1,4 +1,8 @@
-"""Small tables drawn in full: cells wrap and nothing scrolls out of sight (projectors, narrow windows)."""
+"""Small tables drawn in full: cells wrap and nothing scrolls out of sight (projectors, narrow windows).
+
+They are plain HTML (`biaslens.figures_html.table_html`): a page of small tables costs the browser
+no table component and no Arrow decoding, so results show sooner.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,12 @@ from typing import Mapping
 import pandas as pd
 import streamlit as st
 
+from biaslens.figures_html import table_html
+
 
 def static_table(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> None:
     """`frame` as a static table, without its index; `formats` maps columns to format strings; blanks for missing values."""
-    st.table(frame.style.hide(axis="index").format(dict(formats or {}), na_rep=""))
+    st.html(table_html(frame, formats))
 
 
 def labelled_table(frame: pd.DataFrame, columns: Mapping[str, tuple[str, str | None]]) -> None:

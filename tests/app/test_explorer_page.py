@@ -10,7 +10,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 import biaslens.evaluation
 import ui.progress
 import ui.runs
-from tests.support.app import no_exceptions, run_app, texts
+from tests.support.app import no_exceptions, run_app, static_tables, texts
 from biaslens.cache import ResultCache
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import evaluate
@@ -40,7 +40,7 @@ def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
     assert f"N {want['cps']['n']}" in texts(at.caption) and "token accuracy" in texts(at.caption)
     assert not at.get("progress")  # the bar is gone once the run is finished
     assert "Not scored yet" not in texts(at.info)  # and so is the notice
-    summaries = [t.value for t in at.table]  # static: every column in sight on a projector or at 1024 px
+    summaries = static_tables(at)  # static: every column in sight on a projector or at 1024 px
     scores = next(t for t in summaries if "Metric" in t.columns and "Group" not in t.columns)
     assert list(scores["Metric"]) == ["AUL", "CPS"] and list(scores["N"]) == [N, N]
     by_type = next(t for t in summaries if "Bias type" in t.columns and "95% CI low" in t.columns)

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tests.support.app import html_of, no_exceptions, run_app, texts
+from tests.support.app import html_of, no_exceptions, run_app, tables, texts
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import inspect_pair
 from biaslens.metrics import PAPER_METRICS
@@ -18,7 +18,7 @@ S = "inspector."
 
 def scores(at):
     """The sentence-scores table as {metric name: (stereo, anti)}."""
-    table = next(d.value for d in [*at.table, *at.dataframe] if "Margin (stereo − anti)" in d.value.columns)
+    table = next(t for t in tables(at) if "Margin (stereo − anti)" in t.columns)
     return {row["Metric"]: (row["Stereotypical"], row["Anti-stereotypical"]) for _, row in table.iterrows()}
 
 
@@ -48,7 +48,10 @@ def test_home_page_inspects_a_crows_pairs_pair(app_env, tiny_bert):
     page_html = html_of(at)
     assert 'bl-mod bl-stereo" title="modified token">she<' in page_html
     assert 'bl-mod bl-anti" title="modified token">he<' in page_html
-    assert len(at.get("vega_lite_chart")) >= 3  # per-token chart, AUL and AULA drivers
+    # The aligned token chart and AUL's and AULA's drivers, as HTML: the browser loads no charting library for them.
+    assert page_html.count('class="bl-bars"') == 3 and not at.get("vega_lite_chart")
+    assert "Log p (AUL term)" in page_html and "AULA contribution" in page_html  # the default measures, side by side
+    assert not at.get("latex")  # the metric cards are drawn once their panel is opened
     assert at.query_params["pair"] == "0" and at.query_params["model"] == app_env["BIASLENS_MODEL"]
     # The sidebar: the model's status and the sanity indicator (a random model looks untrained).
     assert "Loaded" in texts(at.sidebar.caption)
@@ -78,7 +81,7 @@ def test_typed_pair_runs_only_on_submit(app_env, tiny_bert):
     at = run_app()
     at.button_group(key=S + "source").set_value("custom").run()
     no_exceptions(at)
-    assert not any("Margin (stereo − anti)" in d.value.columns for d in [*at.table, *at.dataframe])  # nothing scored yet
+    assert not any("Margin (stereo − anti)" in t.columns for t in tables(at))  # nothing scored yet
     assert "Score this pair" in texts(at.info)
     at.text_area(key=S + "s1_input").input("The nurse said she was tired.")
     at.text_area(key=S + "s2_input").input("The nurse said he was tired.")
@@ -121,6 +124,23 @@ def test_filters_search_and_random_draw(app_env):
     want = [i for i, p in pairs.items() if p.bias_type == "religion" and "muslim" in (p.sent_stereo + p.sent_anti).lower()]
     shown = [int(o.split(" ")[0][1:]) for o in at.selectbox(key=S + "pair_choice").options]
     assert [i for i in shown if i in want] == want and len(set(shown) - set(want)) <= 1  # + the current pair
+
+
+def test_a_long_dataset_lists_its_first_pairs_and_the_search_reaches_any(app_env, tmp_path, monkeypatch):
+    """Each listed pair costs the browser time on every page: the Pair box lists 200, the search box finds the rest."""
+    rows = "".join(f'"She said {i} words.","He said {i} words."\n' for i in range(250))
+    path = tmp_path / "long.csv"
+    path.write_text("sent_more,sent_less\n" + rows)
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
+    at = run_app(params={"dataset": str(path)})
+    no_exceptions(at)
+    box = at.selectbox(key=S + "pair_choice")
+    assert len(box.options) == 200 and "the first 200 of 250" in box.label
+    at.text_input(key=S + "search").input("#240").run()  # a pair's number finds it (and nothing else here)
+    assert [o.split(" ")[0] for o in at.selectbox(key=S + "pair_choice").options] == ["#0", "#240"]  # the current pair stays
+    at.selectbox(key=S + "pair_choice").set_value(240).run()
+    no_exceptions(at)
+    assert "#240" in at.subheader[0].value and at.query_params["pair"] == "240"
 
 
 def test_the_pair_box_finds_a_pair_by_its_number(app_env):
@@ -178,6 +198,10 @@ def test_the_token_table_is_drawn_once_its_tab_is_chosen(app_env):
 
 def test_metric_cards_come_from_the_registry(app_env):
     at = run_app()
+    assert not at.latex  # drawn once their panel is opened: five formulas cost the browser a typesetting library
+    at.session_state[S + "cards_open"] = True
+    at.run()
+    no_exceptions(at)
     assert len(at.latex) == len(PAPER_METRICS)
     text = texts(at.caption)
     assert "Ideal bias score: **50**" in text and "Kaneko & Bollegala (2022)" in text and "Nangia et al. (2020)" in text

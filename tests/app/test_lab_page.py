@@ -11,7 +11,7 @@ import huggingface_hub.constants
 import pytest
 
 import biaslens.models
-from tests.support.app import no_exceptions, run_app, texts
+from tests.support.app import no_exceptions, run_app, tables, texts
 from biaslens import lab
 from biaslens.metrics import METRICS
 
@@ -161,7 +161,7 @@ def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, mo
     # Loaded (a 12-step model fails its sanity check, as it should: only the hub's error must be gone).
     assert "HF_HUB_OFFLINE" not in texts(at.sidebar.error) and "Loaded" in texts(at.sidebar.caption)
     assert not at.main.error  # the page works with it: the first held-out pair is scored
-    assert any("Margin (stereo − anti)" in d.value.columns for d in [*at.table, *at.dataframe])  # its sentence scores
+    assert any("Margin (stereo − anti)" in t.columns for t in tables(at))  # its sentence scores
     first = lab.heldout_pairs(model.settings)[0].pair
     picker = next(sb for sb in at.main.selectbox if sb.label.startswith("Pair ("))
     assert first.sent_stereo in picker.options[0]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.app import no_exceptions, run_app, texts
+from tests.support.app import no_exceptions, run_app, static_tables, tables, texts
 from tests.support.fnet import build_fnet
 
 
@@ -19,7 +19,7 @@ def test_the_app_shows_why_aula_is_off_and_scores_the_rest(fnet, app_env, monkey
     no_exceptions(at)
     notes = texts(at.info)
     assert "AULA left out" in notes and "no attention weights" in notes
-    table = next(d.value for d in [*at.table, *at.dataframe] if "Margin (stereo − anti)" in d.value.columns)
+    table = next(t for t in tables(at) if "Margin (stereo − anti)" in t.columns)
     assert list(table["Metric"]) == ["AUL", "CPS", "SSS", "All Masked"]
     at = run_app("explorer", {"sample": "5", "metrics": ["aul", "aula"]})  # a link that asks for AULA
     no_exceptions(at)
@@ -28,7 +28,7 @@ def test_the_app_shows_why_aula_is_off_and_scores_the_rest(fnet, app_env, monkey
     no_exceptions(at)
     assert not at.error, texts(at.error)
     assert [m.label for m in at.metric] == ["AUL bias score"]  # the run scored AUL; AULA was left out
-    scored = [set(t.value["Metric"]) for t in at.table if "Metric" in t.value.columns]
+    scored = [set(t["Metric"]) for t in static_tables(at) if "Metric" in t.columns]
     assert scored and all(metrics == {"AUL"} for metrics in scored)
 
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.support.app import no_exceptions, run_app, texts
+from tests.support.app import no_exceptions, run_app, tables, texts
 from biaslens.errors import InputError
 
 
@@ -44,7 +44,7 @@ def test_sentences_over_the_servers_limit_are_refused_with_the_limit(app_env, mo
     assert "Sanity check failed" not in texts(at.sidebar.warning)  # the check's own sentences are not users' input
     at = run_app(params={"s1": "She was tired.", "s2": "He was tired."})  # short sentences still score
     no_exceptions(at)
-    assert not at.main.error and any("Margin (stereo − anti)" in d.value.columns for d in [*at.table, *at.dataframe])
+    assert not at.main.error and any("Margin (stereo − anti)" in t.columns for t in tables(at))
 
 
 def test_a_dataset_outside_the_allowed_folders_is_refused(app_env, monkeypatch, tmp_path):

@@ -45,9 +45,10 @@ def test_picking_a_crows_pairs_pair_shows_its_tokens(page, server):
     expect(page.get_by_role("heading", name=re.compile(r"crows-pairs #15 · gender"))).to_be_visible()
     settle(page)
     expect(page.get_by_role("heading", name="Token by token")).to_be_visible()
-    chart = page.locator('[data-testid="stVegaLiteChart"]').first
+    chart = page.locator(".bl-bars").first  # the aligned token chart (HTML)
     expect(chart).to_be_visible()
-    expect(chart.locator("canvas, svg").first).to_be_visible()
+    expect(chart.locator(".bl-row.bl-data").first).to_be_visible()
+    expect(page.get_by_role("table").filter(has_text="Margin (stereo − anti)")).to_be_visible()  # the sentence scores
     expect(page.locator(".bl-mod.bl-stereo", has_text="girls")).to_be_visible()
     assert query(page)["pair"] == ["15"]
     screenshot(page, "inspector")
@@ -156,12 +157,22 @@ LAYOUT_CHECK = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const boxes = ['[data-testid="stMetric"]', '[data-testid="stMarkdownContainer"]', '[data-testid="stCaptionContainer"]', '.katex-display',
     '[data-testid="stExpander"] summary', '[data-testid="stTab"]', 'h1', 'h2', 'h3', '[data-testid="stAlert"]', 'td', 'th', '.bl-align',
-    '[data-testid="stVegaLiteChart"]', 'button'];
+    '[data-testid="stVegaLiteChart"]', 'button', '[data-testid="stHtml"]', '.bl-bars', '.bl-lab'];
   const overflow = [];
   for (const el of main.querySelectorAll(boxes.join(', '))) {
     if (el.offsetParent === null) continue;
     if (el.scrollWidth <= el.clientWidth + 2) continue;
     overflow.push(`${el.getAttribute('data-testid') || el.tagName} ${el.scrollWidth}>${el.clientWidth}: ${el.innerText.slice(0, 60)}`);
+  }
+  for (const axis of main.querySelectorAll('.bl-ticks')) {  // an HTML chart's tick labels: inside its column, apart
+    if (axis.offsetParent === null) continue;
+    const box = axis.getBoundingClientRect();
+    const labels = [...axis.querySelectorAll('b')].filter(b => b.offsetParent !== null).map(b => b.getBoundingClientRect())
+      .sort((a, b) => a.left - b.left);
+    labels.forEach((r, i) => {
+      if (r.left < box.left - 2 || r.right > box.right + 2) overflow.push(`tick label outside its column: ${axis.innerText}`);
+      if (i && r.left < labels[i - 1].right - 1) overflow.push(`tick labels overlap: ${axis.innerText}`);
+    });
   }
   return {
     overflow,

@@ -6,7 +6,10 @@ The `app_env` fixture (the app's conftest) points the app at the tiny random BER
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from typing import Any
+
+import pandas as pd
 
 from tests.support import REPO
 
@@ -78,4 +81,59 @@ def html_of(at) -> str:
     return "\n".join(e.proto.body for e in at.get("html"))
 
 
-__all__ = ["APP", "PAGES", "TIMEOUT", "as_a_running_server", "html_of", "no_exceptions", "run_app", "texts"]
+class _TableReader(HTMLParser):
+    """The `bl-table`s (biaslens.figures_html.table_html) of some HTML: header and rows, numbers from `data-value`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[tuple[list[str], list[list[Any]]]] = []
+        self._cell: list[str] | None = None
+        self._value: str | None = None
+        self._row: list[Any] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        if tag == "table" and "bl-table" in (named.get("class") or ""):
+            self.tables.append(([], []))
+        elif self.tables and tag == "tr":
+            self._row = []
+        elif self.tables and tag in ("td", "th"):
+            self._cell, self._value = [], named.get("data-value")
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            text, full = "".join(self._cell), self._value
+            if full is not None:
+                self._row.append(int(full) if full.lstrip("-").isdigit() else float(full))
+            else:
+                self._row.append(text if text or tag == "th" else None)
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            header, rows = self.tables[-1]
+            if not header:
+                header.extend(self._row)
+            else:
+                rows.append(self._row)
+            self._row = None
+
+
+def static_tables(at_or_element) -> list[pd.DataFrame]:
+    """The static tables (`ui.tables.static_table`) an AppTest run (or one of its blocks) shows, as DataFrames.
+
+    Numbers keep their full value (each cell's `data-value`); text cells are text; blank cells None.
+    """
+    reader = _TableReader()
+    reader.feed(html_of(at_or_element))
+    return [pd.DataFrame(rows, columns=header) for header, rows in reader.tables]
+
+
+def tables(at) -> list[pd.DataFrame]:
+    """Every table a run shows: the static ones, then the interactive ones (st.dataframe)."""
+    return [*static_tables(at), *(d.value for d in at.dataframe)]
+
+
+__all__ = ["APP", "PAGES", "TIMEOUT", "as_a_running_server", "html_of", "no_exceptions", "run_app", "static_tables", "tables", "texts"]
