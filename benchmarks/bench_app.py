@@ -46,6 +46,7 @@ from biaslens.explore import cached_evaluation  # noqa: E402
 from biaslens.metrics import PAPER_METRICS  # noqa: E402
 from biaslens.models import load_model  # noqa: E402
 from biaslens.testing import build_random_model  # noqa: E402
+from tests.support.app import static_tables  # noqa: E402  (reads the page's static tables)
 
 GOALS_S = {"inspect": {"cpu": 2.0, "cuda": 0.5}, "reopen": {"cpu": 1.0, "cuda": 1.0}}
 DATASETS = ("crows-pairs", "stereoset")
@@ -98,7 +99,7 @@ def point_the_app_at(folder: Path, cache: Path) -> None:
 
 def aul_shown(at) -> list[str]:
     """The AUL row of the inspector's sentence-score table: stereo and anti scores as shown (4 decimals)."""
-    for frame in (d.value for d in at.dataframe):
+    for frame in static_tables(at):
         if "Margin (stereo − anti)" in frame.columns:
             row = frame[frame["Metric"] == "AUL"].iloc[0]
             return [f"{row['Stereotypical']:.4f}", f"{row['Anti-stereotypical']:.4f}"]

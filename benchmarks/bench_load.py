@@ -133,7 +133,7 @@ READ_TABLE = """(id) => {
     const fresh = (e) => !e.closest('[data-stale="true"]');  // drawn by the current run, not left over from the last
     const heads = [...document.querySelectorAll('h1, h2, h3')].filter(fresh).map(h => h.textContent);
     if (!heads.some(t => t.includes('#' + id + ' ·'))) return null;
-    for (const table of [...document.querySelectorAll('[data-testid="stTable"] table')].filter(fresh)) {
+    for (const table of [...document.querySelectorAll('table.bl-table')].filter(fresh)) {
         const header = [...table.querySelectorAll('thead th')].map(th => th.textContent.trim());
         if (!header.includes('Token acc. stereo (%)')) continue;
         const rows = [...table.querySelectorAll('tbody tr')].map(tr => [...tr.querySelectorAll('td, th')].map(td => td.textContent.trim()));
@@ -141,6 +141,9 @@ READ_TABLE = """(id) => {
     }
     return null;
 }"""
+#: Pairs the inspector's Pair box lists (pages/inspector.py MAX_LISTED); the search box finds the others.
+LISTED = 200
+SCRIPT_DONE = "() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state') === 'notRunning'"
 ERROR_TEXT = """() => [...document.querySelectorAll('[data-testid="stException"], [data-testid="stAlertContentError"]')]
     .map(e => e.innerText).join(' | ')"""
 
@@ -160,7 +163,16 @@ async def wait_for_table(page, pair_id: int, started: float) -> tuple[float, dic
 
 
 async def choose_pair(page, pair_id: int) -> tuple[float, dict | None, str]:
-    """Pick a pair in the inspector's Pair box, as a user does; the time runs from the click on the pair."""
+    """Pick a pair in the inspector's Pair box, as a user does; the time runs from the click on the pair.
+
+    The box lists the first `LISTED` pairs; a later one is first looked up with the search box, as a user would.
+    """
+    if pair_id >= LISTED:
+        search = page.get_by_role("textbox", name="Search the sentences")
+        await search.fill(f"#{pair_id}")
+        await search.press("Enter")
+        await page.locator('[data-testid="stSelectbox"]').filter(has_text=re.compile(r"Pair \(1 of ")).first.wait_for()
+        await page.wait_for_function(SCRIPT_DONE)
     box = page.locator('[data-testid="stSelectbox"]').filter(has_text="Pair (").locator("input")
     await box.click()
     await page.keyboard.press("ControlOrMeta+a")

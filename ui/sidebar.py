@@ -230,8 +230,8 @@ def _model_status(settings: Settings, box) -> None:
             return
         lab_model = lab.lab_model_of(settings.model)
         where = "local folder" if lm.source == "local" else f"hub, revision {(lm.revision or 'main')[:10]}"
-        st.caption(
-            f"**Loaded** {lm.model_type} · {lm.num_layers} layers"
+        st.caption(  # the name in full: a long one (a lab scenario's) is cut off in the box above
+            f"**Loaded** {md(model_label(settings.model))}: {lm.model_type} · {lm.num_layers} layers"
             f"{f' × {lm.num_heads} heads' if lm.num_heads else ' (no attention heads)'} · {where} · "
             f"{lm.device} · {str(lm.dtype).removeprefix('torch.')} · up to {lm.max_length} tokens"
         )

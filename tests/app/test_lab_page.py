@@ -160,6 +160,7 @@ def test_offline_the_app_offers_the_lab_model_and_selecting_it_works(offline, mo
     )
     # Loaded (a 12-step model fails its sanity check, as it should: only the hub's error must be gone).
     assert "HF_HUB_OFFLINE" not in texts(at.sidebar.error) and "Loaded" in texts(at.sidebar.caption)
+    assert "**Loaded** lab model: planted association:" in texts(at.sidebar.caption)  # in full (the box cuts a long name off)
     assert not at.main.error  # the page works with it: the first held-out pair is scored
     assert any("Margin (stereo − anti)" in t.columns for t in tables(at))  # its sentence scores
     first = lab.heldout_pairs(model.settings)[0].pair
