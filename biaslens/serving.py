@@ -496,6 +496,8 @@ class _Lane:
     def __init__(self) -> None:
         self.compute = threading.Lock()
         self.open: _Group | None = None
+        #: When the lane last started or finished a batched pass (time.monotonic()); -inf: never.
+        self.last_active = float("-inf")
 
 
 class InspectionBatcher:
@@ -506,9 +508,11 @@ class InspectionBatcher:
     options. The group's first request waits `window_s` for others, then scores the whole group
     (at most `max_pairs`) in one `inspect_prepared` call; while it is being scored, the next
     group gathers. So at most one batched pass per model runs at a time: concurrent sessions do
-    not fight over the same cores, and a group's sentences share forward passes. A request that
-    arrives alone costs `window_s` more. Each result equals `inspect_pair`'s for the same pair up to
-    float rounding (a group's batches are padded differently); a group of one is the same call.
+    not fight over the same cores, and a group's sentences share forward passes. On a model idle
+    for `window_s` or longer, the first request does not wait: a lone user's pair is scored at
+    once, and the requests that follow gather while it is. Each result equals `inspect_pair`'s for
+    the same pair up to float rounding (a group's batches are padded differently); a group of one
+    is the same call.
     `window_s=0` turns batching off: every request is scored on its own, at once, in its own thread.
     """
 
@@ -556,18 +560,21 @@ class InspectionBatcher:
         if not leader:
             group.done.wait()
         else:
-            time.sleep(window)  # others arriving now join this group
+            if time.monotonic() - lane.last_active < window:  # requests are coming in: others arriving now join this group
+                time.sleep(window)
             with lane.compute:  # one batched pass per model at a time; the group keeps gathering until then
                 with self._lock:
                     group.closed = True
                     if lane.open is group:
                         lane.open = None
                     self.group_sizes.append(len(group.requests))
+                    lane.last_active = time.monotonic()
                 try:
                     group.results = inspect_prepared(lm, group.requests, attention_matrices=attention_matrices)
                 except BaseException as exc:  # every request of the group gets it
                     group.error = exc
                 finally:
+                    lane.last_active = time.monotonic()
                     group.done.set()
         if group.error is not None:
             raise group.error

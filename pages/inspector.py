@@ -518,13 +518,8 @@ def main() -> None:
     if chosen is not None:
         stereo, anti, label = chosen
         lm = ui.resources.model_or_stop(settings)
-        with st.spinner("Scoring the pair…"):
-            result = None
-            with ui.feedback.guard():
-                result = ui.resources.inspection(settings, lm, stereo, anti)
-        if result is None:
-            st.stop()
-
+        # The pair first, then its scores: its heading and sentences show while it is scored (and the browser draws
+        # them while the server scores, rather than after).
         st.divider()
         ui.honesty.model_banner(settings, lm, [stereo, anti])
         st.subheader(label)
@@ -544,6 +539,13 @@ def main() -> None:
                 args=(stereo, anti),
                 help="Copy the two sentences into the form to change a word.",
             )
+        with st.spinner("Scoring the pair…"):
+            result = None
+            with ui.feedback.guard():
+                result = ui.resources.inspection(settings, lm, stereo, anti)
+        if result is None:
+            st.stop()
+
         tokens, columns, aligned = _token_views(settings.model_key, lm.fingerprint, settings.compat, stereo, anti, result, lm.decode_token)
         st.html(figures_html.aligned_tokens_html(columns))
         st.caption(

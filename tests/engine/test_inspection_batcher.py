@@ -122,6 +122,18 @@ def test_a_failure_while_scoring_reaches_every_request_of_the_group(tiny_bert, m
     assert results == {} and sorted(errors) == [0, 1, 2] and all("scoring broke" in str(e) for e in errors.values())
 
 
+def test_a_lone_request_on_an_idle_model_does_not_wait_for_others(tiny_bert, solo, monkeypatch):
+    import biaslens.serving
+
+    waits: list[float] = []
+    monkeypatch.setattr(biaslens.serving.time, "sleep", waits.append)
+    batcher = InspectionBatcher(window_s=30)
+    assert_same(batcher.inspect(tiny_bert, *PAIRS[0], **OPTIONS), solo[0])
+    assert waits == []  # idle model: scored at once (a user alone never pays the window)
+    assert_same(batcher.inspect(tiny_bert, *PAIRS[1], **OPTIONS), solo[1])
+    assert waits == [30]  # within the window of the last pass: requests are coming in, so it gathers others first
+
+
 def test_without_a_window_each_request_is_the_plain_inspection(tiny_bert, solo):
     batcher = InspectionBatcher(window_s=0)
     got = batcher.inspect(tiny_bert, *PAIRS[2], **OPTIONS)
