@@ -278,11 +278,11 @@ def weat_tab(settings: ui.settings.Settings) -> None:
         "re-partitions the words, exactly when there are at most 100,000 partitions. p is the paper's one-sided p, the share of "
         "re-partitions whose statistic exceeds the observed one; the two-sided p is beside it."
     )
-    c1, c2, c3, c4 = st.columns([2.2, 1.2, 1, 0.8], vertical_alignment="bottom")
-    tests = c1.multiselect(
+    tests = st.multiselect(  # a row of its own: the five tests' names in full (a narrow column cut them off at 1024 px)
         "Tests", list(KURITA_CATEGORIES), default=list(KURITA_CATEGORIES), key=S + "weat_tests",
         format_func=lambda k: KURITA_CATEGORIES[k].label,
     )  # fmt: skip
+    c2, c3, c4 = st.columns([1.3, 1, 0.8], vertical_alignment="bottom")
     permute = c2.segmented_control(
         "Permute", ["attributes", "targets"], default="attributes", key=S + "weat_permute", required=True,
         help="attributes (the paper): re-partition the words that fill [A]. targets: score each template target and "

@@ -157,7 +157,8 @@ LAYOUT_CHECK = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const boxes = ['[data-testid="stMetric"]', '[data-testid="stMarkdownContainer"]', '[data-testid="stCaptionContainer"]', '.katex-display',
     '[data-testid="stExpander"] summary', '[data-testid="stTab"]', 'h1', 'h2', 'h3', '[data-testid="stAlert"]', 'td', 'th', '.bl-align',
-    '[data-testid="stVegaLiteChart"]', 'button', '[data-testid="stHtml"]', '.bl-bars', '.bl-lab'];
+    '[data-testid="stVegaLiteChart"]', 'button', '[data-testid="stHtml"]', '.bl-bars', '.bl-lab',
+    '[data-testid="stButtonGroup"] div', '[data-testid="stMultiSelect"] span'];  // a segmented control's options, a chip's name
   const overflow = [];
   for (const el of main.querySelectorAll(boxes.join(', '))) {
     if (el.offsetParent === null) continue;
@@ -236,6 +237,9 @@ def test_every_page_is_readable_at_projector_and_laptop_widths(browser, server, 
         expect(page.get_by_text("More associated with he")).to_be_visible()
         settle_charts(page)
         assert_readable(page, f"kurita at {width}px")
+        page.get_by_role("tab", name="WEAT tests (Table 3)").click()  # its controls: the test names and the Permute choice
+        settle(page)
+        assert_readable(page, f"kurita's WEAT tab at {width}px")
 
         open_app(page, server, "analyses", sample="6")
         _click_if_visible(page, "Run the analyses")
