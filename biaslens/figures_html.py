@@ -1,11 +1,12 @@
-"""The pair inspector's figures as plain HTML and CSS (no streamlit, no charting library).
+"""The pair inspector's charts and the app's small tables as plain HTML and CSS (no streamlit, no charting library).
 
 A pair opened by link must be quick in the browser, not only on the server: each Vega-Lite
 chart cost the browser about 0.15 s of CPU to compile and draw, and the charting library as
 much again to load, so the inspector's four charts made up most of a page's time behind the
-engine (benchmarks/results/browser.md). These figures are HTML: the browser lays them out
-like text, they wrap and grow with the pair, scale with the page's type (classroom mode) and
-show every measure of a token on hover (the element's title).
+engine (benchmarks/results/browser.md); a static table cost a table component and Arrow
+decoding. As HTML the browser lays them out like text: they wrap and grow with the pair, scale
+with the page's type (classroom mode) and show every measure of a token on hover (the
+element's title).
 
 The same figures as Altair charts, for export (`figures.inspector_slide`, `figures.to_svg`) and
 notebooks, are `figures.aligned_token_chart` and `figures.drivers_chart`.
