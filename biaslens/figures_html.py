@@ -87,6 +87,7 @@ def nice_ticks(low: float, high: float, count: int = 5) -> tuple[float, float, l
     step = 10.0 ** math.floor(math.log10(raw))
     error = raw / step
     step *= 10 if error >= 7.07 else 5 if error >= 3.16 else 2 if error >= 1.41 else 1
+    # Round ends; a value within a billionth of a step of one counts as on it (0.30000000000000004 is 0.3).
     start, stop = math.floor(low / step + 1e-9) * step, math.ceil(high / step - 1e-9) * step
     decimals = max(0, -math.floor(math.log10(step))) + 1
     ticks = [round(start + i * step, decimals) for i in range(round((stop - start) / step) + 1)]
