@@ -290,3 +290,24 @@ def test_classroom_mode_enlarges_hides_the_sidebar_and_offers_a_slide(app_env):
     at.button(key="classroom.leave").click().run()
     assert not at.session_state["classroom.on"]
     assert "font-size: 21px" not in " ".join(h.proto.body for h in at.get("html"))
+
+
+def test_the_advanced_settings_are_drawn_once_opened_and_keep_their_values(app_env, tmp_path, monkeypatch):
+    import shutil
+
+    import ui.settings
+
+    folder = tmp_path / "my-data"
+    shutil.copytree(FIXTURE_DATA, folder)
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
+    at = run_app()
+    assert not [w for w in at.sidebar.text_input if w.key == "settings.data_dir"]  # closed: nothing for the browser to draw
+    at.session_state["settings.advanced"] = True
+    at.run()
+    at.sidebar.text_input(key="settings.data_dir").input(str(folder)).run()
+    assert at.session_state[ui.settings._KEY].data_dir == str(folder)
+    at.session_state["settings.advanced"] = False
+    at.run()
+    no_exceptions(at)
+    assert not at.main.error
+    assert at.session_state[ui.settings._KEY].data_dir == str(folder)  # closing the panel keeps what was typed
