@@ -42,6 +42,13 @@ TOKEN_MEASURES: dict[str, tuple[str, str]] = {
     "cps_logprob": ("CPS masked log p", "log p of each unmodified token when only it is masked: CPS sums these"),
 }
 
+
+def measure_title(measure: str) -> str:
+    """A per-token measure's name as a title: "Log p (AUL term)"."""
+    name = TOKEN_MEASURES[measure][0]
+    return name[:1].upper() + name[1:]
+
+
 _FONT = {"labelFontSize": 14, "titleFontSize": 15}
 
 
@@ -685,9 +692,7 @@ def inspector_slide(
         )
 
     tokens = [
-        alt.layer(
-            *_unstyled(aligned_token_chart(aligned, m, title=TOKEN_MEASURES[m][0][:1].upper() + TOKEN_MEASURES[m][0][1:], legend=(i == 0)))
-        ).properties(width=panel_width)
+        alt.layer(*_unstyled(aligned_token_chart(aligned, m, title=measure_title(m), legend=(i == 0)))).properties(width=panel_width)
         for i, m in enumerate(measures)
     ]
     driver_charts = [alt.layer(*_unstyled(drivers_chart(frame, name))).properties(width=panel_width) for name, frame in drivers.items()]
@@ -766,6 +771,7 @@ __all__ = [
     "rows_height",
     "shuffle_chart",
     "inspector_slide",
+    "measure_title",
     "to_png",
     "to_svg",
     "token_chart",

@@ -29,6 +29,7 @@ from .figures import (
     SIDE_NAMES,
     STEREO_COLOR,
     TOKEN_MEASURES,
+    measure_title,
 )
 
 #: Bar colour per (sentence, modified?): modified tokens in full colour, shared ones pale.
@@ -88,9 +89,14 @@ def nice_ticks(low: float, high: float, count: int = 5) -> tuple[float, float, l
     error = raw / step
     step *= 10 if error >= 7.07 else 5 if error >= 3.16 else 2 if error >= 1.41 else 1
     # Round ends; a value within a billionth of a step of one counts as on it (0.30000000000000004 is 0.3).
-    start, stop = math.floor(low / step + 1e-9) * step, math.ceil(high / step - 1e-9) * step
     decimals = max(0, -math.floor(math.log10(step))) + 1
-    ticks = [round(start + i * step, decimals) for i in range(round((stop - start) / step) + 1)]
+    start, stop = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
+    # low / step is rounded too: far from zero (879609.9999999999 in steps of 2e-7) an end can land a step inside.
+    while round(start * step, decimals) > low + 1e-9 * step:
+        start -= 1
+    while round(stop * step, decimals) < high - 1e-9 * step:
+        stop += 1
+    ticks = [round((start + i) * step, decimals) for i in range(stop - start + 1)]
     return ticks[0], ticks[-1], ticks
 
 
@@ -107,9 +113,9 @@ _TICK_CHAR_REM = 0.45
 _TICK_GAP_REM = 0.8
 
 
-def _fit_rule(css_class: str) -> str:
-    width = css_class.removeprefix("bl-tw")
-    return f"@container (max-width: {width}rem){{.{css_class} b.bl-mid{{display:none}}}}"
+def _fit_rule(width: int) -> str:
+    """Hides the inner tick labels of the axes marked `bl-tw<width>` in a column narrower than `width` rem."""
+    return f"@container (max-width: {width}rem){{.bl-tw{width} b.bl-mid{{display:none}}}}"
 
 
 class _Scale:
@@ -142,17 +148,17 @@ class _Scale:
         step = self.ticks[1] - self.ticks[0] if len(self.ticks) > 1 else 1.0
         return [_compact(tick) if self.log else format_tick(tick, step) for tick in self.ticks]
 
-    def fit_class(self) -> str:
-        """A class that hides the inner tick labels where the column is too narrow for all of them side by side."""
+    def fit_width(self) -> int:
+        """The least width (rem) in which all the tick labels fit side by side (see `_fit_rule`)."""
         labels = self.labels()
-        return f"bl-tw{math.ceil(len(labels) * (max(map(len, labels)) * _TICK_CHAR_REM + _TICK_GAP_REM))}"
+        return math.ceil(len(labels) * (max(map(len, labels)) * _TICK_CHAR_REM + _TICK_GAP_REM))
 
     def tick_labels(self) -> str:
         out = []
         for i, (tick, label) in enumerate(zip(self.ticks, self.labels())):
             css = "bl-first" if i == 0 else "bl-last" if i == len(self.ticks) - 1 else "bl-mid"
             out.append(f'<b class="{css}" style="left:{self.share(tick):.2f}%">{label}</b>')
-        return f'<div class="bl-ticks {self.fit_class()}">{"".join(out)}</div>'
+        return f'<div class="bl-ticks bl-tw{self.fit_width()}">{"".join(out)}</div>'
 
     def grid_style(self) -> str:
         """Grid lines at the ticks (evenly spaced) as the cell's background: no element per line."""
@@ -176,6 +182,11 @@ def _number(value, fmt: str) -> str:
     return format(value, fmt).replace("-", "−")
 
 
+def _title(lines: Sequence[str]) -> str:
+    """Lines as the value of a title attribute (the browser's tooltip), escaped, one per line."""
+    return html.escape("\n".join(lines), quote=True).replace("\n", "&#10;")
+
+
 def _bar(css: str, left: float, width: float, color: str) -> str:
     return f'<i class="{css}" style="left:{left:.2f}%;width:{max(width, 0.25):.2f}%;background:{color}"></i>'
 
@@ -187,10 +198,10 @@ def _bar(css: str, left: float, width: float, color: str) -> str:
 _TABLE_STYLE = (
     "<style>"
     ".bl-table{border-collapse:collapse;width:100%;font-size:0.92rem;line-height:1.35;margin:0.1rem 0 0.5rem 0}"
-    ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.45rem}"
+    # A header may break inside a word before the table outgrows a narrow column (a laptop, 7 columns); a cell only between words.
+    ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.45rem;"
+    "overflow-wrap:anywhere}"
     ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.45rem;vertical-align:top;overflow-wrap:break-word}"
-    # A header may break inside a word before the table outgrows a narrow column (a laptop, 7 columns).
-    ".bl-table th{overflow-wrap:anywhere}"
     ".bl-table .bl-num{text-align:right;font-variant-numeric:tabular-nums}.bl-table td.bl-num{white-space:nowrap}"
     "</style>"
 )
@@ -204,6 +215,7 @@ def table_html(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) ->
     """
     formats = dict(formats or {})
     numeric = {c for c in frame.columns if frame[c].dtype.kind in "iuf"}
+    floats = {c for c in numeric if frame[c].dtype.kind == "f"}
     right = ' class="bl-num"'
     head = "".join(f'<th scope="col"{right if c in numeric else ""}>{html.escape(str(c))}</th>' for c in frame.columns)
     body = []
@@ -215,7 +227,7 @@ def table_html(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) ->
                 continue
             text = formats[column].format(value) if column in formats else f"{value:.4f}" if isinstance(value, float) else str(value)
             if column in numeric:
-                full = repr(float(value)) if frame[column].dtype.kind == "f" else str(int(value))
+                full = repr(float(value)) if column in floats else str(int(value))
                 cells.append(f'<td class="bl-num" data-value="{full}">{html.escape(text)}</td>')
             else:
                 cells.append(f"<td>{html.escape(text)}</td>")
@@ -297,7 +309,7 @@ def _token_tooltip(row: str, kind: str, sides: dict[str, dict], measures: Sequen
         lines.append(f"{SIDE_NAMES[side]} “{token['label']}” (position {int(token['position'])}): {values}")
         if token.get("top5"):
             lines.append(f"   top-5: {token['top5']}")
-    return html.escape("\n".join(lines), quote=True).replace("\n", "&#10;")
+    return _title(lines)
 
 
 def token_bars_html(aligned: pd.DataFrame, measures: Sequence[str]) -> str:
@@ -319,13 +331,11 @@ def token_bars_html(aligned: pd.DataFrame, measures: Sequence[str]) -> str:
         row["sides"][token["sentence"]] = token
     all_measures = [m for m in TOKEN_MEASURES if m in aligned]
 
-    def title(m: str) -> str:
-        name = TOKEN_MEASURES[m][0]
-        return html.escape(name[:1].upper() + name[1:])
-
     ticks = "".join(f"<div>{scales[m].tick_labels()}</div>" for m in measures)
-    fit = "".join(_fit_rule(c) for c in sorted({scales[m].fit_class() for m in measures}))
-    out = [f'<div class="bl-row bl-head"><div></div>{"".join(f"<div>{title(m)}</div>" for m in measures)}</div>']
+    fit = "".join(_fit_rule(width) for width in sorted({scales[m].fit_width() for m in measures}))
+    # Each measure's cell background (grid lines) and zero line: the same in every row.
+    background = {m: f'<div class="bl-cell" style="{scales[m].grid_style()}">{scales[m].zero_line()}' for m in measures}
+    out = [f'<div class="bl-row bl-head"><div></div>{"".join(f"<div>{html.escape(measure_title(m))}</div>" for m in measures)}</div>']
     out.append(f'<div class="bl-row"><div></div>{ticks}</div>')
     for label, row in rows.items():
         sides, modified = row["sides"], row["kind"] == "modified"
@@ -342,7 +352,7 @@ def token_bars_html(aligned: pd.DataFrame, measures: Sequence[str]) -> str:
                 if value is None or not math.isfinite(float(value)):
                     continue
                 bars.append(_bar(css, *scales[m].bar(float(value)), BAR_COLORS[side, modified]))
-            cells.append(f'<div class="bl-cell" style="{scales[m].grid_style()}">{scales[m].zero_line()}{"".join(bars)}</div>')
+            cells.append(f"{background[m]}{''.join(bars)}</div>")
         tooltip = _token_tooltip(label, row["kind"], sides, all_measures)
         out.append(f'<div class="bl-row bl-data" title="{tooltip}"><div class="bl-lab">{name}</div>{"".join(cells)}</div>')
     out.append(f'<div class="bl-row"><div></div>{ticks}</div>')
@@ -370,7 +380,7 @@ def drivers_bars_html(drivers: pd.DataFrame, title: str, *, top: int = 12) -> st
         width = 50.0 * abs(value) / scale
         left = 50.0 if value >= 0 else 50.0 - width
         color = STEREO_COLOR if value > 0 else ANTI_COLOR
-        tip = "\n".join(
+        tip = _title(
             [
                 f"{token['label']} · {token['kind']}",
                 f"stereotypical share {_number(float(token['stereo_share']), f'+.{decimals}f')}",
@@ -378,7 +388,6 @@ def drivers_bars_html(drivers: pd.DataFrame, title: str, *, top: int = 12) -> st
                 f"contribution to the margin {_number(value, f'+.{decimals}f')}",
             ]
         )
-        tip = html.escape(tip, quote=True).replace("\n", "&#10;")
         rows.append(
             f'<div class="bl-row bl-data" title="{tip}"><div class="bl-lab">{html.escape(str(token["label"]))}</div>'
             f'<div class="bl-cell bl-one"><span class="bl-zero" style="left:50%"></span>{_bar("bl-d", left, width, color)}</div>'

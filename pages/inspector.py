@@ -320,7 +320,7 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
     with chart_tab:
         chosen = tuple(m for m in figures.TOKEN_MEASURES if m in measures)  # the same columns in the same order, however picked
         st.html(figures_html.shade_legend_html() + _figure(pair_key, "tokens", chosen, lambda: figures_html.token_bars_html(aligned, chosen)))
-        st.caption("  \n".join(f"**{_upper_first(figures.TOKEN_MEASURES[m][0])}**: {figures.TOKEN_MEASURES[m][1]}." for m in chosen))
+        st.caption("  \n".join(f"**{figures.measure_title(m)}**: {figures.TOKEN_MEASURES[m][1]}." for m in chosen))
         modified = aligned[aligned["kind"] == "modified"]
         if "top5" in aligned and not modified.empty:
             st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
@@ -330,17 +330,10 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
             st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch", placeholder="—")
 
 
-def _upper_first(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def _readable(frame: pd.DataFrame) -> pd.DataFrame:
-    """Column names for people and blanks instead of missing values (never a literal None)."""
-    frame = frame.rename(columns=TOKEN_COLUMNS).copy()
-    for column in frame.columns:
-        if frame[column].dtype.kind == "f" and frame[column].isna().any():  # a measure that does not apply to this token: blank
-            frame[column] = [f"{v:.4f}" if pd.notna(v) else "" for v in frame[column]]
-    return frame
+    """Column names for people. A measure that does not apply to a token stays missing, and stays a number column (it
+    sorts as numbers): the static table shows it blank, the interactive one as an em dash."""
+    return frame.rename(columns=TOKEN_COLUMNS)
 
 
 def _drivers_html(result: PairInspection, key: str) -> str:

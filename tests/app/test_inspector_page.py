@@ -194,6 +194,9 @@ def test_the_token_table_is_drawn_once_its_tab_is_chosen(app_env):
     at.run()
     no_exceptions(at)
     assert len(token_tables(at)) == 1
+    table = token_tables(at)[0].value
+    cps = table["CPS masked log p"]  # missing for the modified tokens (CPS does not mask them)
+    assert cps.dtype.kind == "f" and cps.isna().any() and cps.notna().any()  # numbers, which sort as numbers; no "None"
 
 
 def test_metric_cards_come_from_the_registry(app_env):

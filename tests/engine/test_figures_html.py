@@ -72,6 +72,7 @@ def test_nice_ticks_are_round_and_cover_the_values():
 
 @given(st.floats(-1e6, 1e6, allow_nan=False), st.floats(1e-6, 1e6, allow_nan=False), st.integers(1, 8))
 @example(-1e-05, 7070.0, 1)  # a value a billionth of a step below zero: the domain starts at zero
+@example(879609.9999999999, 1e-06, 4)  # far from zero the quotient low / step is rounded up: the end moves out a step
 def test_nice_ticks_property(low, span, count):
     high = low + span
     start, stop, ticks = figures_html.nice_ticks(low, high, count)
