@@ -198,9 +198,8 @@ def _bar(css: str, left: float, width: float, color: str) -> str:
 _TABLE_STYLE = (
     "<style>"
     ".bl-table{border-collapse:collapse;width:100%;font-size:0.92rem;line-height:1.35;margin:0.1rem 0 0.5rem 0}"
-    # A header may break inside a word before the table outgrows a narrow column (a laptop, 7 columns); a cell only between words.
     ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.45rem;"
-    "overflow-wrap:anywhere}"
+    "overflow-wrap:break-word}"
     ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.45rem;vertical-align:top;overflow-wrap:break-word}"
     ".bl-table .bl-num{text-align:right;font-variant-numeric:tabular-nums}.bl-table td.bl-num{white-space:nowrap}"
     "</style>"

@@ -327,7 +327,9 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
             static_table(_readable(modified[["side_name", "label", "rank", "top5"]]))
     with table_tab:
         if table_tab.open:  # drawn once chosen: an interactive table costs the browser more than the chart
-            st.dataframe(_readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]]), hide_index=True, width="stretch", placeholder="—")
+            table = _readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]])
+            decimals = {c: st.column_config.NumberColumn(format="%.4f") for c in table.columns if table[c].dtype.kind == "f"}
+            st.dataframe(table, hide_index=True, width="stretch", placeholder="—", column_config=decimals)
 
 
 def _readable(frame: pd.DataFrame) -> pd.DataFrame:
