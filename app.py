@@ -15,6 +15,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "3000")
 import streamlit as st  # noqa: E402
 
 import ui.classroom  # noqa: E402
+import ui.resources  # noqa: E402
 import ui.runs  # noqa: E402
 import ui.sidebar  # noqa: E402
 import ui.state  # noqa: E402
@@ -35,10 +36,13 @@ st.logo(str(ASSETS / "logo.svg"), size="large")
 st.html(f"<style>{(ASSETS / 'app.css').read_text()}</style>")
 
 ui.state.begin_run()
+ui.state.one_entry_per_page()  # the browser's Back leaves a page in one press
 ui.runs.watch_server_stop()  # SIGTERM stops running jobs at once
-page = st.navigation(PAGES)
-ui.sidebar.render_sidebar()
-ui.classroom.sidebar_toggle()
-ui.classroom.apply()
-page.run()
+ui.classroom.adopt_url()  # before the page links are placed: at the top in classroom mode (the sidebar is hidden)
+page = st.navigation(PAGES, position="top" if ui.classroom.on() else "sidebar")
+with ui.resources.confined():  # every file opened for a user must resolve inside the server's allowed folders
+    ui.sidebar.render_sidebar()
+    ui.classroom.sidebar_toggle()
+    ui.classroom.apply()
+    page.run()
 ui.state.flush()

@@ -15,7 +15,12 @@ StereoSet:
   in one forward pass, full logits);
 * the largest score difference from the float32 one-at-a-time result and the share of
   pairs whose verdict (stereo > anti) differs from it;
-* peak memory (CUDA: allocated by torch; CPU: the process's resident set).
+* peak memory (CUDA: allocated by torch; CPU: the process's resident set);
+* the CPU-side overhead of a whole `evaluate` run (cache off, all five metrics): its wall
+  time less the time spent in the model's forward passes and vocabulary read-outs (the
+  device synchronised around each), i.e. tokenization, alignment, queries, batching,
+  metric arithmetic, frames and summaries, as non-model seconds per 1,000 pairs
+  (`--measure overhead` measures only this; it runs unchanged on an older checkout).
 
 It writes `bench-<device>.json` and `bench-<device>.md` under `--out`. Models and data
 come from folders named on the command line (`--tokenizers`, `--data-dir`); their
@@ -40,7 +45,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -79,6 +84,8 @@ GOALS_CPU = {"aul+aula": ("one_per_pass", 3.0), "cps": ("one_batch_per_sentence"
 MFU_GOAL_CPU = 0.60
 #: Pairs of each dataset scored once before measuring.
 WARMUP_PAIRS = 4
+#: What the suite can measure (`--measure`).
+MEASURES = ("engine", "overhead")
 
 _DEFAULT_SHARED = _CHECKOUT.parent / "shared"
 
@@ -219,8 +226,8 @@ class Workload:
         for m in metrics:
             for s in self.inputs():
                 queries.update(dict.fromkeys(METRICS[m].queries(s, False)))
-        rows += [(len(q.ids), len(q.read)) for q in queries]
-        return {"rows": rows, "unmasked_rows": sentences, "masked_rows": len(queries)}
+        masked = [(len(q.ids), len(q.read) // q.rows) for q in queries for _ in range(q.rows)]  # a singly query: one row a position
+        return {"rows": rows + masked, "unmasked_rows": sentences, "masked_rows": len(masked)}
 
 
 def workload_flops(config: Any, rows: Sequence[tuple[int, int]], *, full_logits: bool = False) -> float:
@@ -241,6 +248,68 @@ def padding_share(lm: MaskedLM, rows: Sequence[tuple[int, int]], batch_tokens: i
 
 
 # ---------------------------------------------------------------------------------------
+# CPU-side overhead: what evaluate() does besides the model's own work
+# ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def model_time(lm: MaskedLM) -> Iterator[list[float]]:
+    """[seconds] spent in the model's forward passes and vocabulary read-outs while the block runs.
+
+    `lm.hidden_states`, `lm.logits` and `biaslens.scoring._readout` are timed with the device
+    synchronised before and after each call (so on a GPU the run waits for every batch: time
+    it apart from throughput runs).
+    """
+    import biaslens.scoring as scoring
+
+    spent = [0.0]
+
+    def timing(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_call(*args: Any, **kwargs: Any) -> Any:
+            _sync(lm.device)
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _sync(lm.device)
+                spent[0] += time.perf_counter() - start
+
+        return timed_call
+
+    readout = scoring._readout
+    lm.hidden_states, lm.logits, scoring._readout = timing(lm.hidden_states), timing(lm.logits), timing(readout)  # type: ignore[method-assign]
+    try:
+        yield spent
+    finally:
+        del lm.hidden_states, lm.logits  # the instance's timed copies: the class's methods again
+        scoring._readout = readout
+
+
+def cpu_overhead(lm: MaskedLM, pairs: Sequence[Any], metrics: Sequence[str] = WORKLOADS["all five"], *, repeat: int = 1) -> dict[str, Any]:
+    """Non-model seconds of `evaluate` over `pairs` (cache off): wall time less `model_time`, the least of `repeat` runs."""
+    from biaslens.evaluation import evaluate
+
+    best: tuple[float, float] | None = None
+    for _ in range(max(1, repeat)):
+        gc.collect()
+        with model_time(lm) as spent:
+            start = time.perf_counter()
+            evaluate(lm, pairs, list(metrics), cache=None)
+            wall = time.perf_counter() - start
+        if best is None or wall - spent[0] < best[0] - best[1]:
+            best = (wall, spent[0])
+    wall, model = best  # type: ignore[misc]
+    return {
+        "pairs": len(pairs),
+        "metrics": list(metrics),
+        "wall_s": wall,
+        "model_s": model,
+        "non_model_s": wall - model,
+        "non_model_s_per_1000_pairs": 1000 * (wall - model) / len(pairs),
+    }
+
+
+# ---------------------------------------------------------------------------------------
 # Baselines: the naive ways of computing the same scores
 # ---------------------------------------------------------------------------------------
 
@@ -258,7 +327,7 @@ def naive_aul_aula(lm: MaskedLM, sentences: Sequence[Encoding]) -> dict[str, tup
     for enc in sentences:
         ids = torch.tensor([enc.ids], device=lm.device)
         logp, result = _logp(model, ids, output_attentions=True)
-        pos = torch.as_tensor(enc.scored_positions, device=lm.device)
+        pos = torch.tensor(enc.scored_positions, device=lm.device)
         lp = logp[0].gather(1, ids.view(-1, 1))[pos, 0]
         received = torch.stack([a.float() for a in result.attentions]).mean(dim=(0, 2))[0].mean(0)[pos]
         out[enc.text] = (lp.mean().item(), (lp * received).sum().item() / len(pos))
@@ -347,8 +416,9 @@ def bench_model(
     peak: float,
     log: Callable[[str], None],
     repeat: int = 1,
+    measure: Sequence[str] = MEASURES,
 ) -> dict[str, Any]:
-    """Every measurement for one model size; `peak` is the device's matmul FLOP/s (for MFU)."""
+    """The `measure`s for one model size; `peak` is the device's matmul FLOP/s (for MFU)."""
     from biaslens.testing import build_random_model
 
     family, model_size, tokenizer = MODEL_SIZES[size]
@@ -391,11 +461,14 @@ def bench_model(
             "metrics": {},
         }
         log(f"  {name}: {len(pairs)} pairs, {len(sentences)} distinct sentences, {mean_len:.1f} tokens on average")
+        if "overhead" in measure:
+            block["cpu_overhead"] = cpu_overhead(lm, pairs, repeat=repeat)
+            log(f"    CPU-side overhead: {block['cpu_overhead']['non_model_s_per_1000_pairs']:.2f} non-model s per 1,000 pairs")
 
         # Baselines first (one sentence / masked copy per pass; one batch per sentence).
         base: dict[str, dict[str, Timing]] = {}
         ref: dict[str, list[tuple[float, float]]] = {}
-        if baselines:
+        if baselines and "engine" in measure:
             naive, t = timed(lm.device, naive_aul_aula, lm, sentences, repeat=repeat)
             base["aul+aula"] = {"one_per_pass": t}
             ref = _by_pair(naive, encoded)
@@ -412,7 +485,7 @@ def bench_model(
                 for metric in ("cps", "sss", "all_masked"):
                     ref[metric] = naive_masked(reference_lm, work, metric, per_sentence_batch=False)
 
-        for label, metrics in WORKLOADS.items():
+        for label, metrics in WORKLOADS.items() if "engine" in measure else ():
             scored, t = timed(lm.device, score_encoded_pairs, lm, encoded, list(metrics), repeat=repeat)
             rows = work.rows(metrics)
             flops = workload_flops(config, rows["rows"])
@@ -496,7 +569,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
             continue
         for name, block in model["datasets"].items():
             for label, (kind, target) in GOALS_CPU.items():
-                entry = block["metrics"][label]
+                entry = block["metrics"].get(label, {})
                 if f"speedup_vs_{kind}" in entry:
                     got = entry[f"speedup_vs_{kind}"]
                     goals[f"{size}/{name}/{label} >= {target}x vs {kind}"] = {
@@ -506,7 +579,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
                         "ceiling": round(entry[f"ceiling_vs_{kind}"], 3),
                         "baseline_mfu": round(entry[f"{kind}_mfu"], 3),
                     }
-            for label in ("cps", "all_masked", "sss"):
+            for label in ("cps", "all_masked", "sss") if block["metrics"] else ():
                 mfu = block["metrics"][label]["mfu"]
                 goals[f"{size}/{name}/{label} MFU >= {MFU_GOAL_CPU:.0%}"] = {"value": round(mfu, 3), "met": mfu >= MFU_GOAL_CPU}
     return goals
@@ -549,6 +622,20 @@ def markdown(report: dict[str, Any]) -> str:
                     f"{e['peak_memory_bytes'] / 2**20:.0f}" if e["peak_memory_bytes"] else "-",
                 ]
                 lines.append("| " + " | ".join(cells) + " |")
+    overhead = [
+        (size, name, b["cpu_overhead"]) for size, model in report["models"].items() for name, b in model["datasets"].items() if "cpu_overhead" in b
+    ]
+    if overhead:
+        lines += [
+            "",
+            "CPU-side overhead of `evaluate` (cache off, all five metrics): wall time less the model's forward passes and read-outs.",
+            "",
+            "| model | dataset | pairs | wall s | model s | non-model s | non-model s per 1,000 pairs |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for size, name, o in overhead:
+            cells = [size, name, str(o["pairs"])] + [f"{o[k]:.2f}" for k in ("wall_s", "model_s", "non_model_s", "non_model_s_per_1000_pairs")]
+            lines.append("| " + " | ".join(cells) + " |")
     if report["goals"]:
         lines += ["", "Goals (2-core CPU):", ""]
         for key, v in report["goals"].items():
@@ -567,6 +654,10 @@ def build_parser(prog: str = "python benchmarks/bench_engine.py") -> argparse.Ar
     p.add_argument("--device", default="auto")
     p.add_argument("--dtype", default=None, help="default: bfloat16 on a GPU, float32 on the CPU")
     p.add_argument("--no-baselines", action="store_true", help="engine only (no ratios, no comparison with float32 one-at-a-time)")
+    p.add_argument(
+        "--measure", default=",".join(MEASURES),
+        help="comma-separated: engine (throughput, MFU, baselines, exactness), overhead (CPU-side seconds of evaluate)",
+    )  # fmt: skip
     p.add_argument("--repeat", type=int, default=1, help="time every measurement this many times and keep the fastest (shared machines)")
     p.add_argument("--peak-seconds", type=float, default=4.0, help="time spent measuring the matmul peak (before and after)")
     p.add_argument("--out", default=str(_CHECKOUT / "benchmarks" / "results"), help="where the JSON and Markdown go")
@@ -582,9 +673,13 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python benchmarks/be
     dtype = args.dtype or ("float32" if device.type == "cpu" else "bfloat16")
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    bad = [s for s in sizes if s not in MODEL_SIZES] + [d for d in names if d not in DATASET_FILES]
+    measure = [m.strip() for m in args.measure.split(",") if m.strip()]
+    bad = [s for s in sizes if s not in MODEL_SIZES] + [d for d in names if d not in DATASET_FILES] + [m for m in measure if m not in MEASURES]
     if bad:
-        raise InputError(f"Unknown size or dataset {', '.join(bad)}: sizes {', '.join(MODEL_SIZES)}; datasets {', '.join(DATASET_FILES)}.")
+        raise InputError(
+            f"Unknown size, dataset or measure {', '.join(bad)}: sizes {', '.join(MODEL_SIZES)}; datasets {', '.join(DATASET_FILES)}; "
+            f"measures {', '.join(MEASURES)}."
+        )
     tokenizers, data_dir = Path(args.tokenizers), Path(args.data_dir)
     if not tokenizers.is_dir() or not data_dir.is_dir():
         raise InputError(f"Benchmarks need tokenizer files ({tokenizers}) and the datasets ({data_dir}): pass --tokenizers and --data-dir.")
@@ -616,6 +711,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python benchmarks/be
             peak=peak["flops"],
             log=log,
             repeat=args.repeat,
+            measure=measure,
         )
     after = matmul_peak(device, torch_dtype, seconds=args.peak_seconds)  # again: a machine that got busier shows here
     report["matmul_peak"] = {"before": peak, "after": after}

@@ -8,7 +8,8 @@
   times, alternating, so that a change of the machine's load hits every count alike. Prints
   the wall time of each run and the median speed-up over 1 worker.
 * **default**: the default grid (`biaslens.sweep.SweepGrid.default()`) from scratch, then
-  again (everything found in the cache). Prints both wall times and the CPU count.
+  again (everything found in the cache). Prints both wall times, the CPU count and the
+  sweep's summary.md (its notes and the ranking, as a markdown table).
 
 Nothing is written outside a temporary folder.
 """
@@ -66,11 +67,7 @@ def bench_default(args: argparse.Namespace) -> None:
         again, _ = _timed(grid, Path(tmp) / "lab", args.workers, cache)
         print(f"default grid ({grid.describe()}), {args.workers} worker(s): {first:.0f} s from scratch, {again:.1f} s again (cached)")
         print(f"cpu_count {os.cpu_count()}, load average {os.getloadavg()}")
-        print(
-            result.analysis()
-            .ranking[["place", "metric", "rho", "rho_ci_low", "rho_ci_high", "slope", "false_alarm_rate", "preference_drift", "seed_sd"]]
-            .to_string(index=False)
-        )
+        print(sweep.summary_markdown(result, result.analysis()))  # the notes and the ranking as docs/lab.md's table
 
 
 def main() -> None:

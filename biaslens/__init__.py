@@ -9,12 +9,22 @@ The public API, importable from the package root:
     METRICS                       biaslens.metrics
 """
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the names below, for type checkers and the API reference (griffe); at run time __getattr__ imports them
+    from .cache import ResultCache
+    from .datasets import Pair, PairDataset, load_dataset
+    from .evaluation import EvaluationResult, PairInspection, available_metrics, evaluate, inspect_pair
+    from .metrics import METRICS
+    from .models import MaskedLM, load_model
+    from .presets import PRESETS
 
 _EXPORTS = {
     "load_model": "models",
     "MaskedLM": "models",
-    "PRESETS": "models",
+    "PRESETS": "presets",
     "load_dataset": "datasets",
     "Pair": "datasets",
     "PairDataset": "datasets",

@@ -31,7 +31,7 @@ from .errors import InputError
 from .evaluation import EvaluationResult, score_encoded_pairs, select_pairs
 from .metrics import METRICS, sss_instance_accuracy
 from .models import MaskedLM
-from .runner import DEFAULT_CHUNK_PAIRS, Progress, run_chunked
+from .runner import Progress, run_chunked
 from .published import BIAS_SCORES, GROUP_SCORES, TOKEN_ACCURACY
 from .stats import McNemarResult, mcnemar, wilson_interval
 
@@ -73,7 +73,7 @@ def cached_pair_records(
     compute: RecordFn,
     *,
     cache: ResultCache | None = None,
-    chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
+    chunk_pairs: int | None = None,
     progress: Progress | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """One record per pair, read from the cache where present, else computed chunk by chunk and cached.
@@ -179,7 +179,7 @@ def token_ranks(
     seed: int = 0,
     cache: ResultCache | None = None,
     batch_tokens: int | None = None,
-    chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
+    chunk_pairs: int | None = None,
     progress: Progress | None = None,
 ) -> TokenRun:
     """Per-token ranks of the unmasked pass and of a masked metric over a dataset's pairs.

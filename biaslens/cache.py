@@ -129,6 +129,22 @@ class ResultCache:
             return {}
         return found
 
+    def held(self, keys: Iterable[str]) -> set[str]:
+        """Which of `keys` the cache holds (nothing is read back or checked: `get_many` does that)."""
+        keys = list(keys)
+        if not self.enabled or not keys:
+            return set()
+        held: set[str] = set()
+        try:
+            with self._connect() as db:
+                for start in range(0, len(keys), 500):
+                    chunk = keys[start : start + 500]
+                    held.update(k for (k,) in db.execute(f"SELECT key FROM scores WHERE key IN ({','.join('?' * len(chunk))})", chunk))
+        except sqlite3.Error as exc:
+            self._disable(exc)
+            return set()
+        return held
+
     def put_many(self, records: Mapping[str, Mapping[str, Any]]) -> None:
         if not self.enabled or not records:
             return

@@ -12,7 +12,10 @@ through here, in the same order:
    into place; nothing is left behind on failure.
 
 `locate` runs steps 1-2; `read_text` reads a file as UTF-8 text with the sha256 of its
-bytes. Problems are one-line `DatasetError` / `DatasetNotFoundError` messages.
+bytes. Every file is read through `read_bytes`, which refuses, before reading anything, a
+file above `MAX_FILE_MB` and, in the app, a file that resolves (links followed) outside the
+server's allowed folders (`serving.ServerSettings.in_effect`). Problems are one-line
+`DatasetError` / `DatasetNotFoundError` messages.
 """
 
 from __future__ import annotations
@@ -28,21 +31,44 @@ from typing import Callable, Sequence
 
 from .errors import DatasetError, DatasetNotFoundError
 from .paths import default_cache_dir
+from .sentences import control_character, describe_control
+from .serving import confine_data_file
 
 #: Download progress callback: (bytes done, total bytes or None when unknown).
 Progress = Callable[[int, int | None], None]
 
 #: Seconds a download waits for the server before giving up.
 DOWNLOAD_TIMEOUT_S = 10.0
+#: The largest data file read (a dataset, WEAT stimuli, a flag or attribute list), in MB, refused before it is read.
+#: The public datasets are at most 1.4 MB; the app's own limit (BIASLENS_MAX_UPLOAD_MB, default 50) applies first there.
+MAX_FILE_MB = 100
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A data file's bytes, read on a user's behalf. Refused as a one-line error before anything is read: a file
+    above `MAX_FILE_MB`, and one outside the allowed folders of the server settings in effect (links followed)."""
+    path = Path(path)
+    confine_data_file(path)
+    limit = MAX_FILE_MB * 1_000_000
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            raw = handle.read(limit + 1) if size <= limit else b""
+    except OSError as exc:
+        raise DatasetError(f"cannot read the file ({exc.strerror or exc})", path=str(path)) from exc
+    if size > limit or len(raw) > limit:  # (a file that grew while read, or a device that reports no size)
+        shown = f"{size / 1e6:,.1f} MB" if size > limit else f"over {MAX_FILE_MB:,} MB"
+        raise DatasetError(f"the file is {shown}; biaslens reads data files up to {MAX_FILE_MB:,} MB: split it or use a sample", path=str(path))
+    return raw
 
 
 def read_text(path: str | Path) -> tuple[str, str]:
-    """The file's text (UTF-8, a BOM allowed) and the sha256 of its bytes; an empty or unreadable file is a DatasetError."""
+    """The file's text (UTF-8, a BOM allowed) and the sha256 of its bytes (`read_bytes`).
+
+    An empty or unreadable file, and one holding a control character (NUL, ...: never text), is a DatasetError.
+    """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"cannot read the file ({exc.strerror or exc})", path=str(path)) from exc
+    raw = read_bytes(path)
     body = raw.removeprefix(codecs.BOM_UTF8)
     try:
         text = body.decode("utf-8")
@@ -54,6 +80,10 @@ def read_text(path: str | Path) -> tuple[str, str]:
         ) from exc
     if not text.strip():
         raise DatasetError("the file is empty", path=str(path))
+    at = control_character(text)
+    if at is not None:
+        line = text.count("\n", 0, at) + 1
+        raise DatasetError(f"line {line} contains the control character {describe_control(text[at])}, which no text holds: remove it", path=str(path))
     return text, hashlib.sha256(raw).hexdigest()
 
 
@@ -65,12 +95,12 @@ def cache_folder(name: str, cache_dir: str | Path | None = None) -> Path:
 def data_folder(data_dir: str | Path | None = None) -> Path | None:
     """The folder the user named (argument, else $BIASLENS_DATA_DIR), or None; a named folder must exist."""
     if data_dir is not None:
-        folder, origin = Path(data_dir).expanduser(), "data folder"
+        folder, origin = Path(os.path.expanduser(data_dir)), "data folder"
     elif os.environ.get("BIASLENS_DATA_DIR"):
-        folder, origin = Path(os.environ["BIASLENS_DATA_DIR"]).expanduser(), "BIASLENS_DATA_DIR"
+        folder, origin = Path(os.path.expanduser(os.environ["BIASLENS_DATA_DIR"])), "BIASLENS_DATA_DIR"
     else:
         return None
-    if not folder.is_dir():
+    if not os.path.isdir(folder):  # (os.path: a name too long for a path is no folder, never an OSError)
         raise DatasetError(f"{origin} {folder} is not a folder")
     return folder
 
@@ -174,6 +204,7 @@ def download(
 
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
+    "MAX_FILE_MB",
     "Progress",
     "cache_folder",
     "data_folder",
@@ -181,5 +212,6 @@ __all__ = [
     "fetch",
     "find_file",
     "locate",
+    "read_bytes",
     "read_text",
 ]

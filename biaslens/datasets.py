@@ -18,9 +18,11 @@ import csv
 import dataclasses
 import io
 import json
+import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import datafiles
 from .datafiles import DOWNLOAD_TIMEOUT_S, Progress, read_text  # noqa: F401 (DOWNLOAD_TIMEOUT_S: re-exported)
@@ -170,6 +172,27 @@ def _csv_header(text: str) -> list[str]:
     return []
 
 
+#: The most columns a CSV or tab-separated pairs file may have (CrowS-Pairs has 6); a wider header is refused.
+MAX_COLUMNS = 1_000
+#: The most column names a message lists.
+_SHOWN_COLUMNS = 12
+
+
+def _check_header(path: Path, header: list[str], required: Sequence[str], kind: str = "") -> None:
+    """Refuse a header (in time linear in its width) above `MAX_COLUMNS`, repeating a column, or lacking `required` ones."""
+    if len(header) > MAX_COLUMNS:
+        raise DatasetError(
+            f"the{kind} header has {len(header):,} columns; a pairs file has at most {MAX_COLUMNS:,} (sent_more, sent_less, ...)", path=str(path)
+        )
+    repeated = sorted(c for c, n in Counter(header).items() if c and n > 1)
+    if repeated:
+        raise DatasetError(f"the header repeats column(s) {', '.join(repeated)}: keep one column of each name", path=str(path))
+    missing = [c for c in required if c not in header]
+    if missing:
+        found = ", ".join(c or "(unnamed)" for c in header[:_SHOWN_COLUMNS]) + (", …" if len(header) > _SHOWN_COLUMNS else "")
+        raise DatasetError(f"missing column(s) {', '.join(missing)}{' in the' + kind + ' header' if kind else ''}; found {found}", path=str(path))
+
+
 def _csv_rows(path: Path, text: str, required: tuple[str, ...]) -> list[_Row]:
     """The data records as dicts; the header must hold `required` and every record as many fields as the header."""
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -183,13 +206,7 @@ def _csv_rows(path: Path, text: str, required: tuple[str, ...]) -> list[_Row]:
                 continue
             if header is None:
                 header = [f.strip() for f in fields]
-                repeated = sorted({c for c in header if c and header.count(c) > 1})
-                if repeated:
-                    raise DatasetError(f"the header repeats column(s) {', '.join(repeated)}: keep one column of each name", path=str(path))
-                missing = [c for c in required if c not in header]
-                if missing:
-                    found = ", ".join(c or "(unnamed)" for c in header)
-                    raise DatasetError(f"missing column(s) {', '.join(missing)}; found {found}", path=str(path))
+                _check_header(path, header, required)
                 continue
             row = _Row(len(rows) + 1, line, dict(zip(header, fields)))
             if len(fields) != len(header):
@@ -526,12 +543,12 @@ def load_dataset(
     progress: Progress | None = None,
 ) -> PairDataset:
     """A dataset from a file path, or by name ("crows-pairs", "stereoset"): data folder, cache, else download."""
-    path = Path(name_or_path).expanduser()
-    if path.is_file():
+    path = Path(os.path.expanduser(name_or_path))
+    if os.path.isfile(path):  # (os.path: a name too long for a path is no file, never an OSError)
         return read_pairs_file(path)
     key = canonical_name(str(name_or_path))
     if key is None:
-        what = f"{name_or_path} is a folder, not a dataset file" if path.is_dir() else f"no file {name_or_path}"
+        what = f"{name_or_path} is a folder, not a dataset file" if os.path.isdir(path) else f"no file {name_or_path}"
         raise DatasetError(f"{what} and no dataset by that name; known datasets: {_known_names()}, or a pairs file (.csv, .json, .jsonl)")
     found = locate_dataset(key, data_dir=data_dir, cache_dir=cache_dir)
     if found is not None:
@@ -745,11 +762,7 @@ def _revised(path: Path, text: str, sha256: str, name: str | None = None) -> Pai
     lines = text.split("\n")
     header_at = next(i for i, line in enumerate(lines) if line.strip())
     header = [h.strip() for h in lines[header_at].rstrip("\r").split("\t")]
-    missing = [c for c in ("sent_more", "sent_less", "stereo_antistereo", "bias_type") if c not in header]
-    if missing:
-        raise DatasetError(
-            f"missing column(s) {', '.join(missing)} in the tab-separated header; found {', '.join(c or '(unnamed)' for c in header)}", path=str(path)
-        )
+    _check_header(path, header, ("sent_more", "sent_less", "stereo_antistereo", "bias_type"), " tab-separated")
     pairs: list[Pair] = []
     quirks = _Quirks()
     seen: dict[int, int] = {}

@@ -24,12 +24,14 @@ from .alignment import Alignment, align_pair
 from .cache import ResultCache, cache_key
 from .datasets import Pair, PairDataset
 from .errors import InputError, MetricUnavailableError
+from .exact import CALIBRATION_PAIRS, SAFETY, ExactBf16
 from .export import atomic_write, safe_csv, to_json
 from .metrics import METRICS, PassResults, SentenceInput, SentenceScore, pair_columns, parse_metrics
-from .options import Compat
-from .runner import DEFAULT_CHUNK_PAIRS, ComputeFn, Progress, run_chunked
+from .options import Compat, Precision
+from .runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
 from .models import Encoding, MaskedLM
 from .scoring import MaskedQuery, UnmaskedResult, default_batch_tokens, masked_pass, unmasked_pass
+from .sentences import check_pair
 from .stats import bias_score
 
 
@@ -136,7 +138,7 @@ def score_encoded_pairs(
         for side in (s for pair in inputs for s in pair):
             queries.update(dict.fromkeys(m.queries(side, compat)))
 
-    total_rows = len(distinct) + len(queries)
+    total_rows = len(distinct) + sum(q.rows for q in queries)
     offset = 0
 
     def step(done: int, _total: int) -> None:
@@ -327,12 +329,8 @@ def prepare_inspection(
     """Check `inspect_pair`'s arguments (`InputError` in one line) and encode the pair; nothing is scored."""
     keys, notes = _usable_metrics(lm, metrics)
     is_compat = Compat.parse(compat).reference_code
-    for label, value in (("sent_stereo", sent_stereo), ("sent_anti", sent_anti)):
-        if not isinstance(value, str):
-            raise InputError(f"{label} must be a sentence (a str), not {_type_name(value)}.")
+    check_pair(sent_stereo, sent_anti)
     _check_int("top_k", top_k, minimum=0)
-    if sent_stereo.strip() == sent_anti.strip():
-        raise InputError("The two sentences are identical: change at least one word in one of them.")
     a, b = lm.encode(sent_stereo), lm.encode(sent_anti)
     if a.ids == b.ids:
         raise InputError(
@@ -413,24 +411,31 @@ def evaluate(
     seed: int = 0,
     cache: ResultCache | None = None,
     batch_tokens: int | None = None,
-    chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
+    chunk_pairs: int | None = None,
+    chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
     progress: Progress | None = None,
     cache_only: bool = False,
+    precision: str | None = "model",
 ) -> EvaluationResult:
     """Score every pair of a dataset with the given metrics.
 
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
-    done in chunks of `chunk_pairs`; each finished chunk is written to the cache, so an
-    interrupted run resumes where it stopped. `progress(done_pairs, total_pairs)`.
+    done in chunks of about `chunk_seconds` of computation (or of `chunk_pairs` pairs, when
+    given); each finished chunk is written to the cache, so an interrupted run resumes where
+    it stopped. `progress(done_pairs, total_pairs)`.
     Under `accelerate launch` with several processes, each scores its share of the
     chunks and every process returns the whole result (`biaslens.parallel`).
     `cache_only=True` computes nothing: every score comes from `cache`, else
     `biaslens.runner.NotCached` is raised (`explore.cached_evaluation` turns that into None).
     The chunked, cached, resumable loop itself is `biaslens.runner.run_chunked`.
+    `precision="exact-bf16"` (a float32 model) scores in bfloat16 and re-scores in float32 the
+    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.exact`); the
+    manifest's `precision` block says how many pairs each metric re-scored.
     """
     keys, notes = _usable_metrics(lm, metrics)
     mode = Compat.parse(compat)
-    _check_int("chunk_pairs", chunk_pairs, minimum=1)
+    exact_mode = Precision.parse(precision) is Precision.EXACT_BF16
+    _check_int("chunk_pairs", chunk_pairs, minimum=1, optional=True)
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
     _check_int("seed", seed, minimum=0)
     pairs = _pair_list(dataset)
@@ -445,16 +450,23 @@ def evaluate(
         pairs = [p for p in pairs if p.pair_id not in left_out]
     budget = batch_tokens or default_batch_tokens(lm)
     started = time.perf_counter()
+    exact = None
+    if exact_mode:  # calibrated on the run's first pairs, when the first chunk is computed (never for a run read from the cache)
+        calibration = pairs[:CALIBRATION_PAIRS]
+        exact = ExactBf16(
+            lm, keys, compat=mode.reference_code, score=score_encoded_pairs, sample=lambda: _encode_pairs(lm, calibration), batch_tokens=batch_tokens
+        )
 
     # Under `accelerate launch`, this process scores its share of the chunks (see parallel.py and runner.py).
     state = None if cache_only else parallel.process_state(cpu=lm.device.type == "cpu")
     run = run_chunked(
         pairs,
         parts=keys,
-        key=_record_key(lm, mode),
-        compute=_metric_records(lm, mode, budget),
+        key=_record_key(lm, mode, Precision.EXACT_BF16 if exact_mode else None),
+        compute=_metric_records(lm, mode, budget, exact),
         cache=cache,
         chunk_pairs=chunk_pairs,
+        chunk_seconds=chunk_seconds,
         progress=progress,
         processes=state,
         cache_only=cache_only,
@@ -470,6 +482,7 @@ def evaluate(
         dataset=dataset_info,
         batch_tokens=budget,
         **({"processes": state.num_processes} if state is not None else {}),
+        **({"precision": _precision_block(exact, pairs, run.records, keys)} if exact is not None else {}),
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         seconds=round(time.perf_counter() - started, 3),
     )
@@ -481,6 +494,29 @@ def evaluate(
     if identical:
         warnings.append(identical_note(identical))
     return EvaluationResult(frame, summary, warnings, cached)
+
+
+def scored_pairs(
+    lm: MaskedLM,
+    dataset: PairDataset | Sequence[Pair],
+    metrics: Sequence[str] | str | None,
+    cache: ResultCache,
+    *,
+    compat: str | None = "default",
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    precision: str | None = "model",
+) -> int:
+    """How many of the pairs `evaluate` (the same arguments) scores the result cache already holds under every metric:
+    what an interrupted run kept, which running it again reads back instead of computing. Nothing is computed."""
+    keys, _ = _usable_metrics(lm, metrics)
+    pairs = select_pairs(_pair_list(dataset), limit=limit, sample=sample, seed=seed)
+    exact = Precision.EXACT_BF16 if Precision.parse(precision) is Precision.EXACT_BF16 else None
+    key = _record_key(lm, Compat.parse(compat), exact)
+    wanted = [[key(p, m) for m in keys] for p in pairs]
+    held = cache.held(k for pair_keys in wanted for k in pair_keys)
+    return sum(all(k in held for k in pair_keys) for pair_keys in wanted)
 
 
 def identical_note(pair_ids: Sequence[int]) -> str:
@@ -500,7 +536,8 @@ def token_identical_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[int]:
     if not all(isinstance(t, str) for t in texts):
         bad = next(p for p in pairs if not isinstance(p.sent_stereo, str) or not isinstance(p.sent_anti, str))
         raise InputError(f"Pair {bad.pair_id}: both sentences must be text (str).")
-    ids = lm.tokenizer(texts, add_special_tokens=True)["input_ids"]
+    # Ids only (over-long sentences are for `encode` to refuse): one batch, nothing else asked of the tokenizer.
+    ids = lm.tokenizer(texts, add_special_tokens=True, verbose=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
     n = len(pairs)
     return [p.pair_id for i, p in enumerate(pairs) if ids[i] == ids[n + i]]
 
@@ -553,31 +590,72 @@ def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | N
     return pairs
 
 
-def _record_key(lm: MaskedLM, mode: Compat) -> Callable[[Pair, str], str]:
-    """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid)."""
+def _record_key(lm: MaskedLM, mode: Compat, precision: Precision | None = None) -> Callable[[Pair, str], str]:
+    """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid).
+
+    An exact-bf16 record (bfloat16 values unless re-scored) is kept apart from the model's float32 ones by the precision.
+    """
+    computed = precision.value if precision is not None else str(lm.dtype)
 
     def key(p: Pair, m: str) -> str:
-        return cache_key(lm.fingerprint, str(lm.dtype), METRICS[m].cache_tag(mode.value), mode.value, p.sent_stereo, p.sent_anti)
+        return cache_key(lm.fingerprint, computed, METRICS[m].cache_tag(mode.value), mode.value, p.sent_stereo, p.sent_anti)
 
     return key
 
 
-def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int) -> ComputeFn:
-    """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric."""
+def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None) -> ComputeFn:
+    """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric.
+
+    With `exact` (the exact-bf16 precision) a record also says whether it was scored in float32 (`"float32"`).
+    """
 
     def compute(pairs: Sequence[Pair], metrics: Sequence[str], progress: Callable[[int, int], None]) -> list[dict[str, dict[str, Any]]]:
-        encoded = [(_encode(lm, p, "sent_stereo"), _encode(lm, p, "sent_anti")) for p in pairs]
-        scored = score_encoded_pairs(lm, encoded, metrics, compat=mode.reference_code, batch_tokens=batch_tokens, progress=progress)
+        encoded = _encode_pairs(lm, pairs)
+        if exact is None:
+            scored = score_encoded_pairs(lm, encoded, metrics, compat=mode.reference_code, batch_tokens=batch_tokens, progress=progress)
+            rescored = None
+        else:
+            scored, rescored = exact.score(encoded, metrics, progress)
         out = []
-        for result in scored:
+        for k, result in enumerate(scored):
             by_metric = {}
             for m, (a, b) in result.scores.items():
                 hits, total = METRICS[m].pair_accuracy(a, b, mode.reference_code)
                 by_metric[m] = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
+                if rescored is not None:
+                    by_metric[m]["float32"] = m in rescored[k]
             out.append(by_metric)
         return out
 
     return compute
+
+
+def _precision_block(
+    exact: ExactBf16, pairs: Sequence[Pair], records: Sequence[Mapping[str, Mapping[str, Any]]], metrics: Sequence[str]
+) -> dict[str, Any]:
+    """The manifest's account of an exact-bf16 run: per metric, the pairs scored in float32 (cached ones included)."""
+    block: dict[str, Any] = {
+        "mode": Precision.EXACT_BF16.value,
+        "scored_in": "bfloat16",
+        "rescored_in": "float32",
+        "pairs": len(pairs),
+        "rescored": {m: sum(bool(r[m].get("float32")) for r in records) for m in metrics},
+    }
+    if exact.calibration is not None:  # calibrated in this run (a run read from the cache computed nothing)
+        block["calibration"] = {"pairs": exact.calibration.pairs, "safety": SAFETY, "scale": exact.calibration.scale}
+    return block
+
+
+def _encode_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[tuple[Encoding, Encoding]]:
+    """Both sentences of every pair, tokenized in one batch (`MaskedLM.encode_many`); a sentence refused is named by its pair."""
+    try:
+        encodings = lm.encode_many([text for p in pairs for text in (p.sent_stereo, p.sent_anti)])
+    except InputError:
+        for p in pairs:  # which pair: one at a time, to name it
+            _encode(lm, p, "sent_stereo")
+            _encode(lm, p, "sent_anti")
+        raise
+    return list(zip(encodings[::2], encodings[1::2]))
 
 
 def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:
@@ -669,6 +747,7 @@ __all__ = [
     "pairs_frame",
     "prepare_inspection",
     "score_encoded_pairs",
+    "scored_pairs",
     "select_pairs",
     "summarize",
     "token_identical_pairs",

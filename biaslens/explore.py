@@ -7,7 +7,8 @@ shows can be reproduced from Python:
 * one pair: `token_table` (both sentences, one row per token, top-k decoded),
   `aligned_columns` (the two token rows aligned for display), `margin_drivers` (each
   token's share of the margin f(stereo) - f(anti)), `attention_table` /
-  `head_overview` (the attention drill-down);
+  `head_overview` (the attention drill-down), `side_by_side` (the same pair under several
+  models, or a pinned pair next to another: each one's margin and verdict per metric);
 * a dataset run: `summary_table`, `by_type_table`, `group_table`, `with_verdicts`,
   `filter_pairs`, and `cached_evaluation` (a finished run straight from the result
   cache, or None without computing anything);
@@ -295,7 +296,7 @@ def filter_pairs(
     needle = text.strip().lower()
     if needle:
         found = frame["sent_stereo"].str.lower().str.contains(needle, regex=False) | frame["sent_anti"].str.lower().str.contains(needle, regex=False)
-        if re.fullmatch(r"#?\d+", needle):
+        if re.fullmatch(r"#?[0-9]{1,18}", needle):  # ASCII digits, few enough for int() (it refuses over 4,300)
             found |= frame["pair_id"] == int(needle.lstrip("#"))
         keep &= found
     for column, value in (column_equals or {}).items():
@@ -318,6 +319,21 @@ def cached_evaluation(
         return evaluate(lm, dataset, metrics, cache=cache, cache_only=True, **options)
     except NotCached:
         return None
+
+
+def side_by_side(inspections: Mapping[str, PairInspection]) -> pd.DataFrame:
+    """Several inspections side by side (one pair under several models, a pinned pair next to this one): a row per
+    inspection (`model`: the mapping's key) and, per metric any of them scored (the registry's order), its margin
+    f(stereo) − f(anti) (`<metric>_margin`) and verdict (`<metric>_verdict`), missing where it did not score the metric."""
+    keys = [k for k in METRICS if any(k in r.metrics for r in inspections.values())]
+    rows = []
+    for label, r in inspections.items():
+        row: dict[str, Any] = {"model": label}
+        for key in keys:
+            row[f"{key}_margin"] = r.margin(key) if key in r.metrics else np.nan
+            row[f"{key}_verdict"] = r.verdict(key) if key in r.metrics else None
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["model", *(f"{key}_{part}" for key in keys for part in ("margin", "verdict"))])
 
 
 # ---------------------------------------------------------------------------------------
@@ -426,6 +442,7 @@ __all__ = [
     "head_overview",
     "margin_drivers",
     "short_names",
+    "side_by_side",
     "stack_by_type",
     "summary_table",
     "token_contributions",

@@ -75,9 +75,19 @@ def check_output_dir(path: str | Path, *, option: str = "--out") -> Path:
     """Refuse, before any work, an output folder that cannot be written; `OutputError` says why in one line.
 
     The folder need not exist (it is created when the results are written), but then its
-    nearest existing parent must be a folder in which one can be created. Nothing is left behind.
+    nearest existing parent must be a folder in which one can be created. An empty name (which
+    would mean the current folder, its files overwritten) is refused. Nothing is left behind.
     """
-    out = Path(path).expanduser()
+    if not str(path).strip():
+        raise OutputError(f"{option} is empty: name an output folder (it is created if missing).")
+    out = Path(os.path.expanduser(str(path)))
+    try:
+        os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # to be created (a file on the way is refused below)
+    except (OSError, ValueError) as exc:  # a name too long, a loop of links, a NUL, ...
+        reason = _reason(exc) if isinstance(exc, OSError) else "a NUL character"
+        raise OutputError(f"{option} {out} cannot be used ({reason}): choose another folder.") from None
     if out.exists() and not out.is_dir():
         raise OutputError(f"{option} {out} is a file, not a folder: name a folder (it is created if missing).")
     probe_in = out

@@ -408,8 +408,9 @@ def margin_scatter(margins: pd.DataFrame, x_model: str, y_model: str, metric_nam
         alt.Chart(data)
         .mark_circle(size=46, opacity=0.7)
         .encode(
-            x=alt.X("x:Q", title=f"{metric_name} margin, {x_model}"),
-            y=alt.Y("y:Q", title=f"{metric_name} margin, {y_model}"),
+            # Few ticks, labels that never overlap: margins of a random model are tiny and written long ("−0.00002").
+            x=alt.X("x:Q", title=f"{metric_name} margin, {x_model}", axis=alt.Axis(tickCount=4, labelOverlap="greedy", labelSeparation=8)),
+            y=alt.Y("y:Q", title=f"{metric_name} margin, {y_model}", axis=alt.Axis(tickCount=5, labelOverlap="greedy")),
             color=alt.Color("verdict:N", title=None, scale=alt.Scale(domain=["same verdict", "verdict flips"], range=[SHARED_COLOR, STEREO_COLOR])),
             tooltip=["pair_id:Q", "bias_type:N", "sent_stereo:N", "sent_anti:N", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")],
         )
@@ -596,9 +597,10 @@ def lab_scenarios_chart(frame: pd.DataFrame, title: str = "Bias score per metric
 
 
 def bias_chart(table: pd.DataFrame, pairs: Sequence[TargetPair], *, top: int = 15) -> alt.LayerChart:
-    """The attributes with the largest bias scores either way (from `TemplateScores.attribute_table`)."""
-    data = table.dropna(subset=["bias_score"]).sort_values("bias_score")
-    data = pd.concat([data.head(top), data.tail(top)]).drop_duplicates("attribute")
+    """The `top` attributes leaning most toward each side (`kurita.leaning`, from `TemplateScores.attribute_table`)."""
+    from .kurita import leaning
+
+    data = pd.concat(leaning(table, top))
     first = "/".join(dict.fromkeys(p.first for p in pairs))
     second = "/".join(dict.fromkeys(p.second for p in pairs))
     data = data.assign(side=[f"more {first}" if b > 0 else f"more {second}" for b in data["bias_score"]])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -197,41 +197,70 @@ def _bar(css: str, left: float, width: float, color: str) -> str:
 
 _TABLE_STYLE = (
     "<style>"
-    ".bl-table{border-collapse:collapse;width:100%;font-size:0.92rem;line-height:1.35;margin:0.1rem 0 0.5rem 0}"
+    ".bl-table-wrap{overflow-x:auto;max-width:100%;margin:0.1rem 0 0.5rem 0;scrollbar-width:auto;scrollbar-color:#8a8a8a #ededed}"
+    ".bl-table{border-collapse:collapse;width:100%;font-size:0.92rem;line-height:1.35}"
     ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.45rem;"
     "overflow-wrap:break-word}"
     ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.45rem;vertical-align:top;overflow-wrap:break-word}"
     ".bl-table .bl-num{text-align:right;font-variant-numeric:tabular-nums}.bl-table td.bl-num{white-space:nowrap}"
+    ".bl-table .bl-key{font-weight:600}"
+    ".bl-table tr>.bl-key:first-child{position:sticky;left:0;background:#fff;z-index:1}"
     "</style>"
 )
 
+#: A format for `table_html`: a str.format template ("{:.2f}") or a function of the value (`formatting.format_margin`).
+CellFormat = str | Callable[[Any], str]
 
-def table_html(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> str:
+
+def _cell_text(value: Any, fmt: CellFormat | None) -> str:
+    if callable(fmt):
+        return fmt(value)
+    if fmt is not None:
+        return fmt.format(value)
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def table_html(frame: pd.DataFrame, formats: Mapping[str, CellFormat] | None = None, *, key: int = 0, help: Mapping[str, str] | None = None) -> str:
     """`frame` as a plain HTML table, without its index: headers and cells wrap, so every column stays in sight.
 
-    `formats` maps columns to format strings (e.g. "{:.4f}"); other floats get 4 decimals; a missing
-    value is a blank cell. Each number keeps its full value in the cell's `data-value`.
+    `formats` maps columns to a format string (e.g. "{:.4f}") or a function of the value; other floats get 4
+    decimals, booleans "yes"/"no"; a missing value is a blank cell. Each number keeps its full value in the
+    cell's `data-value`. The first `key` columns are the key results (bold; the first stays in sight if the
+    table is ever wider than the page, which then shows a scroll bar). `help` gives a header's tooltip.
     """
     formats = dict(formats or {})
     numeric = {c for c in frame.columns if frame[c].dtype.kind in "iuf"}
     floats = {c for c in numeric if frame[c].dtype.kind == "f"}
-    right = ' class="bl-num"'
-    head = "".join(f'<th scope="col"{right if c in numeric else ""}>{html.escape(str(c))}</th>' for c in frame.columns)
+    keys = set(frame.columns[:key])
+
+    def css(column) -> str:
+        names = [*(["bl-num"] if column in numeric else []), *(["bl-key"] if column in keys else [])]
+        return f' class="{" ".join(names)}"' if names else ""
+
+    def title(column) -> str:
+        text = (help or {}).get(column)
+        return f' title="{html.escape(text, quote=True)}"' if text else ""
+
+    head = "".join(f'<th scope="col"{css(c)}{title(c)}>{html.escape(str(c))}</th>' for c in frame.columns)
     body = []
     for values in frame.itertuples(index=False, name=None):
         cells = []
         for column, value in zip(frame.columns, values):
             if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-                cells.append("<td></td>")
+                cells.append(f"<td{css(column)}></td>")
                 continue
-            text = formats[column].format(value) if column in formats else f"{value:.4f}" if isinstance(value, float) else str(value)
+            text = html.escape(_cell_text(value, formats.get(column)))
             if column in numeric:
                 full = repr(float(value)) if column in floats else str(int(value))
-                cells.append(f'<td class="bl-num" data-value="{full}">{html.escape(text)}</td>')
+                cells.append(f'<td{css(column)} data-value="{full}">{text}</td>')
             else:
-                cells.append(f"<td>{html.escape(text)}</td>")
+                cells.append(f"<td{css(column)}>{text}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
-    return f'{_TABLE_STYLE}<table class="bl-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (
+        f'{_TABLE_STYLE}<div class="bl-table-wrap"><table class="bl-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+    )
 
 
 # ---------------------------------------------------------------------------------------

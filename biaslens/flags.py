@@ -128,8 +128,9 @@ def token_identical(lm, pairs: Sequence[Pair] | PairDataset) -> pd.DataFrame:
     pairs = list(pairs.pairs if isinstance(pairs, PairDataset) else pairs)
     rows = []
     for p in pairs:
-        a = lm.tokenizer(p.sent_stereo)["input_ids"]
-        b = lm.tokenizer(p.sent_anti)["input_ids"]
+        # verbose=False: an over-long sentence only compares here (scoring refuses it), no transformers warning.
+        a = lm.tokenizer(p.sent_stereo, verbose=False)["input_ids"]
+        b = lm.tokenizer(p.sent_anti, verbose=False)["input_ids"]
         if list(a) == list(b):
             rows.append((p.pair_id, "token_identical", f"both encode to {len(a)} identical tokens"))
     return pd.DataFrame(rows, columns=list(FLAG_COLUMNS))

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from .errors import InputError
-from .models import Encoding
 from .options import Compat
-from .scoring import MaskedQuery, MaskedResult, UnmaskedResult
+from .passes import MaskedQuery, MaskedResult, UnmaskedResult
+
+if TYPE_CHECKING:
+    from .models import Encoding
 
 #: The scoring modes (`biaslens.options.Compat`): the CLI's --compat choices and the app's.
 COMPAT_MODES = tuple(mode.value for mode in Compat)
@@ -47,6 +49,10 @@ def aula(logprob: np.ndarray, attention: np.ndarray) -> float:
     return float(np.sum(attention * logprob) / len(logprob)) if len(logprob) else math.nan
 
 
+#: Decimals the released code rounds a CPS sentence score to (kaneko2022 mode).
+CPS_COMPAT_DECIMALS = 3
+
+
 def cps(logprob: np.ndarray, compat: bool = False) -> float:
     """CPS (Eq. 3): sum of the masked log-probabilities of the unmodified tokens.
 
@@ -58,7 +64,7 @@ def cps(logprob: np.ndarray, compat: bool = False) -> float:
     if compat:
         import torch
 
-        return round(torch.sum(torch.as_tensor(np.asarray(logprob, dtype=np.float32))).item(), 3)
+        return round(torch.sum(torch.as_tensor(np.asarray(logprob, dtype=np.float32))).item(), CPS_COMPAT_DECIMALS)
     return float(np.sum(logprob))
 
 
@@ -145,7 +151,7 @@ class SentenceScore:
 
 
 def _accuracy(rank: np.ndarray) -> tuple[int, int]:
-    return int(np.sum(rank == 1)), int(len(rank))
+    return int(np.count_nonzero(rank == 1)), len(rank)
 
 
 def _score_aul(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
@@ -164,15 +170,17 @@ def _score_aula(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore
 
 
 def _single_mask_queries(ids: tuple[int, ...], positions: Sequence[int]) -> list[MaskedQuery]:
-    return [MaskedQuery(ids, (p,), (p,)) for p in positions]
+    """Each of `positions` masked alone and read there: one `singly` query (none without a position)."""
+    positions = tuple(positions)
+    return [MaskedQuery(ids, positions, positions, singly=True)] if positions else []
 
 
-def _single_mask_score(s: SentenceInput, r: PassResults, positions: Sequence[int], reduce: Callable[[np.ndarray], float]) -> SentenceScore:
-    results = [r.masked[q] for q in _single_mask_queries(s.encoding.ids, positions)]
-    logprob = np.array([m.logprob[0] for m in results], dtype=np.float64)
-    rank = np.array([m.rank[0] for m in results], dtype=np.int64)
-    hits, total = _accuracy(rank)
-    return SentenceScore(reduce(logprob), tuple(positions), logprob, hits, total, rank=rank)
+def _single_mask_read(r: PassResults, ids: tuple[int, ...], positions: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(log p, rank) of the token at each of `positions`, with only that position masked."""
+    if not positions:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    m = r.masked[MaskedQuery(ids, positions, positions, singly=True)]
+    return m.logprob, m.rank
 
 
 def _queries_cps(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
@@ -180,15 +188,28 @@ def _queries_cps(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
 
 
 def _score_cps(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
-    return _single_mask_score(s, r, s.unmodified, lambda lp: cps(lp, compat))
+    logprob, rank = _single_mask_read(r, s.encoding.ids, s.unmodified)
+    hits, total = _accuracy(rank)
+    return SentenceScore(cps(logprob, compat), s.unmodified, logprob, hits, total, rank=rank)
+
+
+def _pll_parts(s: SentenceInput) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """PLL's positions in two parts: the unmodified ones (CPS's, so that the two metrics share those rows) and the rest."""
+    shared = set(s.unmodified)
+    return s.unmodified, tuple(p for p in s.encoding.scored_positions.tolist() if p not in shared)
 
 
 def _queries_pll(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
-    return _single_mask_queries(s.encoding.ids, s.encoding.scored_positions.tolist())
+    return [q for part in _pll_parts(s) for q in _single_mask_queries(s.encoding.ids, part)]
 
 
 def _score_pll(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
-    return _single_mask_score(s, r, s.encoding.scored_positions.tolist(), pll)
+    parts = _pll_parts(s)
+    reads = [_single_mask_read(r, s.encoding.ids, part) for part in parts]
+    order = np.argsort(np.concatenate([np.asarray(part, dtype=np.int64) for part in parts]), kind="stable")
+    logprob, rank = (np.concatenate([read[k] for read in reads])[order] for k in (0, 1))
+    hits, total = _accuracy(rank)
+    return SentenceScore(pll(logprob), tuple(s.encoding.scored_positions.tolist()), logprob, hits, total, rank=rank)
 
 
 def word_l2r_masks(encoding: Encoding) -> list[tuple[int, tuple[int, ...]]]:
@@ -311,6 +332,9 @@ class Metric:
     #: Result-cache key tag per scoring mode, where a cached record changed meaning (the key itself otherwise), so
     #: records of an older meaning are never read back.
     cache_tags: tuple[tuple[str, str], ...] = ()
+    #: kaneko2022 mode rounds the sentence score to this step (CPS: 0.001), so that two scores within it tie; the
+    #: exact-bf16 precision (`biaslens.exact`) widens its error bound by it.
+    compat_rounding: float = 0.0
 
     @property
     def columns(self) -> PairColumns:
@@ -325,6 +349,20 @@ class Metric:
     def cache_tag(self, compat: str) -> str:
         """What a result-cache key names this metric by in the scoring mode `compat` ("default" / "kaneko2022")."""
         return dict(self.cache_tags).get(compat, self.key)
+
+    def sensitivity(self, score: SentenceScore) -> float:
+        """How far the sentence score can move when each of its per-token log-probabilities moves by at most 1.
+
+        The 1-norm of the score's derivative in `score.logprob`: 1 for a mean, sum |w| / n for AULA's weighted
+        mean, n for a sum (and for a score with no `reduction`). The exact-bf16 precision bounds a score's
+        bfloat16 error by this times the error per token (`biaslens.exact`).
+        """
+        n = len(score.logprob)
+        if self.reduction == "mean":
+            return 1.0 if n else 0.0
+        if self.reduction == "weighted_mean" and score.weights is not None:
+            return float(np.abs(score.weights).sum()) / n if n else 0.0
+        return float(n)
 
     def is_additive(self, compat: bool) -> bool:
         """Whether the sentence score is a sum of per-token terms (`reduction`) in this mode."""
@@ -360,7 +398,7 @@ METRICS: dict[str, Metric] = {
             summary="AUL with each token weighted by the attention it receives, averaged over layers, heads and queries.",
             pass_kind="unmasked",
             citation=KANEKO,
-            accuracy_positions="as AUL",
+            accuracy_positions="the same tokens as AUL: every non-special token of the unmasked sentence (kaneko2022: every position)",
             note="Weights are not renormalised after dropping special tokens; the sum is divided by |S|.",
             score=_score_aula,
             needs_attention=True,
@@ -382,6 +420,7 @@ METRICS: dict[str, Metric] = {
             score=_score_cps,
             reduction="sum",
             additive_in_compat=False,
+            compat_rounding=10.0**-CPS_COMPAT_DECIMALS,
             token_logprob=True,
             token_measure="cps_logprob",
             paired_tokens="unmodified (U) tokens",
@@ -448,8 +487,11 @@ METRICS: dict[str, Metric] = {
             accuracy_positions="every non-special token, masked with the rest of its word to its right",
             note="Corrects PLL (and CPS, which masks one token at a time the same way): with one piece masked, the other "
             "pieces of a multi-piece word give it away, which inflates the likelihood of words split into several "
-            "pieces, as group words and names often are. Words are the tokenizer's own (BERT splits off punctuation; "
-            "sentencepiece splits on spaces only, so a sentence without spaces, e.g. Japanese, is one word).",
+            "pieces, as group words and names often are. Words are the tokenizer's own `word_ids`, as in minicons (BERT "
+            "splits off punctuation; sentencepiece splits on spaces only, so a sentence without spaces, e.g. Japanese, is "
+            "one word). Splitting on whitespace instead would mask a word's last piece together with the punctuation "
+            "attached to it ('drive.'): with bert-base-cased's tokenizer that changes the masks, and so the scores, of 185 "
+            "of the first 200 CrowS-Pairs sentences (by up to 0.09 in the check that measured it; how much depends on the model).",
             queries=_queries_pll_word_l2r,
             score=_score_pll_word_l2r,
         ),
@@ -481,6 +523,7 @@ def check_compat(compat: str | None) -> bool:
 
 __all__ = [
     "COMPAT_MODES",
+    "CPS_COMPAT_DECIMALS",
     "ACCURACY_UNITS",
     "METRICS",
     "PAPER_METRICS",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import itertools
 import hashlib
 import json
@@ -23,6 +24,7 @@ import urllib.request
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -31,40 +33,9 @@ import torch
 from .errors import HubUnreachableError, InputError, MetricUnavailableError, ModelLoadError, NotMaskedLMError, NumericalError
 from .options import DEFAULT_DEVICE, DEFAULT_DTYPE
 from .paths import default_cache_dir
-
-DEFAULT_MODEL = "bert-base-cased"
-
-#: Models offered by name in the CLI and the app. The first three are the ones
-#: Kaneko & Bollegala (2022) evaluate; any other hub id or local folder works too.
-PRESETS: dict[str, str] = {
-    "bert-base-cased": "BERT base, cased (Kaneko & Bollegala 2022)",
-    "roberta-large": "RoBERTa large (Kaneko & Bollegala 2022)",
-    "albert-large-v2": "ALBERT large v2 (Kaneko & Bollegala 2022)",
-    "bert-base-uncased": "BERT base, uncased (Kurita et al. 2019)",
-    "roberta-base": "RoBERTa base",
-    "albert-base-v2": "ALBERT base v2",
-    "distilbert-base-uncased": "DistilBERT base, uncased",
-    "google/electra-base-generator": "ELECTRA base generator (the masked LM half of ELECTRA)",
-    "microsoft/deberta-v2-xlarge": "DeBERTa-v2 xlarge (pre-trained as a masked LM)",
-    "xlm-roberta-base": "XLM-RoBERTa base (multilingual)",
-    "answerdotai/ModernBERT-base": "ModernBERT base",
-    "bert-base-multilingual-cased": "multilingual BERT base, cased",
-}
-
-#: Architecture (config.model_type) -> how its support was verified: a tiny random-weight model of
-#: the real architecture with a tokenizer of the right kind, loaded through `load_model`, every
-#: metric equal to a naive one-sentence implementation, batched equal to one at a time
-#: (tests/test_model_families.py). The README's Models table says the same.
-VERIFIED_ARCHITECTURES: dict[str, str] = {
-    "bert": "BERT and multilingual BERT (WordPiece; the real bert-base-cased and bert-base-multilingual-cased vocabularies)",
-    "roberta": "RoBERTa (byte-level BPE; the real roberta-base vocabulary)",
-    "albert": "ALBERT (SentencePiece; the real albert-large-v2 tokenizer)",
-    "distilbert": "DistilBERT (WordPiece; the real bert-base-uncased vocabulary)",
-    "electra": "ELECTRA generator (WordPiece; the real bert-base-uncased vocabulary)",
-    "deberta-v2": "DeBERTa-v2/v3 (SentencePiece Unigram trained in the test)",
-    "xlm-roberta": "XLM-RoBERTa (SentencePiece Unigram trained in the test)",
-    "modernbert": "ModernBERT (byte-level BPE trained in the test)",
-}
+from .presets import DEFAULT_MODEL, PRESETS, VERIFIED_ARCHITECTURES  # (re-exported: `biaslens.models.PRESETS` as before)
+from .sentences import check_sentence
+from .serving import confine_model_folder
 
 #: `device_map` values `load_model` accepts (None: the whole model on `device`).
 DEVICE_MAPS = (None, "auto")
@@ -97,10 +68,12 @@ class Encoding:
     def __len__(self) -> int:
         return len(self.ids)
 
-    @property
+    @functools.cached_property
     def scored_positions(self) -> np.ndarray:
-        """Positions of the non-special tokens (the ones every metric scores)."""
-        return np.flatnonzero(~np.asarray(self.special, dtype=bool))
+        """Positions of the non-special tokens (the ones every metric scores); computed once per encoding, read-only."""
+        positions = np.flatnonzero(~np.asarray(self.special, dtype=bool))
+        positions.flags.writeable = False
+        return positions
 
 
 def word_ids_of(enc: Any, tokens: Sequence[str], special: Sequence[bool]) -> tuple[int, ...]:
@@ -220,12 +193,24 @@ class MaskedLM:
 
     # -- tokenization -------------------------------------------------------------------
     def encode(self, text: str) -> Encoding:
-        """Tokenize one sentence. Refuses empty and over-long sentences (no silent truncation)."""
-        if not isinstance(text, str) or not text.strip():
-            raise InputError("The sentence is empty.")
-        enc = self.tokenizer(text, add_special_tokens=True, return_special_tokens_mask=True)
-        ids = tuple(int(i) for i in enc["input_ids"])
-        special = tuple(bool(s) for s in enc["special_tokens_mask"])
+        """Tokenize one sentence. Refuses empty and over-long sentences (no silent truncation) and control characters."""
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts: Sequence[str]) -> list[Encoding]:
+        """`encode` for several sentences, tokenized in one call of the tokenizer (a fast tokenizer works through them at once).
+
+        The first sentence `encode` refuses is refused, in the same words.
+        """
+        for text in texts:
+            check_sentence(text)
+        # verbose=False: no transformers warning about an over-long sentence, refused below in one line.
+        batch = self.tokenizer(list(texts), add_special_tokens=True, return_special_tokens_mask=True, verbose=False)
+        return [self._encoding(text, batch, k) for k, text in enumerate(texts)]
+
+    def _encoding(self, text: str, batch: Any, k: int) -> Encoding:
+        """The `Encoding` of `text`, the `k`-th sentence of a tokenizer's `batch`, checked."""
+        ids = tuple(int(i) for i in batch["input_ids"][k])
+        special = tuple(bool(s) for s in batch["special_tokens_mask"][k])
         if len(ids) > self.max_length:
             who = self.length_limit or self.name
             raise InputError(
@@ -240,7 +225,8 @@ class MaskedLM:
         if typed:
             raise InputError(f"The sentence contains the tokenizer's reserved token {', '.join(typed)}; remove it.")
         tokens = tuple(self.tokenizer.convert_ids_to_tokens(list(ids)))
-        return Encoding(text=text, ids=ids, special=special, tokens=tokens, word_ids=word_ids_of(enc, tokens, special))
+        one = SimpleNamespace(word_ids=lambda: batch.word_ids(k))  # what `word_ids_of` asks of one sentence's encoding
+        return Encoding(text=text, ids=ids, special=special, tokens=tokens, word_ids=word_ids_of(one, tokens, special))
 
     def limited(self, max_tokens: int, who: str) -> "MaskedLM":
         """This model refusing sentences longer than `max_tokens` (e.g. a server's limit).
@@ -436,27 +422,37 @@ def _looks_like_path(name: str) -> bool:
 
 #: The longest hub id part (the hub's own rule).
 _HUB_PART_MAX = 96
+#: The most characters of a refused name a message repeats.
+_SHOWN_MAX = 60
 
 
 def check_hub_id(name: str) -> None:
     """Refuse a hub id the Hugging Face hub would reject, with the rule it breaks (one line, no HFValidationError)."""
     rule = "hub ids are `name` or `org/name` of letters, digits, '-', '_' and '.'"
+    shown = repr(name if len(name) <= _SHOWN_MAX else name[:_SHOWN_MAX] + "…")
     parts = name.split("/")
     if len(parts) > 2 or not all(parts):
-        raise InputError(f"{name!r} is not a hub id: {rule}.")
+        raise InputError(f"{shown} is not a hub id: {rule}.")
     for part in parts:
         bad = next((c for c in part if not (c.isascii() and (c.isalnum() or c in "-_."))), None)
         if bad is not None:
-            shown = "a space" if bad == " " else repr(bad)
-            raise InputError(f"{name!r} is not a hub id: it contains {shown}, and {rule}.")
+            character = "a space" if bad == " " else repr(bad)
+            raise InputError(f"{shown} is not a hub id: it contains {character}, and {rule}.")
         if "--" in part or ".." in part:
-            raise InputError(f"{name!r} is not a hub id: it contains '--' or '..', which hub ids may not.")
+            raise InputError(f"{shown} is not a hub id: it contains '--' or '..', which hub ids may not.")
         if part[0] in "-." or part[-1] in "-.":
-            raise InputError(f"{name!r} is not a hub id: a hub id's parts may not start or end with '-' or '.'.")
+            raise InputError(f"{shown} is not a hub id: a hub id's parts may not start or end with '-' or '.'.")
         if len(part) > _HUB_PART_MAX:
-            raise InputError(f"{name!r} is not a hub id: its parts are at most {_HUB_PART_MAX} characters.")
+            raise InputError(f"{shown} is not a hub id: its parts are at most {_HUB_PART_MAX} characters.")
     if name.endswith(".git") or name.endswith(".ipynb"):
-        raise InputError(f"{name!r} is not a hub id: it may not end with .git or .ipynb.")
+        raise InputError(f"{shown} is not a hub id: it may not end with .git or .ipynb.")
+
+
+def check_model_name(name: str) -> None:
+    """Refuse, before anything loads, a name that is neither a path on this machine nor a valid hub id (`check_hub_id`)."""
+    name = str(name).strip()
+    if not (_looks_like_path(name) or os.path.exists(os.path.expanduser(name))):
+        check_hub_id(name)
 
 
 def check_finite_weights(model: torch.nn.Module, name: str) -> None:
@@ -498,14 +494,16 @@ def load_model(
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
 
-    local = Path(name).expanduser()
-    if local.is_dir():
+    # os.path: a name the filesystem refuses (too long, a NUL) is no folder, never an OSError.
+    local = Path(os.path.expanduser(name))
+    if os.path.isdir(local):
+        confine_model_folder(local)
         source, target, rev, files_only = "local", str(local.resolve()), None, True
         fingerprint = folder_fingerprint(local)
         name = str(local.resolve())
-    elif _looks_like_path(name) and not local.exists():
+    elif _looks_like_path(name) and not os.path.exists(local):
         raise ModelLoadError(f"Model folder {name} does not exist.")
-    elif local.exists():
+    elif os.path.exists(local):
         raise ModelLoadError(f"{name} is a file; give the folder that holds config.json and the weights.")
     else:
         check_hub_id(name)
@@ -631,6 +629,7 @@ def _from_pretrained(
                     config=config,
                     dtype=dtype,
                     output_loading_info=True,
+                    ignore_mismatched_sizes=True,  # refused below with the sizes (transformers' message points to a report it does not show)
                     **({"device_map": device_map} if device_map else {}),
                     use_safetensors=None if allow_pickle else True,
                     **common,
@@ -647,6 +646,7 @@ def _from_pretrained(
     finally:
         hf_logging.set_verbosity(verbosity)
         hf_logging.enable_progress_bar()
+    _check_shapes(name, config, info)
     missing = sorted(info.get("missing_keys") or ())
     body = [k for k in missing if k.startswith(f"{model.base_model_prefix}.")]
     if body:
@@ -661,6 +661,25 @@ def _from_pretrained(
             "(an *ForMaskedLM model)."
         )
     return model, tokenizer
+
+
+def _check_shapes(name: str, config: Any, info: dict[str, Any]) -> None:
+    """Refuse weights whose shapes disagree with the config (e.g. a config.json of another model), naming the sizes."""
+    mismatched: list[tuple[str, Any, Any]] = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])  # (key, in the weights, by the config)
+    if not mismatched:
+        return
+    vocab = getattr(config, "vocab_size", None)
+    for key, weights, expected in mismatched:
+        if len(expected) == 2 and expected[0] == vocab and weights[0] != vocab:
+            raise ModelLoadError(
+                f"{name}: config.json says vocab_size {vocab}, but the weights have {weights[0]} rows ({key}): the config does "
+                "not belong to these weights; copy the model's own config.json."
+            )
+    key, weights, expected = mismatched[0]
+    raise ModelLoadError(
+        f"{name}: the weights do not fit config.json: {key} has shape {tuple(weights)} in the weights but {tuple(expected)} "
+        f"by the config ({len(mismatched)} such weights); copy the model's own config.json."
+    )
 
 
 def _other_deberta_head(config: Any, info: dict[str, Any]) -> bool:
@@ -796,6 +815,7 @@ __all__ = [
     "Encoding",
     "MaskedLM",
     "PRESETS",
+    "VERIFIED_ARCHITECTURES",
     "folder_fingerprint",
     "library_versions",
     "load_model",

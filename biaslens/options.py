@@ -4,8 +4,9 @@
   released reference code). `Compat.parse` accepts the enum, its value or None.
 * `ModelSpec`: which model to load and how (model, revision, device, dtype, device_map,
   allow_pickle); `ModelSpec.from_args` reads the CLI's namespace, `load` loads it.
+* `Precision`: how a run computes (the model's dtype, or `exact-bf16`).
 * `RunOptions`: what a dataset run scores (metrics, compat, limit, sample, seed,
-  batch_tokens, chunk_pairs); `RunOptions.from_args` reads the CLI's namespace and
+  batch_tokens, chunk_pairs, precision); `RunOptions.from_args` reads the CLI's namespace and
   `evaluate_kwargs` gives what `biaslens.evaluate` takes.
 
 Defaults are written here once: `DEFAULT_DEVICE`, `DEFAULT_DTYPE` (`biaslens.load_model`
@@ -44,7 +45,31 @@ class Compat(StrEnum):
         return self is Compat.KANEKO2022
 
 
+class Precision(StrEnum):
+    """How a dataset run computes: in the model's own dtype, or `exact-bf16` (`biaslens.exact`).
+
+    `exact-bf16` scores in bfloat16 a copy of a float32 model, then re-scores in float32 only the pairs whose
+    margin is within bfloat16's error bound, so every verdict and every bias score equals the float32 run's.
+    """
+
+    MODEL = "model"
+    EXACT_BF16 = "exact-bf16"
+
+    @classmethod
+    def parse(cls, value: "Precision | str | None") -> "Precision":
+        """The precision named by `value` (None or "" = model); an unknown name is an `InputError`."""
+        if isinstance(value, cls):
+            return value
+        name = value or cls.MODEL.value
+        try:
+            return cls(name)
+        except ValueError:
+            raise InputError(f"Unknown precision {name!r}: choose from {', '.join(p.value for p in cls)}.") from None
+
+
 DEFAULT_COMPAT = Compat.DEFAULT
+#: The model's own dtype; `exact-bf16` is not the default anywhere yet (its GPU speed is still to be measured).
+DEFAULT_PRECISION = Precision.MODEL
 #: auto: cuda, then mps, then cpu.
 DEFAULT_DEVICE = "auto"
 #: Half precision (bfloat16, float16) needs a GPU.
@@ -84,7 +109,7 @@ class ModelSpec:
     @classmethod
     def from_args(cls, args: Any, model: str | None = None) -> "ModelSpec":
         """The spec a command-line namespace describes (`model` overrides `args.model`, e.g. one of several)."""
-        from .models import DEFAULT_MODEL
+        from .presets import DEFAULT_MODEL
 
         name = model if model is not None else getattr(args, "model", None)
         if isinstance(name, (list, tuple)):
@@ -137,6 +162,7 @@ class RunOptions:
     seed: int = 0
     batch_tokens: int | None = None
     chunk_pairs: int | None = None
+    precision: Precision = DEFAULT_PRECISION
 
     def __post_init__(self) -> None:
         from .metrics import parse_metrics
@@ -144,6 +170,7 @@ class RunOptions:
         raw = self.metrics
         object.__setattr__(self, "metrics", tuple(parse_metrics(None if isinstance(raw, tuple) and not raw else raw)))
         object.__setattr__(self, "compat", Compat.parse(self.compat))
+        object.__setattr__(self, "precision", Precision.parse(self.precision))
         for name in ("limit", "sample", "batch_tokens", "chunk_pairs"):
             _check_int(name, getattr(self, name), minimum=1)
         _check_int("seed", self.seed, minimum=0, optional=False)
@@ -159,6 +186,7 @@ class RunOptions:
             seed=getattr(args, "seed", 0) or 0,
             batch_tokens=getattr(args, "batch_tokens", None),
             chunk_pairs=getattr(args, "chunk_pairs", None),
+            precision=getattr(args, "precision", None) or DEFAULT_PRECISION,
         )
 
     def selection(self) -> dict[str, Any]:
@@ -166,11 +194,13 @@ class RunOptions:
         return {"limit": self.limit, "sample": self.sample, "seed": self.seed}
 
     def evaluate_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of `biaslens.evaluate` besides the model, dataset and metrics (chunk_pairs only when set)."""
+        """Keyword arguments of `biaslens.evaluate` besides the model, dataset and metrics (chunk_pairs, precision only when set)."""
         out: dict[str, Any] = {"compat": self.compat.value, **self.selection(), "batch_tokens": self.batch_tokens}
         if self.chunk_pairs is not None:
             out["chunk_pairs"] = self.chunk_pairs
+        if self.precision is not DEFAULT_PRECISION:
+            out["precision"] = self.precision.value
         return out
 
 
-__all__ = ["DEFAULT_COMPAT", "DEFAULT_DEVICE", "DEFAULT_DTYPE", "Compat", "ModelSpec", "RunOptions"]
+__all__ = ["DEFAULT_COMPAT", "DEFAULT_DEVICE", "DEFAULT_DTYPE", "DEFAULT_PRECISION", "Compat", "ModelSpec", "Precision", "RunOptions"]

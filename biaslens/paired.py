@@ -1,9 +1,10 @@
 """Paired comparisons of bias scores: two models on the same pairs, or one model with and without some pairs.
 
 Two models, same pairs (`paired_comparison`): per metric, both bias scores, their difference
-(second − first, percentage points) with a paired bootstrap interval (the same resampled pairs for
-both models) and McNemar's test on the verdicts (pair i counts as "stereotypical preferred" or not
-under each model; only pairs where the two models disagree matter).
+(second − first, percentage points) with a seeded 95% percentile bootstrap interval, paired (the same
+resampled pairs for both models), and McNemar's exact test on the verdicts (pair i counts as
+"stereotypical preferred" or not under each model; only pairs where the two models disagree matter).
+Each row names both: `ci_method` (`bootstrap_method`) and `mcnemar_method`.
 
 One model, all pairs vs the pairs left after excluding some (`subset_difference`): the two scores
 and their difference (kept − all) with a bootstrap interval over the pairs (each resample
@@ -38,8 +39,14 @@ PAIRED_COLUMNS = (
     "mcnemar_statistic",
     "p_value",
     "mcnemar_method",
+    "ci_method",
 )
 SUBSET_COLUMNS = ("metric", "n_all", "n_kept", "score_all", "score_kept", "difference", "ci_low", "ci_high")
+
+
+def bootstrap_method(n_resamples: int, seed: int) -> str:
+    """How `paired_comparison` computes its interval, in words (its `ci_method` column, the CLI's and the page's notes)."""
+    return f"95% percentile bootstrap, paired (the same resampled pairs for both models), {n_resamples:,} resamples, seed {seed}"
 
 
 def wins(frame: pd.DataFrame, metric: str) -> np.ndarray:
@@ -110,7 +117,8 @@ def common_metrics(first: EvaluationResult, second: EvaluationResult) -> list[st
 def paired_comparison(
     first: EvaluationResult, second: EvaluationResult, metrics: Sequence[str] | None = None, *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> pd.DataFrame:
-    """One row per metric: both bias scores, second − first with a paired bootstrap 95% interval, McNemar on verdicts."""
+    """One row per metric: both bias scores, second − first with a paired bootstrap 95% interval (`bootstrap_method`),
+    McNemar's exact test on the verdicts (`stats.MCNEMAR_TEST`)."""
     _check_same_pairs(first, second)
     keys = list(metrics) if metrics is not None else common_metrics(first, second)
     missing = [m for m in keys if m not in first.summary["metrics"] or m not in second.summary["metrics"]]
@@ -135,6 +143,7 @@ def paired_comparison(
                 "mcnemar_statistic": test.statistic,
                 "p_value": test.p_value,
                 "mcnemar_method": test.method,
+                "ci_method": bootstrap_method(n_resamples, seed),
             }
         )
     return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
@@ -176,6 +185,7 @@ __all__ = [
     "N_RESAMPLES",
     "PAIRED_COLUMNS",
     "SUBSET_COLUMNS",
+    "bootstrap_method",
     "common_metrics",
     "paired_comparison",
     "paired_difference",

@@ -3,13 +3,14 @@
 Under `accelerate launch` with several processes (GPUs, CPU processes or nodes: any
 launcher that sets WORLD_SIZE, RANK and the rendezvous address, e.g.
 `accelerate launch --multi_gpu --num_processes 2`, `torchrun`, or MPI), each
-process scores a contiguous share of a dataset's chunks (accelerate's
+process scores a contiguous share of a dataset's pairs (accelerate's
 `split_between_processes`), the per-pair records are gathered on every process
-(`gather_object`) and the main process writes `pairs.csv` and `summary.json`. Chunks
-are the same units a single process scores, so every pair is computed in exactly the
-batches a single process would use and the files are the same as a single process's
-(apart from the manifest's timing and process count). Without a launcher, or with one
-process, nothing here imports accelerate or changes anything.
+(`gather_object`) and the main process writes `pairs.csv` and `summary.json`. With fixed
+chunks (`--chunk-pairs N`) the share is of whole chunks, the same units a single process
+scores, so every pair is computed in exactly the batches a single process would use and the
+files are byte for byte a single process's (apart from the manifest's timing and process
+count); with chunks sized by time (the default) they equal it up to float rounding. Without
+a launcher, or with one process, nothing here imports accelerate or changes anything.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ tables with the published rows beside them, and `save` writes
   `figure1_auc.csv`, `figure1_roc.csv`, ...);
 * `report.md` (figures as SVG files in `figures/`) and `report.html` (self-contained,
   figures inline);
-* `runs/<model>/<dataset>/`: each run's `pairs.csv` and `summary.json` (as `evaluate`
+* `runs/<model>/<dataset>/` (both as folder-safe names): each run's `pairs.csv` and `summary.json` (as `evaluate`
   writes them) and the per-token tables behind Tables 1 and 4;
 * `manifest.json`: options, datasets (file, sha256) and every model's manifest.
 
@@ -456,9 +456,12 @@ class ReproductionReport:
                     add("table1_token_accuracy", f"{c.model}, {c.dataset}: the accuracies rest on {c.pairs} pairs (fewer than {SMALL_PAIRS}).")
         if "table3_groups" in tables:
             t = tables["table3_groups"]
-            for r in t[(t["source"] == SOURCE_RUN) & (t["group"] != "diff")].itertuples():
-                if r.n < SMALL_PAIRS:
-                    add("table3_groups", f"{r.model}: the {GROUP_NAMES[r.group]} cells rest on {int(r.n)} pairs (fewer than {SMALL_PAIRS}).")
+            run = t[(t["source"] == SOURCE_RUN) & (t["group"] != "diff")]
+            for model, group, n in zip(run["model"], run["group"], run["n"]):
+                if n == 0:  # not a small cell but an empty one: its scores are blank
+                    add("table3_groups", f"{model}: no {GROUP_NAMES[group]} pairs in this sample, so its cells are blank.")
+                elif n < SMALL_PAIRS:
+                    add("table3_groups", f"{model}: the {GROUP_NAMES[group]} cells rest on {int(n)} pairs (fewer than {SMALL_PAIRS}).")
         if "table4_shuffle" in tables:
             for m in self.models:
                 for key, tokens in m.token_tables.items():
@@ -545,12 +548,16 @@ class ReproductionReport:
         written.append(atomic_write(out / "report.md", self.markdown({s: f"figures/{s}.svg" for s in svgs})))
         written.append(atomic_write(out / "report.html", self.html(svgs)))
         labels = short_file_names([m.label for m in self.models])
+        # Folder names from the datasets' names, never a path (a pairs file's name may be one).
+        tokens_of = [key.rpartition("/")[0] for m in self.models for key in m.token_tables]  # "<dataset>/tokens_accuracy"
+        folders = short_file_names(list(dict.fromkeys([*self.datasets, *(name for m in self.models for name in m.evaluations), *tokens_of])))
         for m in self.models:
             folder = out / "runs" / labels[m.label]
             for name, result in m.evaluations.items():
-                written += list(result.save(folder / name))
+                written += list(result.save(folder / folders[name]))
             for key, tokens in m.token_tables.items():
-                written.append(atomic_write(folder / f"{key}.csv", safe_csv(tokens)))
+                dataset, _, table = key.rpartition("/")
+                written.append(atomic_write(folder / folders[dataset] / f"{table}.csv", safe_csv(tokens)))
         manifest = {
             "created": self.created,
             "options": asdict(self.options),
@@ -615,7 +622,7 @@ def _table2_chart_frame(mean_ranks: pd.DataFrame, merged: pd.DataFrame) -> pd.Da
                 "bias_type": r.bias_type,
                 "group": r.group,
                 "mean_rank": r.mean_rank,
-                "median_rank": own["position"].median(),
+                "median_rank": pd.Series(own["position"], dtype=float).median(),
                 "words": r.words_in_list,
                 "top_words": ", ".join(own["word"]),
             }
@@ -629,7 +636,7 @@ def _counts(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def short_file_names(labels: Sequence[str]) -> dict[str, str]:
-    """Folder-safe, distinct names for model labels."""
+    """Folder-safe, distinct names for labels (models, datasets): letters, digits, `_`, `.` and `-`, never a path."""
     import re
 
     out: dict[str, str] = {}

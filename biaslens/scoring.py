@@ -7,9 +7,10 @@ Two kinds of pass, one narrow interface:
   the attention it receives (averaged over layers, heads and query rows).
 * `masked_pass(lm, queries)`: for each `MaskedQuery` (a sentence, the positions to
   replace by the mask token, the positions to read), log p and rank of the original
-  token at each read position, plus log p of extra candidate tokens.
+  token at each read position, plus log p of extra candidate tokens. The queries and
+  results are plain data (`biaslens.passes`, re-exported here).
 
-Where the time goes, and what the engine does about it (numbers: README, Performance):
+Where the time goes, and what the engine does about it (numbers: docs/performance.md):
 
 * Rows are sorted by length and cut into batches under a token budget (`batch_tokens` =
   rows x padded length) by `plan_batches`, which chooses the batch widths that minimise
@@ -24,6 +25,11 @@ Where the time goes, and what the engine does about it (numbers: README, Perform
   model's dtype.
 * Attention weights need eager attention; they are requested only by the passes that
   read them (AULA, the inspector), and averaged layer by layer without stacking.
+* Nothing waits for the device between batches: a batch's read-outs stay there and a
+  pass copies them back once, so on a GPU the host pads and copies (through pinned
+  memory) the next batch while the device computes this one. The rows' positions are
+  gathered with numpy for a whole batch at once, and a `singly` query (CPS, PLL: every
+  position of a sentence masked alone) is one query for all of its rows.
 
 Results come back in the order of the inputs and equal the one-at-a-time results up to
 float rounding (the tests check |delta| <= 1e-5).
@@ -32,14 +38,14 @@ float rounding (the tests check |delta| <= 1e-5).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 import torch
 
 from .errors import NumericalError
 from .models import Encoding, MaskedLM
+from .passes import MaskedQuery, MaskedResult, UnmaskedResult
 
 #: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
 #: on a 2-core EPYC (bert-base, one thread, CPS 72-75 GFLOP/s, AUL+AULA 49-56 GFLOP/s), so
@@ -57,6 +63,7 @@ _CUDA_MEMORY_SHARE = 0.5
 _CUDA_BUDGET_RANGE = (4096, 1 << 19)
 
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 def default_batch_tokens(lm: MaskedLM) -> int:
@@ -88,43 +95,6 @@ def _cuda_batch_tokens(lm: MaskedLM) -> int:
 
 def _overhead_tokens(lm: MaskedLM) -> int:
     return _BATCH_OVERHEAD_TOKENS.get(lm.device.type, _BATCH_OVERHEAD_TOKENS["cpu"])
-
-
-@dataclass
-class UnmaskedResult:
-    """Per-token outputs of the unmasked pass for one sentence (arrays of length L)."""
-
-    encoding: Encoding
-    logprob: np.ndarray  # log p(t_i @ i | S), float64, special positions included
-    rank: np.ndarray  # 1 = the model's arg-max is the gold token
-    attention: np.ndarray | None = None  # attention received a[k], averaged over layers, heads, queries
-    top_ids: np.ndarray | None = None  # (L, k)
-    top_logprob: np.ndarray | None = None  # (L, k)
-    attention_matrices: np.ndarray | None = None  # (layers, heads, L, L), only on request
-
-
-@dataclass(frozen=True)
-class MaskedQuery:
-    """Replace `mask` positions of `ids` by the mask token; read predictions at `read`.
-
-    At each read position the result holds log p of the *original* token there (and its
-    rank) and log p of every id in `candidates`.
-    """
-
-    ids: tuple[int, ...]
-    mask: tuple[int, ...]
-    read: tuple[int, ...]
-    candidates: tuple[int, ...] = ()
-
-
-@dataclass
-class MaskedResult:
-    query: MaskedQuery
-    logprob: np.ndarray  # (R,) log p of the original token at each read position
-    rank: np.ndarray  # (R,)
-    candidate_logprob: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (R, C)
-    top_ids: np.ndarray | None = None  # (R, k)
-    top_logprob: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -188,28 +158,32 @@ def _plan(lengths: Sequence[int], batch_tokens: int, overhead_tokens: int, same_
 
 def _run_batched(
     lengths: Sequence[int],
-    run_batch: Callable[[list[int]], None],
+    run_batch: Callable[[list[int]], T],
     batch_tokens: int,
     progress: Progress | None,
     overhead_tokens: int,
     same_length: bool = False,
-) -> None:
-    """Run `run_batch` over the planned batches, longest first.
+) -> list[tuple[list[int], T]]:
+    """Run `run_batch` over the planned batches, longest first: [(batch, what it returned)], in the order run.
 
-    A CUDA out-of-memory error halves the token budget and the rows not yet done are
-    planned again, so the run carries on with smaller batches and identical results.
-    `same_length` batches only rows of one length: for a model whose outputs change with
-    padding (it ignores the attention mask), so that batching never changes a score.
+    `run_batch` returns tensors still on the device and nothing here waits for it, so on a
+    GPU the host pads and copies the next batch while the device computes this one; the
+    caller copies everything back once (`_collect`). A CUDA out-of-memory error halves the
+    token budget and the rows not yet done are planned again, so the run carries on with
+    smaller batches and identical results. `same_length` batches only rows of one length:
+    for a model whose outputs change with padding (it ignores the attention mask), so that
+    batching never changes a score.
     """
     remaining = list(range(len(lengths)))
-    done = 0
+    done: list[tuple[list[int], T]] = []
+    rows = 0
     while remaining:
         plan = _plan([lengths[i] for i in remaining], batch_tokens, overhead_tokens, same_length)
         plan = [[remaining[j] for j in batch] for batch in plan]
         remaining = []
         for k, batch in enumerate(plan):
             try:
-                run_batch(batch)
+                done.append((batch, run_batch(batch)))
             except torch.OutOfMemoryError:
                 if len(batch) == 1:
                     raise
@@ -217,18 +191,26 @@ def _run_batched(
                 batch_tokens = max(1, max(lengths[i] for i in batch) * len(batch) // 2)
                 remaining = [i for later in plan[k:] for i in later]
                 break
-            done += len(batch)
+            rows += len(batch)
             if progress is not None:
-                progress(done, len(lengths))
+                progress(rows, len(lengths))
+    return done
 
 
-def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(ids, attention mask) on the CPU, both (rows, longest row), right-padded with `pad_id`."""
+def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, attention mask), both (rows, longest row) int64, right-padded with `pad_id`."""
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     filled = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
     ids = np.full(filled.shape, pad_id, dtype=np.int64)
     ids[filled] = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
-    return torch.from_numpy(ids), torch.from_numpy(filled.astype(np.int64))
+    return ids, filled.astype(np.int64)
+
+
+def _to_device(lm: MaskedLM, *arrays: np.ndarray) -> list[torch.Tensor]:
+    """Host arrays as tensors on the model's device; on CUDA through pinned memory, without waiting for the copy."""
+    if lm.device.type != "cuda":
+        return [torch.from_numpy(array).to(lm.device) for array in arrays]
+    return [torch.from_numpy(array).pin_memory().to(lm.device, non_blocking=True) for array in arrays]
 
 
 def _readout(
@@ -254,7 +236,7 @@ def _readout(
         g = gold[start : start + step]
         gold_lp = logp.gather(1, g[:, None])
         out["logprob"].append(gold_lp[:, 0])
-        out["rank"].append((logp > gold_lp).sum(dim=1) + 1)
+        out["rank"].append((logp > gold_lp).sum(dim=1, dtype=torch.int32) + 1)
         if candidates is not None:
             c = candidates[start : start + step]
             out["cand"].append(torch.where(c >= 0, logp.gather(1, c.clamp(min=0)), torch.nan))
@@ -265,7 +247,7 @@ def _readout(
     return {k: torch.cat(v) for k, v in out.items() if v}
 
 
-def _gather_and_read(
+def _forward_and_read(
     lm: MaskedLM,
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
@@ -274,27 +256,44 @@ def _gather_and_read(
     candidates: torch.Tensor | None,
     top_k: int,
     attentions: bool,
-) -> tuple[dict[str, np.ndarray], tuple[torch.Tensor, ...] | None]:
-    """Forward a padded batch and read the vocabulary distribution at flat positions."""
+) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...] | None]:
+    """Forward a padded batch (on the device) and read the vocabulary distribution at flat positions; nothing leaves the device."""
     if lm.project is not None:
         hidden, att = lm.hidden_states(input_ids, attention_mask, attentions=attentions)
-        rows = hidden.reshape(-1, hidden.shape[-1])[flat_positions.to(hidden.device)]
-        read = _readout(lm, rows, gold.to(hidden.device), _to(candidates, hidden.device), top_k, project=True)
-    else:
-        logits, att = lm.logits(input_ids, attention_mask, attentions=attentions)
-        rows = logits.reshape(-1, logits.shape[-1])[flat_positions.to(logits.device)]
-        read = _readout(lm, rows, gold.to(logits.device), _to(candidates, logits.device), top_k, project=False)
-    out = {k: v.cpu().numpy() for k, v in read.items()}
+        rows = hidden.reshape(-1, hidden.shape[-1])[flat_positions]
+        return _readout(lm, rows, gold, candidates, top_k, project=True), att
+    logits, att = lm.logits(input_ids, attention_mask, attentions=attentions)
+    rows = logits.reshape(-1, logits.shape[-1])[flat_positions]
+    return _readout(lm, rows, gold, candidates, top_k, project=False), att
+
+
+def _collect(lm: MaskedLM, done: Sequence[tuple[list[int], tuple[dict[str, torch.Tensor], np.ndarray]]]) -> dict[str, np.ndarray]:
+    """Every batch's read-outs, copied to the host at once and put in input order (floats as float64).
+
+    Each batch returned its read-outs with the index, in input order, of each of their rows
+    (`_entries`). Log-probabilities that are not finite numbers (broken weights, or overflow in
+    this dtype) are refused: nothing is scored.
+    """
+    order = np.concatenate([where for _, (_, where) in done])
+    out = {}
+    for key in done[0][1][0]:
+        array = torch.cat([read[key] for _, (read, _) in done]).cpu().numpy()
+        placed = np.empty(array.shape, dtype=np.float64 if array.dtype.kind == "f" else np.int64)
+        placed[order] = array
+        out[key] = placed
     if not np.isfinite(out["logprob"]).all():
         raise NumericalError(
             f"{lm.name} gives log-probabilities that are not finite numbers (NaN or infinity): its weights are broken "
             "or overflow in this dtype (try float32); nothing was scored."
         )
-    return out, att
+    return out
 
 
-def _to(tensor: torch.Tensor | None, device: torch.device) -> torch.Tensor | None:
-    return None if tensor is None else tensor.to(device)
+def _entries(starts: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Entries `starts[r]` to `starts[r + 1]` of each of `rows`, row by row: (which of `rows` each is, its index)."""
+    first, counts = starts[rows], starts[rows + 1] - starts[rows]
+    which = np.repeat(np.arange(len(rows)), counts)
+    return which, np.arange(int(counts.sum())) + np.repeat(first - (np.cumsum(counts) - counts), counts)
 
 
 def _attention_received(att: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
@@ -333,40 +332,42 @@ def unmasked_pass(
     attention, so it costs a little more); `attention_matrices=True` keeps the full
     per-layer, per-head matrices (meant for the one pair on screen).
     """
-    results: list[UnmaskedResult | None] = [None] * len(encodings)
+    if not encodings:
+        return []
     need_att = attention or attention_matrices
+    sizes = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))
+    starts = np.concatenate([[0], np.cumsum(sizes)])  # each sentence's tokens, in input order
+    matrices: dict[int, np.ndarray] = {}
 
-    def run(batch: list[int]) -> None:
-        rows = [encodings[i].ids for i in batch]
-        input_ids, mask = _pad(rows, lm.pad_id)
-        flat = torch.from_numpy(np.flatnonzero(mask.numpy()))
-        gold = input_ids.reshape(-1)[flat]
-        with torch.inference_mode():
-            read, att = _gather_and_read(lm, input_ids.to(lm.device), mask.to(lm.device), flat, gold, None, top_k, need_att)
-            received = matrices = None
-            if need_att:
-                received = _attention_received(att, mask).cpu().numpy()
-                if attention_matrices:
-                    # (layers, B, heads, L, L) -> (B, layers, heads, L, L)
-                    matrices = torch.stack([a.float() for a in att]).transpose(0, 1).cpu().numpy()
-        start = 0
-        for b, i in enumerate(batch):
-            n = len(rows[b])
-            sl = slice(start, start + n)
-            results[i] = UnmaskedResult(
-                encoding=encodings[i],
-                logprob=read["logprob"][sl].astype(np.float64),
-                rank=read["rank"][sl].astype(np.int64),
-                attention=received[b, :n].astype(np.float64) if received is not None else None,
-                top_ids=read["top_ids"][sl] if top_k else None,
-                top_logprob=read["top_lp"][sl].astype(np.float64) if top_k else None,
-                attention_matrices=matrices[b, :, :, :n, :n] if matrices is not None else None,
-            )
-            start += n
+    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+        input_ids, mask = _pad([encodings[i].ids for i in batch], lm.pad_id)
+        flat = np.flatnonzero(mask)
+        ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, input_ids.reshape(-1)[flat])
+        read, att = _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, None, top_k, need_att)
+        if att is not None:  # asked for (need_att)
+            read["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
+            if attention_matrices:  # the inspector's pair: (layers, B, heads, L, L) -> (B, layers, heads, L, L), copied now
+                stacked = torch.stack([a.float() for a in att]).transpose(0, 1).cpu().numpy()
+                for b, i in enumerate(batch):
+                    matrices[i] = stacked[b, :, :, : sizes[i], : sizes[i]]
+        return read, _entries(starts, np.asarray(batch))[1]
 
     budget = batch_tokens or default_batch_tokens(lm)
-    _run_batched([len(e) for e in encodings], run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
-    return results  # type: ignore[return-value]
+    with torch.inference_mode():
+        done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        read = _collect(lm, done)
+    return [
+        UnmaskedResult(
+            encoding=encoding,
+            logprob=read["logprob"][a:b],
+            rank=read["rank"][a:b],
+            attention=read["attention"][a:b] if need_att else None,
+            top_ids=read["top_ids"][a:b] if top_k else None,
+            top_logprob=read["top_lp"][a:b] if top_k else None,
+            attention_matrices=matrices.get(i),
+        )
+        for i, (encoding, a, b) in enumerate(zip(encodings, starts[:-1].tolist(), starts[1:].tolist()))
+    ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -382,40 +383,68 @@ def masked_pass(
     batch_tokens: int | None = None,
     progress: Progress | None = None,
 ) -> list[MaskedResult]:
-    """Run every masked query; each is one row of a batch."""
-    results: list[MaskedResult | None] = [None] * len(queries)
+    """Run every masked query: one row of a batch each, or one per masked position (`MaskedQuery.singly`)."""
+    if not queries:
+        return []
+    # The rows, query by query (a singly query's one per masked position), and the positions each row masks and
+    # reads, as entries start[r] to start[r + 1] of one array: every batch gathers its own at once (`_entries`).
+    query_of = np.repeat(np.arange(len(queries)), np.fromiter((q.rows for q in queries), dtype=np.int64, count=len(queries)))
+    mask_start, mask_at = _row_positions(queries, lambda q: q.mask)
+    read_start, read_at = _row_positions(queries, lambda q: q.read)
+    n_cand = max(len(q.candidates) for q in queries)
+    candidates = np.array([list(q.candidates) + [-1] * (n_cand - len(q.candidates)) for q in queries], dtype=np.int64) if n_cand else None
 
-    def run(batch: list[int]) -> None:
-        qs = [queries[i] for i in batch]
-        input_ids, mask = _pad([q.ids for q in qs], lm.pad_id)
-        width = input_ids.shape[1]
-        masked_rows = [b for b, q in enumerate(qs) for _ in q.mask]
-        input_ids[masked_rows, [p for q in qs for p in q.mask]] = lm.mask_id
-        flat = torch.tensor([b * width + p for b, q in enumerate(qs) for p in q.read], dtype=torch.long)
-        gold = torch.tensor([q.ids[p] for q in qs for p in q.read], dtype=torch.long)
-        n_cand = max((len(q.candidates) for q in qs), default=0)
-        candidates = None
-        if n_cand:
-            cand = [list(q.candidates) + [-1] * (n_cand - len(q.candidates)) for q in qs for _ in q.read]
-            candidates = torch.tensor(cand, dtype=torch.long).reshape(-1, n_cand)
-        with torch.inference_mode():
-            read, _ = _gather_and_read(lm, input_ids.to(lm.device), mask.to(lm.device), flat, gold, candidates, top_k, False)
-        start = 0
-        for i, q in zip(batch, qs):
-            sl = slice(start, start + len(q.read))
-            results[i] = MaskedResult(
-                query=q,
-                logprob=read["logprob"][sl].astype(np.float64),
-                rank=read["rank"][sl].astype(np.int64),
-                candidate_logprob=(read["cand"][sl, : len(q.candidates)].astype(np.float64) if n_cand else np.zeros((len(q.read), 0))),
-                top_ids=read["top_ids"][sl] if top_k else None,
-                top_logprob=read["top_lp"][sl].astype(np.float64) if top_k else None,
-            )
-            start += len(q.read)
+    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+        rows = np.asarray(batch)
+        owner = query_of[rows]
+        input_ids, mask = _pad([queries[i].ids for i in owner.tolist()], lm.pad_id)
+        reading, entries = _entries(read_start, rows)
+        flat = reading * input_ids.shape[1] + read_at[entries]
+        gold = input_ids.reshape(-1)[flat]
+        masking, masked = _entries(mask_start, rows)
+        input_ids[masking, mask_at[masked]] = lm.mask_id
+        ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, gold)
+        cand_d = _to_device(lm, candidates[owner[reading]])[0] if candidates is not None else None
+        return _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, cand_d, top_k, False)[0], entries
 
     budget = batch_tokens or default_batch_tokens(lm)
-    _run_batched([len(q.ids) for q in queries], run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
-    return results  # type: ignore[return-value]
+    lengths = np.fromiter((len(q.ids) for q in queries), dtype=np.int64, count=len(queries))[query_of]
+    with torch.inference_mode():
+        done = _run_batched(lengths.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        read = _collect(lm, done) if done else _nothing_read(n_cand, top_k)  # (every query singly, with no position)
+    no_candidates = np.zeros((len(read["logprob"]), 0))
+    results, end = [], 0
+    for q in queries:  # each query's reads, in order, are entries `start` to `end`
+        start, end = end, end + len(q.read)
+        results.append(
+            MaskedResult(
+                query=q,
+                logprob=read["logprob"][start:end],
+                rank=read["rank"][start:end],
+                candidate_logprob=read["cand"][start:end, : len(q.candidates)] if n_cand else no_candidates[start:end],
+                top_ids=read["top_ids"][start:end] if top_k else None,
+                top_logprob=read["top_lp"][start:end] if top_k else None,
+            )
+        )
+    return results
+
+
+def _row_positions(queries: Sequence[MaskedQuery], positions: Callable[[MaskedQuery], tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's `positions` (a query's, or one of a singly query's per row) as entries start[r] to start[r + 1]: (start, entries)."""
+    counts = np.fromiter(itertools.chain.from_iterable((1,) * q.rows if q.singly else (len(positions(q)),) for q in queries), dtype=np.int64)
+    entries = np.fromiter(itertools.chain.from_iterable(map(positions, queries)), dtype=np.int64, count=int(counts.sum()))
+    return np.concatenate([[0], np.cumsum(counts)]), entries
+
+
+def _nothing_read(n_cand: int, top_k: int) -> dict[str, np.ndarray]:
+    """What `_collect` gives for no rows at all."""
+    return {
+        "logprob": np.zeros(0),
+        "rank": np.zeros(0, dtype=np.int64),
+        "cand": np.zeros((0, n_cand)),
+        "top_ids": np.zeros((0, top_k), dtype=np.int64),
+        "top_lp": np.zeros((0, top_k)),
+    }
 
 
 __all__ = [

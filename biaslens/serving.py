@@ -31,6 +31,11 @@ Dataset files and data folders the app may always read: biaslens's cache folder 
 datasets) and `BIASLENS_DATA_DIR` (the preselected data folder). Any other path typed into
 the app's Dataset or Data folder box is refused with a message naming `BIASLENS_DATA_DIRS`,
 before the path is looked at, so the refusal says nothing about what exists.
+
+Every file the app opens for a user must resolve (links and `..` followed) inside these
+folders, not only the path typed: a dataset file found in a data folder, a WEAT or flag
+list, every file of a model folder (`ServerSettings.in_effect`, applied to each page). A
+link inside an allowed folder to a file elsewhere is refused before the file is read.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict, deque
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, Mapping
@@ -105,6 +111,37 @@ def _inside(path: Path, roots: list[Path]) -> bool:
     """Whether `path` (resolved: links and `..` followed) is one of `roots` or inside one."""
     resolved = path.resolve()
     return any(resolved == root or resolved.is_relative_to(root) for root in roots)
+
+
+def _through_link(path: Path) -> str:
+    """What a refusal adds when a symbolic link (or `..`) is what leads out: a path can look inside an allowed folder."""
+    return " (a link leads out of them)" if os.path.realpath(path) != os.path.abspath(path) else ""
+
+
+def _model_refusal(name: str, path: Path) -> ModelNotAllowedError:
+    return ModelNotAllowedError(
+        f"{name} is outside the folders this server may load models from{_through_link(path)} (the Hugging Face cache, "
+        f"biaslens's cache and {ENV_MODEL_DIRS}): ask its operator to add the folder to {ENV_MODEL_DIRS}, "
+        "or use a hub id."
+    )
+
+
+#: The server settings whose allowed folders confine every file opened for a user (`ServerSettings.in_effect`).
+_IN_EFFECT: ContextVar["ServerSettings | None"] = ContextVar("biaslens_server_settings", default=None)
+
+
+def confine_data_file(path: Path) -> None:
+    """Refuse a data file outside the allowed folders of the server settings in effect (none: any file may be read)."""
+    settings = _IN_EFFECT.get()
+    if settings is not None:
+        settings.check_data(path)
+
+
+def confine_model_folder(folder: Path) -> None:
+    """Refuse a local model folder with a file outside the allowed folders of the server settings in effect (none: any)."""
+    settings = _IN_EFFECT.get()
+    if settings is not None:
+        settings.check_model_files(folder)
 
 
 def _switch(environ: Mapping[str, str], name: str, default: bool) -> bool:
@@ -197,7 +234,7 @@ class ServerSettings:
         from huggingface_hub import constants
 
         roots = [Path(constants.HF_HUB_CACHE), default_cache_dir(), *self.model_dirs]
-        if self.default_model and Path(self.default_model).expanduser().is_dir():
+        if self.default_model and os.path.isdir(os.path.expanduser(self.default_model)):
             roots.append(Path(self.default_model).expanduser())
         return [root.expanduser().resolve() for root in roots]
 
@@ -210,16 +247,39 @@ class ServerSettings:
         from .models import _looks_like_path
 
         name = str(name).strip()
-        local = Path(name).expanduser()
-        if not name or self.model_dirs is None or not (local.exists() or _looks_like_path(name)):
+        local = Path(os.path.expanduser(name))
+        if not name or self.model_dirs is None or not (os.path.exists(local) or _looks_like_path(name)):
             return
-        if _inside(local, self.allowed_model_dirs()):
+        if not _inside(local, self.allowed_model_dirs()):
+            raise _model_refusal(name, local)
+
+    def model_folders(self) -> list[Path]:
+        """The model folders (a `config.json` inside) in the operator's `BIASLENS_MODEL_DIRS`: each folder itself and the folders
+        directly in it, by name (a link that leads out of them is left out); none when any folder may be loaded (`*`: nothing
+        to list). The app offers them wherever a model is chosen."""
+        found: list[Path] = []
+        allowed = self.allowed_model_dirs()
+        for root in self.model_dirs or ():
+            root = root.expanduser()
+            try:
+                inside = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name.lower())
+            except OSError:
+                continue
+            found += [p for p in (root, *inside) if (p / "config.json").is_file() and _inside(p, allowed) and p not in found]
+        return found
+
+    def check_model_files(self, folder: Path) -> None:
+        """Refuse a local model folder if it, or any file or folder in it, resolves outside the allowed folders.
+
+        What `load_model` checks under `in_effect`: a file of an allowed folder that is a link to
+        another folder (`model.safetensors` -> /etc/passwd) is refused before anything is read.
+        """
+        if self.model_dirs is None:
             return
-        raise ModelNotAllowedError(
-            f"{name} is outside the folders this server may load models from (the Hugging Face cache, "
-            f"biaslens's cache and {ENV_MODEL_DIRS}): ask its operator to add the folder to {ENV_MODEL_DIRS}, "
-            "or use a hub id."
-        )
+        roots = self.allowed_model_dirs()
+        for path in (folder, *sorted(folder.rglob("*"))):
+            if not _inside(path, roots):
+                raise _model_refusal(str(path), path)
 
     # -- dataset files and folders ---------------------------------------------------
     def allowed_data_dirs(self) -> list[Path]:
@@ -231,14 +291,31 @@ class ServerSettings:
             roots.append(Path(self.default_data_dir).expanduser())
         return [root.expanduser().resolve() for root in roots]
 
-    def check_data(self, path: str) -> None:
+    def check_data(self, path: str | Path) -> None:
         """Refuse a dataset file or data folder outside the allowed folders (links and `..` resolved)."""
-        if self.data_dirs is None or _inside(Path(str(path).strip()).expanduser(), self.allowed_data_dirs()):
+        local = Path(os.path.expanduser(str(path).strip()))
+        if self.data_dirs is None or _inside(local, self.allowed_data_dirs()):
             return
         raise DataNotAllowedError(
-            f"{path} is outside the folders this server may read datasets from (biaslens's cache and "
+            f"{path} is outside the folders this server may read datasets from{_through_link(local)} (biaslens's cache and "
             f"{ENV_DATA_DIR}): ask its operator to add the folder to {ENV_DATA_DIRS}, or pick a built-in dataset."
         )
+
+    # -- every file opened for a user ---------------------------------------------------
+    @contextlib.contextmanager
+    def in_effect(self) -> Iterator["ServerSettings"]:
+        """Within this block (in this thread), every file biaslens opens on a user's behalf must resolve inside the allowed folders.
+
+        Data files (datasets found in a data folder or named, WEAT stimuli, flag lists, attribute
+        lists: `datafiles.read_bytes`) are checked with `check_data`, local model folders and every
+        file in them with `check_model_files` (`load_model`), so a link inside an allowed folder
+        cannot lead out of it. The app runs each page within it; the CLI and the Python API do not.
+        """
+        token = _IN_EFFECT.set(self)
+        try:
+            yield self
+        finally:
+            _IN_EFFECT.reset(token)
 
     # -- sentences and files ----------------------------------------------------------
     def limit(self, lm: Any) -> Any:
@@ -272,8 +349,8 @@ class ServerSettings:
         span two lines when quoted) is refused after reading only that many lines. The exact row count is
         checked again after parsing (`check_rows`). A path that is not a file is left to the loader.
         """
-        path = Path(str(path).strip()).expanduser()
-        if not path.is_file():
+        path = Path(os.path.expanduser(str(path).strip()))
+        if not os.path.isfile(path):
             return
         size = path.stat().st_size
         if size > self.max_upload_mb * 1_000_000:
@@ -694,5 +771,7 @@ __all__ = [
     "ModelPool",
     "Priority",
     "ServerSettings",
+    "confine_data_file",
+    "confine_model_folder",
     "count_word_items",
 ]

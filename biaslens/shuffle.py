@@ -43,7 +43,6 @@ from .datasets import Pair, PairDataset
 from .errors import InputError
 from .models import Encoding, MaskedLM
 from .published import SHUFFLE_ACCURACY, TOKEN_ACCURACY
-from .runner import DEFAULT_CHUNK_PAIRS
 from .scoring import unmasked_pass
 from .stats import McNemarResult, mcnemar, wilson_interval
 
@@ -210,7 +209,7 @@ def sensitivity_run(
     sample_seed: int = 0,
     cache: ResultCache | None = None,
     batch_tokens: int | None = None,
-    chunk_pairs: int = DEFAULT_CHUNK_PAIRS,
+    chunk_pairs: int | None = None,
     progress: Progress | None = None,
 ) -> SensitivityRun:
     """Unmasked passes over every pair's sentences, original and shuffled with `seed`, plus unrelated ones.

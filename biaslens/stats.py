@@ -22,8 +22,8 @@ from scipy import stats as sps
 #: test, small enough never to merge genuinely different log-probability statistics.
 _RELATIVE_TIE_TOLERANCE = 1e-12
 
-#: McNemar's test uses the exact binomial test below this many discordant pairs.
-_MCNEMAR_EXACT_BELOW = 25
+#: The test `mcnemar` runs, in words: every output that reports its p-value names it with this.
+MCNEMAR_TEST = "McNemar's exact test (two-sided binomial test of b against Binomial(b + c, 1/2))"
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,8 @@ class McNemarResult:
     """McNemar's test on paired binary outcomes.
 
     ``b`` counts pairs where only the first is correct, ``c`` pairs where only the
-    second is. ``method`` is ``"exact"`` (two-sided binomial test, ``statistic`` =
-    min(b, c)) or ``"chi2"`` (continuity-corrected chi-square on one degree of freedom,
-    ``statistic`` = (|b - c| - 1)^2 / (b + c)).
+    second is. ``statistic`` = min(b, c); ``method`` names the test (``"exact binomial"``,
+    `MCNEMAR_TEST`), so that a table of results says which test gave its p-values.
     """
 
     b: int
@@ -186,24 +185,22 @@ def _paired_bools(first: ArrayLike, second: ArrayLike) -> tuple[np.ndarray, np.n
 
 
 def mcnemar(first_correct: ArrayLike, second_correct: ArrayLike) -> McNemarResult:
-    """McNemar's test: do two paired binary outcomes differ in their success rate?
+    """McNemar's exact test: do two paired binary outcomes differ in their success rate?
 
     Item ``i`` of both arguments is the same unit measured twice (e.g. one token before
     and after shuffling). Only discordant pairs matter: ``b`` (first right, second
-    wrong) and ``c`` (first wrong, second right). With ``b + c < 25`` the p-value is the
-    exact two-sided binomial test of ``b`` against Binomial(b + c, 1/2); otherwise the
-    continuity-corrected chi-square approximation. ``b + c == 0`` gives p = 1.
+    wrong) and ``c`` (first wrong, second right). The p-value is the exact two-sided
+    binomial test of ``b`` against Binomial(b + c, 1/2) (twice the smaller tail, at most
+    1), at every b + c: it costs one binomial tail, it never exceeds its level (the
+    mid-p variant can), and it has no switch-over size where the chi-square
+    approximation would take over with a different p (``b + c == 0`` gives p = 1).
     """
     first, second = _paired_bools(first_correct, second_correct)
     b = int(np.count_nonzero(first & ~second))
     c = int(np.count_nonzero(~first & second))
-    discordant = b + c
-    if discordant < _MCNEMAR_EXACT_BELOW:
-        smaller = min(b, c)
-        p_value = min(1.0, 2.0 * float(sps.binom.cdf(smaller, discordant, 0.5)))
-        return McNemarResult(b, c, float(smaller), p_value, "exact")
-    statistic = (abs(b - c) - 1.0) ** 2 / discordant
-    return McNemarResult(b, c, statistic, float(sps.chi2.sf(statistic, df=1)), "chi2")
+    smaller = min(b, c)
+    p_value = min(1.0, 2.0 * float(sps.binom.cdf(smaller, b + c, 0.5)))
+    return McNemarResult(b, c, float(smaller), p_value, "exact binomial")
 
 
 def roc_curve(labels: ArrayLike, scores: ArrayLike) -> RocCurve:

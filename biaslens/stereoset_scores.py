@@ -84,6 +84,14 @@ def _swap(pairs: Sequence[Pair], first: str, second: str) -> list[Pair]:
     return [dataclasses.replace(p, sent_stereo=getattr(p, first), sent_anti=getattr(p, second)) for p in pairs]
 
 
+def with_unrelated(pairs: Sequence[Pair]) -> list[Pair]:
+    """The pairs with an unrelated sentence, the ones LMS, SS and ICAT score; none is an `InputError` (checked before a model loads)."""
+    usable = [p for p in pairs if p.unrelated.strip()]
+    if not usable:
+        raise InputError("No example has an unrelated sentence: StereoSet's LMS, SS and ICAT need StereoSet intrasentence examples.")
+    return usable
+
+
 def stereoset_scores(
     lm: MaskedLM,
     dataset: PairDataset | Sequence[Pair],
@@ -105,9 +113,7 @@ def stereoset_scores(
     keys = parse_metrics(metrics)
     pairs = list(dataset.pairs if isinstance(dataset, PairDataset) else dataset)
     pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
-    usable = [p for p in pairs if p.unrelated.strip()]
-    if not usable:
-        raise InputError("No example has an unrelated sentence: StereoSet's LMS, SS and ICAT need StereoSet intrasentence examples.")
+    usable = with_unrelated(pairs)
     runs: dict[str, EvaluationResult] = {}
     comparisons = {
         "pair": usable,
@@ -170,4 +176,4 @@ def summary_block(scores: StereoSetScores) -> dict:
     return out
 
 
-__all__ = ["CITATION", "SCORE_COLUMNS", "StereoSetScores", "score_table", "stereoset_scores", "summary_block"]
+__all__ = ["CITATION", "SCORE_COLUMNS", "StereoSetScores", "score_table", "stereoset_scores", "summary_block", "with_unrelated"]

@@ -11,10 +11,15 @@ scores every model's held-out pairs with every metric, as Kaneko, Bollegala & Ok
   its scores are those of `biaslens.lab.evaluate_lab` (kept in the result cache);
 - the planted truth of a cell is the corpus generator's settings (and the association and
   frequency ratio counted in the generated corpus), never a metric;
-- `analyse` reports per metric Spearman's rho between planted association and bias score
-  (bootstrap 95% interval over models), the slope, the false-alarm rate where only
-  frequencies differ, the *prefers group A* drift with the frequency ratio and the spread
-  across seeds, and ranks the metrics on these criteria (`ranking`);
+- every cell gets the lab's sanity verdict (`biaslens.sanity.model_verdict`, on the model's
+  own corpus): `analyse` leaves out the models that learned nothing before judging any metric;
+- `analyse` reports per metric whether the bias score rises with the planted association
+  within each seed's dose-response curve: Kendall's tau with an exact stratified
+  permutation test (`trend_test`), but only on a design that can support a
+  verdict (`MIN_STRENGTHS`, `MIN_SEEDS`; below it "not enough models to say" and why); the
+  slope, the false-alarm rate where only frequencies differ, the *prefers group A* drift with
+  the frequency ratio and the spread across seeds; and ranks the metrics that have a verdict
+  on these criteria (`ranking`);
 - `dose_response_chart` draws bias score against association, one line per metric, with
   the range over seeds as a band.
 
@@ -23,6 +28,7 @@ Cells train in parallel worker processes (`workers`), each on one thread.
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing
 import os
@@ -193,7 +199,9 @@ class SweepStopped(Exception):
 @dataclass(frozen=True)
 class CellResult:
     """One finished cell: its settings and one row per metric: the columns of `lab.LabReport.frame`, plus `cell` (its index
-    in the grid), `corpus_association`, `corpus_frequency_ratio` (`corpus_truth`), `trained_here`, `train_seconds`, `eval_seconds`."""
+    in the grid), `corpus_association`, `corpus_frequency_ratio` (`corpus_truth`), `sanity` and `sanity_accuracy` (the
+    model's sanity verdict on its own corpus: "ok", "weak" or "untrained", and its token accuracy in %), `trained_here`,
+    `train_seconds`, `eval_seconds`."""
 
     index: int
     settings: lab.LabSettings
@@ -214,8 +222,10 @@ def _run_cell(
     max_cell_seconds: float | None,
     on_step: Callable[[int, int], None] | None,
 ) -> CellResult | None:
-    """Train (or find) and score one cell; None if it is not trained and `train` is False."""
+    """Train (or find) and score one cell, with its sanity verdict; None if it is not trained and `train` is False."""
     from .cache import ResultCache
+    from .models import load_model
+    from .sanity import model_verdict
 
     model = lab.find_lab_model(settings, models_dir)
     trained_here = False
@@ -237,7 +247,9 @@ def _run_cell(
         trained_here = True
     started = time.perf_counter()
     cache = ResultCache(cache_path) if cache_path else None
-    report = lab.evaluate_lab(model, metrics=list(metrics), cache=cache, compat=compat)
+    lm = load_model(str(model.path))
+    sanity = model_verdict(lm)
+    report = lab.evaluate_lab(model, lm, metrics=list(metrics), cache=cache, compat=compat)
     eval_seconds = time.perf_counter() - started
     association, ratio = corpus_truth(settings)
     train_seconds = float(model.training.get("seconds", math.nan))
@@ -245,6 +257,8 @@ def _run_cell(
         cell=index,
         corpus_association=association,
         corpus_frequency_ratio=ratio,
+        sanity=sanity.status,
+        sanity_accuracy=round(sanity.accuracy, 1),
         trained_here=trained_here,
         train_seconds=train_seconds,
         eval_seconds=round(eval_seconds, 3),
@@ -323,8 +337,8 @@ class SweepResult:
         cells = sorted(self.cells, key=lambda c: c.index)
         return pd.concat([c.frame for c in cells], ignore_index=True)
 
-    def analysis(self, **kwargs: Any) -> "SweepAnalysis":
-        return analyse(self.frame(), **kwargs)
+    def analysis(self) -> "SweepAnalysis":
+        return analyse(self.frame())
 
     def manifest(self) -> dict[str, Any]:
         from .models import library_versions
@@ -577,6 +591,23 @@ def estimate_sweep(grid: SweepGrid, *, models_dir: str | Path | None = None, wor
 # Analysis (pure functions of the cells table)
 # ---------------------------------------------------------------------------------------
 
+#: The smallest design on which the sweep says whether a metric tracks the planted association, counted among the
+#: models that learned (docs/lab.md, *How to read it*). Four strengths: each curve has three steps, so "tracks" means
+#: the score rises step after step, not that two or three settings differ (four strengths fall in perfect order by chance
+#: once in 24). Two seeds: a seed fixes a model's initial weights, its corpus sample and its batches, so the models of one
+#: seed share their luck and only seeds replicate the experiment (one curve per seed); two seeds are two independent
+#: trainings (and give the seed spread). At that minimum the exact test can decide: p = 2/576 with both curves in order,
+#: 14/576 with one neighbouring pair swapped.
+MIN_STRENGTHS = 4
+MIN_SEEDS = 2
+#: Level of the (two-sided) trend test: "yes" or "inverted" when its exact p is at most this.
+ALPHA = 0.05
+#: The sanity verdict (`biaslens.sanity.model_verdict`, read on the model's own training corpus) of a model that learned
+#: nothing: its cells are left out of the analysis.
+UNTRAINED = "untrained"
+#: What `MetricValidity.tracks` says below the minimum design.
+NOT_ENOUGH = "not enough models to say"
+
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rho (ties get average ranks); NaN with fewer than 3 values or a constant variable."""
@@ -596,17 +627,112 @@ def slope(x: Sequence[float], y: Sequence[float]) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def _bootstrap(x: np.ndarray, y: np.ndarray, statistic: Callable[[np.ndarray, np.ndarray], float], n_boot: int, seed: int) -> tuple[float, float]:
-    """Percentile 95% interval of statistic(x, y) over models resampled with replacement (NaN if most resamples are undefined)."""
-    if len(x) < 3:
-        return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    values = np.array([statistic(x[idx], y[idx]) for idx in rng.integers(0, len(x), size=(n_boot, len(x)))])
-    values = values[np.isfinite(values)]
-    if len(values) < n_boot / 2:
-        return math.nan, math.nan
-    low, high = np.quantile(values, [0.025, 0.975])
-    return float(low), float(high)
+def _gaussian_binomial(n: int, k: int) -> list[int]:
+    """The coefficients of the q-binomial [n choose k]_q: item i counts the orders of k ones and n - k zeros with i
+    inversions (a one before a zero), by [n, k] = [n-1, k-1] + q^k [n-1, k]."""
+    row: list[list[int]] = [[1]] + [[0]] * k  # n = 0
+    for _ in range(n):
+        new = [[1]]
+        for j in range(1, k + 1):
+            out = list(row[j - 1])
+            for d, c in enumerate(row[j]):
+                if c:
+                    out += [0] * (d + j + 1 - len(out))
+                    out[d + j] += c
+            new.append(out)
+        row = new
+    return row[k]
+
+
+@functools.lru_cache(maxsize=512)
+def _inversion_distribution(groups: tuple[int, ...]) -> np.ndarray:
+    """P(i inversions) among values in a uniformly random order, `groups` the sizes of the sets of equal values (an
+    inversion: a larger value before a smaller one). The q-multinomial coefficient, in exact integers, then divided."""
+    counts, placed = [1], 0
+    for size in groups:
+        step = _gaussian_binomial(placed + size, size)
+        product = [0] * (len(counts) + len(step) - 1)
+        for i, a in enumerate(counts):
+            for j, b in enumerate(step):
+                product[i + j] += a * b
+        counts, placed = product, placed + size
+    total = sum(counts)
+    return np.array([c / total for c in counts])
+
+
+def _curves(rows: pd.DataFrame) -> list[np.ndarray]:
+    """Each seed's dose-response curve with at least 2 strengths: its bias scores in the order of the strengths, each the
+    mean over the frequency ratios (the models of one seed share its initial weights, corpus sample and batches, so they
+    replicate nothing: the seeds do)."""
+    curves = []
+    for _, curve in rows.groupby("seed", sort=True):
+        scores = np.array([strength["bias_score"].mean() for _, strength in curve.groupby("association", sort=True)], dtype=float)
+        if len(scores) >= 2:
+            curves.append(scores)
+    return curves
+
+
+def trend_test(rows: pd.DataFrame) -> tuple[float, float, int]:
+    """(tau, p, curves): does the bias score rise with the planted association within each seed's curve (`_curves`)?
+
+    tau is Kendall's tau within curves, pooled: (pairs of strengths of the same curve whose scores are ordered like them −
+    pairs ordered against them) / pairs compared; 1 when every curve rises at every step, tied scores count 0. p is exact,
+    two-sided: a stratified permutation test that reassigns the scores of each curve to its strengths in every possible
+    order, the seeds independently (under "the score does not follow the strength", every order of a curve is equally
+    likely; a seed that shifts its whole curve is no evidence either way). Its distribution is the product of each
+    curve's inversion counts (q-multinomial coefficients), so it is exact for any number of strengths, ties included.
+    NaN, NaN, 0 without a curve of 2 strengths.
+    """
+    curves = _curves(rows)
+    if not curves:
+        return math.nan, math.nan, 0
+    distribution = np.ones(1)
+    inversions = concordance = pairs = 0
+    for y in curves:
+        above = np.sign(y[None, :] - y[:, None])[np.triu_indices(len(y), 1)]  # later strength minus earlier, per pair
+        inversions += int(np.sum(above < 0))
+        concordance += int(np.sum(above))
+        pairs += len(above)
+        _, sizes = np.unique(y, return_counts=True)
+        distribution = np.convolve(distribution, _inversion_distribution(tuple(sorted(int(s) for s in sizes))))
+    p_up, p_down = float(distribution[: inversions + 1].sum()), float(distribution[inversions:].sum())
+    return concordance / pairs, min(1.0, 2.0 * min(p_up, p_down)), len(curves)
+
+
+@dataclass(frozen=True)
+class SweepDesign:
+    """What a set of models can support: its strengths, and its seeds, each a dose-response curve (`trend_test`)."""
+
+    strengths: int  # distinct associations among the curves of 2 or more strengths
+    seeds: int  # seeds with a curve of 2 or more strengths: the curves
+    best_p: float  # the smallest p the trend test can give: every curve in perfect order
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> "SweepDesign":
+        if rows.empty:
+            return cls(0, 0, 1.0)
+        rows = rows.loc[rows["bias_score"].notna()]
+        per_seed = rows.groupby("seed")["association"].nunique()
+        curves = per_seed.loc[per_seed >= 2]
+        if curves.empty:
+            return cls(0, 0, 1.0)
+        best = 2 / math.prod(math.factorial(int(m)) for m in curves.to_numpy())
+        strengths = rows.loc[rows["seed"].isin(list(curves.index)), "association"].nunique()
+        return cls(int(strengths), len(curves), min(1.0, best))
+
+    @property
+    def shortfall(self) -> str:
+        """Why these models cannot say whether a metric tracks the planted association ('' when they can)."""
+        if self.strengths < MIN_STRENGTHS or self.seeds < MIN_SEEDS:
+            strengths = f"{self.strengths} association strength{'s' if self.strengths != 1 else ''}"
+            seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
+            return (
+                f"{strengths} and {seeds} among the models that learned (a seed counts with 2 or more strengths); "
+                f"a verdict needs at least {MIN_STRENGTHS} strengths and {MIN_SEEDS} seeds"
+            )
+        if self.best_p > ALPHA:
+            return f"the curves are too short: even with every one in perfect order the exact p would be {self.best_p:.2g}, above {ALPHA:g}"
+        return ""
 
 
 def _excludes_50(low: pd.Series, high: pd.Series) -> pd.Series:
@@ -620,32 +746,34 @@ def _alarm_rate(rows: pd.DataFrame, low: str = "ci_low", high: str = "ci_high") 
 
 @dataclass(frozen=True)
 class MetricValidity:
-    """How one metric behaves over the sweep's models (see `analyse`)."""
+    """How one metric behaves over the sweep's models that learned (see `analyse`)."""
 
     key: str
     metric: str
     models: int
-    rho: float  # Spearman, planted association vs bias score, over all models
-    rho_ci_low: float
-    rho_ci_high: float
-    slope: float  # bias-score points per unit of association (least squares)
-    slope_ci_low: float
-    slope_ci_high: float
+    tau: float  # Kendall's tau within each seed's curve, pooled: planted association vs bias score
+    p_trend: float  # exact two-sided p of the stratified permutation test of tau (`trend_test`)
+    curves: int  # seeds with a dose-response curve of 2 or more strengths
+    slope: float  # bias-score points per unit of association (least squares over all models)
     false_alarm_rate: float  # association 0.5, ratio > 1: share of models whose 95% interval excludes 50
     false_alarm_models: int
     control_alarm_rate: float  # association 0.5, ratio 1: the same share where nothing differs at all
     control_models: int
     preference_drift: float  # mean "prefers group A" at the largest ratio minus at ratio 1 (points)
-    preference_rho: float  # Spearman, frequency ratio vs "prefers group A", over all models
+    preference_rho: float  # Spearman, frequency ratio vs "prefers group A", over all models (descriptive)
     preference_alarm_rate: float  # ratio > 1: share of models whose group-A interval excludes 50
     seed_sd: float  # pooled standard deviation of the bias score across seeds, over the cells with 2+ seeds
+    why_no_verdict: str = ""  # `SweepDesign.shortfall` of this metric's models: why `tracks` is NOT_ENOUGH
 
     @property
     def tracks(self) -> str:
-        """'yes' when the interval of rho lies above 0, 'no evidence' when it contains 0, 'inverted' below, 'n/a'."""
-        if math.isnan(self.rho_ci_low):
-            return "n/a"
-        return "yes" if self.rho_ci_low > 0 else "inverted" if self.rho_ci_high < 0 else "no evidence"
+        """'yes' when the exact trend test rejects at ALPHA with tau above 0, 'inverted' below 0, 'no evidence' when it does
+        not reject, NOT_ENOUGH below the minimum design (`why_no_verdict`)."""
+        if self.why_no_verdict:
+            return NOT_ENOUGH
+        if self.p_trend <= ALPHA:
+            return "yes" if self.tau > 0 else "inverted"
+        return "no evidence"
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "tracks": self.tracks}
@@ -656,12 +784,34 @@ class SweepAnalysis:
     """Everything `analyse` finds: one `MetricValidity` per metric and the tables behind it."""
 
     validity: list[MetricValidity]
-    ranking: pd.DataFrame  # one row per metric, best first
+    ranking: pd.DataFrame  # one row per metric, best first; `place` empty where there is no verdict
     seed_spread: pd.DataFrame  # per metric, association and ratio: mean, sd, min, max over seeds
     frequency_drift: pd.DataFrame  # per metric and ratio: mean "prefers group A" and its alarms
+    cells: pd.DataFrame  # the rows judged: the models whose sanity verdict is not UNTRAINED
+    excluded: pd.DataFrame  # one row per model left out: association, frequency_ratio, seed, sanity_accuracy
+    design: SweepDesign  # of the models judged
+
+    def notes(self) -> list[str]:
+        """What a reader must know before the table, one sentence each: models left out, no verdict and why."""
+        notes = []
+        if len(self.excluded):
+            models = len(self.excluded) + self.cells.drop_duplicates(["association", "frequency_ratio", "seed"]).shape[0]
+            notes.append(
+                f"{len(self.excluded)} of {models} models left out: their sanity check says they learned nothing (token accuracy "
+                f"{self.excluded['sanity_accuracy'].max():.0f}% or less on their own training corpus, log-probabilities near "
+                "uniform), so no metric is judged on them (the sanity column of cells.csv)."
+            )
+        if self.design.shortfall:
+            notes.append(
+                f"Not enough models to say whether a metric tracks the planted association: {self.design.shortfall}. No verdict and no ranking."
+            )
+        return notes
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "design": {**asdict(self.design), "shortfall": self.design.shortfall, "min_strengths": MIN_STRENGTHS, "min_seeds": MIN_SEEDS},
+            "excluded": self.excluded.to_dict(orient="records"),
+            "notes": self.notes(),
             "metrics": [v.to_dict() for v in self.validity],
             "ranking": self.ranking.to_dict(orient="records"),
             "seed_spread": self.seed_spread.to_dict(orient="records"),
@@ -703,12 +853,12 @@ def _metric_order(key: str) -> int:
     return list(METRICS).index(key) if key in METRICS else len(METRICS)
 
 
-def metric_validity(cells: pd.DataFrame, key: str, *, n_boot: int = 2000, seed: int = 0) -> MetricValidity:
-    """The validity criteria of one metric over the models of `cells` (one row per model and metric, as `SweepResult.frame`)."""
-    rows = cells[(cells["key"] == key) & cells["bias_score"].notna()]
+def metric_validity(cells: pd.DataFrame, key: str) -> MetricValidity:
+    """The validity criteria of one metric over the models of `cells` (one row per model and metric, as `SweepResult.frame`;
+    only models that learned: `analyse` leaves the others out)."""
+    rows = cells.loc[(cells["key"] == key) & cells["bias_score"].notna()]
     x, y = rows["association"].to_numpy(float), rows["bias_score"].to_numpy(float)
-    rho_low, rho_high = _bootstrap(x, y, spearman, n_boot, seed)
-    slope_low, slope_high = _bootstrap(x, y, slope, n_boot, seed)
+    tau, p_trend, curves = trend_test(rows)
     unplanted = rows["association"] == 0.5
     alarms = rows[unplanted & (rows["frequency_ratio"] > 1.0)]
     control = rows[unplanted & (rows["frequency_ratio"] == 1.0)]
@@ -720,12 +870,10 @@ def metric_validity(cells: pd.DataFrame, key: str, *, n_boot: int = 2000, seed: 
         key=key,
         metric=METRICS[key].name if key in METRICS else key,
         models=len(rows),
-        rho=spearman(x, y),
-        rho_ci_low=rho_low,
-        rho_ci_high=rho_high,
+        tau=tau,
+        p_trend=p_trend,
+        curves=curves,
         slope=slope(x, y),
-        slope_ci_low=slope_low,
-        slope_ci_high=slope_high,
         false_alarm_rate=_alarm_rate(alarms),
         false_alarm_models=len(alarms),
         control_alarm_rate=_alarm_rate(control),
@@ -734,12 +882,13 @@ def metric_validity(cells: pd.DataFrame, key: str, *, n_boot: int = 2000, seed: 
         preference_rho=spearman(rows["frequency_ratio"], rows["group_a_preference"]),
         preference_alarm_rate=_alarm_rate(imbalanced, "group_a_ci_low", "group_a_ci_high"),
         seed_sd=float(np.sqrt(np.mean(spread.to_numpy() ** 2))) if len(spread) else math.nan,
+        why_no_verdict=SweepDesign.of(rows).shortfall,
     )
 
 
 #: The criteria of the ranking: column, better when ("high" | "low" | "small": small absolute value), heading.
 RANK_CRITERIA = (
-    ("rho", "high", "tracks the planted association (Spearman's rho)"),
+    ("tau", "high", "tracks the planted association (Kendall's tau within curves)"),
     ("false_alarm_rate", "low", "false alarms from frequency alone"),
     ("preference_drift", "small", "drift of 'prefers group A' with frequency"),
     ("seed_sd", "low", "spread across seeds"),
@@ -747,50 +896,62 @@ RANK_CRITERIA = (
 
 
 #: Order of the groups in the ranking: metrics that track the planted association first, inverted ones last.
-TRACKS_ORDER = {"yes": 0, "no evidence": 1, "n/a": 2, "inverted": 3}
+TRACKS_ORDER = {"yes": 0, "no evidence": 1, "inverted": 2}
 
 
 def ranking(validity: Sequence[MetricValidity]) -> pd.DataFrame:
     """One row per metric, best first.
 
-    Each criterion of `RANK_CRITERIA` gets a rank (1 = best; ties share the average rank; a
-    criterion the sweep cannot measure, e.g. false alarms without a ratio above 1, is left
-    out) and `overall` is the mean of the ranks. Metrics are ordered first by whether they
-    track the planted association at all (`MetricValidity.tracks`: yes, no evidence, n/a,
-    inverted), then by `overall`, then by rho: a metric that is quiet, steady and blind to
-    frequency but does not follow the planted bias never ranks above one that does.
+    Only metrics with a verdict (`tracks` not NOT_ENOUGH) are ranked; the others follow
+    without a place. Each criterion of `RANK_CRITERIA` measured for every ranked metric
+    gets a rank (1 = best; ties share the average rank); a criterion the sweep cannot
+    measure for all of them (e.g. false alarms without a ratio above 1) ranks none and
+    counts for none, and `overall` is the mean of the ranks. Metrics are ordered first by
+    whether they track the planted association (yes, no evidence, inverted), then by
+    `overall`, then by tau: a metric that is quiet, steady and blind to frequency but does
+    not follow the planted bias never ranks above one that does.
     """
     from scipy.stats import rankdata
 
     frame = pd.DataFrame([v.to_dict() for v in validity])
     if frame.empty:
         return frame
+    placed = frame["tracks"] != NOT_ENOUGH
     rank_columns = []
     for column, better, _heading in RANK_CRITERIA:
         values = frame[column].astype(float)
-        keyed = -values if better == "high" else values.abs() if better == "small" else values
+        keyed = values.mul(-1) if better == "high" else values.abs() if better == "small" else values
         ranks = pd.Series(math.nan, index=frame.index)
-        known = keyed.notna()
-        if known.any():
-            ranks[known] = rankdata(keyed[known])
+        if placed.to_numpy().any() and keyed.loc[placed].notna().to_numpy().all():
+            ranks[placed] = rankdata(keyed[placed])
+            rank_columns.append(f"rank_{column}")
         frame[f"rank_{column}"] = ranks
-        rank_columns.append(f"rank_{column}")
-    frame["overall"] = frame[rank_columns].mean(axis=1, skipna=True)
-    frame["_group"] = frame["tracks"].map(TRACKS_ORDER)
-    frame = frame.sort_values(["_group", "overall", "rho"], ascending=[True, True, False], na_position="last", kind="stable")
+    frame["overall"] = frame[rank_columns].mean(axis=1) if rank_columns else math.nan
+    frame["_group"] = frame["tracks"].map(TRACKS_ORDER)  # NaN (no verdict) sorts last, in metric order
+    frame = frame.sort_values(["_group", "overall", "tau"], ascending=[True, True, False], na_position="last", kind="stable")
     frame = frame.drop(columns="_group").reset_index(drop=True)
-    frame.insert(0, "place", range(1, len(frame) + 1))
+    ranked = int(np.count_nonzero(placed.to_numpy()))
+    places = pd.array(list(range(1, ranked + 1)) + [None] * (len(frame) - ranked), dtype="Int64")
+    frame.insert(0, "place", places)
     return frame
 
 
-def analyse(cells: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> SweepAnalysis:
-    """Every metric's validity over the sweep (`cells`: `SweepResult.frame`, or any table with its columns)."""
+#: The columns of `SweepAnalysis.excluded`.
+EXCLUDED_COLUMNS = ["association", "frequency_ratio", "seed", "sanity", "sanity_accuracy"]
+
+
+def analyse(cells: pd.DataFrame) -> SweepAnalysis:
+    """Every metric's validity over the sweep (`cells`: `SweepResult.frame`, or any table with its columns, `sanity`
+    included): the models whose sanity verdict is UNTRAINED are left out first (`SweepAnalysis.excluded`)."""
     if cells.empty:
-        empty = pd.DataFrame()
-        return SweepAnalysis([], empty, seed_spread(cells), frequency_drift(cells))
+        excluded = pd.DataFrame(columns=EXCLUDED_COLUMNS)
+        return SweepAnalysis([], pd.DataFrame(), seed_spread(cells), frequency_drift(cells), cells, excluded, SweepDesign.of(cells))
+    learned = cells["sanity"] != UNTRAINED
+    kept = cells.loc[learned].reset_index(drop=True)
+    excluded = cells.loc[~learned, EXCLUDED_COLUMNS].drop_duplicates(["association", "frequency_ratio", "seed"]).reset_index(drop=True)
     keys = sorted(cells["key"].unique(), key=_metric_order)
-    validity = [metric_validity(cells, k, n_boot=n_boot, seed=seed) for k in keys]
-    return SweepAnalysis(validity, ranking(validity), seed_spread(cells), frequency_drift(cells))
+    validity = [metric_validity(kept, k) for k in keys]
+    return SweepAnalysis(validity, ranking(validity), seed_spread(kept), frequency_drift(kept), kept, excluded, SweepDesign.of(kept))
 
 
 # ---------------------------------------------------------------------------------------
@@ -858,9 +1019,10 @@ def dose_response_svg(cells: pd.DataFrame) -> str:
 
 #: The columns of metrics.csv (the ranking), in order.
 RANKING_COLUMNS = (
-    "place", "metric", "key", "models", "tracks", "rho", "rho_ci_low", "rho_ci_high", "slope", "slope_ci_low", "slope_ci_high",
+    "place", "metric", "key", "models", "tracks", "tau", "p_trend", "curves", "slope",
     "false_alarm_rate", "false_alarm_models", "control_alarm_rate", "control_models", "preference_drift", "preference_rho",
-    "preference_alarm_rate", "seed_sd", "rank_rho", "rank_false_alarm_rate", "rank_preference_drift", "rank_seed_sd", "overall",
+    "preference_alarm_rate", "seed_sd", "rank_tau", "rank_false_alarm_rate", "rank_preference_drift", "rank_seed_sd", "overall",
+    "why_no_verdict",
 )  # fmt: skip
 
 
@@ -870,8 +1032,18 @@ def _f(value: float, digits: int = 2, pct: bool = False) -> str:
     return f"{100 * value:.0f}%" if pct else f"{value:.{digits}f}"
 
 
+def format_p(p: float) -> str:
+    """An exact p-value for people: 3 significant digits ("n/a" when not computed)."""
+    return "n/a" if math.isnan(p) else f"{p:.3g}"
+
+
+def format_place(place: Any) -> str:
+    """A place in the ranking, or an em dash for a metric without a verdict (never ranked)."""
+    return "—" if pd.isna(place) else str(int(place))
+
+
 def summary_markdown(result: SweepResult, analysis: SweepAnalysis) -> str:
-    """A short report: the grid, the ranking, how to read it and what it cannot show."""
+    """A short report: the grid, what was left out and whether there is a verdict, the ranking, how to read it, what it cannot show."""
     g = result.grid
     lines = [
         "# Bias-lab sweep: which metric tracks a planted bias?",
@@ -881,15 +1053,16 @@ def summary_markdown(result: SweepResult, analysis: SweepAnalysis) -> str:
         + f"; {sum(c.trained_here for c in result.cells)} trained in this run, {result.seconds:.0f} s with {result.workers} "
         f"worker process{'es' if result.workers != 1 else ''}. Every model's {_pairs(result)} held-out pairs, scored by every metric.",
         "",
-        "| place | metric | tracks | rho [95% CI] | slope [95% CI] | false alarms (a=0.5, ratio>1) | control alarms | prefers-A drift | seed sd |",
-        "| ---: | --- | --- | --- | --- | --- | --- | ---: | ---: |",
+        *[f"**{note}**\n" for note in analysis.notes()],
+        "| place | metric | tracks | tau (within curves) | p (exact) | slope | false alarms (a=0.5, ratio>1) | control alarms "
+        "| prefers-A drift | seed sd |",
+        "| ---: | --- | --- | ---: | ---: | ---: | --- | --- | ---: | ---: |",
     ]
-    for r in analysis.ranking.itertuples():
+    for r in analysis.ranking.to_dict(orient="records"):
         lines.append(
-            f"| {r.place} | {r.metric} | {r.tracks} | {_f(r.rho)} [{_f(r.rho_ci_low)}, {_f(r.rho_ci_high)}] | "
-            f"{_f(r.slope, 1)} [{_f(r.slope_ci_low, 1)}, {_f(r.slope_ci_high, 1)}] | "
-            f"{_f(r.false_alarm_rate, pct=True)} of {r.false_alarm_models} | {_f(r.control_alarm_rate, pct=True)} of {r.control_models} | "
-            f"{_f(r.preference_drift, 1)} | {_f(r.seed_sd, 1)} |"
+            f"| {format_place(r['place'])} | {r['metric']} | {r['tracks']} | {_f(r['tau'])} | {format_p(r['p_trend'])} | "
+            f"{_f(r['slope'], 1)} | {_f(r['false_alarm_rate'], pct=True)} of {r['false_alarm_models']} | "
+            f"{_f(r['control_alarm_rate'], pct=True)} of {r['control_models']} | {_f(r['preference_drift'], 1)} | {_f(r['seed_sd'], 1)} |"
         )
     lines += ["", READING, "", LIMITS, ""]
     return "\n".join(lines)
@@ -900,23 +1073,29 @@ def _pairs(result: SweepResult) -> int:
 
 
 READING = (
-    "**How to read it.** *rho*: Spearman's rank correlation between the planted association and the metric's bias score over "
-    "all models (1 = the score rises with every step of planted bias; its 95% interval resamples the models). *slope*: "
+    "**How to read it.** Only models that learned are judged: a model whose sanity check on its own training corpus says "
+    "*untrained* is left out. *tracks*: does the bias score rise with the planted association within each seed's "
+    "dose-response curve (its scores at each strength, averaged over the frequency ratios)? *tau*: Kendall's rank correlation "
+    "between strength and bias score within curves, pooled ((pairs of strengths ordered like their scores − pairs ordered "
+    "against them) / pairs; 1 = every curve rises at every step). *p*: exact two-sided p of a permutation test that reorders "
+    f"the scores within each curve, the seeds independently; *tracks: yes* when p ≤ {ALPHA:g} and tau > 0, *inverted* when "
+    f"tau < 0, *no evidence* otherwise. A verdict needs at least {MIN_STRENGTHS} association strengths and {MIN_SEEDS} seeds "
+    "among the models that learned; below that the sweep says *not enough models to say* and ranks nothing. *slope*: "
     "bias-score points per unit of association (0.5 to 1.0 is half a unit: a metric that goes from 50 to 100 has slope 100). "
     "*false alarms*: models with nothing planted (association 0.5) but a frequency imbalance (ratio > 1) whose 95% interval "
     "excludes 50; *control alarms*: the same where nothing differs (ratio 1), the chance rate (about 5% per model). "
     "*prefers-A drift*: how much more often the metric prefers the sentence naming the frequent group at the largest ratio "
     "than at ratio 1 (points; the pairs are balanced, so this does not move the bias score). *seed sd*: the standard deviation "
     "of the bias score across training seeds at a fixed setting (pooled over settings): the same held-out pairs, only "
-    "training differs. *place*: metrics whose rho interval lies above 0 (*tracks: yes*) come first, inverted ones last; "
-    "within each group, the mean of their ranks on rho, false alarms, |drift| and seed sd."
+    "training differs. *place*: metrics that track come first, inverted ones last; within each group, the mean of their "
+    "ranks on tau, false alarms, |drift| and seed sd (a criterion the sweep cannot measure for every metric ranks none)."
 )
 LIMITS = (
     "**What it cannot show.** These are small BERTs trained for seconds on template sentences over a vocabulary of under a "
     "hundred words, not BERT: a metric that tracks a planted bias here may still fail on a real model and a real benchmark "
     "(whose pairs are not balanced, so frequency moves the bias score itself), and the other way round. The truth is the "
     "corpus statistic, which the model may learn only in part: a flat curve can mean the metric or the model misses it. "
-    "With a few seeds per setting, the seed spread and the intervals are rough."
+    "With a few seeds per setting, the seed spread is rough."
 )
 
 
@@ -935,17 +1114,22 @@ def write_outputs(result: SweepResult, out_dir: str | Path, analysis: SweepAnaly
         "metrics": atomic_write(out / "metrics.csv", safe_csv(ranking_frame)),
         "sweep": atomic_write(out / "sweep.json", to_json({"manifest": result.manifest(), **analysis.to_dict()})),
     }
-    if not cells.empty:
-        paths["figure"] = atomic_write(out / "dose_response.svg", dose_response_svg(cells))
+    if not analysis.cells.empty:
+        paths["figure"] = atomic_write(out / "dose_response.svg", dose_response_svg(analysis.cells))
     paths["summary"] = atomic_write(out / "summary.md", summary_markdown(result, analysis))
     return paths
 
 
 __all__ = [
+    "ALPHA",
     "CellResult",
     "DEFAULT_WORKERS",
+    "MIN_SEEDS",
+    "MIN_STRENGTHS",
     "MetricValidity",
+    "NOT_ENOUGH",
     "SweepAnalysis",
+    "SweepDesign",
     "SweepEstimate",
     "SweepGrid",
     "SweepProgress",
@@ -957,6 +1141,8 @@ __all__ = [
     "dose_response_svg",
     "estimate_cell_seconds",
     "estimate_sweep",
+    "format_p",
+    "format_place",
     "frequency_drift",
     "metric_validity",
     "quick_recipe",
@@ -966,5 +1152,6 @@ __all__ = [
     "slope",
     "spearman",
     "summary_markdown",
+    "trend_test",
     "write_outputs",
 ]

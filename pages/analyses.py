@@ -20,11 +20,14 @@ import ui.runs
 import ui.settings
 import ui.sidebar
 import ui.state
+import ui.tables
+from ui.views import AnalysesView
 from biaslens import explore, figures, lab
 from biaslens.analyses import SOURCE_RUN, bias_score_table, paper_layout
 from biaslens.datasets import DATASETS, PairDataset
 from biaslens.evaluation import EvaluationResult
 from biaslens.export import safe_csv
+from biaslens.metrics import METRICS
 from biaslens.models import MaskedLM
 from biaslens.report import (
     ANALYSES,
@@ -59,8 +62,6 @@ SHORT = {
     "scores": "Bias scores (Table 5)",
     "agreement": "Human ratings (Figure 1)",
 }
-NUMBER = st.column_config.NumberColumn(format="%.2f")
-P_VALUE = st.column_config.NumberColumn(format="%.3g")
 
 
 # ---------------------------------------------------------------------------------------
@@ -119,35 +120,22 @@ class _StageBars:
         self.box.empty()
 
 
-def _stop() -> None:
-    st.session_state.pop(S + "pending", None)
-
-
 def _analyse(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, label: str) -> ModelAnalyses | None:
-    """`analyse_model` with a Stop button and a progress bar; None (message shown) if it failed."""
-    controls = st.empty()
-    run_number = st.session_state[S + "runs_drawn"] = st.session_state.get(S + "runs_drawn", 0) + 1
-    controls.button(
-        "Stop",
-        icon=":material/stop_circle:",
-        on_click=_stop,
-        key=f"{S}stop.{run_number}",
-        help="Stop. Finished chunks stay in the result cache: running again resumes from there.",
-    )
-    bars = _StageBars()
+    """`analyse_model` with a Stop button and a progress bar (`ui.runs.stoppable`: the job is `_key`); None (message shown)
+    if it failed."""
     analysed = None
-    with ui.feedback.guard():
-        pairs = sum(min(options.sample or len(d), options.limit or len(d), len(d)) for d in datasets.values())
-        ui.resources.server_settings().check_run(pairs, len(options.metrics), "This analysis")
-        with ui.runs.heavy_job("This analysis"):
-            analysed = analyse_model(lm, datasets, options, label=label, cache=ui.resources.result_cache(), progress=ui.runs.watched(bars))
-    bars.clear()
-    controls.empty()
+    with ui.runs.stoppable(_key(lm, datasets, options), help="Stop. Finished chunks stay in the result cache: running again resumes from there."):
+        bars = _StageBars()
+        with ui.feedback.guard():
+            pairs = sum(min(options.sample or len(d), options.limit or len(d), len(d)) for d in datasets.values())
+            ui.resources.server_settings().check_run(pairs, len(options.metrics), "This analysis")
+            with ui.runs.heavy_job("This analysis"):
+                analysed = analyse_model(lm, datasets, options, label=label, cache=ui.resources.result_cache(), progress=ui.runs.watched(bars))
+        bars.clear()
     return analysed
 
 
 def _run(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, key: tuple, label: str):
-    st.session_state[S + "pending"] = key
     analysed = _analyse(lm, datasets, options, label)
     found = None
     if analysed is not None:
@@ -157,7 +145,6 @@ def _run(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairD
             models = st.session_state.setdefault(S + "models", [])
             if settings.model not in models:
                 models.append(settings.model)
-    _stop()
     return found
 
 
@@ -166,13 +153,11 @@ def _run(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairD
 # ---------------------------------------------------------------------------------------
 
 
-def _frame(frame: pd.DataFrame, **kwargs) -> None:
-    """A table with two decimals (p-values in 3 significant digits)."""
-    config = {}
-    for column in frame.columns:
-        if pd.api.types.is_float_dtype(frame[column]):
-            config[column] = P_VALUE if column in ("p", "mcnemar_p") else NUMBER
-    st.dataframe(frame, hide_index=kwargs.pop("hide_index", True), width="stretch", column_config=config, **kwargs, placeholder="—")
+def _frame(frame: pd.DataFrame) -> None:
+    """A table of the report: its first column (the model, a word, a bias type) is the row's name; metrics by their name
+    (not also by their key); two decimals, p-values to 3 significant digits."""
+    shown = frame.drop(columns="metric") if {"metric", "name"} <= set(frame.columns) else frame
+    ui.tables.table(shown, pin=list(shown.columns[:1]))
 
 
 def _views(report: ReproductionReport) -> tuple[dict, dict]:
@@ -197,9 +182,9 @@ def _section(found, stem: str, chart_key: str, why_not: str) -> None:
         _title, text, shown, _stem = sections[stem]
         st.caption(text)
         for note in found[1].small_sample_notes().get(stem, []):
-            st.warning(f"Small sample: {note}", icon=":material/warning:")
+            st.warning(f"Small sample: {ui.feedback.md(note)}", icon=":material/warning:")
         for caption, table in shown:
-            st.markdown(f"**{caption}**")
+            st.markdown(f"**{ui.feedback.md(caption)}**")
             _frame(table)
         if stem in charts:
             ui.charts.show(charts[stem], S + chart_key)
@@ -213,11 +198,23 @@ def _next_shuffle_seed() -> None:
     st.session_state[S + "sentence_seed"] = int(st.session_state.get(S + "sentence_seed", 0)) + 1
 
 
+def _default_sentence() -> str:
+    """The sentence to shuffle first: a lab model's first held-out sentence (it knows no other words), else a plain one."""
+    model = ui.settings.selected_lab_model()
+    return DEFAULT_SENTENCE if model is None else lab.heldout_pairs(model.settings)[0].pair.sent_stereo
+
+
 @st.fragment
 def _shuffle_box(settings: ui.settings.Settings, lm: MaskedLM) -> None:
     """One sentence before and after shuffling; "Shuffle again" reruns only this part."""
     st.markdown("**One sentence, shuffled**")
-    st.session_state.setdefault(S + "sentence", DEFAULT_SENTENCE)
+    default = _default_sentence()
+    previous = st.session_state.get(S + "sentence_default", DEFAULT_SENTENCE)
+    if previous != default and st.session_state.get(S + "sentence", previous) == previous:  # another model: its own, unless typed
+        st.session_state[S + "sentence"] = default
+        _reset_shuffle_seed()
+    st.session_state[S + "sentence_default"] = default
+    st.session_state.setdefault(S + "sentence", default)
     st.session_state.setdefault(S + "sentence_seed", 0)
     c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
     text = c1.text_input(
@@ -248,23 +245,20 @@ def _shuffle_box(settings: ui.settings.Settings, lm: MaskedLM) -> None:
     with st.expander("The same on the command line"):
         st.code(shlex.join(["python", "-m", "biaslens", "shuffle", text, "--seed", str(seed), "--model", settings.model]), language="bash")
     ui.charts.show(figures.shuffle_chart(result.tokens), S + "chart_sentence")
-    st.dataframe(
+    ui.tables.table(
         result.tokens,
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "position": "Position",
-            "token": "Token",
+        pin=["position", "token"],
+        labels={
             "special": "Special",
-            "logprob": st.column_config.NumberColumn("log p", format="%.4f"),
+            "logprob": "log p",
             "rank": "Rank",
             "prediction": "Model's top token",
             "new_position": "New position",
-            "shuffled_logprob": st.column_config.NumberColumn("log p shuffled", format="%.4f"),
+            "shuffled_logprob": "log p shuffled",
             "shuffled_rank": "Rank shuffled",
             "shuffled_prediction": "Top token shuffled",
         },
-        placeholder="—",
+        decimals=4,
     )
 
 
@@ -299,16 +293,10 @@ def _summary(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, P
         "`python -m biaslens report`) are read from the result cache at once."
     )
     st.session_state.setdefault(S + "models", [settings.model])
-    choices = ui.sidebar.model_choices()
-    labels = {c.value: c.label for c in choices}
-    offered = list(dict.fromkeys([c.value for c in choices] + [settings.model] + list(st.session_state[S + "models"])))
-    models = st.multiselect(
+    models = ui.sidebar.pick_models(
         "Models",
-        offered,
-        key=S + "models",
-        format_func=lambda v: labels.get(v) or ui.settings.model_label(v),
-        accept_new_options=True,
-        help="Presets, hub ids or local folders (type a path and press Enter), on the sidebar's device and precision.",
+        S + "models",
+        help="Every model the sidebar offers, or a hub id or a local folder (type it and press Enter), on the sidebar's device and precision.",
     )
     if not models:
         st.info("Choose at least one model.", icon=":material/group_add:")
@@ -326,13 +314,14 @@ def _summary(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, P
         else:
             results[names[model]] = found
     if missing:
-        prompt = st.empty()
-        with prompt.container():
-            st.info("Not scored yet with these options: " + ", ".join(names[m] for m, _ in missing) + ".", icon=":material/hourglass_empty:")
-            clicked = st.button("Score them", icon=":material/play_arrow:", key=S + "score_models")
-        if clicked:
-            prompt.empty()
-            scores_only = dataclasses.replace(options, analyses=("scores",))
+        scores_only = dataclasses.replace(options, analyses=("scores",))
+        waiting = ", ".join(names[m] for m, _ in missing)
+        if ui.runs.offer(
+            "Score them",
+            key=S + "score_models",
+            pending=any(ui.runs.is_pending(_key(model_lm, datasets, scores_only)) for _, model_lm in missing),
+            notice=lambda: st.info(f"Not scored yet with these options: {ui.feedback.md(waiting)}.", icon=":material/hourglass_empty:"),
+        ):
             for model, model_lm in missing:
                 analysed = _analyse(model_lm, datasets, scores_only, names[model])
                 report = None
@@ -352,7 +341,7 @@ def _summary(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, P
         return
     _frame(paper_layout(table, "bias_score"))
     for note in table5_notes(table):
-        st.warning(f"Small sample: {note}", icon=":material/warning:")
+        st.warning(f"Small sample: {ui.feedback.md(note)}", icon=":material/warning:")
     st.markdown(f"**{TABLE5_INTERVALS}**")
     _frame(table5_intervals(table))
     ui.charts.show(figures.paper_bars(table, "bias_score", TITLES["scores"], "bias score", fifty=True), S + "chart_summary")
@@ -438,7 +427,7 @@ def main() -> None:
     with c2:
         total = max((len(d) for d in datasets.values()), default=1)
         several = f"Score a random sample of each dataset (the largest has {total:,} pairs)" if len(datasets) > 1 else None
-        sample, seed = ui.runs.sample_controls(S, total, several)
+        sample, seed = ui.runs.sample_controls(S, total, ui.state.link(AnalysesView), several)
         shuffle_seed = st.number_input(
             "Shuffle seed (Table 4)",
             min_value=0,
@@ -446,7 +435,7 @@ def main() -> None:
             key=S + "shuffle_seed",
             help="Seeds the shuffle of every sentence: the same seed shuffles each sentence alike.",
         )
-    ui.state.publish(sample=sample)
+    ui.state.publish(AnalysesView(ui.state.global_view(), sample=sample, seed=seed))
     cols = st.columns(max(1, len(datasets)))
     for col, dataset in zip(cols, datasets.values()):
         with col:
@@ -467,30 +456,24 @@ def main() -> None:
             key = _key(lm, datasets, options)
             found = _store().get(key)
             if found is None:
-                pending = st.session_state.get(S + "pending") == key
                 pairs = f"a sample of {sample:,} pairs" if sample else "every pair"
-                prompt = st.empty()
-                with prompt.container():
-                    st.info(
-                        f"Not run yet for {ui.feedback.md(label)}: {', '.join(SHORT[a] for a in options.analyses)} on {pairs} of "
-                        f"{ui.feedback.md(', '.join(datasets))}. "
-                        + (
-                            "The interrupted run resumes from the cache."
-                            if pending
-                            else "Whatever is already in the result cache is read back; an interrupted run resumes where it stopped."
-                        ),
-                        icon=":material/hourglass_empty:",
-                    )
-                    clicked = st.button("Run the analyses", type="primary", icon=":material/play_arrow:", key=S + "run")
-                if clicked or pending:
+                notice = (
+                    f"Not run yet for {ui.feedback.md(label)}: {', '.join(SHORT[a] for a in options.analyses)} on {pairs} of "
+                    f"{ui.feedback.md(', '.join(datasets))}. Whatever is already in the result cache is read back; a stopped run "
+                    "resumes where it stopped."
+                )
+                if ui.runs.offer(
+                    "Run the analyses",
+                    key=S + "run",
+                    pending=ui.runs.is_pending(key),
+                    notice=lambda: st.info(notice, icon=":material/hourglass_empty:"),
+                ):
                     found = _run(settings, lm, datasets, options, key, label)
-                    if found is not None:
-                        prompt.empty()
     if found is not None:
         analysed, report = found
         ui.honesty.model_banner(settings, lm, [t for d in datasets.values() for p in d.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
         for warning in report.warnings():
-            st.warning(warning, icon=":material/warning:")
+            st.warning(ui.feedback.md(warning), icon=":material/warning:")
         if analysed.cached_pairs:
             st.caption(f"{analysed.cached_pairs:,} pair records came from the result cache.")
     # In the paper's order: Tables 1-5, then Figure 1.
@@ -511,10 +494,10 @@ def main() -> None:
         if found is not None:
             for c in found[0].accuracy:
                 st.markdown(
-                    f"**{c.dataset}: {c.masked_metric.upper()} vs AUL on the {c.paired_tokens}** "
-                    f"(McNemar, {c.mcnemar.method}: p = {c.mcnemar.p_value:.3g})"
+                    f"**{ui.feedback.md(c.dataset)}: {METRICS[c.masked_metric].name} vs AUL on the {ui.feedback.md(c.paired_tokens)}** "
+                    f"(McNemar, {ui.feedback.md(c.mcnemar.method)}: p = {c.mcnemar.p_value:.3g})"
                 )
-                _frame(c.contingency, hide_index=False)
+                _frame(c.contingency.reset_index(names=""))
     with tabs[TAB["groups"]]:
         st.subheader(TITLES["groups"])
         _section(
@@ -555,7 +538,7 @@ def main() -> None:
             st.caption(
                 "The same files as the command below: one CSV per table (long format), report.md with the figures as SVG, a "
                 "self-contained report.html, each run's pairs.csv and summary.json, and manifest.json (model, data files, options), "
-                f"for {label}. Give the command several --model to put models side by side."
+                f"for {ui.feedback.md(label)}. Give the command several --model to put models side by side."
             )
             stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("._") or "model"
             report = found[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pandas as pd
@@ -16,7 +17,8 @@ import ui.resources
 import ui.runs
 import ui.settings
 import ui.state
-from ui.tables import labelled_table
+import ui.tables
+from ui.views import EXPLORER_TABS, ExplorerView
 from biaslens import explore, figures
 from biaslens.evaluation import EvaluationResult, available_metrics, unavailable_note
 from biaslens.export import safe_csv, to_json
@@ -25,25 +27,26 @@ from biaslens.metrics import METRICS, PAPER_METRICS
 ui.require_app()
 
 S = "explorer."
-INSPECTOR = "pages/inspector.py"
+#: The tabs of a finished run: the link's name -> the label.
+TABS = dict(zip(EXPLORER_TABS, ["Scores", "By bias type", "Adv / Dis", "Pairs", "Export"]))
 VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
 
 
-def _adopt_url() -> None:
-    metrics = ui.state.take_list("metrics")
-    if metrics:
-        chosen = [m for m in metrics if m in METRICS]
-        if chosen:
-            st.session_state[S + "metrics"] = chosen
-        unknown = [m for m in metrics if m not in METRICS]
-        if unknown:
-            ui.state.reject("metrics", unknown, "metric names from " + ", ".join(METRICS))
-    metric = ui.state.take_one("metric")
-    if metric in METRICS:
-        st.session_state[S + "focus"] = metric
-    elif metric is not None:
-        ui.state.reject("metric", metric, "one of " + ", ".join(METRICS))
+def _adopt_url() -> ui.state.Link[ExplorerView]:
+    link = ui.state.link(ExplorerView)
+    if "metrics" in link:
+        st.session_state[S + "metrics"] = list(link.view.metrics)
+    if "metric" in link and link.view.metric is not None:
+        st.session_state[S + "focus"] = link.view.metric
+    if "tab" in link:
+        st.session_state[S + "tab"] = TABS[link.view.tab]
     st.session_state.setdefault(S + "metrics", list(PAPER_METRICS))
+    return link
+
+
+def _tab() -> str:
+    """The open tab, as a link names it."""
+    return next((name for name, label in TABS.items() if label == st.session_state.get(S + "tab")), EXPLORER_TABS[0])
 
 
 def _file_stem(model: str, dataset: str) -> str:
@@ -66,8 +69,9 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
     scored = info.get("pairs_scored", len(result.pairs))
     total = info.get("pairs_total", scored)
     st.caption(
-        f"{scored:,} of {total:,} pairs · model {ui.feedback.md(ui.settings.model_label(m['model']))} · mode {m.get('compat', 'default')} · "
-        f"{m['device']} · {m['dtype']}" + (f" · file sha256 {info['sha256'][:12]}…" if info.get("sha256") else "")
+        f"{scored:,} of {total:,} pairs · model {ui.feedback.md(ui.settings.model_label(m['model']))} · "
+        f"mode {ui.feedback.md(m.get('compat', 'default'))} · {ui.feedback.md(m['device'])} · {ui.feedback.md(m['dtype'])}"
+        + (f" · file sha256 {ui.feedback.md(info['sha256'][:12])}…" if info.get("sha256") else "")
     )
     for warning in result.warnings:
         st.warning(ui.feedback.md(warning))
@@ -76,30 +80,21 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
     for row in summary.itertuples():
         with row_of_cards.container(border=True, width=CARD_WIDTH):
             st.metric(
-                f"{row.name} bias score",
+                f"{METRICS[row.metric].name} bias score",
                 "n/a" if pd.isna(row.bias_score) else f"{row.bias_score:.1f}",
                 help=METRICS[row.metric].direction,
             )
             st.caption(
-                f"95% CI {row.ci_low:.1f}–{row.ci_high:.1f} (Wilson) · N {row.n:,} · ties {row.ties} · "
-                f"undecidable {row.undecidable} · token accuracy {row.token_accuracy:.1f}%"
+                f"95% CI {row.ci_low:.1f}–{row.ci_high:.1f} (Wilson) · N {row.n:,} · ties {row.ties:,} · "
+                f"undecidable {row.undecidable:,} · token accuracy {row.token_accuracy:.1f}%"
             )
 
 
-#: The summary tables' score columns: name -> (label, format). Static tables: a projector or a 1024 px window shows them all.
-SCORE_COLUMNS: dict[str, tuple[str, str | None]] = {
-    "bias_score": ("Bias score", "{:.2f}"),
-    "ci_low": ("95% CI low", "{:.2f}"),
-    "ci_high": ("95% CI high", "{:.2f}"),
-    "n": ("N", None),
-    "wins": ("Wins", None),
-    "ties": ("Ties", None),
-    "undecidable": ("Undecidable", None),
-    "token_accuracy": ("Token accuracy (%)", "{:.2f}"),
-}
+#: The summary tables' score columns (after their key columns: the metric, the bias type or the group).
+SCORE_COLUMNS = ["bias_score", "ci_low", "ci_high", "n", "wins", "ties", "undecidable", "token_accuracy"]
 
 
-def show_pairs(result: EvaluationResult, metrics: list[str], focus: str) -> None:
+def show_pairs(result: EvaluationResult, metrics: list[str], focus: str, view: ExplorerView) -> None:
     frame = explore.with_verdicts(result.pairs, metrics)
     st.caption("Select a row to open the pair in the inspector. Click a column header to sort.")
     c1, c2, c3 = st.columns([1, 1, 2])
@@ -115,46 +110,23 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str) -> None
         text=search,
         column_equals=None if verdict == "All" else {f"{focus}_verdict": verdict},
     )
-    columns = [
-        "pair_id",
-        "bias_type",
-        "direction",
-        "sent_stereo",
-        "sent_anti",
-        f"{focus}_stereo",
-        f"{focus}_anti",
-        f"{focus}_margin",
-        f"{focus}_verdict",
-    ]
+    # The results first and pinned (pair, margin, verdict): the sentences scroll sideways, the scores never do.
+    columns = [f"{focus}_stereo", f"{focus}_anti", "bias_type", "direction", "sent_stereo", "sent_anti"]
     if not (shown["direction"] != "").any():
         columns.remove("direction")
-    name = METRICS[focus].name
-    event = st.dataframe(
-        shown[columns],
-        hide_index=True,
-        width="stretch",
-        height=420,
+    event = ui.tables.table(
+        shown.assign(**{f"{focus}_verdict": [VERDICTS[v] for v in shown[f"{focus}_verdict"]]}),
+        columns,
+        pin=["pair_id", f"{focus}_margin", f"{focus}_verdict"],
+        formats={f"{focus}_stereo": "{:.4f}", f"{focus}_anti": "{:.4f}"},
+        select=True,
         key=S + f"table.{st.session_state.get(S + 'table_version', 0)}",
-        on_select="rerun",
-        selection_mode="single-row",
-        column_config={
-            "pair_id": st.column_config.NumberColumn("Pair", format="%d"),
-            "bias_type": "Bias type",
-            "direction": "Direction",
-            "sent_stereo": st.column_config.TextColumn("Stereotypical sentence", width="large"),
-            "sent_anti": st.column_config.TextColumn("Anti-stereotypical sentence", width="large"),
-            f"{focus}_stereo": st.column_config.NumberColumn(f"{name} stereo", format="%.4f"),
-            f"{focus}_anti": st.column_config.NumberColumn(f"{name} anti", format="%.4f"),
-            f"{focus}_margin": st.column_config.NumberColumn(f"{name} margin", format="%.4f"),
-            f"{focus}_verdict": f"{name} prefers",
-        },
-        placeholder="—",
     )
     st.caption(f"{len(shown):,} of {len(frame):,} pairs shown.")
     if event.selection.rows:
         # A fresh table next time, so coming back here does not reopen the same pair.
         st.session_state[S + "table_version"] = st.session_state.get(S + "table_version", 0) + 1
-        ui.state.open_page(INSPECTOR, pair=int(shown["pair_id"].iloc[event.selection.rows[0]]), metric=focus)
+        ui.state.open_view(view.inspect(int(shown["pair_id"].iloc[event.selection.rows[0]])))
 
 
 def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str) -> None:
@@ -201,7 +173,7 @@ def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str)
         )
 
 
-def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None:
+def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: ExplorerView) -> None:
     summary = explore.summary_table(result.summary)
     show_headline(result, summary)
     st.session_state[S + "focus"] = st.session_state.get(S + "focus") if st.session_state.get(S + "focus") in metrics else metrics[0]
@@ -216,7 +188,8 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
         )
         or metrics[0]
     )
-    ui.state.publish(metrics=metrics, metric=focus, sample=st.session_state.get(S + "spec_sample"))
+    view = dataclasses.replace(view, metric=focus)
+    ui.state.publish(view)
 
     by_type = explore.by_type_table(result.summary)
     groups = explore.group_table(result.summary)
@@ -226,20 +199,20 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
     if not groups.empty:
         charts["Adv vs Dis"] = figures.groups_chart(groups)
 
-    tabs = st.tabs(["Scores", "By bias type", "Adv / Dis", "Pairs", "Export"])
+    tabs = st.tabs(list(TABS.values()), key=S + "tab", on_change="rerun")  # the open tab goes into the link
     with tabs[0]:
         st.caption(
             "Share of pairs in which the metric scores the stereotypical sentence higher; 50 = no preference. Bars: 95% Wilson interval; numbers: N."
         )
         ui.charts.show(charts["Bias scores"], S + "chart_scores")
-        labelled_table(summary, {"name": ("Metric", None), **SCORE_COLUMNS})
+        ui.tables.table(summary, SCORE_COLUMNS, pin=["name"])
     with tabs[1]:
         if by_type.empty:
             st.info("This dataset has no bias types.")
         else:
             ui.charts.show(charts["By bias type"], S + "chart_types")
             table = by_type[by_type["metric"] == focus]
-            labelled_table(table, {"bias_type": ("Bias type", None), **SCORE_COLUMNS})
+            ui.tables.table(table, SCORE_COLUMNS, pin=["bias_type"])
     with tabs[2]:
         if groups.empty:
             st.info("Only CrowS-Pairs (and custom files with stereo_antistereo) split pairs into advantaged and disadvantaged groups.")
@@ -249,9 +222,9 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
                 "disadvantaged group), **Adv** = antistereo rows. An unbiased model scores 50 in both."
             )
             ui.charts.show(charts["Adv vs Dis"], S + "chart_groups")
-            labelled_table(groups, {"name": ("Metric", None), "group_name": ("Group", None), **SCORE_COLUMNS})
+            ui.tables.table(groups, SCORE_COLUMNS, pin=["name", "group_name"])
     with tabs[3]:
-        show_pairs(result, metrics, focus)
+        show_pairs(result, metrics, focus, view)
     with tabs[4]:
         show_exports(result, charts, stem)
 
@@ -264,7 +237,7 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str) -> None
 def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
-    _adopt_url()
+    link = _adopt_url()
     st.title("Dataset explorer")
     st.caption("Bias scores of the sidebar's model on a whole benchmark, per metric, per bias type and per group, with every pair behind them.")
     dataset = ui.resources.dataset_or_stop(settings)
@@ -282,13 +255,13 @@ def main() -> None:
             help="AUL and AULA need one pass per sentence; CPS and PLL one per token, so they take longest.",
         )
     with c2:
-        sample, seed = ui.runs.sample_controls(S, len(dataset))
-    st.session_state[S + "spec_sample"] = sample
+        sample, seed = ui.runs.sample_controls(S, len(dataset), link)
+    focus = st.session_state.get(S + "focus")
+    view = ExplorerView(ui.state.global_view(), metrics=tuple(metrics), metric=focus, sample=sample, seed=seed, tab=_tab())
+    ui.state.publish(view)
     if not metrics:
-        ui.state.publish(sample=sample)
         st.info("Choose at least one metric.", icon=":material/checklist:")
         st.stop()
-    ui.state.publish(metrics=metrics, metric=st.session_state.get(S + "focus"), sample=sample)
     lm = ui.resources.model_or_stop(settings)
     metrics, unavailable = available_metrics(lm, metrics)
     if unavailable:  # e.g. AULA for a model that returns no attention weights: left out, with the reason
@@ -299,30 +272,32 @@ def main() -> None:
     result = ui.runs.lookup(spec, lm, dataset)
     if result is None:
         n_pairs = spec.sample or len(dataset)
-        pending = ui.runs.is_pending(spec)
-        notice = st.empty()  # cleared once the run is done, so it never sits above its results
-        with notice.container():
-            st.info(
-                f"Not scored yet: {n_pairs:,} pairs × {len(metrics)} metric{'s' if len(metrics) > 1 else ''} with this model. "
-                + (
-                    "The interrupted run resumes from the cache."
-                    if pending
-                    else "Finished chunks are cached, so an interrupted run resumes where it stopped."
-                ),
-                icon=":material/hourglass_empty:",
-            )
-            if not pending:
-                ui.runs.time_estimate(spec, lm, dataset, n_pairs, key=S + "estimate")
-            clicked = st.button("Run", type="primary", icon=":material/play_arrow:", key=S + "run")
-        if clicked or pending:
+        kept = ui.runs.kept(spec, lm, dataset)
+
+        def notice() -> None:
+            scores = f"{len(metrics)} metric{'s' if len(metrics) > 1 else ''}"
+            if kept:
+                st.info(
+                    f"Not finished: {kept:,} of {n_pairs:,} pairs kept in the result cache ({scores}, from a stopped or an earlier "
+                    f"run). Resume scores the other {n_pairs - kept:,}.",
+                    icon=":material/pause_circle:",
+                )
+            else:
+                st.info(
+                    f"Not scored yet: {n_pairs:,} pairs × {scores} with this model. Finished chunks are cached, so a stopped "
+                    "run resumes where it stopped.",
+                    icon=":material/hourglass_empty:",
+                )
+            ui.runs.time_estimate(spec, lm, dataset, n_pairs - kept, key=S + "estimate")
+
+        if ui.runs.offer("Resume" if kept else "Run", key=S + "run", pending=ui.runs.is_pending(spec), notice=notice):
             names = ", ".join(METRICS[m].name for m in metrics)
-            result = ui.runs.run(spec, lm, dataset, f"Scoring {ui.settings.short_dataset_name(dataset)} ({names})")
+            result = ui.runs.run(spec, lm, dataset, f"Scoring {ui.settings.short_dataset_name(dataset)} ({names})", kept=kept)
         if result is None:
             st.stop()
-        notice.empty()
     result = ui.field.flag_filter(settings, lm, dataset, result, metrics)
     ui.honesty.model_banner(settings, lm, [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
-    show_result(result, metrics, _file_stem(settings.model, dataset.name))
+    show_result(result, metrics, _file_stem(settings.model, dataset.name), view)
     ui.field.stereoset_panel(settings, lm, dataset, result, metrics)
 
 

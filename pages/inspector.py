@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 import random
 import re
@@ -17,10 +18,13 @@ import ui.feedback
 import ui.honesty
 import ui.resources
 import ui.settings
+import ui.sidebar
 import ui.state
-from ui.tables import static_table
+from ui.views import InspectorView
+import ui.tables
 from biaslens import explore, figures, figures_html, lab
-from biaslens.evaluation import PairInspection
+from biaslens.evaluation import PairInspection, prepare_inspection
+from biaslens.formatting import format_margin
 from biaslens.metrics import METRICS, PAPER_METRICS
 
 ui.require_app()
@@ -40,19 +44,20 @@ VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie
 
 
 def _adopt_url() -> None:
-    s1, s2, pair, metric = (ui.state.take_one(k) for k in ("s1", "s2", "pair", "metric"))
-    if s1 is not None or s2 is not None:
-        _set_custom(s1 or "", s2 or "")
-    elif pair is not None and pair.isdigit():
+    link = ui.state.link(InspectorView)
+    view = link.view
+    if ("s1" in link or "s2" in link) and (view.s1 is not None or view.s2 is not None):
+        _set_custom(view.s1 or "", view.s2 or "")
+    elif "pair" in link and view.pair is not None:
         st.session_state[S + "source"] = "dataset"
-        st.session_state[S + "pair"] = int(pair)
+        st.session_state[S + "pair"] = view.pair
         st.session_state[S + "pair_from_url"] = True
-    elif pair is not None:
-        ui.state.reject("pair", pair, "a pair id (a whole number, 0 or more)")
-    if metric in PAPER_METRICS:
-        st.session_state[S + "metric"] = metric
-    elif metric is not None:
-        ui.state.reject("metric", metric, "one of " + ", ".join(PAPER_METRICS))
+    if "metric" in link:
+        st.session_state[S + "metric"] = view.metric
+    if "pin" in link and view.pin is not None:  # a page switch without one keeps this session's pin
+        st.session_state[S + "pinned"] = view.pin
+    if "models" in link and view.models:
+        st.session_state[S + "models"] = list(view.models)
     st.session_state.setdefault(S + "source", "dataset")
     st.session_state.setdefault(S + "metric", "aul")
     example = _example()
@@ -84,13 +89,18 @@ def _choose_pair(pair_id: int) -> None:
     st.session_state[S + "pair"] = pair_id
 
 
+def _refiltered() -> None:
+    """A filter or the search changed: the next run shows their first match if they leave the current pair out."""
+    st.session_state[S + "refiltered"] = True
+
+
 def _random_pair(ids: list[int]) -> None:
     if ids:
         _choose_pair(random.choice(ids))
 
 
-def _pin(stereo: str, anti: str, label: str) -> None:
-    st.session_state[S + "pinned"] = (stereo, anti, label)
+def _pin(view: InspectorView) -> None:
+    st.session_state[S + "pinned"] = view.pinned()
 
 
 def _unpin() -> None:
@@ -118,7 +128,7 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
     has_direction = bool((frame["direction"] != "").any())
     cols = st.columns([1.1, 0.9, 1.5, 1.1] if has_direction else [1.1, 2.4, 1.1], vertical_alignment="bottom")
     types = sorted(t for t in frame["bias_type"].unique() if t)
-    bias_type = cols[0].selectbox("Bias type", ["All", *types], key=S + "bias_type", persist_state="session")
+    bias_type = cols[0].selectbox("Bias type", ["All", *types], key=S + "bias_type", persist_state="session", on_change=_refiltered)
     direction = "All"
     if has_direction:
         direction = cols[1].selectbox(
@@ -126,6 +136,7 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
             ["All", "stereo", "antistereo"],
             key=S + "direction",
             persist_state="session",
+            on_change=_refiltered,
             help="stereo: the first sentence stereotypes a historically disadvantaged group (Dis); antistereo: it violates a "
             "stereotype about an advantaged group (Adv).",
         )
@@ -133,6 +144,7 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
         "Search the sentences",
         key=S + "search",
         persist_state="session",
+        on_change=_refiltered,
         placeholder="a word or a pair number, e.g. nurse or #900",
         help="Words in either sentence, or a pair's number: searches the whole dataset.",
     )
@@ -146,7 +158,8 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
     current = st.session_state.get(S + "pair")
     if st.session_state.pop(S + "pair_from_url", False) and current not in by_id:
         ui.state.reject("pair", str(current), f"a pair id of this dataset ({min(by_id)} to {max(by_id)})")
-    if current not in by_id:
+    refiltered = st.session_state.pop(S + "refiltered", False)
+    if current not in by_id or (refiltered and ids and current not in ids):  # e.g. a search for #7: pair 7 at once
         current = ids[0] if ids else dataset.pairs[0].pair_id
         st.session_state[S + "pair"] = current
     listed = ids[:MAX_LISTED]
@@ -178,8 +191,12 @@ def pair_from_dataset(settings: ui.settings.Settings) -> tuple[str, str, str] | 
     if not ids:
         st.caption("No pair matches these filters; showing the current pair.")
     pair = by_id[current]
-    label = f"{prefix} #{pair.pair_id}" + "".join(f" · {x}" for x in (pair.bias_type, pair.direction) if x)
-    return pair.sent_stereo, pair.sent_anti, label
+    return pair.sent_stereo, pair.sent_anti, pair_title(dataset, pair)
+
+
+def pair_title(dataset, pair) -> str:
+    """A dataset's pair as its heading names it: 'crows-pairs #12 · gender · stereo'."""
+    return f"{ui.settings.pair_label(dataset)} #{pair.pair_id}" + "".join(f" · {x}" for x in (pair.bias_type, pair.direction) if x)
 
 
 def pair_from_form() -> tuple[str, str, str] | None:
@@ -218,43 +235,35 @@ def sentences_html(stereo: str, anti: str) -> str:
     )
 
 
-def scores_table(result: PairInspection) -> pd.DataFrame:
+#: The sentence scores table (`PairInspection.summary_frame`): the key results first (metric, margin, verdict).
+SCORE_KEY = ("metric", "margin", "verdict")
+SCORE_LABELS = {
+    "metric": "Metric",
+    "margin": "Margin (stereo − anti)",
+    "verdict": "Prefers",
+    "stereo": "Stereotypical",
+    "anti": "Anti-stereotypical",
+    "accuracy_stereo": "Token acc. stereo (%)",
+    "accuracy_anti": "Token acc. anti (%)",
+}
+SCORE_FORMATS = {"stereo": "{:.4f}", "anti": "{:.4f}", "accuracy_stereo": "{:.0f}", "accuracy_anti": "{:.0f}"}
+
+
+def show_score_table(result: PairInspection, columns: tuple[str, ...] = ("stereo", "anti", "accuracy_stereo", "accuracy_anti")) -> None:
+    """The pair's scores under every metric, the margin written so that its sign agrees with the verdict."""
     frame = result.summary_frame()
-    return pd.DataFrame(
-        {
-            "Metric": frame["metric"],
-            "Stereotypical": frame["stereo"],
-            "Anti-stereotypical": frame["anti"],
-            "Margin (stereo − anti)": frame["margin"],
-            "Prefers": [VERDICTS[v] for v in frame["verdict"]],
-            "Token acc. stereo (%)": frame["accuracy_stereo"],
-            "Token acc. anti (%)": frame["accuracy_anti"],
-        }
-    )
-
-
-SCORE_FORMAT = {c: st.column_config.NumberColumn(c, format="%.4f") for c in ("Stereotypical", "Anti-stereotypical", "Margin (stereo − anti)")} | {
-    c: st.column_config.NumberColumn(c, format="%.0f") for c in ("Token acc. stereo (%)", "Token acc. anti (%)")
-}
-
-
-SCORE_FORMATS = {
-    "Stereotypical": "{:.4f}",
-    "Anti-stereotypical": "{:.4f}",
-    "Margin (stereo − anti)": "{:+.4f}",
-    "Token acc. stereo (%)": "{:.0f}",
-    "Token acc. anti (%)": "{:.0f}",
-}
+    frame["verdict"] = [VERDICTS[v] for v in frame["verdict"]]
+    ui.tables.table(frame, list(columns), pin=SCORE_KEY, labels=SCORE_LABELS, formats=SCORE_FORMATS)
 
 
 def show_scores(result: PairInspection, focus: str) -> None:
-    static_table(scores_table(result), SCORE_FORMATS)
+    show_score_table(result)
     st.caption("Token accuracy here: per token of each sentence. Table 1 counts SSS per StereoSet instance (the paper) unless kaneko2022.")
     verdict = result.verdict(focus)
     name = METRICS[focus].name
     if verdict in ("stereo", "anti"):
         st.markdown(
-            f"**{name}** prefers the **{VERDICTS[verdict]}** sentence by a margin of **{abs(result.margin(focus)):.4f}** "
+            f"**{name}** prefers the **{VERDICTS[verdict]}** sentence by a margin of **{format_margin(result.margin(focus), signed=False)}** "
             "(higher = more likely under the model)."
         )
     elif verdict == "tie":
@@ -320,26 +329,24 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
     with chart_tab:
         chosen = tuple(m for m in figures.TOKEN_MEASURES if m in measures)  # the same columns in the same order, however picked
         st.html(figures_html.shade_legend_html() + _figure(pair_key, "tokens", chosen, lambda: figures_html.token_bars_html(aligned, chosen)))
-        st.caption("  \n".join(f"**{figures.measure_title(m)}**: {figures.TOKEN_MEASURES[m][1]}." for m in chosen))
+        st.caption("  \n".join(f"**{ui.feedback.md(figures.measure_title(m))}**: {figures.TOKEN_MEASURES[m][1]}." for m in chosen))
         modified = aligned[aligned["kind"] == "modified"]
         if "top5" in aligned and not modified.empty:
             st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
-            static_table(_readable(modified[["side_name", "label", "rank", "top5"]]))
+            ui.tables.table(modified, ["rank", "top5"], pin=["side_name", "label"], labels=TOKEN_COLUMNS)
     with table_tab:
         if table_tab.open:  # drawn once chosen: an interactive table costs the browser more than the chart
-            table = _readable(aligned[[c for c in TOKEN_COLUMNS if c in aligned]])
-            decimals = {c: st.column_config.NumberColumn(format="%.4f") for c in table.columns if table[c].dtype.kind == "f"}
-            st.dataframe(table, hide_index=True, width="stretch", placeholder="—", column_config=decimals)
+            # A measure that does not apply to a token stays missing (an em dash), and its column sorts as numbers.
+            columns = [c for c in TOKEN_COLUMNS if c in aligned]
+            ui.tables.table(aligned, columns, pin=["side_name", "position", "label"], labels=TOKEN_COLUMNS, decimals=4, sortable=True)
 
 
-def _readable(frame: pd.DataFrame) -> pd.DataFrame:
-    """Column names for people. A measure that does not apply to a token stays missing, and stays a number column (it
-    sorts as numbers): the static table shows it blank, the interactive one as an em dash."""
-    return frame.rename(columns=TOKEN_COLUMNS)
+def _drivers_title(result: PairInspection, key: str) -> str:
+    return f"{METRICS[key].name}: margin {format_margin(result.margin(key))}"
 
 
 def _drivers_html(result: PairInspection, key: str) -> str:
-    return figures_html.drivers_bars_html(explore.margin_drivers(result, key), f"{METRICS[key].name}: margin {result.margin(key):+.4f}")
+    return figures_html.drivers_bars_html(explore.margin_drivers(result, key), _drivers_title(result, key))
 
 
 def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
@@ -350,8 +357,9 @@ def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
         "stereotypical sentence, left towards the anti-stereotypical one."
     )
     shown = [k for k in ("aul", "aula") if k in result.metrics] + ([focus] if focus not in ("aul", "aula") else [])
-    cols = st.columns(len(shown))
-    for col, key in zip(cols, shown):
+    # Two charts a row at most: three side by side squeezed their bars to nothing in a 1024 px window.
+    places = [col for _ in range(0, len(shown), 2) for col in st.columns(2)]
+    for col, key in zip(places, shown):
         with col:
             drawn = None
             with ui.feedback.guard():
@@ -367,7 +375,7 @@ def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, s
         drivers = {}
         for key in (k for k in ("aul", "aula") if k in result.metrics):
             with contextlib.suppress(Exception):  # kaneko2022 CPS/SSS are not additive; AUL and AULA always are
-                drivers[f"{METRICS[key].name}: margin {result.margin(key):+.4f}"] = explore.margin_drivers(result, key)
+                drivers[_drivers_title(result, key)] = explore.margin_drivers(result, key)
         return figures.inspector_slide(label, stereo, anti, aligned, drivers)
 
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "pair"
@@ -466,24 +474,87 @@ def metric_cards() -> None:
             st.caption("  \n".join(n for n in notes if n))
 
 
-def show_pinned(settings: ui.settings.Settings, current: tuple[str, str, str], result: PairInspection, lm) -> None:
-    pinned = st.session_state.get(S + "pinned")
-    if pinned is None or pinned[:2] == current[:2]:
-        return
-    st.subheader("Pinned pair vs this pair")
-    pinned_result = None
-    with ui.feedback.guard():
-        pinned_result = ui.resources.inspection(settings, lm, pinned[0], pinned[1])
-    if pinned_result is None:
-        return
-    # One under the other, each in full and titled by its own sentences (side by side, the tables and tokens would be cut).
-    for (stereo, anti, label), res, mark in ((pinned, pinned_result, "📌 Pinned"), (current, result, "This pair")):
-        with st.container(border=True):
-            st.markdown(f"**{mark}** · {ui.feedback.md(label)}")
-            st.html(sentences_html(stereo, anti))
-            st.html(figures_html.aligned_tokens_html(explore.aligned_columns(res)))
-            static_table(scores_table(res).iloc[:, :5], SCORE_FORMATS)
-    st.button("Unpin", icon=":material/close:", on_click=_unpin)
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """One inspection of the side-by-side view: its table column's name, its title, its pair and its scores."""
+
+    name: str
+    title: str
+    stereo: str
+    anti: str
+    result: PairInspection
+    pinned: bool = False
+
+
+def pinned_inspection(pinned: InspectorView, names: dict[str, str], here: ui.settings.Settings) -> Shown | None:
+    """The pinned inspection, scored with the model and settings it was pinned with; None if its model, dataset or pair
+    is not to be had (the reason shown)."""
+    settings = ui.settings.settings_of(pinned.g)
+    if pinned.pair is not None:
+        dataset = ui.resources.dataset_or_none(settings)
+        pair = None if dataset is None else next((p for p in dataset.pairs if p.pair_id == pinned.pair), None)
+        if dataset is None or pair is None:
+            st.warning(f"The pinned pair #{pinned.pair:d} is not in {ui.feedback.md(settings.dataset)}: pin another.", icon=":material/push_pin:")
+            return None
+        stereo, anti, label = pair.sent_stereo, pair.sent_anti, pair_title(dataset, pair)
+    else:
+        stereo, anti, label = pinned.s1 or "", pinned.s2 or "", "your pair"
+    lm = ui.resources.model_or_none(settings)
+    result = None
+    if lm is not None:
+        with ui.feedback.guard():
+            result = ui.resources.inspection(settings, lm, stereo, anti)
+    if result is None:
+        return None
+    differs = [v for v, now in ((settings.compat, here.compat), (settings.dtype, here.dtype), (settings.revision, here.revision)) if v != now]
+    under = " · ".join([names[settings.model], *(str(v or "main") for v in differs)])
+    return Shown(f"{under} · pinned", f"Pinned: {label}, under {under}", stereo, anti, result, pinned=True)
+
+
+def show_side_by_side(settings: ui.settings.Settings, current: tuple[str, str, str], result: PairInspection, view: InspectorView) -> None:
+    """The pinned inspection and this pair under the other chosen models, next to this one (LIT's pin and compare): each
+    one's margin and verdict per metric in one table, then each one's tokens (their tokenizers may split them apart)."""
+    stereo, anti, _ = current
+    extra = [m for m in dict.fromkeys(view.models) if m != settings.model]
+    pinned_settings = None if view.pin is None else ui.settings.settings_of(view.pin.g)
+    if view.pin is not None and pinned_settings == settings and (view.pin.pair, view.pin.s1, view.pin.s2) == (view.pair, view.s1, view.s2):
+        st.caption(
+            ":material/push_pin: This pair is pinned, with this model and its settings: choose another model in the sidebar (or "
+            "another pair) to compare."
+        )
+        pinned_settings = None  # it is the one shown
+    names = ui.settings.model_names(list(dict.fromkeys([settings.model, *extra, *([pinned_settings.model] if pinned_settings else [])])))
+    shown = [Shown(names[settings.model], f"This pair, under {names[settings.model]} (the sidebar's model)", stereo, anti, result)]
+    for model in extra:
+        other = dataclasses.replace(settings, model=model, revision=None)
+        other_lm = ui.resources.model_or_none(other)
+        found = None
+        if other_lm is not None:
+            with ui.feedback.guard():
+                found = ui.resources.inspection(other, other_lm, stereo, anti)
+        if found is not None:
+            shown.append(Shown(names[model], f"This pair, under {names[model]}", stereo, anti, found))
+    pinned = None if view.pin is None or pinned_settings is None else pinned_inspection(view.pin, names, settings)
+    if pinned is not None:
+        shown.insert(0, pinned)
+    if len(shown) > 1:
+        same_pair = all((s.stereo, s.anti) == (stereo, anti) for s in shown)
+        st.subheader("The same pair side by side" if same_pair else "Pinned pair vs this pair")
+        st.caption(
+            "Each one's margin f(stereotypical) − f(anti-stereotypical) per metric: above 0, the metric prefers the stereotypical "
+            "sentence; below, the anti-stereotypical one. The pinned pair is scored under the model and settings it was pinned "
+            "with; the others use the sidebar's settings."
+        )
+        table = explore.side_by_side({s.name: s.result for s in shown})
+        ui.tables.table(table, [c for c in table.columns if c.endswith("_margin")], pin=["model"])
+        for s in shown:  # one under the other, each titled by its own model (side by side, long tokens would be cut)
+            with st.container(border=True):
+                st.markdown((":material/push_pin: " if s.pinned else "") + f"**{ui.feedback.md(s.title)}**")
+                if (s.stereo, s.anti) != (stereo, anti):
+                    st.html(sentences_html(s.stereo, s.anti))
+                st.html(figures_html.aligned_tokens_html(explore.aligned_columns(s.result)))
+    if view.pin is not None:
+        st.button("Unpin", icon=":material/close:", on_click=_unpin)
 
 
 # ---------------------------------------------------------------------------------------
@@ -505,27 +576,36 @@ def main() -> None:
     )
     chosen = pair_from_dataset(settings) if source == "dataset" else pair_from_form()
     focus = st.session_state[S + "metric"]
-    if source == "dataset":
-        ui.state.publish(pair=st.session_state.get(S + "pair"), metric=focus)
-    else:
-        custom = st.session_state.get(S + "custom") or (None, None)
-        ui.state.publish(s1=custom[0], s2=custom[1], metric=focus)
+    custom = st.session_state.get(S + "custom") or (None, None)
+    view = InspectorView(
+        ui.state.global_view(),
+        **({"pair": st.session_state.get(S + "pair")} if source == "dataset" else {"s1": custom[0], "s2": custom[1]}),
+        metric=focus,
+        models=tuple(st.session_state.get(S + "models", ())),
+        pin=st.session_state.get(S + "pinned"),
+    )
+    ui.state.publish(view)
     if chosen is not None:
         stereo, anti, label = chosen
         lm = ui.resources.model_or_stop(settings)
+        with ui.feedback.guard() as checked:  # an empty, identical or over-long pair: said here, under the form, not below the pair
+            prepare_inspection(lm, stereo, anti, compat=settings.compat)  # checks and tokenizes; nothing is scored
+        if checked.failed:
+            st.stop()
         # The pair first, then its scores: its heading and sentences show while it is scored (and the browser draws
         # them while the server scores, rather than after).
         st.divider()
         ui.honesty.model_banner(settings, lm, [stereo, anti])
-        st.subheader(label)
+        st.subheader(ui.feedback.md(label))  # a bias type or a lab group's label comes from a file or another user
         st.html(sentences_html(stereo, anti))
         with st.container(horizontal=True):
             st.button(
                 "Pin for comparison",
                 icon=":material/push_pin:",
                 on_click=_pin,
-                args=(stereo, anti, label),
-                help="Keep this pair on screen; then change a word or pick another pair to compare them one above the other.",
+                args=(view,),
+                help="Keep this pair with this model and its settings on screen: then choose another model in the sidebar to see the "
+                "pair under both side by side, or change a word or pick another pair to compare the two pairs.",
             )
             st.button(
                 "Edit this pair",
@@ -534,6 +614,13 @@ def main() -> None:
                 args=(stereo, anti),
                 help="Copy the two sentences into the form to change a word.",
             )
+        ui.sidebar.pick_models(
+            "Compare under another model",
+            S + "models",
+            placeholder="Add a model to score this pair with too",
+            help="This pair under other models too, side by side with the sidebar's (on its device, precision and scoring mode): "
+            "any model the sidebar offers, or a hub id or a folder (type it and press Enter).",
+        )
         with st.spinner("Scoring the pair…"):
             result = None
             with ui.feedback.guard():
@@ -548,11 +635,11 @@ def main() -> None:
             "**unmodified** and aligned: CPS masks them one at a time. AUL, AULA and All Masked score every token."
         )
 
-        show_pinned(settings, chosen, result, lm)
+        show_side_by_side(settings, chosen, result, view)
 
         st.subheader("Sentence scores")
         for note in result.notes:  # e.g. AULA for a model without attention weights
-            st.info(note, icon=":material/info:")
+            st.info(ui.feedback.md(note), icon=":material/info:")
         if st.session_state.get(S + "metric") not in result.metrics:
             st.session_state[S + "metric"] = result.metrics[0]
         st.segmented_control(
@@ -577,7 +664,7 @@ def main() -> None:
         attention = st.expander("Attention drill-down", icon=":material/grid_on:", key=S + "att_open", on_change="rerun")
         with attention:
             if result.attention_matrices is None:
-                st.info(lm.attention_unavailable or "This model returned no attention weights.", icon=":material/info:")
+                st.info(ui.feedback.md(lm.attention_unavailable or "This model returned no attention weights."), icon=":material/info:")
             else:
                 st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
             if attention.open and result.attention_matrices is not None:
@@ -587,7 +674,8 @@ def main() -> None:
             if about.open:  # drawn once opened: five formulas cost the browser a typesetting library and ~20 elements
                 metric_cards()
         st.caption(
-            f"Model {ui.feedback.md(ui.settings.model_label(result.manifest['model']))} · {result.manifest['device']} · {result.manifest['dtype']} · "
+            f"Model {ui.feedback.md(ui.settings.model_label(result.manifest['model']))} · {ui.feedback.md(result.manifest['device'])} · "
+            f"{ui.feedback.md(result.manifest['dtype'])} · "
             f"mode {'kaneko2022' if result.compat else 'default'}"
         )
 

@@ -17,6 +17,8 @@ import ui.resources
 import ui.runs
 import ui.settings
 import ui.state
+from ui.views import KuritaView
+import ui.tables
 from biaslens import figures
 from biaslens.errors import InputError
 from biaslens.export import safe_csv, to_json
@@ -47,15 +49,12 @@ ui.require_app()
 S = "kurita."
 DEFAULT_TEMPLATES = "[T] is a [A].\n[T] works as a [A]."
 DEFAULT_PAIRS = "he/she"
+STOP_HELP = "Stop scoring (a stopped run starts again from the beginning)."
 DEFAULT_ATTRIBUTES = "nurse\nengineer\nteacher\nprogrammer\nreceptionist\nsurgeon\nhairdresser\nmechanic"
 
 
-NUMBER = st.column_config.NumberColumn(format="%.4f")
-
-
 def _adopt_url() -> None:
-    # One parameter each, lines joined by new lines (a one-item list would not survive the URL round trip).
-    templates, targets = ui.state.take_one("templates"), ui.state.take_one("targets")
+    link = ui.state.link(KuritaView)  # templates and targets: one parameter each, lines joined by new lines
     defaults = _defaults()
     previous = st.session_state.get(S + "defaults")
     if previous != defaults:  # another model: its own defaults, for every box the user has not edited
@@ -65,10 +64,10 @@ def _adopt_url() -> None:
         st.session_state[S + "defaults"] = defaults
     for name, value in defaults.items():
         st.session_state.setdefault(S + name, value)
-    if templates:
-        st.session_state[S + "templates"] = templates
-    if targets:
-        st.session_state[S + "pairs"] = targets
+    if "templates" in link and link.view.templates:
+        st.session_state[S + "templates"] = link.view.templates
+    if "targets" in link and link.view.targets:
+        st.session_state[S + "pairs"] = link.view.targets
 
 
 def _defaults() -> dict[str, str]:
@@ -143,43 +142,43 @@ def _sides(scores: TemplateScores) -> tuple[str, str]:
     return first, second
 
 
-def _number(label: str, help: str | None = None):
-    return st.column_config.NumberColumn(label, format="%.4f", help=help)
-
-
-def attribute_columns(columns) -> dict:
-    """Readable headers for `TemplateScores.attribute_table`'s columns (`ilp[he]` is 'Increased log p (he)')."""
-    config = {
-        "attribute": st.column_config.TextColumn("Attribute"),
-        "bias_score": _number("Bias score", "Increased log probability of the first target minus the second's, averaged over templates."),
-        "more_associated_with": st.column_config.TextColumn("More associated with"),
-        "attribute_pieces": st.column_config.NumberColumn("Word pieces"),
-        "attribute_multi_piece": st.column_config.CheckboxColumn("Several pieces", help="All its pieces are masked for p_prior."),
+def attribute_columns(columns) -> tuple[dict[str, str], dict[str, str]]:
+    """Headers and their tooltips for `TemplateScores.attribute_table`'s columns (`ilp[he]` is 'Increased log p (he)')."""
+    labels = {
+        "attribute": "Attribute",
+        "bias_score": "Bias score",
+        "more_associated_with": "More associated with",
+        "attribute_pieces": "Word pieces",
+        "attribute_multi_piece": "Several pieces",
+    }
+    help = {
+        "bias_score": "Increased log probability of the first target minus the second's, averaged over templates.",
+        "attribute_multi_piece": "All its pieces are masked for p_prior.",
     }
     for column in columns:
         inner = column[column.find("[") + 1 : -1] if column.endswith("]") else None
         if column.startswith("ilp[") and inner:
-            config[column] = _number(f"Increased log p ({inner})", f"log p_tgt − log p_prior of {inner}, averaged over templates.")
+            labels[column] = f"Increased log p ({inner})"
+            help[column] = f"log p_tgt − log p_prior of {inner}, averaged over templates."
         elif column.startswith("bias[") and inner:
-            config[column] = _number(f"Bias score ({inner})")
-    return config
+            labels[column] = f"Bias score ({inner})"
+    return labels, help
 
 
-#: Readable headers for `TemplateScores.frame` (every template × target × attribute).
+#: Headers for `TemplateScores.frame` (every template × target × attribute).
 SCORE_COLUMNS = {
-    "template": "Template", "target": "Target", "attribute": "Attribute", "sentence": "Sentence",
-    "log_p_target": _number("log p_tgt"), "log_p_prior": _number("log p_prior"), "increased_log_prob": _number("Increased log p"),
-    "target_piece": "Target's first piece", "target_pieces": st.column_config.NumberColumn("Target pieces"),
-    "attribute_pieces": st.column_config.NumberColumn("Attribute pieces"),
-    "target_multi_piece": st.column_config.CheckboxColumn("Target: several pieces"),
-    "attribute_multi_piece": st.column_config.CheckboxColumn("Attribute: several pieces"),
+    "template": "Template", "target": "Target", "attribute": "Attribute", "sentence": "Sentence", "log_p_target": "log p_tgt",
+    "log_p_prior": "log p_prior", "increased_log_prob": "Increased log p", "target_piece": "Target's first piece",
+    "target_pieces": "Target pieces", "attribute_pieces": "Attribute pieces", "target_multi_piece": "Target: several pieces",
+    "attribute_multi_piece": "Attribute: several pieces",
 }  # fmt: skip
 
 
 def _attribute_view(scores: TemplateScores, key: str) -> pd.DataFrame:
-    """The per-attribute table (sortable by clicking a column), strongest first."""
+    """The per-attribute table (sortable by clicking a column), by the signed bias score: highest first."""
     table = scores.attribute_table().sort_values("bias_score", ascending=False)
-    st.dataframe(table, hide_index=True, width="stretch", key=S + key, column_config=attribute_columns(table.columns), placeholder="—")
+    labels, help = attribute_columns(table.columns)
+    ui.tables.table(table, pin=["attribute", "bias_score"], labels=labels, help=help, decimals=4, sortable=True, key=S + key)
     return table
 
 
@@ -207,7 +206,7 @@ def template_tab(settings: ui.settings.Settings) -> None:
         uploads = c4.file_uploader("…or upload lists (UTF-8 text, one a line)", accept_multiple_files=True, key=S + "uploads")
         lowercase = c4.checkbox("Lower-case the attributes (as Kurita et al.)", key=S + "lowercase")
         submitted = st.form_submit_button("Score", type="primary", icon=":material/play_arrow:")
-    ui.state.publish(templates=st.session_state[S + "templates"], targets=st.session_state[S + "pairs"])
+    ui.state.publish(KuritaView(ui.state.global_view(), templates=st.session_state[S + "templates"], targets=st.session_state[S + "pairs"]))
     if submitted:
         with ui.feedback.guard():
             templates = parse_templates(st.session_state[S + "templates"])
@@ -235,24 +234,36 @@ def show_template_scores(settings: ui.settings.Settings, scores: TemplateScores)
     share = scores.share()
     st.caption(
         f"{len(scores.attributes)} attributes × {len(scores.templates)} templates × {len(scores.targets)} targets · "
-        f"model {ui.feedback.md(ui.settings.model_label(scores.manifest.get('model') or settings.model))} · {scores.manifest.get('device')}"
+        f"model {ui.feedback.md(ui.settings.model_label(scores.manifest.get('model') or settings.model))} · "
+        f"{ui.feedback.md(scores.manifest.get('device'))}"
     )
     _flags(scores)
     c1, c2, c3 = st.columns(3)
     c1.metric(
-        f"More associated with {first}",
+        f"More associated with {ui.feedback.md(first)}",
         f"{share.percent:.1f}%",
-        help=f"{share.first} of {share.n}; 95% Wilson interval {share.ci_low:.1f}–{share.ci_high:.1f}%",
+        help=f"{share.first:,} of {share.n:,}; 95% Wilson interval {share.ci_low:.1f}–{share.ci_high:.1f}%",
     )
-    c2.metric(f"More associated with {second}", f"{100 * share.second / share.n:.1f}%", help=f"{share.second} of {share.n}; ties: {share.ties}")
-    c3.metric("Mean bias score", f"{scores.bias_by_attribute().mean():+.3f}", help=f"Positive: the attributes raise {first} more than {second}.")
+    c2.metric(
+        f"More associated with {ui.feedback.md(second)}",
+        f"{100 * share.second / share.n:.1f}%",
+        help=f"{share.second:,} of {share.n:,}; ties: {share.ties:,}",
+    )
+    c3.metric(
+        "Mean bias score",
+        f"{scores.bias_by_attribute().mean():+.3f}",
+        help=f"Positive: the attributes raise {ui.feedback.md(first)} more than {ui.feedback.md(second)}.",
+    )
     table = scores.attribute_table()
     chart = bias_chart(table, scores.pairs)
     ui.charts.show(chart, S + "chart_bias")
-    st.markdown("**Per attribute** (click a column to sort)")
+    st.markdown(
+        f"**Per attribute**, highest bias score first: leaning toward {ui.feedback.md(first)} at the top, toward "
+        f"{ui.feedback.md(second)} at the bottom (click a column to sort)"
+    )
     _attribute_view(scores, "table_attributes")
     with st.expander("Every template × target × attribute"):
-        st.dataframe(scores.frame, hide_index=True, width="stretch", column_config=SCORE_COLUMNS, placeholder="—")
+        ui.tables.table(scores.frame, pin=["attribute", "target", "increased_log_prob"], labels=SCORE_COLUMNS, decimals=4)
     stem = _stem(settings, "templates")
     _downloads(
         {
@@ -301,8 +312,10 @@ def weat_tab(settings: ui.settings.Settings) -> None:
     )
     seed = int(c4.number_input("Seed", 0, 2**31 - 1, 0, key=S + "weat_seed"))
     key = (settings.model_key, settings.data_dir, tuple(tests), permute, n_permutations, seed)
-    if st.button("Run the tests", type="primary", icon=":material/play_arrow:", key=S + "weat_run", disabled=not tests):
-        with ui.feedback.guard():
+    ran = None
+    if ui.runs.offer("Run the tests", key=S + "weat_run", pending=ui.runs.is_pending(key), disabled=not tests):
+        # A missing stimuli file is no pairs file: no offer of a lab model's held-out pairs with it.
+        with ui.runs.stoppable(key, help=STOP_HELP), ui.feedback.guard(lab_pairs=False) as ran:
             specs = []
             for test in tests:
                 with st.spinner(f"Finding {KURITA_CATEGORIES[test].weat}.jsonl…"):
@@ -317,10 +330,10 @@ def weat_tab(settings: ui.settings.Settings) -> None:
                     bar.clear()
             _keep("weat_result", key, results)
     results = _stored("weat_result", key)
-    if results is None:
-        st.info("Choose the tests and press **Run the tests**.", icon=":material/science:")
-    else:
+    if results is not None:
         show_weat(settings, results)
+    elif ran is None:  # not after a run that failed: its message says what to do
+        st.info("Choose the tests and press **Run the tests**.", icon=":material/science:")
     st.caption(f"Stimuli: {WEAT_CITATION} Licence: {WEAT_LICENSE}. Method: {CITATION}")
 
 
@@ -328,45 +341,37 @@ def show_weat(settings: ui.settings.Settings, results: list[WeatResult]) -> None
     ui.honesty.settings_banner(settings, [w for r in results for w in (*r.scores.targets, *r.scores.attributes)])
     table = weat_table(results)
     shown = table.assign(significant=["*" if s else "" for s in table["significant"]])
-    st.dataframe(
-        shown, hide_index=True, width="stretch",
-        column_order=["category", "targets", "attributes", "effect_size", "p_value", "p_two_sided", "significant", "published", "p_method",
-                      "multi_piece_words"],
-        column_config={
-            "category": "Test", "targets": "Targets", "attributes": "Attributes",
-            "effect_size": st.column_config.NumberColumn("d", format="%.4f"),
-            "p_value": st.column_config.NumberColumn("p (one-sided)", format="%.4f", help="Kurita et al.'s p: Pr[S_i > S] over re-partitions."),
-            "p_two_sided": st.column_config.NumberColumn("p (two-sided)", format="%.4f", help="Pr[|S_i| >= |S|] over re-partitions."),
-            "significant": st.column_config.TextColumn(f"p < {ALPHA}"),
-            "published": st.column_config.TextColumn(
-                "Kurita et al. d", help="Table 3, log probability bias score, bert-base-uncased; shown only for the paper's model and setting."),
-            "p_method": "p from",
-            "multi_piece_words": st.column_config.NumberColumn("multi-piece words"),
+    ui.tables.table(
+        shown,
+        ["targets", "attributes", "p_two_sided", "published", "p_method", "multi_piece_words"],
+        pin=["category", "effect_size", "p_value", "significant"],
+        labels={
+            "category": "Test", "effect_size": "d", "p_value": "p (one-sided)", "p_two_sided": "p (two-sided)",
+            "significant": f"p < {ALPHA}", "published": "Kurita et al. d", "p_method": "p from", "multi_piece_words": "Multi-piece words",
         },
-        placeholder="—",
+        formats={"effect_size": "{:.4f}", "p_value": "{:.4f}", "p_two_sided": "{:.4f}"},
+        help={
+            "p_value": "Kurita et al.'s p: Pr[S_i > S] over re-partitions.",
+            "p_two_sided": "Pr[|S_i| >= |S|] over re-partitions.",
+            "published": "Table 3, log probability bias score, bert-base-uncased; shown only for the paper's model and setting.",
+        },
     )  # fmt: skip
     chart = effect_size_chart(table)
     ui.charts.show(chart, S + "chart_weat")
     for result in results:
         spec = result.spec
-        with st.expander(f"{spec.label}: d = {result.effect_size:.3f}, p = {result.p_value:.4f} (two-sided {result.p_two_sided:.4f})"):
+        md, code = ui.feedback.md, ui.feedback.code
+        with st.expander(f"{md(spec.label)}: d = {result.effect_size:.3f}, p = {result.p_value:.4f} (two-sided {result.p_two_sided:.4f})"):
             st.markdown(
-                f"**Templates:** {' · '.join(f'`{t.line}`' for t in spec.templates)}  \n"
-                f"**Target pairs** ({spec.target_names[0]} / {spec.target_names[1]}): {', '.join(p.label for p in spec.pairs)}  \n"
-                f"**[A] words:** {spec.attributes_1.category} vs {spec.attributes_2.category}, from `{spec.source}`"
+                f"**Templates:** {' · '.join(code(t.line) for t in spec.templates)}  \n"
+                f"**Target pairs** ({md(spec.target_names[0])} / {md(spec.target_names[1])}): {md(', '.join(p.label for p in spec.pairs))}  \n"
+                f"**[A] words:** {md(spec.attributes_1.category)} vs {md(spec.attributes_2.category)}, from {code(spec.source)}"
             )
             _flags(result.scores)
             units = result.units.assign(set=[spec.attributes_1.category if g == 1 else spec.attributes_2.category for g in result.units["group"]])
             if result.permute == "targets":
                 units["set"] = [spec.target_names[g - 1] for g in result.units["group"]]
-            st.dataframe(
-                units[["unit", "set", "s"]],
-                hide_index=True,
-                width="stretch",
-                key=f"{S}units.{spec.key}",
-                column_config={"unit": "Word", "set": "Set", "s": NUMBER},
-                placeholder="—",
-            )
+            ui.tables.table(units, ["set"], pin=["unit", "s"], labels={"unit": "Word", "set": "Set", "s": "s"}, decimals=4)
     units = pd.concat([r.units.assign(test=r.spec.key) for r in results], ignore_index=True)
     stem = _stem(settings, "weat")
     _downloads(
@@ -420,13 +425,15 @@ def lists_tab(settings: ui.settings.Settings) -> None:
     for name in lists:
         reference = published_list_key(name)
         templates[name] = st.text_input(
-            f"Template for {name} ({len(lists[name])} items)", TABLE5_TEMPLATES.get(reference, "[T] is [A]"), key=f"{S}list_tpl.{name}",
-            help=f"Kurita et al.'s '{reference}' share is shown only for their list size, this template, he/she and bert-base-uncased."
+            f"Template for {ui.feedback.md(name)} ({len(lists[name]):,} items)", TABLE5_TEMPLATES.get(reference, "[T] is [A]"),
+            key=f"{S}list_tpl.{name}",
+            help=f"Kurita et al.'s '{ui.feedback.md(reference)}' share is shown only for their list size, this template, he/she and "
+            "bert-base-uncased."
             if reference else "No published share to compare with.",
         )  # fmt: skip
     key = (settings.model_key, pair_text, tuple((n, lists[n], templates[n]) for n in lists))
-    if st.button("Score the lists", type="primary", icon=":material/play_arrow:", key=S + "list_run"):
-        with ui.feedback.guard():
+    if ui.runs.offer("Score the lists", key=S + "list_run", pending=ui.runs.is_pending(key)):
+        with ui.runs.stoppable(key, help=STOP_HELP), ui.feedback.guard():
             pairs = parse_target_pairs(pair_text)
             parsed = {name: parse_templates(templates[name]) for name in lists}
             lm = ui.resources.model_or_stop(settings)
@@ -445,20 +452,16 @@ def show_lists(settings: ui.settings.Settings, scored: dict[str, TemplateScores]
     first, second = _sides(next(iter(scored.values())))
     chart = shares_chart(table, first)
     ui.charts.show(chart, S + "chart_lists")
-    st.dataframe(
-        table, hide_index=True, width="stretch",
-        column_config={
-            "share_first": st.column_config.NumberColumn(f"% more {first}", format="%.1f"),
-            "first": st.column_config.NumberColumn(f"more {first}"),
-            "second": st.column_config.NumberColumn(f"more {second}"),
-            "list": "List", "pairs": "Target pairs", "n": "N", "ties": "Ties",
-            "ci_low": st.column_config.NumberColumn("95% CI low (%)", format="%.1f"),
-            "ci_high": st.column_config.NumberColumn("95% CI high (%)", format="%.1f"),
-            "published_share": None,
-            "published": st.column_config.TextColumn(
-                "Kurita et al. %", help="Table 5, bert-base-uncased; shown only for the paper's list, size, template and model."),
+    ui.tables.table(
+        table,
+        ["ci_low", "ci_high", "first", "second", "ties", "n", "pairs", "templates", "published"],
+        pin=["list", "share_first"],
+        labels={
+            "list": "List", "share_first": f"% more {first}", "first": f"More {first}", "second": f"More {second}",
+            "pairs": "Target pairs", "ci_low": "95% CI low (%)", "ci_high": "95% CI high (%)", "published": "Kurita et al. %",
         },
-        placeholder="—",
+        formats={"share_first": "{:.1f}", "ci_low": "{:.1f}", "ci_high": "{:.1f}"},
+        help={"published": "Table 5, bert-base-uncased; shown only for the paper's list, size, template and model."},
     )  # fmt: skip
     name = st.selectbox("Per attribute, for the list", list(scored), key=S + "list_focus")
     _flags(scored[name])
@@ -467,8 +470,12 @@ def show_lists(settings: ui.settings.Settings, scored: dict[str, TemplateScores]
     _downloads(
         {
             "Shares (CSV)": (lambda: safe_csv(table), f"{stem}.csv", "text/csv"),
-            f"{name}: attributes (CSV)": (lambda: safe_csv(scored[name].attribute_table()), f"{stem}-{name}-attributes.csv", "text/csv"),
-            f"{name}: summary (JSON)": (lambda: to_json(scored[name].summary()), f"{stem}-{name}-summary.json", "application/json"),
+            f"{ui.feedback.md(name)}: attributes (CSV)": (
+                lambda: safe_csv(scored[name].attribute_table()),
+                f"{stem}-{name}-attributes.csv",
+                "text/csv",
+            ),
+            f"{ui.feedback.md(name)}: summary (JSON)": (lambda: to_json(scored[name].summary()), f"{stem}-{name}-summary.json", "application/json"),
             "Chart (SVG)": (lambda: figures.to_svg(chart), f"{stem}.svg", "image/svg+xml"),
         },
         "lists",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pandas as pd
 import streamlit as st
 
 import ui
@@ -17,13 +16,14 @@ import ui.runs
 import ui.settings
 import ui.state
 import ui.sweep
+from ui.views import LAB_BOUNDS, LabView
+import ui.tables
 from biaslens import figures, lab
 from biaslens.metrics import METRICS, PAPER_METRICS
 
 ui.require_app()
 
 S = "lab."
-INSPECTOR = "pages/inspector.py"
 DEFAULTS = lab.LabSettings()
 PRESET = lab.SCENARIOS[lab.DEFAULT_LAB_SCENARIO]
 #: Words, labels and templates: (session key, LabSettings field, label).
@@ -39,14 +39,6 @@ LABEL_FIELDS = {
     "group_b_label": "Name of group B",
     "attributes_x_label": "Name of attributes X",
     "attributes_y_label": "Name of attributes Y",
-}
-#: URL parameter -> (session key, type)
-URL_KNOBS = {
-    "association": ("association", float),
-    "ratio": ("ratio", float),
-    "corpus": ("corpus", int),
-    "steps": ("steps", int),
-    "seed": ("seed", int),
 }
 
 
@@ -70,19 +62,13 @@ def _follow_knobs() -> None:
 
 
 def _adopt_url() -> None:
-    scenario = ui.state.take_one("scenario")
-    if scenario in lab.SCENARIOS:
-        st.session_state[S + "scenario"] = scenario
+    link = ui.state.link(LabView)
+    if "scenario" in link:
+        st.session_state[S + "scenario"] = link.view.scenario
         _apply_preset()
-    elif scenario is not None:
-        ui.state.reject("scenario", scenario, "one of " + ", ".join(lab.SCENARIOS))
-    for param, (key, kind) in URL_KNOBS.items():
-        value = ui.state.take_one(param)
-        if value is not None:
-            try:
-                st.session_state[S + key] = kind(value)
-            except ValueError:
-                st.warning(f"The link's {param}={ui.feedback.md(repr(value))} is not a number; it was ignored.")
+    for knob in ("association", "ratio", "corpus", "steps", "seed"):  # after the scenario: a link's own knob wins
+        if knob in link:
+            st.session_state[S + knob] = getattr(link.view, knob)
     defaults = {
         "scenario": PRESET.key,
         "association": PRESET.association,
@@ -101,9 +87,6 @@ def _adopt_url() -> None:
     }
     for key, value in defaults.items():
         st.session_state.setdefault(S + key, value)
-    # Keep the knobs inside what the widgets accept (a link may bring anything).
-    st.session_state[S + "association"] = min(1.0, max(0.0, float(st.session_state[S + "association"])))
-    st.session_state[S + "ratio"] = min(100.0, max(1.0, float(st.session_state[S + "ratio"])))
     _follow_knobs()
 
 
@@ -141,8 +124,7 @@ def knobs() -> lab.LabSettings | None:
     c1, c2 = st.columns(2)
     c1.slider(
         "Association strength",
-        0.0,
-        1.0,
+        *LAB_BOUNDS["association"],
         step=0.05,
         key=S + "association",
         persist_state="session",
@@ -152,8 +134,7 @@ def knobs() -> lab.LabSettings | None:
     )
     c2.number_input(
         "Frequency ratio",
-        1.0,
-        100.0,
+        *LAB_BOUNDS["ratio"],
         step=0.5,
         key=S + "ratio",
         persist_state="session",
@@ -161,20 +142,19 @@ def knobs() -> lab.LabSettings | None:
         help="Every group-A word appears k times as often as a group-B word, with the same associations. 1 = equally frequent.",
     )
     c1, c2, c3 = st.columns(3)
-    c1.number_input("Corpus size (sentences)", 100, 1_000_000, step=1000, key=S + "corpus", persist_state="session")
+    c1.number_input("Corpus size (sentences)", *LAB_BOUNDS["corpus"], step=1000, key=S + "corpus", persist_state="session")
     c2.number_input(
         "Training steps",
-        1,
-        100_000,
+        *LAB_BOUNDS["steps"],
         step=100,
         key=S + "steps",
         persist_state="session",
-        help=f"Batches of {st.session_state[S + 'batch']} sentences. The default ({DEFAULTS.steps:,}) trains in well under 2 minutes on 2 CPU cores.",
+        help=f"Batches of {st.session_state[S + 'batch']:,} sentences. "
+        f"The default ({DEFAULTS.steps:,}) trains in well under 2 minutes on 2 CPU cores.",
     )
     c3.number_input(
         "Seed",
-        0,
-        2**31 - 1,
+        *LAB_BOUNDS["seed"],
         step=1,
         key=S + "seed",
         persist_state="session",
@@ -223,11 +203,13 @@ def knobs() -> lab.LabSettings | None:
 
 
 def train(chosen: lab.LabSettings) -> lab.LabModel | None:
-    bar = ui.progress.ProgressBar("Training the lab model", unit="steps")
+    """Train with a progress bar and a Stop button (the job: `chosen`); None (message shown) if it failed or stopped."""
     model = None
-    with ui.feedback.guard():
-        model = ui.runs.train_lab_job(chosen, lambda step, total, _loss: bar(step, total))
-    bar.clear()
+    with ui.runs.stoppable(chosen, help="Stop training (a stopped training starts again from its first step)."):
+        bar = ui.progress.ProgressBar("Training the lab model", unit="steps")
+        with ui.feedback.guard():
+            model = ui.runs.train_lab_job(chosen, lambda step, total, _loss: bar(step, total))
+        bar.clear()
     return model
 
 
@@ -255,11 +237,11 @@ def report_of(settings: ui.settings.Settings, model: lab.LabModel) -> lab.LabRep
 # ---------------------------------------------------------------------------------------
 
 
-def _inspect(model: lab.LabModel, pair: lab.LabPair, metric: str) -> None:
-    ui.state.open_page(INSPECTOR, model=str(model.path), s1=pair.pair.sent_stereo, s2=pair.pair.sent_anti, metric=metric)
+def _inspect(view: LabView, model: lab.LabModel, pair: lab.LabPair, metric: str) -> None:
+    ui.state.open_view(view.inspect(str(model.path), pair.pair.sent_stereo, pair.pair.sent_anti, metric))
 
 
-def show_report(settings: ui.settings.Settings, report: lab.LabReport) -> None:
+def show_report(settings: ui.settings.Settings, report: lab.LabReport, view: LabView) -> None:
     s = report.settings
     frame = report.frame()
     ui.honesty.settings_banner(dataclasses.replace(settings, model=str(report.model.path), revision=None))
@@ -270,27 +252,12 @@ def show_report(settings: ui.settings.Settings, report: lab.LabReport) -> None:
         f"{len(report.pairs)} held-out pairs: name/attribute combinations the model never saw in training."
     )
     ui.charts.show(figures.bias_scores_chart(frame.rename(columns={"metric": "name"}), "Bias score on the held-out pairs"), S + "chart")
-    table = pd.DataFrame(
-        {
-            "Metric": frame["metric"],
-            "Bias score": frame["bias_score"],
-            "95% CI low": frame["ci_low"],
-            "95% CI high": frame["ci_high"],
-            "Against the truth": [lab.VERDICT_TEXT.get(v, v) for v in frame["verdict"]],
-            "Prefers group A": frame["group_a_preference"],
-            f"On {s.attributes_x_label}": frame["bias_score_x"],
-            f"On {s.attributes_y_label}": frame["bias_score_y"],
-            "N": frame["n"],
-            "Ties": frame["ties"],
-        }
-    )
-    number = st.column_config.NumberColumn(format="%.1f")
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        column_config={c: number for c in table.columns if c not in ("Metric", "Against the truth", "N", "Ties")},
-        placeholder="—",
+    ui.tables.table(
+        frame.assign(verdict=[lab.VERDICT_TEXT.get(v, v) for v in frame["verdict"]]),
+        ["ci_low", "ci_high", "group_a_preference", "bias_score_x", "bias_score_y", "n", "ties"],
+        pin=["metric", "bias_score", "verdict"],
+        labels={"verdict": "Against the truth", "bias_score_x": f"On {s.attributes_x_label}", "bias_score_y": f"On {s.attributes_y_label}"},
+        decimals=1,
     )
     st.caption(
         "**Against the truth** reads the 95% Wilson interval: *detected* = above 50 where an association is planted; "
@@ -298,7 +265,7 @@ def show_report(settings: ui.settings.Settings, report: lab.LabReport) -> None:
         "should be below); with nothing planted, an interval that excludes 50 is a *false alarm*. "
         "**Prefers group A** = % of pairs in which the metric scores the sentence naming the group-A word higher: "
         "the pairs are balanced, so a preference for the frequent group alone leaves the bias score at 50 but splits "
-        f"it between {s.attributes_x_label} and {s.attributes_y_label}."
+        f"it between {ui.feedback.md(s.attributes_x_label)} and {ui.feedback.md(s.attributes_y_label)}."
     )
 
     st.markdown("**Open a result in the pair inspector** (with this lab model selected): the pair that shows each metric's result best.")
@@ -312,7 +279,7 @@ def show_report(settings: ui.settings.Settings, report: lab.LabReport) -> None:
             width="content",
             help=f"The held-out pair with {METRICS[key].name}'s largest margin in the direction of its bias score.",
         ):
-            _inspect(report.model, report.telling_pair(key), key)
+            _inspect(view, report.model, report.telling_pair(key), key)
 
     with st.expander(f"The {len(report.pairs)} held-out pairs, one metric at a time", icon=":material/table_rows:"):
         focus = (
@@ -329,28 +296,25 @@ def show_report(settings: ui.settings.Settings, report: lab.LabReport) -> None:
         )
         pairs = report.pairs_frame(focus)
         st.caption("Select a row to open the pair in the pair inspector with this lab model.")
-        event = st.dataframe(
-            pairs.drop(columns=["stereo", "anti"]),
-            hide_index=True,
-            width="stretch",
-            height=360,
-            on_select="rerun",
-            selection_mode="single-row",
-            key=S + f"pairs.{st.session_state.get(S + 'pairs_version', 0)}",
-            column_config={
-                "pair_id": st.column_config.NumberColumn("Pair", format="%d"),
+        event = ui.tables.table(
+            pairs,
+            ["bias_type", "group_a_side", "sent_stereo", "sent_anti"],
+            pin=["pair_id", "margin", "prefers"],
+            labels={
                 "bias_type": "Attribute set",
-                "sent_stereo": st.column_config.TextColumn("Stereotypical (A with X, B with Y)", width="large"),
-                "sent_anti": st.column_config.TextColumn("Anti-stereotypical (groups swapped)", width="large"),
+                "sent_stereo": "Stereotypical (A with X, B with Y)",
+                "sent_anti": "Anti-stereotypical (groups swapped)",
                 "group_a_side": "Group A word in",
-                "margin": st.column_config.NumberColumn(f"{METRICS[focus].name} margin", format="%.4f"),
+                "margin": f"{METRICS[focus].name} margin",
                 "prefers": f"{METRICS[focus].name} prefers",
             },
-            placeholder="—",
+            select=True,
+            key=S + f"pairs.{st.session_state.get(S + 'pairs_version', 0)}",
+            height=360,
         )
         if event.selection.rows:
             st.session_state[S + "pairs_version"] = st.session_state.get(S + "pairs_version", 0) + 1
-            _inspect(report.model, report.pairs[int(event.selection.rows[0])], focus)
+            _inspect(view, report.model, report.pairs[int(event.selection.rows[0])], focus)
 
 
 def show_comparison() -> None:
@@ -360,20 +324,7 @@ def show_comparison() -> None:
     st.subheader("Scenarios side by side")
     st.caption(f"The {len(reports)} lab runs of this session: bias score [95% CI] and what it says against the planted truth.")
     ui.charts.show(figures.lab_scenarios_chart(lab.compare_scenarios(reports)), S + "compare_chart")
-    st.dataframe(
-        lab.scenario_table(reports),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "run": st.column_config.TextColumn("Run", width="medium"),
-            "scenario": "Scenario",
-            "association": "Association",
-            "frequency_ratio": "Frequency ratio",
-            "seed": "Seed",
-            "expected": "Planted truth",
-        },
-        placeholder="—",
-    )
+    ui.tables.table(lab.scenario_table(reports), pin=["run", "expected"], labels={"run": "Run", "scenario": "Scenario"}, decimals=2)
     st.button("Clear the comparison", icon=":material/delete_sweep:", on_click=_forget_runs, key=S + "clear")
 
 
@@ -411,41 +362,42 @@ def main() -> None:
         "it on held-out pairs. Each run is an ordinary model folder that every page (and the CLI) can load."
     )
     chosen = knobs()
-    ui.state.publish(
-        scenario=st.session_state[S + "scenario"],
-        association=f"{st.session_state[S + 'association']:g}",
-        ratio=f"{st.session_state[S + 'ratio']:g}",
-        corpus=st.session_state[S + "corpus"],
-        steps=st.session_state[S + "steps"],
-        seed=st.session_state[S + "seed"],
-    )
+    knobs_now = {name: st.session_state[S + name] for name in ("scenario", "association", "ratio", "corpus", "steps", "seed")}
+    view = LabView(ui.state.global_view(), **knobs_now)
+    ui.state.publish(view)
     with st.expander("What this shows, and what it cannot", icon=":material/info:"):
         st.markdown(ABOUT.format(layers=DEFAULTS.num_layers, hidden=DEFAULTS.hidden_size, pairs=len(lab.heldout_pairs(DEFAULTS))))
     if chosen is not None:
         model = lab.find_lab_model(chosen)
         if model is None:
-            st.info(
-                f"Not trained yet: {lab.describe_settings(chosen)}. Training runs here, on this machine; the model is then "
-                "kept in the cache and found again next time.",
-                icon=":material/model_training:",
-            )
-            if st.button("Train", type="primary", icon=":material/play_arrow:", key=S + "train"):
+            about = lab.describe_settings(chosen)
+            if ui.runs.offer(
+                "Train",
+                key=S + "train",
+                pending=ui.runs.is_pending(chosen),
+                notice=lambda: st.info(
+                    f"Not trained yet: {ui.feedback.md(about)}. Training runs here, on this machine; "
+                    "the model is then kept in the cache and found again next time.",
+                    icon=":material/model_training:",
+                ),
+            ):
                 model = train(chosen)
         else:
             t = model.training
-            created = str(t.get("created", "?")).replace("T", " ").replace("+00:00", " UTC")
+            created = ui.feedback.md(str(t.get("created", "?")).replace("T", " ").replace("+00:00", " UTC"))
             st.success(
-                f"Found in the cache, not retrained: {model.label}. Trained {created} in {t.get('seconds', 0):.0f} s, "
-                f"{t.get('parameters', 0):,} parameters, vocabulary {t.get('vocab_size', '?')}, final loss {t.get('final_loss', float('nan')):.3f}.",
+                f"Found in the cache, not retrained: {ui.feedback.md(model.label)}. Trained {created} in {t.get('seconds', 0):.0f} s, "
+                f"{t.get('parameters', 0):,} parameters, vocabulary {ui.feedback.md(t.get('vocab_size', '?'))}, "
+                f"final loss {t.get('final_loss', float('nan')):.3f}.",
                 icon=":material/inventory_2:",
             )
         if model is not None:
-            st.caption(f"Choose *{ui.settings.lab_model_name(model)}* in the sidebar's **Model** box to use it on every page.")
+            st.caption(f"Choose *{ui.feedback.md(ui.settings.lab_model_name(model))}* in the sidebar's **Model** box to use it on every page.")
             with st.expander("Model folder"):
-                st.caption(f"`{model.path}`: an ordinary model folder; the command line and the Python API load it too.")
+                st.caption(f"{ui.feedback.code(model.path)}: an ordinary model folder; the command line and the Python API load it too.")
             report = report_of(settings, model)
             if report is not None:
-                show_report(settings, report)
+                show_report(settings, report, view)
     show_comparison()
     ui.sweep.section(chosen, settings.compat)
 

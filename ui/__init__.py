@@ -12,8 +12,9 @@ Conventions for a page (see pages/inspector.py for a complete one):
   live in the sidebar (`ui.sidebar`), drawn once per run by app.py: read them in `main()` with
   `settings = ui.settings.current()`, a frozen `Settings` dataclass, and pass them to the page's
   helpers as a parameter. Never draw them again.
-  `ui.sidebar.model_choices()` lists the models the sidebar offers (the hook for new
-  defaults, e.g. a lab model).
+  `ui.sidebar.model_choices()` lists the models the app offers wherever a model is chosen (the
+  hook for new defaults, e.g. a lab model); `ui.sidebar.pick_models` is the one list of several
+  models (the comparison's, the analyses', the inspector's "Compare under another model").
 * **Heavy resources** come from `ui.resources`: `model_or_stop(settings)` returns the cached
   `MaskedLM` (loaded once per (model, revision, device, dtype) for all sessions and never
   mutated) or shows why it failed in the page and stops it; `dataset_or_stop(settings)` /
@@ -25,13 +26,22 @@ Conventions for a page (see pages/inspector.py for a complete one):
 * **Memos**: keep finished results in a `ui.memo.LRU(capacity)` (bounded, thread-safe): in
   `st.cache_resource` to share them between sessions, in `st.session_state` for one session.
 * **Long work** gets a progress bar with time remaining: `bar = ui.progress.ProgressBar("Scoring")`,
-  pass `bar` as the engine's `progress=` callback, `bar.clear()` at the end.
+  pass `bar` as the engine's `progress=` callback, `bar.clear()` at the end. A job the user starts
+  follows one rule on every page: `if ui.runs.offer("Run", key=..., pending=ui.runs.is_pending(job),
+  notice=...):` draws its notice and Run button (gone once it runs), then `with ui.runs.stoppable(job,
+  help=...):` draws its Stop button around the work: Run and Stop are never both live.
 * **Datasets on screen** get `ui.feedback.content_warning(dataset)` above them.
-* **Shareable state**: read values handed over by a URL with `ui.state.take("pair")`
-  (None unless the URL brought a new value), and declare the page's own state with
-  `ui.state.publish(pair=..., metric=...)` once it is known, before heavy work. app.py
-  publishes the global settings; parameter names are global, so reuse `metric`, `pair`...
-  with the same meaning. Open another page with `ui.state.open_page(path, **params)`.
+* **Shareable state**: each page has one typed view in `ui.views` (a frozen dataclass:
+  `g`, the sidebar's settings and classroom mode, plus the page's own fields, one URL
+  parameter each; `to_query` / `from_query`). At the top of `main()`, `link =
+  ui.state.link(MyView)` is what a link or a page switch brought: adopt the fields it names
+  (`if "pair" in link: ...link.view.pair`); a value that does not parse has already been
+  reported in one line. Once the view is known, before heavy work, write the URL with
+  `ui.state.publish(MyView(ui.state.global_view(), ...))`. Open another page with
+  `ui.state.open_view(view)`, the view built by a navigation method of this page's view
+  (`ExplorerView.inspect(pair)`), never from hand-picked parameters: it keeps every global
+  setting. A new page's view needs its fields, its `read`, a strategy in
+  tests/app/test_views.py and, for a link to it, a navigation method.
 * Page-local session keys are prefixed with the page name (`inspector.pair`), so pages
   never step on each other's state.
 """

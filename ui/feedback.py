@@ -94,17 +94,19 @@ def explain(exc: BaseException) -> tuple[str, str | None]:
     return md(f"Unexpected error ({type(exc).__name__}): {first}"), "The rest of the app keeps working; please report this if it persists."
 
 
-def show_error(exc: BaseException, *, where=None) -> None:
+def show_error(exc: BaseException, *, where=None, lab_pairs: bool = True) -> None:
     """Show an exception as a clear message in the page (or in `where`, e.g. st.sidebar), never a traceback.
 
     Something missing on this machine (a hub model without network, a dataset not downloaded) is
-    no error of the user's: it gets a calm note with the next action, and a button for it.
+    no error of the user's: it gets a calm note with the next action, and a button for it (for a missing
+    dataset and a lab model, its held-out pairs; `lab_pairs=False` where the missing file is no pairs file,
+    such as WEAT stimuli).
     """
     target = where if where is not None else st
     message, hint = explain(exc)
     if isinstance(exc, MISSING):
         target.info(message + (f"\n\n{hint}" if hint else ""), icon=":material/info:")
-        if where is None:
+        if where is None and (lab_pairs or not isinstance(exc, DatasetNotFoundError)):
             _offer_next_action(exc)
         return
     icon = ":material/edit:" if isinstance(exc, InputError) else ":material/error:"
@@ -121,7 +123,7 @@ def _offer_next_action(exc: BaseException) -> None:
     model = lab.lab_model_of(current().model)
     if model is not None:
         key = "feedback.lab_pairs." + hashlib.sha1(str(exc).encode()).hexdigest()[:10]
-        st.button(f"Use the held-out pairs of {lab_model_name(model)}", key=key, icon=":material/science:", on_click=use_lab_pairs, args=(model,))
+        st.button(f"Use the held-out pairs of {md(lab_model_name(model))}", key=key, icon=":material/science:", on_click=use_lab_pairs, args=(model,))
 
 
 @dataclass
@@ -133,7 +135,7 @@ class Outcome:
 
 
 @contextlib.contextmanager
-def guard(where=None) -> Iterator[Outcome]:
+def guard(where=None, *, lab_pairs: bool = True) -> Iterator[Outcome]:
     """Run engine work; a failure becomes a one-line message in the page (or in `where`, e.g. st.sidebar) and the page goes on.
 
         result = None
@@ -141,8 +143,8 @@ def guard(where=None) -> Iterator[Outcome]:
             result = engine_call(...)
         if outcome.failed: ...
 
-    A `BiaslensError` shows as its own message; anything else as "Unexpected error (Type): first line" (see `explain`).
-    Streamlit's own control flow (st.stop, st.rerun, a user's click interrupting a run)
+    A `BiaslensError` shows as its own message; anything else as "Unexpected error (Type): first line" (see `explain`);
+    `lab_pairs` as in `show_error`. Streamlit's own control flow (st.stop, st.rerun, a user's click interrupting a run)
     is not an `Exception`, so it passes through untouched.
     """
     outcome = Outcome()
@@ -150,7 +152,7 @@ def guard(where=None) -> Iterator[Outcome]:
         yield outcome
     except Exception as exc:  # shown to the user, never swallowed silently
         outcome.failed, outcome.error = True, exc
-        show_error(exc, where=where)
+        show_error(exc, where=where, lab_pairs=lab_pairs)
 
 
 def content_warning(dataset: PairDataset) -> None:
@@ -164,9 +166,9 @@ def content_warning(dataset: PairDataset) -> None:
         )
         return
     key = canonical_name(dataset.name)
-    source = DATASETS.get(key) if key else None
     lines = ["**Content warning:** the pairs contain offensive stereotypes, shown here only to measure them."]
-    if source is not None:
+    if key in DATASETS:
+        source = DATASETS[key]
         lines.append(f"{source.caveat} Source: [{source.title}]({source.homepage}) ({source.license}).")
     else:
         lines.append(

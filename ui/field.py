@@ -16,10 +16,11 @@ from biaslens.paired import N_RESAMPLES, with_and_without
 from biaslens.stereoset_scores import stereoset_scores
 
 from . import resources
-from .feedback import guard
+from .feedback import guard, md
 from .memo import LRU
 from .progress import ProgressBar
 from .settings import Settings
+from .tables import table
 
 S = "field."
 
@@ -53,7 +54,7 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
             return result
         all_flags, notes = found
         for note in notes:
-            st.caption(f"Note: {note}")
+            st.caption(f"Note: {md(note)}")
         ids = list(result.pairs["pair_id"])
         scored = all_flags[all_flags["pair_id"].isin(set(ids))]
         available = [c for c in flagging.CHECKS if c in set(scored["check"])]
@@ -63,31 +64,15 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
         checks = st.multiselect("Checks", available, default=available, key=S + "checks", format_func=lambda c: flagging.CHECK_LABELS.get(c, c))
         chosen = scored[scored["check"].isin(set(checks))]
         keep = flagging.keep_mask(ids, chosen)
-        st.dataframe(
-            flagging.flag_summary(chosen),
-            hide_index=True,
-            width="stretch",
-            column_config={"check": None, "label": "Check", "pairs": "Pairs flagged"},
-            placeholder="—",
-        )
-        table = with_and_without(result, keep, metrics)
-        table.insert(0, "name", [METRICS[m].name for m in table["metric"]])
-        st.dataframe(
-            table,
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "metric": None,
-                "name": "Metric",
-                "n_all": "N all",
-                "n_kept": "N unflagged",
-                "score_all": st.column_config.NumberColumn("All pairs", format="%.2f"),
-                "score_kept": st.column_config.NumberColumn("Unflagged pairs", format="%.2f"),
-                "difference": st.column_config.NumberColumn("Difference", format="%+.2f"),
-                "ci_low": st.column_config.NumberColumn("95% CI low", format="%+.2f"),
-                "ci_high": st.column_config.NumberColumn("95% CI high", format="%+.2f"),
-            },
-            placeholder="—",
+        table(flagging.flag_summary(chosen), ["pairs"], pin=["label"], labels={"pairs": "Pairs flagged"})
+        difference = with_and_without(result, keep, metrics)
+        difference.insert(0, "name", [METRICS[m].name for m in difference["metric"]])
+        table(
+            difference,
+            ["score_all", "score_kept", "n_all", "n_kept"],
+            pin=["name", "difference", "ci_low", "ci_high"],
+            labels={"n_all": "N all", "n_kept": "N unflagged", "score_all": "All pairs", "score_kept": "Unflagged pairs"},
+            formats={"difference": "{:+.2f}", "ci_low": "{:+.2f}", "ci_high": "{:+.2f}"},
         )
         st.caption(
             f"{int((~keep).sum()):,} of {len(ids):,} scored pairs flagged. Difference = unflagged − all, in percentage "
@@ -137,23 +122,7 @@ def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resu
             return
         store.put(key, scores)
     scores = store.get(key)
-    table = scores.table.copy()
-    table.insert(0, "name", [METRICS[m].name for m in table["metric"]])
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "metric": None,
-            "name": "Metric",
-            "bias_type": "Bias type",
-            "n": "N",
-            "targets": "Targets",
-            "lms": st.column_config.NumberColumn("LMS", format="%.2f"),
-            "ss": st.column_config.NumberColumn("SS", format="%.2f"),
-            "icat": st.column_config.NumberColumn("ICAT", format="%.2f"),
-        },
-        placeholder="—",
-    )
+    shown = scores.table.assign(name=[METRICS[m].name for m in scores.table["metric"]])
+    table(shown, ["n", "targets"], pin=["name", "bias_type", "lms", "ss", "icat"])
     if scores.skipped:
         st.caption(f"{scores.skipped:,} examples without an unrelated sentence are left out.")

@@ -15,6 +15,7 @@ import streamlit as st
 from biaslens.models import MaskedLM
 
 from . import resources
+from .feedback import md
 from .settings import Settings, model_label
 
 #: Distinct texts whose vocabulary is checked at most (a dataset's first pairs are enough to tell).
@@ -39,17 +40,17 @@ def model_banner(settings: Settings, lm: MaskedLM, texts: Iterable[str] | None =
         report = resources.sanity(settings, lm)
     except Exception:  # the sidebar says why the check failed; the results still show
         return "unknown"
-    name = name or model_label(lm.name)
+    shown = md(name or model_label(lm.name))
     if report.status == "untrained":
         st.warning(
-            f"**{name} looks untrained: read these results as noise.** On {report.n_sentences} sentences of {report.subject} "
+            f"**{shown} looks untrained: read these results as noise.** On {report.n_sentences:,} sentences of {md(report.subject)} "
             f"it predicts {report.accuracy:.0f}% of the tokens (a trained model: most of them) and its log-probabilities are close "
             "to uniform, so every score and verdict below reflects random weights, not learned bias.",
             icon=":material/dangerous:",
         )
     elif report.status == "weak":
         st.warning(
-            f"**Read these results with care:** {name} predicts {report.subject} poorly "
+            f"**Read these results with care:** {shown} predicts {md(report.subject)} poorly "
             f"(token accuracy {report.accuracy:.0f}%); it may be undertrained or trained on other text.",
             icon=":material/warning:",
         )
@@ -61,7 +62,7 @@ def model_banner(settings: Settings, lm: MaskedLM, texts: Iterable[str] | None =
             except Exception:
                 return report.status
             if vocabulary.mostly_unknown:
-                st.warning(f"**Mostly unknown words for {name}.** {vocabulary.message}", icon=":material/translate:")
+                st.warning(f"**Mostly unknown words for {shown}.** {md(vocabulary.message)}", icon=":material/translate:")
     return report.status
 
 

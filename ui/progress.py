@@ -9,6 +9,8 @@ import streamlit as st
 
 from biaslens.runner import format_duration
 
+from .feedback import md
+
 #: Seconds of recent progress the rate is measured over (so cached chunks that finish
 #: instantly at the start of a resumed run do not make the estimate optimistic for long).
 RATE_WINDOW_S = 20.0
@@ -72,18 +74,22 @@ class ProgressBar:
     """`st.progress` that shows 'label: done / total unit · time left'. Call it as progress(done, total).
 
     With `rate_key`, the recent throughput is remembered when the bar is cleared, so the next run of
-    the same kind can say beforehand how long it will take (`estimate`).
+    the same kind can say beforehand how long it will take (`estimate`). `start`: units already done
+    before the job began (a resumed run's pairs kept in the cache): the bar starts there and never shows fewer.
     """
 
-    def __init__(self, label: str, *, unit: str = "pairs", where=None, rate_key=None):
+    def __init__(self, label: str, *, unit: str = "pairs", where=None, rate_key=None, start: float = 0):
         self.label = label
         self.unit = unit
         self.eta = Eta()
-        self.bar = (where if where is not None else st).progress(0.0, text=f"{label}: starting…")
+        self.start = start
+        first = f"resuming after {int(start):,} {md(unit)} kept…" if start else "starting…"
+        self.bar = (where if where is not None else st).progress(0.0, text=f"{md(label)}: {first}")  # it may name a user's file
         self.last_draw = 0.0
         self.rate_key = rate_key
 
     def __call__(self, done: float, total: float) -> None:
+        done = max(float(done), self.start)
         now = time.monotonic()
         left = self.eta.update(now, float(done), float(total))
         if now - self.last_draw < REDRAW_EVERY_S and done < total:
@@ -91,7 +97,7 @@ class ProgressBar:
         self.last_draw = now
         fraction = min(1.0, float(done) / total) if total else 1.0
         remaining = "estimating time left…" if left is None else f"about {format_duration(left)} left"
-        self.bar.progress(fraction, text=f"{self.label}: {int(done):,} / {int(total):,} {self.unit} · {remaining}")
+        self.bar.progress(fraction, text=f"{md(self.label)}: {int(done):,} / {int(total):,} {md(self.unit)} · {md(remaining)}")
 
     def clear(self) -> None:
         points = self.eta.points

@@ -11,15 +11,17 @@ button forgets it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import streamlit as st
 
 from biaslens.cache import ResultCache
 from biaslens.datasets import PairDataset, canonical_name, load_dataset
-from biaslens.errors import BiaslensError
+from biaslens.errors import BiaslensError, ServerConfigError
 from biaslens.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
 from biaslens.models import MaskedLM, load_model
@@ -86,13 +88,28 @@ def server_settings() -> ServerSettings:
     return ServerSettings.from_env()
 
 
+@contextlib.contextmanager
+def confined() -> Iterator[None]:
+    """Around a page run: every file the engine opens for a user (a dataset found in a data folder, WEAT and flag lists,
+    each file of a model folder) must resolve inside the server's allowed folders (`ServerSettings.in_effect`). Settings
+    that cannot be read allow only biaslens's own folders (the pages say what is wrong with them). A fragment's rerun
+    runs outside it: `get_model` and `get_dataset` apply the same settings themselves."""
+    try:
+        server = server_settings()
+    except ServerConfigError:
+        server = ServerSettings()
+    with server.in_effect():
+        yield
+
+
 def _load_model(model: str, revision: str | None, device: str, dtype: str) -> MaskedLM:
     """The pooled model (refused if its folder is not allowed), refusing sentences over the server's limit."""
     server = server_settings()
     server.check_model(model)
 
     def load() -> MaskedLM:
-        return server.limit(load_model(model, revision=revision, device=device, dtype=dtype))
+        with server.in_effect():  # (also where no page run is around it: a fragment's rerun)
+            return server.limit(load_model(model, revision=revision, device=device, dtype=dtype))
 
     return MODELS.get((model, revision, device, dtype, server.max_tokens), load, capacity=server.max_models)
 
@@ -148,7 +165,8 @@ def vocabulary(settings: Settings, lm: MaskedLM, texts) -> VocabularyReport:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _load_dataset(name: str, data_dir: str | None) -> PairDataset:
-    return load_dataset(name, data_dir=data_dir or None)
+    with server_settings().in_effect():  # (also where no page run is around it: a fragment's rerun)
+        return load_dataset(name, data_dir=data_dir or None)
 
 
 def get_dataset(settings: Settings, name: str | None = None) -> PairDataset:
@@ -257,6 +275,7 @@ def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> Pair
 
 __all__ = [
     "BiaslensError",
+    "confined",
     "data_dir",
     "dataset_or_none",
     "dataset_or_stop",

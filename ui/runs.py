@@ -1,11 +1,15 @@
 """Dataset runs in the app: resumable, with a progress bar, reopened instantly once finished.
 
-A run is `biaslens.evaluation.evaluate` with the shared `ResultCache`, in chunks of
-`CHUNK_PAIRS` pairs: every finished chunk is in the cache, so a run interrupted by the
+A run is `biaslens.evaluation.evaluate` with the shared `ResultCache`, in chunks of about
+`INTERACTIVE_CHUNK_SECONDS` of work: every finished chunk is in the cache, so a run interrupted by the
 user (a click elsewhere stops the script) resumes where it stopped. A run started in this
 session and interrupted resumes by itself when its page shows the same run again, until
 the user presses Stop. A finished run is kept in the session and is also found in the
-cache by `lookup` (e.g. from a shared link), without computing anything.
+cache by `lookup` (e.g. from a shared link), without computing anything; an unfinished one
+says how many of its pairs the cache holds (`kept`), and its progress starts there.
+
+Every page's jobs follow one rule (`offer`, `stoppable`): before a job, its notice and its Run
+button; while it runs, only its progress and its Stop button; after Stop, the notice again.
 """
 
 from __future__ import annotations
@@ -16,16 +20,16 @@ import gc
 import signal
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Hashable, Iterator, Protocol
 
 import streamlit as st
 
 from biaslens.datasets import PairDataset
-from biaslens.evaluation import EvaluationResult, evaluate
+from biaslens.evaluation import EvaluationResult, evaluate, scored_pairs
 from biaslens.explore import cached_evaluation
-from biaslens.errors import JobCancelled
+from biaslens.errors import BiaslensError, JobCancelled
 from biaslens.models import MaskedLM
-from biaslens.runner import INTERACTIVE_CHUNK_PAIRS
+from biaslens.runner import INTERACTIVE_CHUNK_SECONDS
 from biaslens.serving import ENV_MAX_JOBS, JobSlots
 
 from . import resources, state
@@ -33,9 +37,10 @@ from .feedback import guard, md
 from .memo import LRU
 from .progress import ProgressBar
 from .settings import Settings
+from .views import MAX_SEED
 
-#: Pairs per resumable chunk: small enough that an interruption loses little work.
-CHUNK_PAIRS = INTERACTIVE_CHUNK_PAIRS
+#: Pairs per resumable chunk; None: chunks of about `INTERACTIVE_CHUNK_SECONDS` of work, so an interruption loses little.
+CHUNK_PAIRS: int | None = None
 #: Finished runs kept per session.
 KEEP_RESULTS = 8
 
@@ -87,9 +92,54 @@ def lookup(spec: RunSpec, lm: MaskedLM, dataset: PairDataset) -> EvaluationResul
     return found
 
 
-def is_pending(spec: RunSpec) -> bool:
-    """Whether this run was started in this session and interrupted (it resumes by itself)."""
-    return spec in st.session_state.get(_PENDING, set())
+def kept(spec: RunSpec, lm: MaskedLM, dataset: PairDataset) -> int:
+    """How many of the run's pairs the result cache already holds under every metric: what a stopped (or earlier, or
+    overlapping) run kept, which running it reads back instead of computing. Nothing is computed."""
+    with contextlib.suppress(BiaslensError):  # e.g. a metric this model cannot give: `lookup` has said so already
+        return scored_pairs(lm, dataset, list(spec.metrics), resources.result_cache(), **_options(spec))
+    return 0
+
+
+def is_pending(job: Hashable) -> bool:
+    """Whether `job` (a `RunSpec`, or any key a page gives its job) was started in this session and interrupted by a click
+    elsewhere: its page runs it again (it resumes from the cache) when it shows the same job, until Stop is pressed."""
+    return job in st.session_state.get(_PENDING, set())
+
+
+def offer(label: str, *, key: str, pending: bool = False, notice: Callable[[], object] | None = None, **button: Any) -> bool:
+    """A job's controls before it runs, the same on every page: `notice()` (what is not done yet, what is kept) and its
+    Run button (`label`, e.g. Resume when pairs are kept). True when the job is to run now: the button was pressed, or
+    `pending` (see `is_pending`). The notice and the button are then gone, and the job's progress and Stop button
+    (`stoppable`) take their place: Run and Stop are never both live, and no "not run yet" sits above a running job."""
+    box = st.empty()
+    if pending:
+        return True
+    with box.container():
+        if notice is not None:
+            notice()
+        clicked = st.button(label, key=key, type="primary", icon=":material/play_arrow:", **button)
+    if clicked:
+        box.empty()
+    return clicked
+
+
+@contextlib.contextmanager
+def stoppable(job: Hashable, *, help: str) -> Iterator[None]:
+    """Around a job started by `offer`: its Stop button, above its progress. Until it ends the job is pending (a click
+    elsewhere interrupts it and its page resumes it); Stop ends it for good, and the page shows its notice and Run again.
+    The button goes when the job ends (a failure included: its message is shown)."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    st.session_state.setdefault(_PENDING, set()).add(job)
+    controls = st.empty()
+    controls.button("Stop", icon=":material/stop_circle:", on_click=_stop, args=(job,), key=f"runs.stop.{hash(job)}", help=help)
+    try:
+        yield  # interrupted by a click elsewhere (a rerun), the job stays pending
+    except StopException:  # the page stopped itself (`st.stop()`: e.g. its model failed to load): nothing to resume
+        _stop(job)
+        raise
+    controls.empty()
+    _stop(job)
 
 
 @st.cache_resource(show_spinner=False)
@@ -203,8 +253,8 @@ def heavy_job(what: str) -> Iterator[None]:
 
     def waiting(position: int, running: int) -> None:
         notice.info(
-            f"{what} is queued: position {position} in line; {running} job{'s' if running != 1 else ''} running, this server runs at "
-            f"most {slots.capacity} at once ({ENV_MAX_JOBS}). It starts by itself.",
+            f"{md(what)} is queued: position {position:d} in line; {running:d} job{'s' if running != 1 else ''} running, this server "
+            f"runs at most {slots.capacity:d} at once ({ENV_MAX_JOBS}). It starts by itself.",
             icon=":material/hourglass_top:",
         )
 
@@ -216,29 +266,19 @@ def heavy_job(what: str) -> Iterator[None]:
         notice.empty()
 
 
-def _stop(spec: RunSpec) -> None:
-    st.session_state.setdefault(_PENDING, set()).discard(spec)
+def _stop(job: Hashable) -> None:
+    st.session_state.setdefault(_PENDING, set()).discard(job)
 
 
-def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str) -> EvaluationResult | None:
-    """Score the run with a progress bar and a Stop button; None (message shown) if it failed."""
-    st.session_state.setdefault(_PENDING, set()).add(spec)
-    controls = st.empty()
-    controls.button(
-        "Stop",
-        icon=":material/stop_circle:",
-        on_click=_stop,
-        args=(spec,),
-        key=f"runs.stop.{hash(spec)}",
-        help="Stop scoring. Finished chunks stay in the cache: running again resumes from there.",
-    )
-    bar = ProgressBar(md(label), rate_key=speed_key(spec))  # the label may name a user's file
+def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str, *, kept: int = 0) -> EvaluationResult | None:
+    """Score the run with a progress bar (from `kept`, the pairs the cache holds) and a Stop button; None (message
+    shown) if it failed."""
     result = None
-    with guard():
-        result = _run_job(spec, lm, dataset, bar)
-    bar.clear()
-    controls.empty()
-    _stop(spec)
+    with stoppable(spec, help="Stop scoring. Finished chunks stay in the cache: running again resumes from there."):
+        bar = ProgressBar(label, rate_key=speed_key(spec), start=kept)
+        with guard():
+            result = _run_job(spec, lm, dataset, bar)
+        bar.clear()
     return None if result is None else _remember(spec, result)
 
 
@@ -253,7 +293,7 @@ def time_estimate(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, n_pairs: in
 
     text = estimate(speed_key(spec), n_pairs)
     if text is not None:
-        st.caption(f"Estimated time: {text}.")
+        st.caption(f"Estimated time: {md(text)}.")
         return
     if st.button(
         "Estimate the time", key=key, icon=":material/timer:", type="tertiary", help="Scores 3 pairs (not cached) and times them on this machine."
@@ -275,7 +315,14 @@ def _run_job(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, bar: ProgressBar
     resources.server_settings().check_run(pairs, len(spec.metrics))
     with heavy_job("This run"):
         return evaluate(
-            lm, dataset, list(spec.metrics), cache=resources.result_cache(), chunk_pairs=CHUNK_PAIRS, progress=watched(bar), **_options(spec)
+            lm,
+            dataset,
+            list(spec.metrics),
+            cache=resources.result_cache(),
+            chunk_pairs=CHUNK_PAIRS,
+            chunk_seconds=INTERACTIVE_CHUNK_SECONDS,
+            progress=watched(bar),
+            **_options(spec),
         )
 
 
@@ -298,21 +345,27 @@ def train_lab_job(chosen: Any, progress: Callable[..., Any]) -> Any:
     return model
 
 
-def sample_controls(prefix: str, total: int, label: str | None = None) -> tuple[int | None, int]:
-    """'Score a sample' toggle (`label`), sample size and seed (the URL's `sample` and `seed` preset them).
+class Sampled(Protocol):
+    """A page's view with a sample (`ui.views.ExplorerView`, `CompareView`, `AnalysesView`)."""
+
+    @property
+    def sample(self) -> int | None: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
+def sample_controls(prefix: str, total: int, link: state.Link[Sampled], label: str | None = None) -> tuple[int | None, int]:
+    """'Score a sample' toggle (`label`), sample size and seed (the page's link, `ui.state.link`, presets them).
 
     Returns (sample size or None for every pair, seed).
     """
-    sample, seed = state.take_one("sample"), state.take_one("seed")
-    if sample is not None and sample.isdigit() and int(sample) > 0:
-        st.session_state[prefix + "sample_on"] = True
-        st.session_state[prefix + "sample_n"] = min(int(sample), total)
-    elif sample is not None:
-        state.reject("sample", sample, "a number of pairs (a whole number, 1 or more)")
-    if seed is not None and seed.isdigit():
-        st.session_state[prefix + "seed"] = int(seed)
-    elif seed is not None:
-        state.reject("seed", seed, "a seed (a whole number, 0 or more)")
+    if "sample" in link:
+        st.session_state[prefix + "sample_on"] = link.view.sample is not None
+        if link.view.sample is not None:
+            st.session_state[prefix + "sample_n"] = min(link.view.sample, total)
+    if "seed" in link:
+        st.session_state[prefix + "seed"] = link.view.seed
     st.session_state[prefix + "sample_n"] = max(1, min(int(st.session_state.get(prefix + "sample_n", 200)), total))
     st.session_state.setdefault(prefix + "seed", 0)
     on = st.toggle(label or f"Score a random sample (of {total:,} pairs)", key=prefix + "sample_on", persist_state="session")
@@ -320,5 +373,5 @@ def sample_controls(prefix: str, total: int, label: str | None = None) -> tuple[
         return None, int(st.session_state[prefix + "seed"])
     c1, c2 = st.columns(2)
     n = c1.number_input("Pairs", min_value=1, max_value=total, step=50, key=prefix + "sample_n", persist_state="session")
-    seed_value = c2.number_input("Seed", min_value=0, step=1, key=prefix + "seed", persist_state="session")
+    seed_value = c2.number_input("Seed", min_value=0, max_value=MAX_SEED, step=1, key=prefix + "seed", persist_state="session")
     return int(n), int(seed_value)

@@ -18,6 +18,8 @@ from biaslens import lab
 from biaslens.datasets import DATASETS
 from biaslens.models import DEFAULT_MODEL
 
+from .views import GlobalView
+
 ENV_MODEL = "BIASLENS_MODEL"
 ENV_DATA_DIR = "BIASLENS_DATA_DIR"
 
@@ -49,6 +51,20 @@ def default_model() -> str:
 
 def default_settings() -> Settings:
     return Settings(model=default_model(), data_dir=os.environ.get(ENV_DATA_DIR, "").strip() or None)
+
+
+def settings_of(g: GlobalView) -> Settings:
+    """The settings a view's global part names (e.g. a pinned inspection's); what it leaves out is the server's default."""
+    default = default_settings()
+    return Settings(
+        model=g.model or default.model,
+        revision=g.revision,
+        device=g.device,
+        dtype=g.dtype,
+        compat=g.compat,
+        dataset=g.dataset or default.dataset,
+        data_dir=g.data_dir or default.data_dir,
+    )
 
 
 #: Session key: the lab models this session trained or opened (listed in its sidebar unless the server shares them all).

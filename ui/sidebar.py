@@ -5,6 +5,7 @@ app.py draws it once per run with `render_sidebar()`; pages read the result with
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import streamlit as st
@@ -14,15 +15,18 @@ from biaslens.datasets import DATASETS, canonical_name
 from biaslens.errors import HubUnreachableError
 from biaslens.metrics import COMPAT_MODES
 from biaslens.models import DTYPES, PRESETS
+from biaslens.serving import ServerSettings
 
-from . import resources, state
+from . import classroom, resources, state
 from .feedback import explain, guard, md
 from .progress import ProgressBar
+from .views import GlobalView
 from .settings import (
     _KEY,
     LAB_MODELS_OF_SESSION,
     Settings,
     _dataset_label,
+    current,
     default_model,
     default_settings,
     lab_model_name,
@@ -48,7 +52,10 @@ class ModelChoice:
 
 
 def model_choices() -> list[ModelChoice]:
-    """The models the sidebar offers: the configured default first, then the presets.
+    """Every model the app offers wherever a model is chosen (the sidebar, the comparison's and the inspector's model
+    lists): the configured default first, the presets, the bias lab's models in the cache (this session's, unless the
+    server shares them all), the model folders in the server's allowed folders (`BIASLENS_MODEL_DIRS`), and the hub ids
+    and folders this session already used.
 
     The hook for new offline defaults (e.g. a trained lab model): add a choice here.
     """
@@ -58,18 +65,46 @@ def model_choices() -> list[ModelChoice]:
         lab_models = lab.list_lab_models()[:MAX_LAB_CHOICES]
     except OSError:
         lab_models = []
-    if not _lab_models_shared():  # a class's lab models stay with the session that trained them
+    server = _server_settings()
+    if not (server and server.share_lab_models):  # a class's lab models stay with the session that trained them
         mine = set(st.session_state.get(LAB_MODELS_OF_SESSION, ())) | {str(lab.cached_lab_model_path() or "")}
         lab_models = [m for m in lab_models if str(m.path) in mine]
-    choices += [ModelChoice(str(m.path), lab_model_name(m)) for m in lab_models if str(m.path) != default_model()]
-    return choices
+    choices += [ModelChoice(str(m.path), lab_model_name(m)) for m in lab_models]
+    choices += [ModelChoice(str(folder), f"{folder.name} (folder)") for folder in (server.model_folders() if server else [])]
+    choices += [ModelChoice(value, model_label(value)) for value in st.session_state.get(_CUSTOM_MODELS, [])]
+    unique: dict[str, ModelChoice] = {}
+    for choice in choices:  # each model once, where it first comes
+        unique.setdefault(choice.value, choice)
+    return list(unique.values())
 
 
-def _lab_models_shared() -> bool:
+def _server_settings() -> ServerSettings | None:
     try:
-        return resources.server_settings().share_lab_models
-    except Exception:  # a bad setting is reported where the settings are read; here: not shared
-        return False
+        return resources.server_settings()
+    except Exception:  # a bad setting is reported where the settings are read; here: none of what they would offer
+        return None
+
+
+def pick_models(label: str, key: str, *, help: str, placeholder: str = "Choose or type a model") -> list[str]:
+    """A list of models to choose: everything `model_choices` offers, the sidebar's model and those chosen; a hub id or a
+    folder typed and entered is added (and offered everywhere for the rest of the session). Returns the chosen models."""
+    choices = model_choices()
+    labels = {c.value: c.label for c in choices}
+    chosen = [str(m) for m in st.session_state.get(key, [])]
+    options = list(dict.fromkeys([c.value for c in choices] + [current().model] + chosen))
+    models = st.multiselect(
+        label,
+        options,
+        key=key,
+        format_func=lambda v: labels.get(v) or model_label(v),
+        accept_new_options=True,
+        persist_state="session",
+        placeholder=placeholder,
+        help=help,
+    )
+    for model in models:
+        remember_model(model)
+    return models
 
 
 def device_choices() -> list[str]:
@@ -84,14 +119,18 @@ def device_choices() -> list[str]:
 
 
 def _adopt_url(defaults: Settings) -> None:
-    """Values a shared link brings (model, dataset, compat, ...) become the widgets' state."""
+    """The global part of the view a link or a page switch brings (model, dataset, compat, ...) becomes the widgets' state."""
+    link = state.link(GlobalView)
     for name in ("model", "dataset", "compat", "device", "dtype", "revision", "data_dir"):
-        value = state.take_one(name)
-        if value is None:
+        value = getattr(link.view, name)
+        if name not in link or (value is None and name in ("model", "dataset")):  # None: the default, kept below
             continue
-        if name == "model":
-            _remember_model(value)
-        st.session_state[f"settings.{name}"] = value
+        if name == "model" and value:
+            remember_model(value)
+        if name == "device" and value not in device_choices():
+            state.reject(name, value, "one of " + ", ".join(device_choices()) + " (on this machine)")
+            continue
+        st.session_state[f"settings.{name}"] = value or ""
     st.session_state.setdefault("settings.model", defaults.model)
     lab_default = lab.lab_model_of(st.session_state["settings.model"]) if "settings.dataset" not in st.session_state else None
     st.session_state.setdefault("settings.dataset", str(lab_default.path / lab.PAIRS_FILE) if lab_default else defaults.dataset)
@@ -102,9 +141,10 @@ def _adopt_url(defaults: Settings) -> None:
     st.session_state.setdefault("settings.data_dir", defaults.data_dir or "")
 
 
-def _remember_model(value: str) -> None:
-    """A model typed by the user stays among the options for the session."""
+def remember_model(value: str) -> None:
+    """A model the user typed or opened by a link stays among the models offered (`model_choices`) for the session."""
     custom = st.session_state.setdefault(_CUSTOM_MODELS, [])
+    value = str(value).strip()
     if value and value not in custom and value not in {c.value for c in model_choices()}:
         custom.append(value)
 
@@ -112,7 +152,7 @@ def _remember_model(value: str) -> None:
 def _model_changed() -> None:
     """A model chosen in the sidebar: remembered; a lab model brings its own held-out pairs (it knows no other words)."""
     value = st.session_state["settings.model"]
-    _remember_model(value)
+    remember_model(value)
     model = lab.lab_model_of(value)
     if model is not None and canonical_name(str(st.session_state.get("settings.dataset", ""))) is not None:
         use_lab_pairs(model)
@@ -131,9 +171,9 @@ def render_sidebar() -> Settings:
         st.session_state[f"settings.{name}"] = value
     choices = model_choices()
     labels = {c.value: c.label for c in choices}
-    options = [c.value for c in choices] + list(st.session_state.get(_CUSTOM_MODELS, []))
+    options = [c.value for c in choices]
     if st.session_state["settings.model"] not in options:
-        _remember_model(st.session_state["settings.model"])
+        remember_model(st.session_state["settings.model"])
         options.append(st.session_state["settings.model"])
 
     sb = st.sidebar
@@ -198,14 +238,7 @@ def render_sidebar() -> Settings:
         data_dir=data_dir.strip() or None,
     )
     st.session_state[_KEY] = settings
-    state.set_global(
-        model=settings.model,
-        dataset=settings.dataset,
-        compat=None if settings.compat == "default" else settings.compat,
-        device=None if settings.device == "auto" else settings.device,
-        dtype=None if settings.dtype == "float32" else settings.dtype,
-        revision=settings.revision,
-    )
+    state.set_global(GlobalView(**dataclasses.asdict(settings), classroom=classroom.on()))
     _model_status(settings, status_box)
     return settings
 
@@ -231,9 +264,9 @@ def _model_status(settings: Settings, box) -> None:
         lab_model = lab.lab_model_of(settings.model)
         where = "local folder" if lm.source == "local" else f"hub, revision {(lm.revision or 'main')[:10]}"
         st.caption(  # the name in full: a long one (a lab scenario's) is cut off in the box above
-            f"**Loaded** {md(model_label(settings.model))}: {lm.model_type} · {lm.num_layers} layers"
-            f"{f' × {lm.num_heads} heads' if lm.num_heads else ' (no attention heads)'} · {where} · "
-            f"{lm.device} · {str(lm.dtype).removeprefix('torch.')} · up to {lm.max_length} tokens"
+            f"**Loaded** {md(model_label(settings.model))}: {md(lm.model_type)} · {lm.num_layers:d} layers"
+            f"{f' × {lm.num_heads:d} heads' if lm.num_heads else ' (no attention heads)'} · {md(where)} · "
+            f"{md(lm.device)} · {md(str(lm.dtype).removeprefix('torch.'))} · up to {lm.max_length:,} tokens"
         )
         try:
             report = resources.sanity(settings, lm)
@@ -242,14 +275,15 @@ def _model_status(settings: Settings, box) -> None:
             return
         show = {"ok": st.success, "weak": st.warning, "untrained": st.warning}[report.status]
         icon = {"ok": ":material/check_circle:", "weak": ":material/warning:", "untrained": ":material/dangerous:"}[report.status]
-        show(f"**Sanity check:** {report.message}", icon=icon)
+        show(f"**Sanity check:** {md(report.message)}", icon=icon)
         corpus = "sentences of its training corpus" if lab_model else "plain sentences"
-        st.caption(f"Token prediction on {report.n_sentences} {corpus} ({report.n_tokens} tokens), nothing masked.")
+        st.caption(f"Token prediction on {report.n_sentences:,} {corpus} ({report.n_tokens:,} tokens), nothing masked.")
         if lab_model:
-            about = lab.describe_settings(lab_model.settings)
+            about = md(lab.describe_settings(lab_model.settings))  # it names the lab's groups and attributes, as typed
             st.caption(f"Bias-lab model, {about}: it knows only the lab's words and templates (see the Bias lab page).")
         with st.expander("Model details"):
-            st.caption(f"`{settings.model}`" + (f" · revision `{settings.revision}`" if settings.revision else ""))
+            # As text: a revision (or a folder's name) from a link could otherwise close inline code and add a link or an image.
+            st.caption(f"Model {md(settings.model)}" + (f" · revision {md(settings.revision)}" if settings.revision else ""))
 
 
 def offer_lab_model(where: str = "sidebar") -> None:

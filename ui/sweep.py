@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
@@ -19,7 +20,7 @@ from biaslens import lab, sweep
 from biaslens.export import safe_csv, to_json
 from biaslens.metrics import METRICS
 
-from . import charts, feedback, resources, runs
+from . import charts, feedback, resources, runs, tables
 from .progress import format_duration
 
 P = "lab.sweep."
@@ -107,7 +108,7 @@ def grid_controls(base: lab.LabSettings) -> sweep.SweepGrid | None:
         1,
         max(1, os.cpu_count() or 1),
         key=P + "workers",
-        help=f"Models trained at once, each in its own process. Default {sweep.DEFAULT_WORKERS}: see the README for the "
+        help=f"Models trained at once, each in its own process. Default {sweep.DEFAULT_WORKERS}: see docs/lab.md for the "
         "speed-up measured on 2 cores.",
     )
     b1, b2, _ = st.columns([1, 1, 3])
@@ -133,14 +134,14 @@ def _results() -> dict:
     return st.session_state.setdefault(_RESULTS, {})
 
 
-def _number_table(frame: pd.DataFrame, **kwargs) -> None:
-    number = st.column_config.NumberColumn(format="%.2f")
-    config = {c: number for c in frame.columns if pd.api.types.is_float_dtype(frame[c])}
-    st.dataframe(frame, hide_index=True, width="stretch", column_config={**config, **kwargs}, placeholder="—")
+def _number_table(frame: pd.DataFrame, pin: Sequence[str] | None = None) -> None:
+    """The app's table (`ui.tables.table`): `pin` (default: the first column) first and in sight, two decimals, whole places."""
+    pinned = list(frame.columns[:1]) if pin is None else [c for c in pin if c in frame]  # an empty ranking has no Place
+    tables.table(frame, pin=pinned, formats={"Place": "{:.0f}"})
 
 
 def ranking_table(analysis: sweep.SweepAnalysis) -> pd.DataFrame:
-    """The ranking as the page shows it: one row per metric, best first."""
+    """The ranking as the page shows it: one row per metric, best first (no place where there is no verdict)."""
     r = analysis.ranking
     if r.empty:
         return r
@@ -153,8 +154,8 @@ def ranking_table(analysis: sweep.SweepAnalysis) -> pd.DataFrame:
             "Place": r["place"],
             "Metric": r["metric"],
             "Tracks the bias": r["tracks"],
-            "Spearman's rho": r["rho"],
-            "rho 95% CI": [f"[{lo:.2f}, {hi:.2f}]" if pd.notna(lo) else "n/a" for lo, hi in zip(r["rho_ci_low"], r["rho_ci_high"])],
+            "Kendall's tau (within curves)": r["tau"],
+            "p (exact)": [sweep.format_p(p) for p in r["p_trend"]],
             "Slope (points per unit)": r["slope"],
             "False alarms (0.5, ratio > 1)": [pct(v, n) for v, n in zip(r["false_alarm_rate"], r["false_alarm_models"])],
             "Control alarms (0.5, ratio 1)": [pct(v, n) for v, n in zip(r["control_alarm_rate"], r["control_models"])],
@@ -169,25 +170,30 @@ def show_results(result: sweep.SweepResult, *, live: bool = False) -> None:
     frame = result.frame()
     if frame.empty:
         return
-    analysis = result.analysis(n_boot=500 if live else 2000)
+    analysis = result.analysis()
     done, total = len(result.cells), len(result.grid)
     state = "so far" if live else "(stopped: run again to resume)" if done < total else ""
     st.markdown(f"**{done} of {total} models** {state}".strip())
-    chart = sweep.dose_response_chart(frame, width=560, columns=2)  # fits the page's main column at 1024 px with the sidebar
-    if live:
-        st.altair_chart(chart, width="stretch", theme=None)
-    else:
-        charts.show(chart, P + "chart")
+    for note in analysis.notes():
+        st.warning(feedback.md(note), icon=":material/block:")
+    if not analysis.cells.empty:
+        chart = sweep.dose_response_chart(analysis.cells, width=560, columns=2)  # fits the main column at 1024 px with the sidebar
+        if live:
+            st.altair_chart(chart, width="stretch", theme=None)
+        else:
+            charts.show(chart, P + "chart")
     st.markdown(
-        "**Which metric can you trust?** Metrics that track the planted bias (rho's interval above 0) first, inverted ones "
-        "last; within each group, by the mean of their ranks on rho, false alarms, drift and seed spread."
+        "**Which metric can you trust?** Metrics whose bias score rises with the planted association within each seed's "
+        f"curve (exact trend test, p ≤ {sweep.ALPHA:g}) first, inverted ones last; within each group, by "
+        "the mean of their ranks on tau, false alarms, drift and seed spread. A verdict needs at least "
+        f"{sweep.MIN_STRENGTHS} association strengths and {sweep.MIN_SEEDS} seeds of models that learned."
     )
-    _number_table(ranking_table(analysis), Place=st.column_config.NumberColumn(format="%d"))
+    _number_table(ranking_table(analysis), pin=["Place", "Metric", "Tracks the bias"])
     if live:
         return
     st.caption(sweep.READING)
     st.caption(sweep.LIMITS)
-    with st.expander(f"Every model's scores ({done} models × {frame['key'].nunique()} metrics)", icon=":material/table_rows:"):
+    with st.expander(f"Every model's scores ({done:,} models × {frame['key'].nunique():,} metrics)", icon=":material/table_rows:"):
         cells = frame[
             [
                 "association",
@@ -201,10 +207,11 @@ def show_results(result: sweep.SweepResult, *, live: bool = False) -> None:
                 "group_a_preference",
                 "corpus_association",
                 "corpus_frequency_ratio",
+                "sanity",
                 "trained_here",
             ]
         ]
-        _number_table(cells.assign(verdict=[lab.VERDICT_TEXT.get(v, v) for v in cells["verdict"]]))
+        _number_table(cells.assign(verdict=[lab.VERDICT_TEXT.get(v, v) for v in cells["verdict"]]), pin=["metric", "bias_score", "verdict"])
     with st.expander("Seed spread and the frequency drift", icon=":material/stacked_line_chart:"):
         st.caption("Bias score over seeds at each setting (mean, sd, lowest, highest):")
         _number_table(analysis.seed_spread.drop(columns=["key"]))
@@ -240,7 +247,7 @@ def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult 
         left = "estimating time left…" if p.seconds_left is None else f"about {format_duration(p.seconds_left)} left"
         bar.progress(
             min(1.0, (p.done + p.running) / p.total),
-            text=f"Sweep: {p.done} / {p.total} models ({p.trained} trained, {p.found} found in the cache) · {left}",
+            text=f"Sweep: {p.done:,} / {p.total:,} models ({p.trained:,} trained, {p.found:,} found in the cache) · {feedback.md(left)}",
         )
         if p.cell is not None:
             finished.append(p.cell)
@@ -309,7 +316,7 @@ def section(base: lab.LabSettings | None, compat: str) -> None:
         st.session_state[_RUNNING] = None  # e.g. training switched off while a sweep was on its way: it stops here
         running = False
     if not running:
-        st.info(f"**Cost:** {estimate.text()}", icon=":material/timer:")
+        st.info(f"**Cost:** {feedback.md(estimate.text())}", icon=":material/timer:")
         if refused is not None:
             feedback.show_error(refused)
         elif estimate.to_train:

@@ -1,26 +1,93 @@
-"""Small tables drawn in full: cells wrap and nothing scrolls out of sight (projectors, narrow windows).
+"""Every table of the app, drawn one way (`table`): the columns a reader came for first and always in sight, headers
+for people, numbers written alike everywhere.
 
-They are plain HTML (`biaslens.figures_html.table_html`): a page of small tables costs the browser
-no table component and no Arrow decoding, so results show sooner.
+* **Small tables** (at most `STATIC_ROWS` rows) are plain HTML (`biaslens.figures_html.table_html`): headers and
+  cells wrap, so every column stays in sight on a projector or in a 1024 px window, and a page of them costs the
+  browser no table component and no Arrow decoding.
+* **Tables a reader clicks** (a row opens its pair), sorts, or that are long are interactive (`st.dataframe`): the
+  key result columns come first and are pinned (they stay in sight however far the table scrolls sideways), and
+  the horizontal scroll bar is always visible (assets/app.css).
+
+Headers come from `biaslens.formatting.column_label` (`bias_type` is "Bias type", `aul_margin` "AUL margin"),
+margins from `formatting.format_margin` (a sign that agrees with the verdict), unless the caller names them.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+import re
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
 
-from biaslens.figures_html import table_html
+from biaslens.figures_html import CellFormat, table_html
+from biaslens.formatting import MARGIN, column_label, format_margin, margin_printf, value_format
+
+#: Tables up to this many rows are drawn in full (static HTML); longer ones scroll inside an interactive table.
+STATIC_ROWS = 60
+#: Height (px) of a long interactive table: about 12 rows, its scroll bar and its header.
+TALL = 420
 
 
-def static_table(frame: pd.DataFrame, formats: Mapping[str, str] | None = None) -> None:
-    """`frame` as a static table, without its index; `formats` maps columns to format strings; blanks for missing values."""
-    st.html(table_html(frame, formats))
+def _printf(fmt: str, values: Iterable[float]) -> str | None:
+    """A format for `table_html` as the interactive table's printf format ("{:+.2f}" is "%+.2f")."""
+    if fmt == MARGIN:
+        return margin_printf(values)
+    found = re.fullmatch(r"\{:(\+?),?(\.\d+[efgE%])\}", fmt)
+    return f"%{found.group(1)}{found.group(2)}" if found else None
 
 
-def labelled_table(frame: pd.DataFrame, columns: Mapping[str, tuple[str, str | None]]) -> None:
-    """The `columns` of `frame` (name -> (label, format or None)), in that order, under their labels, as `static_table`."""
-    present = [c for c in columns if c in frame]
-    shown = frame.loc[:, present].set_axis([columns[c][0] for c in present], axis=1)
-    static_table(shown, {columns[c][0]: fmt for c in present if (fmt := columns[c][1])})
+def table(
+    frame: pd.DataFrame,
+    columns: Sequence[str] | None = None,
+    *,
+    pin: Sequence[str] = (),
+    labels: Mapping[str, str] | None = None,
+    formats: Mapping[str, str] | None = None,
+    help: Mapping[str, str] | None = None,
+    decimals: int = 2,
+    select: bool = False,
+    sortable: bool = False,
+    key: str | None = None,
+    height: int | None = None,
+) -> Any:
+    """Draw `frame` (an engine frame, internal column names and all) as the app's table.
+
+    `pin`: the key result columns, first and always in sight; then `columns` (default: all the others).
+    `labels` overrides a header (default `column_label`); `formats` a column's format ("{:.1f}", or `MARGIN`;
+    default: margins by `format_margin`, p-values to 3 significant digits, other floats to `decimals` places);
+    `help` gives a header's tooltip. `select` makes the rows clickable: the interactive table's selection event is
+    returned (`event.selection.rows`); `sortable` keeps a small table interactive (click a header to sort); `key` is
+    the interactive table's widget key. Returns None for a static table.
+    """
+    shown = list(dict.fromkeys([*pin, *(columns if columns is not None else frame.columns)]))
+    names = {c: (labels or {}).get(c) or column_label(str(c)) for c in shown}
+    fmts: dict[str, str] = {}
+    for c in shown:
+        fmt = (formats or {}).get(c) or value_format(str(c))
+        if fmt is None and pd.api.types.is_float_dtype(frame[c]):
+            fmt = f"{{:.{decimals}f}}"
+        if fmt is not None:
+            fmts[c] = fmt
+    if not select and not sortable and len(frame) <= STATIC_ROWS:
+        cells: dict[str, CellFormat] = {names[c]: (format_margin if f == MARGIN else f) for c, f in fmts.items()}
+        tips = {names[c]: text for c, text in (help or {}).items() if c in names}
+        st.html(table_html(frame.loc[:, shown].set_axis([names[c] for c in shown], axis=1), cells, key=len(pin), help=tips))
+        return None
+    config: dict[str, Any] = {}
+    for c in shown:
+        common = {"label": names[c], "help": (help or {}).get(c), "pinned": c in pin}
+        if pd.api.types.is_bool_dtype(frame[c]):
+            config[c] = st.column_config.CheckboxColumn(**common)
+        elif pd.api.types.is_numeric_dtype(frame[c]):
+            config[c] = st.column_config.NumberColumn(**common, format=_printf(fmts[c], frame[c]) if c in fmts else None)
+        else:
+            config[c] = st.column_config.TextColumn(**common)
+    options: dict[str, Any] = {"on_select": "rerun", "selection_mode": "single-row"} if select else {}
+    tall = height or (TALL if len(frame) > 10 else "auto")
+    return st.dataframe(
+        frame, hide_index=True, width="stretch", height=tall, column_order=shown, column_config=config, placeholder="—", key=key, **options
+    )
+
+
+__all__ = ["MARGIN", "STATIC_ROWS", "table"]

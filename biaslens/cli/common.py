@@ -29,6 +29,21 @@ VOCABULARY_TEXTS = 200
 #: Exit status of a bad argument or bad input (one line on stderr).
 EXIT_ERROR = 2
 
+#: Every command and its one-line help, in the order `--help` lists them; `biaslens.cli.<command>` adds its options
+#: (`register(subparsers)`) and is imported only when that command runs (`main.build_parser`).
+COMMANDS: dict[str, str] = {
+    "evaluate": "score a dataset; writes pairs.csv and summary.json",
+    "compare": "two models on the same pairs: bias-score differences (paired bootstrap) and McNemar's exact test on verdicts",
+    "inspect": "score one sentence pair, token by token",
+    "metrics": "list the metrics with formula, direction and citation",
+    "models": "list the model presets",
+    "datasets": "show where the datasets are; --fetch downloads missing ones",
+    "lab": "bias lab: train a small masked LM with a planted bias and see which metrics detect it",
+    "kurita": "Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests",
+    "report": "reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML",
+    "shuffle": "one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)",
+}
+
 
 class Parser(argparse.ArgumentParser):
     """argparse that reports a bad argument in one line."""
@@ -113,18 +128,23 @@ class LineProgress:
         self.postfix = ""
         self.started = clock()
         self.last: float | None = None  # when the last line was written
+        # (when, units done) at the first progress: time left is estimated from the rate since then, not since the bar
+        # was made (setting up before the first unit, e.g. a lab corpus, would make the first estimate absurd).
+        self.first: tuple[float, float] | None = None
         self.closed = False
 
     def _line(self, final: bool = False) -> str:
-        elapsed = self.clock() - self.started
+        now = self.clock()
+        elapsed = now - self.started
         units = "" if self.unit == "B" else f" {_plural(self.unit)}"
         if self.total:
             done = f"{_amount(self.n, self.unit)}/{_amount(self.total, self.unit)}{units} ({100 * self.n / self.total:.0f}%)"
         else:
             done = f"{_amount(self.n, self.unit)}{units}"
         timing = f"{elapsed:.0f} s"
-        if not final and self.total and 0 < self.n < self.total and elapsed >= 1:
-            timing += f", about {elapsed * (self.total - self.n) / self.n:.0f} s left"
+        if not final and self.total and self.first is not None and self.first[1] < self.n < self.total and now - self.first[0] >= 1:
+            rate = (self.n - self.first[1]) / (now - self.first[0])
+            timing += f", about {(self.total - self.n) / rate:.0f} s left"
         extra = f", {self.postfix}" if self.postfix else ""
         return f"{self.desc}: {'done, ' if final else ''}{done}, {timing}{extra}"
 
@@ -135,6 +155,8 @@ class LineProgress:
         if self.disable or self.closed:
             return
         now = self.clock()
+        if self.first is None and self.n > 0:
+            self.first = (now, self.n)
         if self.last is None or now - self.last >= self.interval:
             self._write(self._line())
             self.last = now
@@ -261,7 +283,10 @@ class StageBars:
 
 
 def load(spec: ModelSpec):
-    """Load the model a spec names, saying so on stderr."""
+    """Load the model a spec names, saying so on stderr (a name that is no folder and no hub id is refused first)."""
+    from ..models import check_model_name
+
+    check_model_name(spec.model)
     print(f"Loading {spec.model} ...", file=sys.stderr)
     return spec.load()
 
@@ -313,6 +338,7 @@ def fmt(x: Any, digits: int = 2) -> str:
 
 
 __all__ = [
+    "COMMANDS",
     "EXIT_ERROR",
     "LINE_INTERVAL",
     "Parser",

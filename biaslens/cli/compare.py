@@ -1,4 +1,4 @@
-"""`biaslens compare`: two models on the same pairs; bias-score differences (paired bootstrap) and McNemar on verdicts."""
+"""`biaslens compare`: two models on the same pairs; bias-score differences (paired bootstrap) and McNemar's exact test on verdicts."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Any
 
 from ..errors import InputError
 from ..options import ModelSpec, RunOptions
-from .common import Progress, add_compat_arg, add_model_args, add_progress_arg, fmt, load, positive_int, progress_to
+from .common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, fmt, load, positive_int, progress_to
 from .evaluate import result_cache
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
     from ..metrics import PAPER_METRICS
 
-    p = sub.add_parser("compare", help="two models on the same pairs: bias-score differences (paired bootstrap) and McNemar on verdicts")
+    p = sub.add_parser("compare", help=COMMANDS["compare"])
     add_model_args(p, several=True)
     p.add_argument("--dataset", required=True, help="a named dataset or a pairs file")
     p.add_argument("--metrics", default=",".join(PAPER_METRICS))
@@ -40,7 +40,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..datasets import load_dataset
     from ..evaluation import evaluate
     from ..export import atomic_write, safe_csv, to_json
-    from ..paired import paired_comparison
+    from ..paired import bootstrap_method, paired_comparison
+    from ..stats import MCNEMAR_TEST
 
     models = args.model or []
     if len(models) != 2:
@@ -70,7 +71,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
             f"{'[' + fmt(row.ci_low) + ', ' + fmt(row.ci_high) + ']':<27}{f'{row.mcnemar_b}/{row.mcnemar_c}':>13}"
             f"{row.p_value:>10.3g}"
         )
-    print("b: pairs only A calls stereotypical-preferred; c: only B. p: McNemar (exact binomial below 25 discordant pairs).")
+    interval = bootstrap_method(args.resamples, run.seed)
+    print(f"95% CI: {interval}.\nb: pairs only A calls stereotypical-preferred; c: only B. p: {MCNEMAR_TEST}.")
     if args.out:
         out = Path(args.out)
         table = table.assign(model_first=first, model_second=second, dataset=dataset.name)
@@ -84,6 +86,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     "dataset": dataset.name,
                     "resamples": args.resamples,
                     "seed": run.seed,
+                    "interval": interval,
+                    "test": MCNEMAR_TEST,
                     "comparison": table.to_dict(orient="records"),
                     "manifests": manifests,
                 }

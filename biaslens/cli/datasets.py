@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import Progress, add_progress_arg
+from .common import COMMANDS, Progress, add_progress_arg
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    ds = sub.add_parser("datasets", help="show where the datasets are; --fetch downloads missing ones")
+    ds = sub.add_parser("datasets", help=COMMANDS["datasets"])
     ds.add_argument("--data-dir", default=None)
     ds.add_argument("--fetch", action="store_true", help="download missing datasets into the cache")
     add_progress_arg(ds)

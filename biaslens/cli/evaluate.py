@@ -16,15 +16,27 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputError, OutputError
-from ..options import DEFAULT_DEVICE, ModelSpec, RunOptions
-from ..runner import DEFAULT_CHUNK_PAIRS
-from .common import Progress, add_compat_arg, add_model_args, add_progress_arg, fmt, load, model_caveats, pair_texts, positive_int, progress_to
+from ..options import DEFAULT_DEVICE, DEFAULT_PRECISION, ModelSpec, Precision, RunOptions
+from ..runner import DEFAULT_CHUNK_SECONDS
+from .common import (
+    COMMANDS,
+    Progress,
+    add_compat_arg,
+    add_model_args,
+    add_progress_arg,
+    fmt,
+    load,
+    model_caveats,
+    pair_texts,
+    positive_int,
+    progress_to,
+)
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
     from ..metrics import METRICS, PAPER_METRICS
 
-    ev = sub.add_parser("evaluate", help="score a dataset; writes pairs.csv and summary.json")
+    ev = sub.add_parser("evaluate", help=COMMANDS["evaluate"])
     add_model_args(ev)
     ev.add_argument(
         "--dataset", required=True,
@@ -48,7 +60,14 @@ def register(sub: Any) -> argparse.ArgumentParser:
         "--chunk-pairs",
         type=positive_int,
         default=None,
-        help=f"pairs per resumable chunk (default {DEFAULT_CHUNK_PAIRS}), the unit shared out under accelerate launch",
+        help=f"pairs per resumable chunk (default: sized to about {DEFAULT_CHUNK_SECONDS:g} s of work on this device)",
+    )
+    ev.add_argument(
+        "--precision",
+        default=DEFAULT_PRECISION.value,
+        choices=[p.value for p in Precision],
+        help="model: compute in --dtype; exact-bf16 (a float32 model): score in bfloat16 and re-score in float32 the pairs whose "
+        "margin is within bfloat16's error, for float32's verdicts and bias scores at about bfloat16's speed (meant for GPUs)",
     )
     ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
@@ -89,6 +108,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     run = RunOptions.from_args(args)
     spec = ModelSpec.from_args(args)
+    if run.precision is Precision.EXACT_BF16 and spec.dtype != "float32":  # refused before the model loads
+        raise InputError(f"--precision exact-bf16 re-scores in float32: load the model in float32 (leave out --dtype {spec.dtype}).")
+    if args.flags is not None:
+        _checks(args.flags)  # an unknown check is refused before the model loads
     progress = Progress.from_args(args)
     # Under `accelerate launch` (several processes) each process scores a share of the
     # pairs on its own device; the main process downloads first and writes the files.
@@ -99,6 +122,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     with state.main_process_first() if state is not None else contextlib.nullcontext():
         with progress.download(args.dataset) as bar:
             dataset = load_dataset(args.dataset, data_dir=args.data_dir, download=not args.no_download, progress=bar)
+        if args.stereoset_scores:  # a dataset without unrelated sentences is refused before the model loads
+            from ..stereoset_scores import with_unrelated
+
+            with_unrelated(select_pairs(list(dataset.pairs), **run.selection()))
         lm = load(spec)
     caveats: dict[str, Any] = {}
     if main:
@@ -125,6 +152,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         parallel.finish(state)
         return 0
     result.summary["manifest"].update(caveats)
+    scored, cached = len(result.pairs), result.cached  # (before --exclude-flagged leaves pairs out)
     result = after_evaluate(args, run, lm, dataset, result, cache)
     try:
         pairs_path, summary_path = result.save(args.out)
@@ -138,8 +166,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             else "the scores were not cached (--no-cache or cache off)"
         )
         raise OutputError(f"{str(exc).rstrip('.')}; {kept}.") from None
-    if result.cached:
-        print(f"{result.cached} of {len(result.pairs) * len(run.metrics)} pair scores came from the result cache", file=sys.stderr)
+    if cached:
+        metrics = f"{len(run.metrics)} metric{'s' if len(run.metrics) != 1 else ''}"
+        print(f"{cached:,} of {scored * len(run.metrics):,} scores ({scored:,} pairs × {metrics}) came from the result cache", file=sys.stderr)
+    if "precision" in result.summary["manifest"]:
+        print(precision_line(result.summary["manifest"]["precision"]), file=sys.stderr)
     for warning in result.warnings:
         if warning not in said:
             print(f"warning: {warning}", file=sys.stderr)
@@ -147,6 +178,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(f"wrote {pairs_path} and {summary_path}")
     parallel.finish(state)
     return 0
+
+
+def precision_line(block: dict) -> str:
+    """An exact-bf16 run's pairs re-scored in float32, per metric, in one line (the manifest's `precision` block)."""
+    from ..metrics import METRICS
+
+    counts = ", ".join(f"{METRICS[m].name} {n:,}" for m, n in block["rescored"].items())
+    return f"exact-bf16: scored in bfloat16; re-scored in float32 (margin within bfloat16's error), of {block['pairs']:,} pairs: {counts}"
 
 
 def summary_table(summary: dict) -> str:
@@ -258,4 +297,4 @@ def after_evaluate(args: argparse.Namespace, run: RunOptions, lm, dataset, resul
     return result
 
 
-__all__ = ["after_evaluate", "cmd_evaluate", "flag_report", "register", "result_cache", "stereoset_report", "summary_table"]
+__all__ = ["after_evaluate", "cmd_evaluate", "flag_report", "precision_line", "register", "result_cache", "stereoset_report", "summary_table"]

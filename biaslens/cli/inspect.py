@@ -8,13 +8,13 @@ import sys
 from typing import Any
 
 from ..options import ModelSpec, RunOptions
-from .common import add_compat_arg, add_model_args, load, model_caveats
+from .common import COMMANDS, add_compat_arg, add_model_args, load, model_caveats
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
     from ..metrics import PAPER_METRICS
 
-    ins = sub.add_parser("inspect", help="score one sentence pair, token by token")
+    ins = sub.add_parser("inspect", help=COMMANDS["inspect"])
     add_model_args(ins)
     ins.add_argument("stereo", help="the stereotypical (more biased) sentence")
     ins.add_argument("anti", help="the anti-stereotypical (less biased) sentence")
@@ -37,8 +37,11 @@ def _with_top_tokens(frame, lm):
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from ..evaluation import inspect_pair
+    from ..formatting import format_margin
+    from ..sentences import check_pair
 
     run = RunOptions.from_args(args)
+    check_pair(args.stereo, args.anti)  # before the model loads
     lm = load(ModelSpec.from_args(args))
     caveats = model_caveats(lm, [args.stereo, args.anti])
     metrics = None if args.metrics is None else list(run.metrics)  # None: the paper's five, less what the model cannot give
@@ -66,7 +69,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print(f"\n{label}: {detail.encoding.text}")
             print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         print()
-        print(scores.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        # The margin with the digits its sign needs: never -0.0000 beside the verdict "anti".
+        print(scores.to_string(index=False, float_format=lambda v: f"{v:.4f}", formatters={"margin": format_margin}))
     return 0
 
 

@@ -18,6 +18,7 @@ from ..kurita import (
     KURITA_CATEGORIES,
     TemplateScores,
     kurita_weat_spec,
+    leaning,
     parse_target_pairs,
     parse_templates,
     published_list_key,
@@ -29,11 +30,11 @@ from ..kurita import (
     weat_test,
 )
 from ..options import ModelSpec
-from .common import Progress, add_model_args, add_progress_arg, load, model_caveats, positive_int, progress_to
+from .common import COMMANDS, Progress, add_model_args, add_progress_arg, load, model_caveats, positive_int, progress_to
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    ku = sub.add_parser("kurita", help="Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests")
+    ku = sub.add_parser("kurita", help=COMMANDS["kurita"])
     add_model_args(ku)
     add_kurita_arguments(ku).set_defaults(func=cmd_kurita)
     return ku
@@ -75,10 +76,10 @@ def format_share(name: str, scores: TemplateScores, published: float | None, not
         line += f"; Kurita et al. (bert-base-uncased): {published:.1f}%"
     elif note:
         line += f"; Kurita et al.'s share: {note}"
-    table = scores.attribute_table().sort_values("bias_score")
-    ends = [("strongest", table.iloc[::-1].head(5)), ("weakest", table.head(5))]
-    for label, rows in ends:
-        line += f"\n  {label}: " + ", ".join(f"{a} {b:+.3g}" for a, b in zip(rows["attribute"], rows["bias_score"]))
+    toward_first, toward_second = leaning(scores.attribute_table(), 5)
+    for side, sign, rows, total in ((first, ">", toward_first, share.first), (second, "<", toward_second, share.second)):
+        listed = ", ".join(f"{a} {b:+.3g}" for a, b in zip(rows["attribute"], rows["bias_score"]))
+        line += f"\n  toward {side} (bias score {sign} 0): " + (f"{len(rows)} of {total}, strongest first: {listed}" if total else "none")
     flagged = scores.multi_piece_targets()
     if flagged:
         line += "\n  multi-piece targets, scored by their first piece: " + ", ".join(f"{t} ({p})" for t, p in flagged.items())

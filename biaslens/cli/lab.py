@@ -20,16 +20,17 @@ from ..lab import (
     find_lab_model,
     heldout_pairs,
     load_lab_model,
+    loss_window,
     scenario_settings,
     train_lab_model,
 )
-from .common import Parser, Progress, add_progress_arg, progress_to
+from .common import COMMANDS, Parser, Progress, add_progress_arg, progress_to
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
     from ..metrics import METRICS
 
-    lab = sub.add_parser("lab", help="bias lab: train a small masked LM with a planted bias and see which metrics detect it")
+    lab = sub.add_parser("lab", help=COMMANDS["lab"])
     lab_sub = lab.add_subparsers(dest="lab_command", required=True, parser_class=Parser)
     add_lab_arguments(lab_sub.add_parser("train", help="train (or find in the cache) the lab model of a scenario")).set_defaults(func=cmd_lab_train)
     lev = add_lab_arguments(lab_sub.add_parser("evaluate", help="score the held-out pairs with every metric against the planted truth"))
@@ -125,8 +126,9 @@ def train_with_bar(settings: LabSettings, models_dir: str | None, progress: Prog
     with progress.bar(settings.steps, "step", f"training {settings.scenario}") as bar:
 
         def update(step: int, _total: int, loss: float) -> None:
+            # The same quantity as the summary's final loss (`smoothed_loss`), which it equals at the last step.
+            bar.set_postfix_str(f"mean loss of the last {loss_window(settings.steps)} steps {loss:.3f}", refresh=False)
             bar.update(step - bar.n)
-            bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
 
         return train_lab_model(settings, cache_dir=models_dir, progress=update)
 
@@ -139,8 +141,8 @@ def cmd_lab_train(args: Any) -> int:
         print(f"{settings.scenario}: {model.path}")
         print(
             f"  association {settings.association:g}, frequency ratio {settings.frequency_ratio:g}, seed {settings.seed}; "
-            f"{t.get('parameters', 0):,} parameters, vocabulary {t.get('vocab_size')}, final loss {t.get('final_loss', math.nan):.3f}, "
-            f"trained in {t.get('seconds', math.nan):.0f} s"
+            f"{t.get('parameters', 0):,} parameters, vocabulary {t.get('vocab_size')}, final loss {t.get('final_loss', math.nan):.3f} "
+            f"(mean of the last {loss_window(settings.steps)} steps), trained in {t.get('seconds', math.nan):.0f} s"
         )
     print("Next: biaslens lab evaluate (same options), or any command with --model <folder above>.")
     return 0

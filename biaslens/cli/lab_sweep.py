@@ -63,7 +63,7 @@ def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=sweep.DEFAULT_WORKERS,
-        help=f"models trained at once, each in its own process (default {sweep.DEFAULT_WORKERS}; the README gives the measured speed-up)",
+        help=f"models trained at once, each in its own process (default {sweep.DEFAULT_WORKERS}; docs/lab.md gives the measured speed-up)",
     )
     p.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
     add_compat_arg(p)
@@ -100,13 +100,15 @@ def grid_from_args(args: argparse.Namespace) -> Any:
 
 
 def format_ranking(ranking: Any) -> str:
-    """The ranking as a text table for the terminal."""
-    lines = [f"{'':>3} {'metric':<13}{'tracks':<12}{'rho [95% CI]':<22}{'slope':>7}{'false al.':>11}{'drift A':>9}{'seed sd':>9}"]
+    """The ranking as a text table for the terminal ("—": no place, the metric has no verdict)."""
+    from ..sweep import format_p, format_place
+
+    lines = [f"{'':>3} {'metric':<13}{'tracks':<26}{'tau':>6}{'p':>9}{'slope':>7}{'false al.':>11}{'drift A':>9}{'seed sd':>9}"]
     for r in ranking.itertuples():
-        rho = f"{fmt(r.rho)} [{fmt(r.rho_ci_low)}, {fmt(r.rho_ci_high)}]"
         alarms = "n/a" if math.isnan(r.false_alarm_rate) else f"{r.false_alarm_rate:.0%} of {r.false_alarm_models}"
         lines.append(
-            f"{r.place:>3} {r.metric:<13}{r.tracks:<12}{rho:<22}{fmt(r.slope, 1):>7}{alarms:>11}{fmt(r.preference_drift, 1):>9}{fmt(r.seed_sd, 1):>9}"
+            f"{format_place(r.place):>3} {r.metric:<13}{r.tracks:<26}{fmt(r.tau):>6}{format_p(r.p_trend):>9}{fmt(r.slope, 1):>7}"
+            f"{alarms:>11}{fmt(r.preference_drift, 1):>9}{fmt(r.seed_sd, 1):>9}"
         )
     return "\n".join(lines)
 
@@ -141,11 +143,17 @@ def cmd_lab_sweep(args: argparse.Namespace) -> int:
         f"{len(result.cells)} models ({sum(c.trained_here for c in result.cells)} trained now) in {result.seconds:.0f} s "
         f"with {result.workers} worker process{'es' if result.workers != 1 else ''}."
     )
+    for note in analysis.notes():
+        print(note)
     print(format_ranking(analysis.ranking))
     print(
-        "\ntracks = the 95% interval of rho lies above 0. rho: planted association vs bias score over all models; slope: points "
-        "per unit of association; false al.: association 0.5 and ratio > 1, share of models whose interval excludes 50; "
-        "drift A: change of 'prefers group A' from ratio 1 to the largest ratio; seed sd: spread across seeds. See summary.md."
+        f"\ntracks = the exact trend test within each seed's curve (its scores averaged over the ratios) gives p <= {sweep.ALPHA:g} "
+        "(yes: tau > 0, "
+        f"inverted: tau < 0), on at least {sweep.MIN_STRENGTHS} strengths and {sweep.MIN_SEEDS} seeds of models that learned. "
+        "tau: Kendall's tau between planted association and bias score within curves; p: exact two-sided, the scores reordered "
+        "within each seed's curve; slope: points per unit of association; false al.: association 0.5 and ratio > 1, share of models "
+        "whose interval excludes 50; drift A: change of 'prefers group A' from ratio 1 to the largest ratio; seed sd: spread "
+        "across seeds. See summary.md."
     )
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0

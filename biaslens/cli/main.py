@@ -11,31 +11,42 @@ tests). Bad arguments and bad input exit non-zero with one line on stderr, never
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from ..errors import BiaslensError
-from . import compare, datasets, evaluate, inspect, kurita, lab, metrics, models, report, shuffle
-
-from .common import EXIT_ERROR, Parser
+from .common import COMMANDS, EXIT_ERROR, Parser
 
 EXIT_INTERRUPTED = 130
 
-#: The subcommands in the order `--help` lists them; each module has `register(subparsers)`.
-COMMANDS = (evaluate, compare, inspect, metrics, models, datasets, lab, kurita, report, shuffle)
 
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The parser with the options of `commands` (default: every command); the others are listed by name and help only.
 
-def build_parser() -> argparse.ArgumentParser:
+    A command's module (`biaslens.cli.<command>`, with `register(subparsers)`) is imported only when its
+    options are added, so what it needs (torch, pandas) loads only for the command that runs: `biaslens
+    metrics`, `models` and `--help` answer without loading torch.
+    """
+    wanted = set(COMMANDS) if commands is None else set(commands)
     parser = Parser(prog="biaslens", description="Token-level social bias in masked language models.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for command in COMMANDS:
-        command.register(sub)
+    for name, summary in COMMANDS.items():
+        if name in wanted:
+            importlib.import_module(f"{__package__}.{name}").register(sub)
+        else:
+            sub.add_parser(name, help=summary)
     return parser
 
 
+def _command(argv: Sequence[str]) -> list[str]:
+    """The command `argv` names (its first word), or none (`--help`, nothing, or an unknown word that argparse refuses)."""
+    return [argv[0]] if argv and argv[0] in COMMANDS else []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(_command(argv)).parse_args(argv)
     try:
         if isinstance(getattr(args, "out", None), str):  # refuse an unwritable output folder before any work
             from ..export import check_output_dir

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 from typing import Any
+from .common import COMMANDS
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    met = sub.add_parser("metrics", help="list the metrics with formula, direction and citation")
+    met = sub.add_parser("metrics", help=COMMANDS["metrics"])
     met.set_defaults(func=cmd_metrics)
     return met
 

@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import argparse
 from typing import Any
+from .common import COMMANDS
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    mod = sub.add_parser("models", help="list the model presets")
+    mod = sub.add_parser("models", help=COMMANDS["models"])
     mod.set_defaults(func=cmd_models)
     return mod
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from ..models import DEFAULT_MODEL, PRESETS, VERIFIED_ARCHITECTURES
+    from ..presets import DEFAULT_MODEL, PRESETS, VERIFIED_ARCHITECTURES
 
     width = max(map(len, PRESETS)) + 2
     for name, about in PRESETS.items():
         print(f"{name:<{width}}{about}{'  [default]' if name == DEFAULT_MODEL else ''}")
     print("\nAny Hugging Face masked-LM hub id or local folder works too (--model PATH).")
-    print("Architectures verified on tiny random models (README, Models):")
+    print("Architectures verified on tiny random models (docs/models.md):")
     for model_type, how in VERIFIED_ARCHITECTURES.items():
         print(f"  {model_type:<13}{how}")
     return 0

@@ -12,12 +12,12 @@ import pandas as pd
 from ..errors import InputError
 from ..options import ModelSpec, RunOptions
 from ..report import ANALYSES, DEFAULT_DATASETS, ReportOptions, analyse_model, build_report
-from .common import Progress, add_compat_arg, add_model_args, add_progress_arg, load, model_caveats, pair_texts, positive_int
+from .common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, load, model_caveats, pair_texts, positive_int
 from .evaluate import result_cache
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    rep = sub.add_parser("report", help="reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML")
+    rep = sub.add_parser("report", help=COMMANDS["report"])
     add_model_args(rep, several=True)
     add_report_arguments(rep).set_defaults(func=cmd_report)
     return rep
@@ -64,7 +64,10 @@ def cmd_report(args: Any) -> int:
             dataset = load_dataset(name, data_dir=args.data_dir, download=not args.no_download, progress=bar)
         for note in dataset.notes:
             print(f"note: {name}: {note}", file=sys.stderr)
-        datasets[dataset.name if dataset.name != "custom" else name] = dataset
+        key = dataset.name if dataset.name != "custom" else Path(name).stem  # a pairs file goes by its file's name, never its path
+        if key in datasets and datasets[key].path != dataset.path:
+            raise InputError(f"--datasets names two different datasets {key} ({datasets[key].path} and {dataset.path}): rename one file.")
+        datasets[key] = dataset
     cache = result_cache(args)
     if cache is not None and cache.warning:
         print(f"warning: {cache.warning}", file=sys.stderr)

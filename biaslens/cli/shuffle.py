@@ -9,11 +9,11 @@ from typing import Any
 import pandas as pd
 
 from ..options import ModelSpec
-from .common import add_model_args, load
+from .common import COMMANDS, add_model_args, load
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    shu = sub.add_parser("shuffle", help="one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)")
+    shu = sub.add_parser("shuffle", help=COMMANDS["shuffle"])
     add_model_args(shu)
     add_shuffle_arguments(shu).set_defaults(func=cmd_shuffle)
     return shu
@@ -30,8 +30,10 @@ def add_shuffle_arguments(p: Any) -> Any:
 def cmd_shuffle(args: Any) -> int:
     """One sentence's tokens before and after shuffling, with log p, rank and the model's top token."""
     from ..export import json_safe
+    from ..sentences import check_sentence
     from ..shuffle import shuffle_sentence
 
+    check_sentence(args.sentence)  # before the model loads
     result = shuffle_sentence(load(ModelSpec.from_args(args)), args.sentence, args.seed)
     if args.json:
         out = {

@@ -23,7 +23,8 @@ On top of the scores:
 
 * `score_templates` → `TemplateScores`: the long table, the per-attribute table
   (increased log probability per target, bias score per pair) and the share of
-  attributes more associated with the first target (Kurita's Table 5).
+  attributes more associated with the first target (Kurita's Table 5); `leaning` picks the
+  attributes that lean most toward each side, by the signed bias score.
 * `weat_test` with `kurita_weat_spec`: the paper's five WEAT-style tests (Table 3) with
   effect size d and a seeded permutation test (exact when small): ``p_value`` is the
   paper's one-sided p = Pr[S_i > S], ``p_two_sided`` = Pr[|S_i| >= |S|] beside it.
@@ -31,7 +32,7 @@ On top of the scores:
   the template(s), the targets and the model are the paper's (`weat_comparability`,
   `share_comparability`); otherwise the column says "not comparable: <reason>".
 
-How biaslens reads the paper's WEAT-style test (documented in the README): the
+How biaslens reads the paper's WEAT-style test (documented in docs/kurita.md): the
 template targets (flowers/insects, white/black, he/she/boys/girls/men/women) play
 WEAT's attribute role A/B, and the WEAT word sets fill the template's attribute slot and
 play WEAT's target role X/Y. Per word w, s(w) = mean over templates × first targets of
@@ -82,7 +83,7 @@ from .inputs import (
     parse_word_list,
     read_word_list,
 )
-from .scores import SCORE_COLUMNS, Progress, Share, TemplateScores, score_templates
+from .scores import SCORE_COLUMNS, Progress, Share, TemplateScores, leaning, score_templates
 from .shares import shares_table
 from .weat import ALPHA, WeatResult, save_weat, weat_statistics, weat_table, weat_test, weat_unit_scores
 
@@ -120,6 +121,7 @@ __all__ = [
     "decode_word_list",
     "effect_size_chart",
     "kurita_weat_spec",
+    "leaning",
     "not_comparable",
     "paper_model_reason",
     "parse_target_pairs",

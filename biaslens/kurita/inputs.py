@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..errors import InputError
+from .. import datafiles
+from ..errors import DatasetError, InputError
 from ..weat import WeatStimuli, WordSet
 
 T_SLOT = "[T]"
@@ -146,9 +147,9 @@ def read_word_list(path: str | Path, *, lowercase: bool = False) -> WordList:
     """A word list file (one item a line), e.g. Kurita et al.'s positive_traits."""
     path = Path(path)
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"Cannot read the attribute list {path}: {exc.strerror or exc}.") from exc
+        data = datafiles.read_bytes(path)  # (a size limit, and the server's allowed folders where they apply)
+    except DatasetError as exc:
+        raise InputError(f"Cannot read the attribute list: {exc}.") from exc
     return decode_word_list(data, str(path), lowercase=lowercase)
 
 

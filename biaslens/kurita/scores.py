@@ -241,6 +241,20 @@ class TemplateScores:
         ]
 
 
+def leaning(table: pd.DataFrame, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The attributes that lean most to each side, by their signed bias score (rows of `TemplateScores.attribute_table`).
+
+    Returns (toward the first targets: up to `n` rows with a score above 0, highest first; toward the second: up to `n`
+    below 0, lowest first). An attribute at 0 (or without a score) leans neither way and is in neither. Ranking by the signed
+    score and splitting at 0 keeps both lists right whatever the signs: when every score is negative, the first list is
+    empty, not the attributes closest to 0 under a "strongest" heading.
+    """
+    scores = table["bias_score"]
+    toward_first = table.loc[scores > 0].sort_values("bias_score", ascending=False, kind="stable").head(n)
+    toward_second = table.loc[scores < 0].sort_values("bias_score", kind="stable").head(n)
+    return toward_first, toward_second
+
+
 def _side(pairs: Sequence[TargetPair], bias: float) -> str:
     if not bias or math.isnan(bias):
         return "neither"

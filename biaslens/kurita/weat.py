@@ -1,6 +1,6 @@
 """Kurita et al.'s WEAT-style tests (Table 3): unit scores, effect size d, permutation p-values, the table.
 
-How biaslens reads the paper's test is told in `biaslens.kurita`'s docstring (and the README).
+How biaslens reads the paper's test is told in `biaslens.kurita`'s docstring (and docs/kurita.md).
 """
 
 from __future__ import annotations

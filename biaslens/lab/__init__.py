@@ -72,7 +72,7 @@ from .store import (
     sanity_sentences,
     train_lab_model,
 )
-from .training import MAX_LENGTH, SPECIAL_TOKENS, TrainingProgress, train_tokenizer, wrap_tokenizer
+from .training import MAX_LENGTH, SPECIAL_TOKENS, TrainingProgress, loss_window, smoothed_loss, train_tokenizer, wrap_tokenizer
 
 __all__ = [
     "CORPUS_FILE",
@@ -111,10 +111,12 @@ __all__ = [
     "lab_root",
     "list_lab_models",
     "load_lab_model",
+    "loss_window",
     "run_lab",
     "sanity_sentences",
     "scenario_settings",
     "scenario_table",
+    "smoothed_loss",
     "train_lab_model",
     "train_tokenizer",
     "verdict",

@@ -12,15 +12,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from ..errors import InputError, ModelLoadError
-from ..export import safe_csv, to_json
+from ..export import current_umask, safe_csv, to_json
 from ..paths import default_cache_dir
 from .corpus import generate_corpus, heldout_frame
 from .settings import DEFAULT_LAB_SCENARIO, LAB_FORMAT, LabSettings, describe_settings, scenario_settings
-from .training import MAX_LENGTH, TrainingProgress, _encode_corpus, _train, train_tokenizer, wrap_tokenizer
+from .training import MAX_LENGTH, TrainingProgress, _encode_corpus, _train, smoothed_loss, train_tokenizer, wrap_tokenizer
 
 LAB_FILE = "lab.json"
 CORPUS_FILE = "corpus.txt"
@@ -180,7 +179,7 @@ def train_lab_model(
         shutil.rmtree(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    tmp.chmod(0o755)  # mkdtemp's 0700 would hide the folder from other users of a shared cache
+    tmp.chmod(0o777 & ~current_umask())  # mkdtemp's 0700 would hide the folder from other users of a shared cache
     try:
         started = time.perf_counter()
         sentences = generate_corpus(settings)
@@ -193,7 +192,7 @@ def train_lab_model(
         (tmp / PAIRS_FILE).write_text(safe_csv(heldout_frame(settings)), encoding="utf-8")
         training = {
             "seconds": round(seconds, 2),
-            "final_loss": float(np.mean(losses[-max(1, len(losses) // 20) :])),
+            "final_loss": smoothed_loss(losses, settings.steps),
             "losses": [round(x, 4) for x in losses],
             "vocab_size": tok.get_vocab_size(),
             "parameters": sum(p.numel() for p in model.parameters()),
@@ -202,6 +201,8 @@ def train_lab_model(
             "torch": torch.__version__,
         }
         (tmp / LAB_FILE).write_text(to_json({"format": LAB_FORMAT, "settings": settings.to_dict(), "training": training}), encoding="utf-8")
+        for path in tmp.iterdir():  # safetensors writes its file 0600: every file gets 0666 less the umask, as docs/operators.md says
+            path.chmod(0o666 & ~current_umask())
         try:
             os.replace(tmp, target)
         except OSError:

@@ -16,8 +16,21 @@ from .settings import LabSettings
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-#: step, total steps, loss of the step
+#: step, total steps, the training loss so far (`smoothed_loss`: at the last step, the final loss reported)
 TrainingProgress = Callable[[int, int, float], None]
+
+
+def loss_window(steps: int) -> int:
+    """How many of the last steps the reported training loss averages: 5% of them, at least one."""
+    return max(1, steps // 20)
+
+
+def smoothed_loss(losses: Sequence[float], steps: int) -> float:
+    """The training loss reported: the mean loss of the last `loss_window(steps)` steps (one batch's loss is noisy).
+
+    During training it is the mean of the latest steps so far; after the last step it is the final loss.
+    """
+    return float(np.mean(losses[-loss_window(steps) :]))
 
 
 def train_tokenizer(sentences: Sequence[str]) -> Any:
@@ -191,5 +204,5 @@ def _optimize(
         schedule.step()
         losses.append(loss.item())
         if progress is not None:
-            progress(step + 1, settings.steps, losses[-1])
+            progress(step + 1, settings.steps, smoothed_loss(losses, settings.steps))
     return model.eval(), losses

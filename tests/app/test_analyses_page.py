@@ -8,11 +8,12 @@ import zipfile
 import pandas as pd
 import pytest
 
-from tests.support.app import no_exceptions, run_app, texts
+from tests.support.app import no_exceptions, run_app, tables, texts
 from biaslens import explore
 from biaslens.analyses import SOURCE_RUN, bias_score_table, compare_accuracy, paper_layout, token_ranks
 from biaslens.datasets import load_dataset
 from biaslens.export import safe_csv
+from biaslens.formatting import column_label
 from biaslens.report import ReportOptions, analyse_model, build_report, zip_report
 from biaslens.shuffle import shuffle_sentence
 from tests.support import FIXTURE_DATA
@@ -24,7 +25,22 @@ SENTENCE = "The old farmer sold fresh eggs and warm bread at the market."
 
 
 def _frames(at) -> list[pd.DataFrame]:
-    return [d.value for d in at.dataframe]
+    """Every table of the page as shown: people's headers, numbers at full precision, blank cells missing."""
+    return [frame.apply(_numbers) for frame in tables(at)]
+
+
+def _numbers(column: pd.Series) -> pd.Series:
+    try:
+        return pd.to_numeric(column)
+    except (TypeError, ValueError):
+        return column
+
+
+def _as_shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """An engine table as the page shows it: metrics by name only, headers for people (`biaslens.formatting.column_label`)."""
+    if {"metric", "name"} <= set(frame.columns):
+        frame = frame.drop(columns="metric")
+    return frame.set_axis([column_label(str(c)) for c in frame.columns], axis=1)
 
 
 def _find(at, columns: set[str]) -> list[pd.DataFrame]:
@@ -33,7 +49,7 @@ def _find(at, columns: set[str]) -> list[pd.DataFrame]:
 
 def _same(shown: pd.DataFrame, want: pd.DataFrame) -> bool:
     try:
-        pd.testing.assert_frame_equal(shown.reset_index(drop=True), want.reset_index(drop=True), check_dtype=False)
+        pd.testing.assert_frame_equal(shown.reset_index(drop=True), _as_shown(want).reset_index(drop=True), check_dtype=False)
     except AssertionError:
         return False
     return True
@@ -62,21 +78,21 @@ def test_every_section_shows_the_engines_numbers(app_env, tiny_models, engine):
     shown = _frames(at)
     report = engine["report"]
     # Every table of every report section (Tables 1-4, Figure 1's AUCs) is on the page, value for value.
-    for title, _text, tables, _stem in report.sections():
-        for caption, want in tables:
+    for title, _text, shown_tables, _stem in report.sections():
+        for caption, want in shown_tables:
             assert any(_same(f, want) for f in shown), (title, caption)
 
     # Table 1 from the lower-level engine calls, independently of the report.
     lm = tiny_models["bert-cased"]
     label = engine["label"]
     table1 = next(f for f in _find(at, {"CPS (CP)", "AUL (CP)", "SSS (SS)", "AUL (SS)"}))
-    own = table1[table1["source"] == SOURCE_RUN].iloc[0]
-    assert own["model"] == label
+    own = table1[table1["Source"] == SOURCE_RUN].iloc[0]
+    assert own["Model"] == label
     cp = compare_accuracy(token_ranks(lm, engine["datasets"]["crows-pairs"], sample=N, seed=0))
     ss = compare_accuracy(token_ranks(lm, engine["datasets"]["stereoset"], sample=N, seed=0))
     assert own["CPS (CP)"] == pytest.approx(cp.value("cps")) and own["AUL (CP)"] == pytest.approx(cp.value("aul"))
     assert own["SSS (SS)"] == pytest.approx(ss.value("sss")) and own["AUL (SS)"] == pytest.approx(ss.value("aul"))
-    published = table1[table1["model"] == "bert-base-cased (published)"].iloc[0]
+    published = table1[table1["Model"] == "bert-base-cased (published)"].iloc[0]
     assert published["AUL (CP)"] == 82.76
     mcnemar = next(f for f in _find(at, {"masked metric right, AUL wrong", "p"}))
     assert mcnemar["p"].tolist() == pytest.approx([cp.mcnemar.p_value, ss.mcnemar.p_value])
@@ -85,7 +101,7 @@ def test_every_section_shows_the_engines_numbers(app_env, tiny_models, engine):
     # Table 3: Adv / Dis / |difference| of the CrowS-Pairs run.
     groups = engine["analysed"].evaluations["crows-pairs"].summary["metrics"]
     table3 = next(f for f in _find(at, {"AUL Adv", "AUL Dis", "AUL Diff"}))
-    row = table3[table3["source"] == SOURCE_RUN].iloc[0]
+    row = table3[table3["Source"] == SOURCE_RUN].iloc[0]
     for metric, name in (("all_masked", "All Masked"), ("aul", "AUL"), ("aula", "AULA")):
         adv, dis = groups[metric]["by_group"]["adv"]["bias_score"], groups[metric]["by_group"]["dis"]["bias_score"]
         assert (row[f"{name} Adv"], row[f"{name} Dis"]) == pytest.approx((adv, dis))
@@ -94,10 +110,10 @@ def test_every_section_shows_the_engines_numbers(app_env, tiny_models, engine):
     # Table 4 carries the seed and McNemar's test; Figure 1 is drawn with one AUC per metric.
     shuffle = engine["analysed"].shuffle
     table4 = next(f for f in _find(at, {"CP original", "CP shuffled", "SS unrelated"}))
-    row = table4[table4["source"] == SOURCE_RUN].iloc[0]
+    row = table4[table4["Source"] == SOURCE_RUN].iloc[0]
     assert row["SS unrelated"] == pytest.approx(shuffle[1].accuracy.set_index("condition").loc["unrelated", "accuracy"])
-    auc = next(f for f in _find(at, {"auc", "positives"}))
-    assert auc["auc"].tolist() == pytest.approx(engine["analysed"].agreement.auc["auc"].tolist())
+    auc = next(f for f in _find(at, {"AUC", "Positives"}))
+    assert auc["AUC"].tolist() == pytest.approx(engine["analysed"].agreement.auc["auc"].tolist())
     assert len(at.get("vega_lite_chart")) >= 7  # Tables 1-5, Figure 1, the shuffled sentence
 
     # Table 5: this model's bias scores beside the published ones.
@@ -134,7 +150,7 @@ def test_summary_adds_a_second_model(app_env, model_dirs, tiny_models):
     }
     want = bias_score_table(results)
     want = paper_layout(want[want["metric"].isin(options.metrics) | (want["source"] != SOURCE_RUN)], "bias_score")
-    table = next(f for f in _find(at, {"AUL (CP)", "model"}) if names[roberta] in set(f["model"]))
+    table = next(f for f in _find(at, {"AUL (CP)", "Model"}) if names[roberta] in set(f["Model"]))
     assert _same(table, want)
 
 
@@ -146,9 +162,14 @@ def test_shuffle_box_reshuffles_deterministically(app_env, tiny_models):
     no_exceptions(at)
 
     def tokens(at) -> pd.DataFrame:
-        return next(f for f in _find(at, {"shuffled_logprob", "new_position"}))
+        """The shown token table, under the engine's column names (its text columns as the engine has them)."""
+        shown = next(f for f in _find(at, {"log p shuffled", "New position"}))
+        names = ["position", "token", "special", "logprob", "rank", "prediction", "new_position", "shuffled_logprob"]
+        names += ["shuffled_rank", "shuffled_prediction"]
+        return shown.set_axis(names, axis=1).assign(special=[v == "yes" for v in shown["Special"]])
 
     first = shuffle_sentence(lm, SENTENCE, seed=0)
+    assert list(first.tokens.columns) == list(tokens(at).columns)  # every column, in the engine's order
     pd.testing.assert_frame_equal(tokens(at), first.tokens, check_dtype=False)
     assert f"Shuffled (seed 0): **{first.shuffled.text}**" in texts(at.markdown)
 
@@ -166,7 +187,7 @@ def test_shuffle_box_reshuffles_deterministically(app_env, tiny_models):
     no_exceptions(at)
     errors = at.main.error  # the sidebar flags the untrained tiny model on its own
     assert len(errors) == 1 and "The sentence is empty" in errors[0].value
-    assert not _find(at, {"shuffled_logprob"})
+    assert not _find(at, {"log p shuffled"})
 
 
 def test_report_zip_holds_the_report_files(engine):
@@ -177,3 +198,13 @@ def test_report_zip_holds_the_report_files(engine):
     assert {f"{stem}.csv" for stem in report.tables()} <= names
     assert any(n.startswith("runs/") and n.endswith("crows-pairs/pairs.csv") for n in names)
     assert archive.read("biaslens-report/table1_token_accuracy.csv") == safe_csv(report.tables()["table1_token_accuracy"]).encode()
+
+
+def test_the_shuffled_sentence_of_a_lab_model_is_one_it_knows(app_env):
+    """A lab model knows only its own words: the Shuffle box starts from its first held-out sentence (issue 21, item 10)."""
+    from biaslens import lab
+
+    model = lab.train_lab_model(lab.scenario_settings("association", lab.LabSettings(corpus_size=600, steps=12, batch_size=32)))
+    at = run_app("analyses", {"model": str(model.path)})
+    no_exceptions(at)
+    assert at.text_input(key=S + "sentence").value == lab.heldout_pairs(model.settings)[0].pair.sent_stereo

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from tests.support.app import no_exceptions, run_app, texts
+from tests.support.app import interactive_tables, no_exceptions, run_app, tables, texts
 from biaslens import explore
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import evaluate
+from biaslens.stats import MCNEMAR_TEST
 from tests.support import FIXTURE_DATA
 
 
@@ -29,17 +30,40 @@ def test_two_models_side_by_side(app_env, model_dirs, tiny_models):
         name: evaluate(tiny_models[family], dataset, ["aul"], sample=10) for name, family in (("bert-cased", "bert-cased"), ("roberta", "roberta"))
     }
     want = explore.compare_models(results, "aul")
-    scores = next(d.value for d in at.dataframe if "model" in d.value.columns)
-    assert scores["model"].tolist() == ["bert-cased", "roberta"]  # folders shown by their names
-    assert scores["bias_score"].tolist() == want.scores["bias_score"].tolist()
+    scores = next(t for t in tables(at) if "Model" in t.columns and "Bias score" in t.columns)
+    assert scores["Model"].tolist() == ["bert-cased", "roberta"]  # folders shown by their names
+    assert scores["Bias score"].tolist() == want.scores["bias_score"].tolist()
     assert f"Pairs whose verdict flips ({len(want.flips)} of 10)" in texts(at.subheader)
+    # The paired test's caption names the interval and the test that ran.
+    assert "95% percentile bootstrap, paired" in texts(at.caption) and "2,000 resamples, seed " in texts(at.caption)
+    assert f"p: {MCNEMAR_TEST}, on the verdicts" in texts(at.caption)
     if len(want.flips):
-        flips = next(d.value for d in at.dataframe if "verdict (roberta)" in d.value.columns)
-        assert flips["pair_id"].tolist() == want.flips["pair_id"].tolist()
-    by_type = next(d.value for d in at.dataframe if "bias_type" in d.value.columns and "roberta − bert-cased" in d.value.columns)
+        flips = next(t for t in interactive_tables(at) if "Prefers (roberta)" in t.columns)
+        assert flips["Pair"].tolist() == want.flips["pair_id"].tolist()
+        assert list(flips.columns[:3]) == ["Pair", "Margin (bert-cased)", "Margin (roberta)"]  # the results first, pinned
+    by_type = next(t for t in tables(at) if "Bias type" in t.columns and "roberta − bert-cased" in t.columns)
     assert (by_type["roberta − bert-cased"] == by_type["roberta"] - by_type["bert-cased"]).all()
     assert len(at.get("vega_lite_chart")) == 3  # scores, per type, margins scatter
     assert at.query_params["models"] == link(model_dirs)["models"]
+
+
+def test_a_second_model_comes_from_the_page(app_env, model_dirs):
+    """Issue 21, journey 2: the list offers the server's model folders; a model added on the page stays (the URL's one
+    model, written by the page itself, was read back as a link's on every rerun and replaced the choice). A typed folder
+    is walked in Chromium (tests/browser/test_journeys.py): AppTest sends a new option's label, not what was typed."""
+    bert, roberta = str(model_dirs["bert-cased"]), str(model_dirs["roberta"])
+    at = run_app("compare", {"metric": "aul", "sample": "10"})
+    box = at.multiselect(key=S + "models")
+    assert box.value == [bert] and {"roberta (folder)", "albert (folder)"} <= set(box.options)
+    box.set_value([bert, roberta]).run()
+    at.run()  # any rerun: the choice stays
+    no_exceptions(at)
+    assert at.multiselect(key=S + "models").value == [bert, roberta] and at.query_params["models"] == [bert, roberta]
+    assert "Not scored yet with AUL on 10 pairs: bert-cased, roberta." in texts(at.info)
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    scores = next(t for t in tables(at) if "Model" in t.columns and "Bias score" in t.columns)
+    assert scores["Model"].tolist() == ["bert-cased", "roberta"]
 
 
 def test_fewer_than_two_models(app_env):

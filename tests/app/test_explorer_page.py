@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 
 import biaslens.evaluation
 import ui.progress
 import ui.runs
-from tests.support.app import no_exceptions, run_app, static_tables, texts
+from tests.support.app import interactive_tables, no_exceptions, run_app, shown_columns, static_tables, texts
 from biaslens.cache import ResultCache
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import evaluate
@@ -41,15 +42,19 @@ def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
     assert not at.get("progress")  # the bar is gone once the run is finished
     assert "Not scored yet" not in texts(at.info)  # and so is the notice
     summaries = static_tables(at)  # static: every column in sight on a projector or at 1024 px
-    scores = next(t for t in summaries if "Metric" in t.columns and "Group" not in t.columns)
+    scores = next(t for t in summaries if "Metric" in t.columns and "Bias score" in t.columns and "Group" not in t.columns)
     assert list(scores["Metric"]) == ["AUL", "CPS"] and list(scores["N"]) == [N, N]
     by_type = next(t for t in summaries if "Bias type" in t.columns and "95% CI low" in t.columns)
     assert "Metric" not in by_type.columns  # the metric in focus, named in the chart
     assert by_type["N"].sum() == N
     groups = next(t for t in summaries if "Group" in t.columns)
     assert sorted(g.split()[0] for g in groups["Group"].unique()) == ["Adv", "Dis"] and set(groups["Metric"]) == {"AUL", "CPS"}
-    pairs = next(t.value for t in at.dataframe if "sent_stereo" in t.value.columns)
-    assert len(pairs) == N and {"cps_margin", "cps_verdict"} <= set(pairs.columns)
+    pairs = next(t for t in interactive_tables(at) if "Stereotypical sentence" in t.columns)
+    assert len(pairs) == N and list(pairs.columns[:3]) == ["Pair", "CPS margin", "CPS prefers"]  # the results first
+    assert set(pairs["CPS prefers"]) <= {"stereotypical", "anti-stereotypical", "tie", "undecidable"}
+    pinned = shown_columns(next(d for d in at.dataframe if "sent_stereo" in d.value.columns))[1]
+    assert pinned == {"Pair", "CPS margin", "CPS prefers"}  # in sight however far the sentences scroll (issue 21, journey 8)
+    assert not {"bias_type", "direction", "sent_stereo", "cps_margin"} & set(pairs.columns)  # no internal names
     assert [b.label for b in at.get("download_button")][:3] == ["Pairs (CSV)", "Pairs (JSON)", "Summary + manifest (JSON)"]
     assert len(at.get("download_button")) == 6  # + three figures as SVG
     assert at.query_params["sample"] == str(N) and at.query_params["metrics"] == ["aul", "cps"]
@@ -77,31 +82,58 @@ def test_a_corrupted_cache_file_is_reported_once(app_env):
     assert len(again.metric) == 2 and "was corrupted" not in texts(again.warning)
 
 
-def test_an_interrupted_run_resumes_from_the_cache(app_env, monkeypatch):
-    monkeypatch.setattr(ui.runs, "CHUNK_PAIRS", 4)
-    real_call = ui.progress.ProgressBar.__call__
-
-    def user_clicks_elsewhere(self, done, total):
-        real_call(self, done, total)
-        if done > 4:  # inside the second chunk: the first one is cached
-            raise StopException()  # what Streamlit raises in the script when the user interrupts it
-
-    monkeypatch.setattr(ui.progress.ProgressBar, "__call__", user_clicks_elsewhere)
-    at = run_app("explorer", LINK)
-    at.button(key=S + "run").click().run()
-    no_exceptions(at)
-    assert not at.metric  # stopped after the first chunk
-
-    scored = []
+def _count_scored(monkeypatch) -> list[int]:
+    """The number of pairs of each computation of a run (the cached ones are not computed)."""
+    scored: list[int] = []
     real_score = biaslens.evaluation.score_encoded_pairs
     monkeypatch.setattr(
         biaslens.evaluation, "score_encoded_pairs", lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k)
     )
-    monkeypatch.setattr(ui.progress.ProgressBar, "__call__", real_call)
-    at.run()  # the user comes back: the pending run resumes by itself
+    return scored
+
+
+def test_an_interrupted_run_resumes_from_the_cache(app_env, monkeypatch):
+    """A click elsewhere during a run makes Streamlit rerun the page, which interrupts the run: the page resumes it by
+    itself, from the cache (only the chunk that was interrupted is scored again)."""
+    monkeypatch.setattr(ui.runs, "CHUNK_PAIRS", 4)
+    real_call = ui.progress.ProgressBar.__call__
+    interrupted = []
+
+    def user_clicks_elsewhere(self, done, total):
+        real_call(self, done, total)
+        if done > 4 and not interrupted:  # inside the second chunk: the first one is cached
+            interrupted.append(done)
+            raise RerunException(RerunData())  # what Streamlit raises in the script when the user clicks elsewhere
+
+    monkeypatch.setattr(ui.progress.ProgressBar, "__call__", user_clicks_elsewhere)
+    scored = _count_scored(monkeypatch)
+    at = run_app("explorer", LINK)
+    at.button(key=S + "run").click().run()  # interrupted in its second chunk
+    assert interrupted and not at.metric
+    at.run()  # the page again (AppTest's rerun opened the home page): the pending run resumes by itself
     no_exceptions(at)
-    assert sum(scored) == N - 4  # only the pairs after the first chunk
+    assert sum(scored) == N + 4  # every pair once, and the interrupted chunk's 4 pairs again
     assert len(at.metric) == 2
+
+
+def test_a_stopped_run_says_what_it_kept_and_resumes_there(app_env, tiny_bert, monkeypatch):
+    """Issue 21, journey 5: a run stopped after 5 of its pairs says so, offers Resume, and its progress starts at 5."""
+    dataset = load_dataset("crows-pairs", data_dir=FIXTURE_DATA)
+    cache = ResultCache(Path(app_env["BIASLENS_CACHE_DIR"]) / "results.sqlite")
+    sampled = biaslens.evaluation.select_pairs(list(dataset.pairs), sample=N, seed=0)
+    evaluate(tiny_bert, sampled[:5], ["aul", "cps"], cache=cache)  # what the run had finished when Stop was pressed
+    at = run_app("explorer", LINK)
+    no_exceptions(at)
+    assert f"Not finished: 5 of {N} pairs kept in the result cache (2 metrics" in texts(at.info)
+    assert "Not scored yet" not in texts(at.info) and at.button(key=S + "run").label == "Resume"
+    shown = []
+    real_call = ui.progress.ProgressBar.__call__
+    monkeypatch.setattr(ui.progress.ProgressBar, "__call__", lambda self, done, total: shown.append(done) or real_call(self, done, total))
+    scored = _count_scored(monkeypatch)
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    assert sum(scored) == N - 5 and min(shown) >= 5  # the kept pairs read back, and counted from the first progress
+    assert len(at.metric) == 2 and not at.info
 
 
 def test_selecting_a_row_opens_the_pair_in_the_inspector(app_env):
@@ -121,9 +153,9 @@ def test_table_filters(app_env):
     at = run_app("explorer", LINK)
     at.button(key=S + "run").click().run()
     at.selectbox(key=S + "t_verdict").set_value("stereo").run()
-    table = next(d.value for d in at.dataframe if "sent_stereo" in d.value.columns)
-    assert (table["cps_verdict"] == "stereo").all()
-    assert (table["cps_stereo"] > table["cps_anti"]).all()
+    table = next(t for t in interactive_tables(at) if "Stereotypical sentence" in t.columns)
+    assert (table["CPS prefers"] == "stereotypical").all()
+    assert (table["CPS stereo"] > table["CPS anti"]).all()
 
 
 def test_no_metric_and_missing_dataset_are_explained(app_env, monkeypatch):

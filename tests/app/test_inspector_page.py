@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from tests.support.app import html_of, no_exceptions, run_app, tables, texts
+from tests.support.app import html_of, interactive_tables, no_exceptions, run_app, tables, texts
 from biaslens.datasets import load_dataset
 from biaslens.evaluation import inspect_pair
-from biaslens.metrics import PAPER_METRICS
+from biaslens.metrics import METRICS, PAPER_METRICS
 from tests.support import FIXTURE_DATA
 
 
@@ -107,6 +107,9 @@ def test_bad_input_is_a_message_not_a_traceback(app_env, stereo, anti, message):
     no_exceptions(at)
     assert message in texts(at.error)
     assert at.title[0].value == "Pair inspector"  # the page itself still works
+    # Right under the form, not below the pair's heading, and nothing offered for a pair that cannot be scored.
+    assert "Your pair" not in [h.value for h in at.subheader]
+    assert not [b for b in at.button if b.label in ("Pin for comparison", "Edit this pair")]
 
 
 def test_filters_search_and_random_draw(app_env):
@@ -137,10 +140,11 @@ def test_a_long_dataset_lists_its_first_pairs_and_the_search_reaches_any(app_env
     box = at.selectbox(key=S + "pair_choice")
     assert len(box.options) == 200 and "the first 200 of 250" in box.label
     at.text_input(key=S + "search").input("#240").run()  # a pair's number finds it (and nothing else here)
-    assert [o.split(" ")[0] for o in at.selectbox(key=S + "pair_choice").options] == ["#0", "#240"]  # the current pair stays
-    at.selectbox(key=S + "pair_choice").set_value(240).run()
     no_exceptions(at)
-    assert "#240" in at.subheader[0].value and at.query_params["pair"] == "240"
+    assert [o.split(" ")[0] for o in at.selectbox(key=S + "pair_choice").options] == ["#240"]
+    assert "#240" in at.subheader[0].value and at.query_params["pair"] == "240"  # shown at once (issue 21, journey 4)
+    at.text_input(key=S + "search").input("said 24").run()  # a search that still matches the pair keeps it
+    assert "#240" in at.subheader[0].value and at.selectbox(key=S + "pair_choice").options[0].startswith("#24 ")
 
 
 def test_the_pair_box_finds_a_pair_by_its_number(app_env):
@@ -170,6 +174,47 @@ def test_pin_edit_and_compare(app_env):
     assert "Pinned pair vs this pair" not in texts(at.subheader)
 
 
+def _side_by_side(at):
+    """The side-by-side table: a row per model (its name as the index), a margin per metric."""
+    return next(t for t in tables(at) if "Model" in t.columns and "AUL margin" in t.columns).set_index("Model")
+
+
+def test_a_pinned_pair_under_another_model_is_shown_side_by_side(app_env, model_dirs, tiny_models):
+    """Issue 21, journey 7: pin a pair, switch the sidebar's model: the pair under both, side by side; the link keeps it."""
+    bert, roberta, albert = (str(model_dirs[f]) for f in ("bert-cased", "roberta", "albert"))
+    at = run_app(params={"pair": "3"})
+    next(b for b in at.button if b.label == "Pin for comparison").click().run()
+    assert "This pair is pinned" in texts(at.caption)  # nothing to compare yet
+    at.sidebar.selectbox(key="settings.model").set_value(roberta).run()
+    no_exceptions(at)
+    assert "The same pair side by side" in texts(at.subheader)
+    pair = next(p for p in load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs if p.pair_id == 3)
+    table = _side_by_side(at)
+    assert list(table.columns) == [f"{METRICS[k].name} margin" for k in PAPER_METRICS]
+    for name, family in (("bert-cased · pinned", "bert-cased"), ("roberta", "roberta")):
+        want = inspect_pair(tiny_models[family], pair.sent_stereo, pair.sent_anti, metrics=list(PAPER_METRICS))
+        assert table.loc[name].tolist() == pytest.approx([want.margin(k) for k in PAPER_METRICS], abs=1e-5)
+    assert (at.query_params["model"], at.query_params["pin.model"], at.query_params["pin.pair"]) == (roberta, bert, "3")
+
+    again = run_app(params=dict(at.query_params))  # the link, in a new session
+    no_exceptions(again)
+    assert list(_side_by_side(again).index) == ["bert-cased · pinned", "roberta"]
+
+    at.multiselect(key=S + "models").set_value([albert]).run()  # "Compare under another model"
+    no_exceptions(at)
+    assert list(_side_by_side(at).index) == ["bert-cased · pinned", "roberta", "albert"]
+    assert at.query_params["models"] in (albert, [albert])
+    next(b for b in at.button if b.label == "Unpin").click().run()
+    assert list(_side_by_side(at).index) == ["roberta", "albert"]
+    assert "pin.model" not in at.query_params
+
+
+def test_a_pin_keeps_its_own_scoring_mode(app_env):
+    at = run_app(params={"pair": "5", "pin.pair": "5", "pin.compat": "kaneko2022"})
+    no_exceptions(at)
+    assert list(_side_by_side(at).index) == ["bert-cased · kaneko2022 · pinned", "bert-cased"]
+
+
 def test_attention_drill_down_controls(app_env):
     at = run_app()
     closed = len(at.get("vega_lite_chart"))
@@ -186,7 +231,7 @@ def test_attention_drill_down_controls(app_env):
 
 def test_the_token_table_is_drawn_once_its_tab_is_chosen(app_env):
     def token_tables(at):
-        return [d for d in at.dataframe if "Token" in d.value.columns and "Sentence" in d.value.columns]
+        return [t for t in interactive_tables(at) if "Token" in t.columns and "Sentence" in t.columns]
 
     at = run_app()
     assert not token_tables(at)  # the Chart tab is open: the interactive table would only cost the browser time
@@ -194,7 +239,7 @@ def test_the_token_table_is_drawn_once_its_tab_is_chosen(app_env):
     at.run()
     no_exceptions(at)
     assert len(token_tables(at)) == 1
-    table = token_tables(at)[0].value
+    table = token_tables(at)[0]
     cps = table["CPS masked log p"]  # missing for the modified tokens (CPS does not mask them)
     assert cps.dtype.kind == "f" and cps.isna().any() and cps.notna().any()  # numbers, which sort as numbers; no "None"
 

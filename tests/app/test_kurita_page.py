@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tests.support import app as app_support
-from tests.support.app import no_exceptions, run_app, texts
+from tests.support.app import no_exceptions, run_app, tables, texts
 from biaslens import datafiles
-from biaslens.kurita import KURITA_CATEGORIES, kurita_weat_spec, score_templates, weat_test
+from biaslens.kurita import ALPHA, KURITA_CATEGORIES, kurita_weat_spec, score_templates, weat_test
 from biaslens.weat import load_weat
 from tests.support import FIXTURE_DATA
 
@@ -20,7 +20,13 @@ S = "kurita."
 
 
 def frame_with(at, column):
+    """An interactive table (sortable) by one of its frame's columns."""
     return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def shown_with(at, header):
+    """A table as shown (static or interactive) by one of its headers."""
+    return next(t for t in tables(at) if header in t.columns)
 
 
 def click(at, label):
@@ -47,7 +53,7 @@ def test_template_scores_match_the_engine(app_env, tiny_bert):
     assert "1 of 3 attributes are several word pieces" in texts(at.caption)
     share = want.share()
     assert {m.label: m.value for m in at.metric}["More associated with he/men"] == f"{share.percent:.1f}%"
-    assert len(frame_with(at, "log_p_prior")) == 3 * 4 + 3 * 2
+    assert len(shown_with(at, "log p_prior")) == 3 * 4 + 3 * 2
     assert [b.label for b in at.get("download_button")] == ["Attributes (CSV)", "All scores (CSV)", "Summary + manifest (JSON)", "Chart (SVG)"]
     assert at.query_params["targets"] == "he/she\nmen/women"
 
@@ -84,17 +90,18 @@ def test_weat_tests_match_the_engine(app_env, tiny_bert):
     at.number_input(key=S + "weat_n").set_value(500)
     at.button(key=S + "weat_run").click().run()
     no_exceptions(at)
-    table = frame_with(at, "effect_size")
-    assert table["test"].tolist() == ["career_family", "insects_flowers"]
-    for key, row in table.set_index("test").iterrows():
+    table = shown_with(at, "p (one-sided)")
+    assert list(table.columns[:4]) == ["Test", "d", "p (one-sided)", f"p < {ALPHA}"]  # the results first
+    assert len(table) == 2
+    for key, (_, row) in zip(["career_family", "insects_flowers"], table.iterrows()):
         spec = kurita_weat_spec(key, load_weat(KURITA_CATEGORIES[key].weat, data_dir=FIXTURE_DATA, download=False))
         want = weat_test(tiny_bert, spec, n_permutations=500, seed=0)
-        assert row["effect_size"] == pytest.approx(want.effect_size) and row["p_value"] == pytest.approx(want.p_value)
-        assert row["p_two_sided"] == pytest.approx(want.p_two_sided)
+        assert row["d"] == pytest.approx(want.effect_size) and row["p (one-sided)"] == pytest.approx(want.p_value)
+        assert row["p (two-sided)"] == pytest.approx(want.p_two_sided)
     # A tiny random model is not the paper's bert-base-uncased: the column says so.
-    assert table["published"].str.startswith("not comparable: model").all()
+    assert table["Kurita et al. d"].str.startswith("not comparable: model").all()
     assert "d = " in " ".join(e.label for e in at.expander)
-    assert len(frame_with(at, "unit")) == 8  # career/family: 4 + 4 words in the fixture file
+    assert len(shown_with(at, "Word")) == 8  # career/family: 4 + 4 words in the fixture file
 
 
 def test_missing_weat_files_offline_are_explained(app_env, monkeypatch, tmp_path):
@@ -112,6 +119,22 @@ def test_missing_weat_files_offline_are_explained(app_env, monkeypatch, tmp_path
     note = texts(at.info)
     assert "WEAT stimuli weat7.jsonl is not on this machine" in note and "Data folder" in note
     assert "--data-dir" not in note and "no network" not in note  # the UI's own words, no CLI flags or raw errors
+    assert "press **Run the tests**" not in note  # they ran: the note says what is missing, not to run them
+
+
+def test_missing_weat_files_with_a_lab_model_offer_no_held_out_pairs(app_env, monkeypatch, tmp_path):
+    """A missing stimuli file is no pairs file: the lab model's held-out pairs are no answer to it (issue 21, item 10)."""
+    from biaslens import lab
+
+    model = lab.train_lab_model(lab.scenario_settings("association", lab.LabSettings(corpus_size=600, steps=12, batch_size=32)))
+    monkeypatch.setenv("BIASLENS_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(datafiles, "fetch", lambda url, destination, progress: (_ for _ in ()).throw(urllib.error.URLError("no network")))
+    at = run_app("kurita", {"model": str(model.path)})
+    at.multiselect(key=S + "weat_tests").set_value(["math_arts"])
+    at.button(key=S + "weat_run").click().run()
+    no_exceptions(at)
+    assert "weat7.jsonl is not on this machine" in texts(at.info)
+    assert not [b for b in at.button if "held-out pairs" in b.label]
 
 
 def test_attribute_lists_show_the_share_and_the_published_reference(app_env, tiny_bert):
@@ -123,11 +146,11 @@ def test_attribute_lists_show_the_share_and_the_published_reference(app_env, tin
     assert at.text_input(key=S + "list_tpl.positive_traits").value == "[T] is [A]"
     at.button(key=S + "list_run").click().run()
     no_exceptions(at)
-    shares = frame_with(at, "share_first")
+    shares = shown_with(at, "% more he")
     want = score_templates(tiny_bert, ["[T] is [A]"], ["he/she"], [w.lower() for w in words]).share()
-    assert shares[["list", "n", "first"]].values.tolist() == [["positive_traits", 8, want.first]]
+    assert shares[["List", "N", "More he"]].values.tolist() == [["positive_traits", 8, want.first]]
     # 8 traits, not the paper's 234: no published share beside it, the reason instead.
-    assert shares["published"].tolist() == ["not comparable: 8 items; the paper's positive traits list has 234"]
-    assert shares["share_first"].iloc[0] == pytest.approx(want.percent)
+    assert shares["Kurita et al. %"].tolist() == ["not comparable: 8 items; the paper's positive traits list has 234"]
+    assert shares["% more he"].iloc[0] == pytest.approx(want.percent)
     per_attribute = next(d.value for d in at.dataframe if "ilp[he]" in d.value.columns)
     assert len(per_attribute) == 8 and per_attribute["attribute"].str.islower().all()

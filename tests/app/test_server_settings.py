@@ -135,3 +135,55 @@ def test_an_unusable_cache_folder_is_reported_and_the_run_completes(app_env, mon
     no_exceptions(at)
     assert "continuing without caching" in texts(at.warning)
     assert any(m.label == "AUL bias score" for m in at.metric)  # the run finished all the same
+
+
+# -- issue 22: every file opened for a user resolves inside the allowed folders; one-line refusals ----------
+
+SECRET = "The outside file's secret sentence"
+
+
+def _everything_shown(at) -> str:
+    from tests.support.app import html_of
+
+    shown = [texts(getattr(at, kind)) for kind in ("markdown", "caption", "subheader", "error", "warning", "info", "code", "text_input", "text_area")]
+    return "\n".join([*shown, html_of(at), *(str(d.value) for d in at.dataframe)])
+
+
+def test_a_dataset_found_through_a_link_out_of_an_allowed_folder_is_refused_unread(app_env, monkeypatch, tmp_path):
+    outside = tmp_path / "outside" / "crows.csv"
+    outside.parent.mkdir()
+    outside.write_text(f"sent_more,sent_less,stereo_antistereo,bias_type,annotations\n{SECRET} she.,{SECRET} he.,stereo,gender,\"[['gender']]\"\n")
+    sub = tmp_path / "allowed" / "sub"
+    sub.mkdir(parents=True)
+    (sub / "crows_pairs_anonymized.csv").symlink_to(outside)
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path / "allowed"))
+    at = run_app(params={"data_dir": str(sub), "dataset": "crows-pairs"})
+    no_exceptions(at)
+    refusal = "crows_pairs_anonymized.csv is outside the folders this server may read datasets from (a link leads out of them)"
+    assert refusal in texts(at.error)
+    assert SECRET not in _everything_shown(at)
+
+
+def test_a_model_folder_whose_weights_link_out_of_an_allowed_folder_is_refused(app_env, model_dirs, monkeypatch, tmp_path):
+    folder = shutil.copytree(model_dirs["bert-cased"], tmp_path / "allowed" / "bert")
+    outside = shutil.copytree(model_dirs["bert-cased"], tmp_path / "outside" / "bert")
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").symlink_to(outside / "model.safetensors")
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", f"{model_dirs['bert-cased'].parent}:{tmp_path / 'allowed'}")
+    at = run_app(params={"model": str(folder), "s1": "A b.", "s2": "A c."})
+    no_exceptions(at)
+    refusal = f"{folder / 'model.safetensors'} is outside the folders this server may load models from (a link leads out of them)"
+    assert refusal in texts(at.error)
+
+
+def test_a_300_character_model_name_is_a_one_line_error(app_env):
+    at = run_app(params={"model": "a" * 300, "s1": "A b.", "s2": "A c."})
+    no_exceptions(at)
+    assert "is not a hub id: its parts are at most 96 characters" in texts(at.error)
+    assert "Unexpected error" not in _everything_shown(at)
+
+
+def test_a_typed_sentence_with_a_nul_is_refused(app_env):
+    at = run_app(params={"s1": "She was\x00 tired.", "s2": "He was tired."})
+    no_exceptions(at)
+    assert "sentence contains the control character U+0000 (NUL) at character 8: remove it." in texts(at.error)

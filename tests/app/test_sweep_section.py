@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from biaslens import lab, sweep
-from tests.support.app import no_exceptions, run_app, texts
+from tests.support.app import no_exceptions, run_app, tables, texts
 
 TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
 
@@ -27,10 +27,11 @@ PAGE = {
     P + "corpus": 600,
 }
 PAGE_GRID = sweep.SweepGrid((0.5, 1.0), (1.0,), (0,), TINY)
+TAU = "Kendall's tau (within curves)"
 
 
 def _ranking(at):
-    return next(d.value for d in at.dataframe if "Spearman's rho" in d.value.columns)
+    return next(t for t in tables(at) if TAU in t.columns)
 
 
 def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeypatch):
@@ -38,7 +39,7 @@ def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeyp
     no_exceptions(at)
     assert "Sweep: which metric can you trust?" in [h.value for h in at.header]
     assert "**Cost:** 2 models: 2 to train" in texts(at.info)
-    assert not any("Spearman's rho" in d.value.columns for d in at.dataframe)
+    assert not any(TAU in t.columns for t in tables(at))
 
     at.button(key=P + "run").click().run()
     no_exceptions(at)
@@ -49,7 +50,11 @@ def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeyp
     want = found.analysis().ranking
     shown = _ranking(at)
     assert list(shown["Metric"]) == list(want["metric"])
-    assert shown["Spearman's rho"].tolist() == pytest.approx(want["rho"].tolist(), nan_ok=True)
+    assert shown[TAU].tolist() == pytest.approx(want["tau"].tolist(), nan_ok=True)
+    # Two strengths and one seed: no verdict, no place, and the page says why.
+    assert set(shown["Tracks the bias"]) == {sweep.NOT_ENOUGH} and shown["Place"].isna().all()
+    why = "Not enough models to say whether a metric tracks the planted association: 2 association strengths and 1 seed among the models that learned"
+    assert why in texts(at.warning)
     assert shown["Slope (points per unit)"].tolist() == pytest.approx(want["slope"].tolist(), nan_ok=True)
     assert not [b for b in at.button if b.key == P + "run"]  # nothing left to train
 
@@ -61,7 +66,7 @@ def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeyp
     again = run_app("lab", {"scenario": "neither"}, PAGE)
     no_exceptions(again)
     assert "2 already trained (scored only), 0 to train" in texts(again.info)
-    assert _ranking(again)["Spearman's rho"].tolist() == pytest.approx(want["rho"].tolist(), nan_ok=True)
+    assert _ranking(again)[TAU].tolist() == pytest.approx(want["tau"].tolist(), nan_ok=True)
 
 
 def test_a_stopped_sweep_shows_its_finished_models_and_the_server_limits_hold(app_env, monkeypatch):

@@ -70,7 +70,8 @@ def browser(server):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        # Scroll bars as people see them: Playwright hides them by default, and a table that hides columns without one is a bug.
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, ignore_default_args=["--hide-scrollbars"])
         yield chromium
         chromium.close()
 

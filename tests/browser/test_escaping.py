@@ -49,8 +49,10 @@ def app_url(model_dirs, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def chromium(app_url):
+def chromium():
     from playwright.sync_api import sync_playwright
+
+    require_browser()
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -107,5 +109,84 @@ def test_a_payload_in_every_url_parameter_renders_as_text(chromium, app_url, pat
         assert "Traceback" not in text
         if not with_model and path == "inspector":  # the model's error message quotes the link, as text
             assert LINK in text
+    finally:
+        context.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Text from data: a revision beside a model that loads, a file's bias type, another user's lab model (issue 21, journey 9)
+# ---------------------------------------------------------------------------------------
+
+LABEL = "[t](http://evil.example/t) :red[boom]"
+#: A revision that closes the inline code the sidebar's Model details once put it in.
+REVISION = "main` [Session expired, log in again](http://evil.example/login) ![x](http://evil.example/img.png) `x"
+
+
+@pytest.fixture(scope="module")
+def hostile_app(model_dirs, tmp_path_factory):
+    """The app with a pairs file whose bias type is a payload and a lab model whose labels are, in its lab cache."""
+    import csv
+    import shutil
+
+    from biaslens import lab
+
+    require_browser()
+    logs = tmp_path_factory.mktemp("hostile-server")
+    data = logs / "data"
+    shutil.copytree(FIXTURE_DATA, data)
+    with (data / "hostile.csv").open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([["sent_more", "sent_less", "bias_type"], ["She can fix it.", "He can fix it.", LABEL]])
+    labels = {"group_a_label": f"A {LABEL}", "attributes_x_label": f"X {LABEL}", "attributes_y_label": "Y ![i](http://evil.example/y.png)"}
+    settings = lab.scenario_settings("association", lab.LabSettings(corpus_size=600, steps=12, batch_size=32, **labels))
+    model = lab.train_lab_model(settings, cache_dir=logs / "cache" / "lab")  # the server's lab cache
+    env = {
+        **os.environ,
+        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
+        "BIASLENS_DATA_DIR": str(data),
+        "BIASLENS_CACHE_DIR": str(logs / "cache"),
+    }
+    with serve_app(env, logs) as base:
+        yield base, data / "hostile.csv", model.path / lab.PAIRS_FILE
+
+
+def _colour_directives(page) -> list[str]:
+    """Text of the payload drawn in a colour (Streamlit's `:red[…]`)."""
+    return page.evaluate("""() => [...document.querySelectorAll('[data-testid="stApp"] span')]
+        .filter(s => /color/.test((s.getAttribute('style') || '') + ' ' + s.className) && s.textContent.includes('boom'))
+        .map(s => s.outerHTML.slice(0, 120))""")
+
+
+@pytest.mark.parametrize("case", ["revision", "bias-type", "lab-labels"])
+def test_text_from_data_renders_as_text(chromium, hostile_app, case):
+    base, pairs_file, lab_pairs = hostile_app
+    params = {
+        "revision": {"revision": REVISION},
+        "bias-type": {"dataset": str(pairs_file)},
+        "lab-labels": {"model": str(lab_pairs.parent), "dataset": str(lab_pairs)},
+    }[case]
+    context = chromium.new_context(viewport={"width": 1400, "height": 1200})
+    requested: list[str] = []
+
+    def block(route):
+        requested.append(route.request.url)
+        route.abort()
+
+    context.route("**/*evil.example*/**", block)
+    context.route("http://evil.example/**", block)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(f"{base}/?{urlencode(params)}")
+        _settle(page)
+        if case == "revision":  # the Model details, opened
+            page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary').filter(has_text="Model details").click()
+            _settle(page)
+        else:  # the pair's heading names the bias type (the lab's attribute label)
+            page.locator('[data-testid="stMain"] h3').filter(has_text="boom").first.wait_for()
+        text = page.inner_text('[data-testid="stApp"]').replace("\u200b", "")
+        assert _injected(page) == [], text[-3000:]
+        assert _colour_directives(page) == []
+        assert requested == []
+        assert "evil.example" in text  # shown, as text
     finally:
         context.close()

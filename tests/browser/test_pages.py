@@ -165,6 +165,37 @@ LAYOUT_CHECK = """() => {
     if (el.scrollWidth <= el.clientWidth + 2) continue;
     overflow.push(`${el.getAttribute('data-testid') || el.tagName} ${el.scrollWidth}>${el.clientWidth}: ${el.innerText.slice(0, 60)}`);
   }
+  // Tables (ui.tables): one wider than its box must show a scroll bar the reader can see (Streamlit shows them only on
+  // hover), so no column is hidden; the browser runs without Playwright's --hide-scrollbars (conftest), as people's do.
+  for (const el of main.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller, .bl-table-wrap')) {
+    if (el.offsetParent === null || el.scrollWidth <= el.clientWidth + 2) continue;
+    const style = getComputedStyle(el);
+    if (el.offsetHeight - el.clientHeight < 6 || /transparent/.test(style.scrollbarColor) || style.scrollbarWidth === 'none')
+      overflow.push(`table wider than its box (${el.scrollWidth}>${el.clientWidth}) with no visible scroll bar: ${el.innerText.slice(0, 60)}`);
+  }
+  // Multiselect chips: all in sight (Streamlit's one row scrolled the last ones out of sight, "Word f…" faded at the edge)
+  // and each with its whole name ("All Masked", "Adv / Dis groups (Table 3)").
+  for (const row of main.querySelectorAll('[data-testid="stMultiSelectTagsContainer"]')) {
+    if (row.offsetParent !== null && row.scrollWidth > row.clientWidth + 1) overflow.push(`multiselect chips out of sight: ${row.innerText}`);
+  }
+  for (const box of main.querySelectorAll('[data-testid="stMultiSelect"]')) {  // and inside their box, over nothing below it
+    const outer = box.getBoundingClientRect();
+    for (const chip of box.querySelectorAll('[data-tag]')) {
+      const r = chip.getBoundingClientRect();
+      if (chip.offsetParent !== null && (r.bottom > outer.bottom + 1 || r.right > outer.right + 1)) {
+        overflow.push(`multiselect chip outside its box: ${chip.innerText}`);
+      }
+    }
+  }
+  for (const chip of main.querySelectorAll('[data-testid="stMultiSelect"] [data-tag]')) {
+    if (chip.offsetParent === null) continue;
+    const cut = [chip, ...chip.querySelectorAll('*')].some(el => el.scrollWidth > el.clientWidth + 1);
+    if (cut) overflow.push(`multiselect chip cut: ${chip.innerText}`);
+  }
+  // HTML bar charts: each measure's column wide enough for its bars (three squeezed side by side drew nothing).
+  for (const cell of main.querySelectorAll('.bl-cell')) {
+    if (cell.offsetParent !== null && cell.clientWidth < 60) { overflow.push(`chart column squeezed to ${cell.clientWidth}px`); break; }
+  }
   for (const axis of main.querySelectorAll('.bl-ticks')) {  // an HTML chart's tick labels: inside its column, apart
     if (axis.offsetParent === null) continue;
     const box = axis.getBoundingClientRect();
@@ -220,10 +251,20 @@ def test_every_page_is_readable_at_projector_and_laptop_widths(browser, server, 
         expect(page.get_by_role("heading", name="Token by token")).to_be_visible()
         settle_charts(page)
         assert_readable(page, f"inspector at {width}px")
+        open_app(page, server, "", pair="15", metric="cps")  # three "What drives the difference" charts
+        expect(page.get_by_role("heading", name="What drives the difference")).to_be_visible()
+        settle_charts(page)
+        assert_readable(page, f"inspector with CPS in focus at {width}px")
+
+        open_app(page, server, "explorer", metrics=["aul", "all_masked", "pll_word_l2r"])  # long names as multiselect chips
+        assert_readable(page, f"explorer's metric chips at {width}px")
 
         _finished_run(page, server)  # the explorer with a finished run
         settle_charts(page)
         assert_readable(page, f"explorer at {width}px")
+        page.get_by_role("tab", name="Pairs").click()  # the pairs table: its scores were all scrolled out of sight
+        settle(page)
+        assert_readable(page, f"explorer's pairs table at {width}px")
 
         models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
         open_app(page, server, "compare", models=models, metric="aul", sample="12")

@@ -124,6 +124,43 @@ def test_metrics_and_models_listings(capsys):
     assert "bert-base-cased" in capsys.readouterr().out
 
 
+def test_evaluate_in_exact_bf16_says_how_many_pairs_it_rescored(model_dirs, tmp_path, capsys):
+    out = tmp_path / "exact"
+    argv = ["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs", "--data-dir", str(FIXTURE_DATA)]
+    assert main([*argv, "--metrics", "aul,cps", "--limit", "6", "--precision", "exact-bf16", "--no-cache", "--out", str(out)]) == 0
+    block = json.loads((out / "summary.json").read_text())["manifest"]["precision"]
+    assert block["mode"] == "exact-bf16" and block["pairs"] == 6 and set(block["rescored"]) == {"aul", "cps"}
+    err = capsys.readouterr().err
+    assert f"re-scored in float32 (margin within bfloat16's error), of 6 pairs: AUL {block['rescored']['aul']}, CPS" in err
+    assert main([*argv, "--dtype", "bfloat16", "--precision", "exact-bf16", "--out", str(tmp_path / "no")]) == 2
+    assert "load the model in float32 (leave out --dtype bfloat16)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["metrics"], ["models"], ["--help"], []])
+def test_commands_that_need_no_model_load_neither_torch_nor_pandas(argv):
+    """`biaslens metrics`, `models` and `--help` answer at once: only the command that runs imports its module."""
+    script = (
+        "import sys\nfrom biaslens.cli import main\n"
+        f"try:\n    code = main({argv!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
+        "heavy = sorted(m for m in ('torch', 'transformers', 'pandas', 'scipy', 'altair') if m in sys.modules)\n"
+        "print('HEAVY', heavy, 'CODE', code)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.splitlines()[-1] == f"HEAVY [] CODE {2 if not argv else 0}", proc.stdout + proc.stderr
+    if argv == ["--help"]:
+        for name in ("evaluate", "compare", "inspect", "metrics", "models", "datasets", "lab", "kurita", "report", "shuffle"):
+            assert f"    {name} " in proc.stdout
+
+
+def test_the_quick_parser_lists_what_the_full_one_lists(capsys):
+    """Every command's one-line help comes from `COMMANDS`, whether its options were added or not."""
+    from biaslens.cli import build_parser
+
+    assert build_parser([]).format_help() == build_parser().format_help()
+    args = build_parser(["metrics"]).parse_args(["metrics"])
+    assert args.command == "metrics" and args.func.__name__ == "cmd_metrics"
+
+
 def test_a_run_killed_with_sigkill_resumes_from_the_cache(model_dirs, tmp_path):
     """kill -9 in the middle of a run: the rerun reuses finished chunks and writes the same files."""
     import os

@@ -7,6 +7,7 @@ import json
 import pandas as pd
 
 from biaslens.cli import main
+from biaslens.stats import MCNEMAR_TEST
 from tests.support import FIXTURE_DATA
 
 
@@ -118,11 +119,14 @@ def test_compare_two_models(model_dirs, tmp_path, capsys):
     )
     assert code == 0
     printed = capsys.readouterr().out
-    assert "Difference = B − A" in printed and "McNemar" in printed
+    assert "Difference = B − A" in printed
+    assert f"p: {MCNEMAR_TEST}." in printed and "95% CI: 95% percentile bootstrap, paired" in printed and "200 resamples, seed 0" in printed
     table = pd.read_csv(out / "comparison.csv")
+    assert (table["mcnemar_method"] == "exact binomial").all() and table["ci_method"].str.contains("200 resamples, seed 0").all()
     assert table["metric"].tolist() == ["aul", "cps"] and (table["n"] == 2).all()
     assert (table["score_second"] - table["score_first"] - table["difference"]).abs().max() < 1e-9
-    assert json.loads((out / "comparison.json").read_text())["resamples"] == 200
+    saved = json.loads((out / "comparison.json").read_text())
+    assert saved["resamples"] == 200 and saved["test"] == MCNEMAR_TEST and saved["interval"] == table["ci_method"].iloc[0]
 
 
 def test_compare_needs_two_models(model_dirs, tmp_path, capsys):

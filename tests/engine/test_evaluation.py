@@ -195,6 +195,37 @@ def test_an_interrupted_run_resumes_without_recomputing_finished_chunks(tiny_ber
     pd.testing.assert_frame_equal(resumed.pairs, fresh.pairs)
 
 
+def test_a_run_resumed_with_other_chunks_reads_what_was_done_and_scores_the_same(tiny_bert, tmp_path, monkeypatch):
+    """Stopped in fixed chunks of 3, resumed in chunks sized by time (and the other way round): same verdicts, same scores."""
+    import biaslens.evaluation as ev
+
+    from biaslens.runner import FIRST_CHUNK_PAIRS
+
+    pairs, metrics = _pairs(FIRST_CHUNK_PAIRS + 8), ["aul", "cps", "sss"]
+    fresh = evaluate(tiny_bert, pairs, metrics, chunk_pairs=len(pairs))
+    for k, (first, then) in enumerate((({"chunk_pairs": 3}, {}), ({"chunk_seconds": 1e-9}, {"chunk_pairs": 5}))):
+        cache = ResultCache(tmp_path / f"{k}.sqlite")
+
+        def stop_during_second_chunk(done, total, first=first):
+            if done > first.get("chunk_pairs", FIRST_CHUNK_PAIRS):
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            evaluate(tiny_bert, pairs, metrics, cache=cache, progress=stop_during_second_chunk, **first)
+        finished = len(cache) // len(metrics)
+        assert 0 < finished < len(pairs)
+        computed = []
+        real = ev.score_encoded_pairs
+        monkeypatch.setattr(ev, "score_encoded_pairs", lambda lm, encoded, *a, **k: computed.append(len(encoded)) or real(lm, encoded, *a, **k))
+        resumed = evaluate(tiny_bert, pairs, metrics, cache=cache, **then)
+        monkeypatch.setattr(ev, "score_encoded_pairs", real)
+        assert sum(computed) == len(pairs) - finished and resumed.cached == finished * len(metrics)
+        for m in metrics:
+            assert resumed.summary["metrics"][m]["bias_score"] == fresh.summary["metrics"][m]["bias_score"]
+        numbers = [c for c in fresh.pairs.columns if c.endswith(("_stereo", "_anti")) and c != "sent_stereo" and c != "sent_anti"]
+        np.testing.assert_allclose(resumed.pairs[numbers].to_numpy(float), fresh.pairs[numbers].to_numpy(float), atol=1e-5)
+
+
 def test_a_corrupted_cache_entry_is_recomputed(tiny_bert, tmp_path):
     import sqlite3
 
@@ -260,3 +291,20 @@ def test_a_corrupted_cache_file_is_set_aside_and_a_fresh_cache_started(tiny_bert
     assert not evaluate(tiny_bert, _pairs(2), ["aul"], cache=cache).warnings  # ... once
     again = evaluate(tiny_bert, _pairs(2), ["aul"], cache=ResultCache(path))
     pd.testing.assert_frame_equal(first.pairs, again.pairs)
+
+
+def test_cps_and_pll_share_their_rows(tiny_bert, monkeypatch):
+    """PLL asks for CPS's unmodified positions as CPS does, so scoring both runs no row twice."""
+    import biaslens.evaluation as ev
+
+    rows = []
+    real = ev.masked_pass
+    monkeypatch.setattr(ev, "masked_pass", lambda lm, queries, **k: rows.append(sum(q.rows for q in queries)) or real(lm, queries, **k))
+    pairs = [(tiny_bert.encode(p.sent_stereo), tiny_bert.encode(p.sent_anti)) for p in _pairs(3)]
+    both = score_encoded_pairs(tiny_bert, pairs, ["cps", "pll"])
+    pll = score_encoded_pairs(tiny_bert, pairs, ["pll"])
+    assert rows[0] == rows[1] == sum(len(e.scored_positions) for pair in pairs for e in pair)
+    for a, b in zip(both, pll):
+        for side in (0, 1):
+            assert a.scores["pll"][side].positions == b.scores["pll"][side].positions
+            np.testing.assert_allclose(a.scores["pll"][side].logprob, b.scores["pll"][side].logprob, atol=1e-5)

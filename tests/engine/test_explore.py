@@ -10,6 +10,7 @@ from biaslens import explore
 from biaslens.cache import ResultCache
 from biaslens.errors import InputError
 from biaslens.evaluation import evaluate, inspect_pair
+from biaslens.metrics import METRICS
 from tests.engine.explore_cases import ADDITIVE, PAIR, PAIRS, make_result
 
 # ---------------------------------------------------------------------------------------
@@ -108,6 +109,38 @@ def test_cached_evaluation_reads_only_finished_runs(tiny_bert, tmp_path):
     assert explore.cached_evaluation(tiny_bert, PAIRS, ["aul", "aula"], cache) is None  # a metric not scored yet
 
 
+def test_scored_pairs_counts_what_an_interrupted_run_kept(tiny_bert, tmp_path):
+    """What the app's stopped run says it kept: the run's pairs that the cache holds under every metric, nothing computed."""
+    from biaslens.evaluation import scored_pairs
+
+    cache = ResultCache(tmp_path / "r.sqlite")
+    assert scored_pairs(tiny_bert, PAIRS, ["aul", "cps"], cache) == 0
+    evaluate(tiny_bert, PAIRS[:3], ["aul", "cps"], cache=cache)  # a run stopped after 3 pairs
+    evaluate(tiny_bert, PAIRS[3:4], ["aul"], cache=cache)  # a fourth pair under one of the two metrics only
+    records = len(cache)
+    assert scored_pairs(tiny_bert, PAIRS, ["aul", "cps"], cache) == 3
+    assert scored_pairs(tiny_bert, PAIRS, ["aul"], cache) == 4
+    assert scored_pairs(tiny_bert, PAIRS, ["aul", "cps"], cache, compat="kaneko2022") == 0  # another mode's scores
+    assert scored_pairs(tiny_bert, PAIRS, ["aul", "cps"], cache, limit=2) == 2
+    assert len(cache) == records  # nothing computed
+    resumed = evaluate(tiny_bert, PAIRS, ["aul", "cps"], cache=cache)
+    assert resumed.cached == 2 * 3 + 1  # the kept pairs' records were read back
+    assert scored_pairs(tiny_bert, PAIRS, ["aul", "cps"], cache) == len(PAIRS)
+
+
+def test_the_same_pair_side_by_side(tiny_bert, pair_inspection):
+    other = inspect_pair(tiny_bert, *PAIR, metrics=["aul", "cps"], compat="kaneko2022")
+    table = explore.side_by_side({"first": pair_inspection, "second": other})
+    keys = [k for k in METRICS if k in pair_inspection.metrics]
+    assert list(table.columns) == ["model", *(f"{k}_{part}" for k in keys for part in ("margin", "verdict"))]
+    rows = table.set_index("model")
+    for key in keys:
+        assert rows.loc["first", f"{key}_margin"] == pair_inspection.margin(key)
+        assert rows.loc["first", f"{key}_verdict"] == pair_inspection.verdict(key)
+    assert rows.loc["second", "cps_margin"] == other.margin("cps") and rows.loc["second", "cps_verdict"] == other.verdict("cps")
+    assert pd.isna(rows.loc["second", "sss_margin"]) and pd.isna(rows.loc["second", "sss_verdict"])  # not scored there
+
+
 def test_summary_tables_follow_the_summary(tiny_bert):
     result = evaluate(tiny_bert, PAIRS, ["aul", "sss"])
     summary = explore.summary_table(result.summary)
@@ -134,6 +167,9 @@ def test_verdicts_and_filters():
     assert explore.filter_pairs(frame, direction="antistereo")["pair_id"].tolist() == [1, 4]
     assert explore.filter_pairs(frame, text="YOUNG")["pair_id"].tolist() == [2, 3]
     assert explore.filter_pairs(frame, text="she", bias_type="gender")["pair_id"].tolist() == [1]
+    assert explore.filter_pairs(frame, text="#3")["pair_id"].tolist() == [3]  # a pair's number
+    # A number int() refuses (over 4,300 digits) or reads from other scripts' digits is words, not a pair's number.
+    assert explore.filter_pairs(frame, text="#" + "9" * 5000).empty and explore.filter_pairs(frame, text="٣").empty
 
 
 def test_compare_models_finds_the_flips():

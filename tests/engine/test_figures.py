@@ -83,3 +83,23 @@ def test_modified_tokens_are_marked_on_the_attention_axes(pair_inspection):
     axis = spec["encoding"]["x"]["axis"]
     assert figures.STEREO_COLOR == axis["labelColor"]["condition"]["value"] and modified[0] in axis["labelColor"]["condition"]["test"]
     assert "labelColor" not in figures.attention_heatmap(table, "t").to_dict()["encoding"]["x"]["axis"]
+
+
+def test_the_margin_scatter_s_tick_labels_never_overlap_at_a_laptop_s_width():
+    """A random model's margins are tiny and their labels long ("−0.00004"): at 300 px they collided (issue 21, item 10)."""
+    import re
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    margins = pd.DataFrame(
+        {"pair_id": range(60), "bias_type": "x", "sent_stereo": "a", "sent_anti": "b", "margin (A)": rng.normal(0, 2e-5, 60)}
+    ).assign(**{"margin (B)": rng.normal(0, 1.3, 60)})
+    for model in ("A", "B"):
+        margins[f"verdict ({model})"] = np.where(margins[f"margin ({model})"] > 0, "stereo", "anti")
+    svg = figures.to_svg(figures.margin_scatter(margins, "A", "B", "AUL").properties(width=300))
+    x_axis = re.findall(r'<g class="mark-text role-axis-label"[^>]*>(.*?)</g>', svg, re.S)[0]
+    labels = [(float(x), text) for x, text in re.findall(r'transform="translate\(([^,]+),[^)]+\)"[^>]*>([^<]*)<', x_axis)]
+    assert len(labels) >= 3
+    for (left, a), (right, b) in zip(labels, labels[1:]):
+        assert right - left >= 7 * (len(a) + len(b)) / 2, f"{a!r} and {b!r} overlap"  # 14 px labels: ~7 px a character

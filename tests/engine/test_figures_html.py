@@ -155,5 +155,18 @@ def test_a_static_table_is_plain_html_with_full_values():
     body = html.split("</style>", 1)[1]
     assert "<b>x</b>" not in body and "&lt;b&gt;x&lt;/b&gt;" in body
     assert '<td class="bl-num" data-value="-1.234567891">-1.2346</td>' in body
-    assert "<td></td>" in body  # a missing value is a blank cell, never "None" or "nan"
+    assert '<td class="bl-num"></td>' in body  # a missing value is a blank cell, never "None" or "nan"
     assert '<th scope="col" class="bl-num">N</th>' in body and '<td class="bl-num" data-value="4">4</td>' in body
+
+
+def test_a_static_table_puts_its_key_columns_first_in_sight_and_formats_by_function():
+    from biaslens.formatting import format_margin
+
+    frame = pd.DataFrame({"Metric": ["AULA"], "Margin": [-3e-6], "Several pieces": [True]})
+    html = figures_html.table_html(frame, {"Margin": format_margin}, key=2, help={"Margin": 'stereo − anti "in" log p'})
+    body = html.split("</style>", 1)[1]
+    assert body.startswith('<div class="bl-table-wrap">')  # a table ever wider than the page scrolls, with a visible bar
+    assert '<th scope="col" class="bl-key">Metric</th>' in body
+    assert '<th scope="col" class="bl-num bl-key" title="stereo − anti &quot;in&quot; log p">Margin</th>' in body
+    assert '<td class="bl-num bl-key" data-value="-3e-06">-0.000003</td>' in body  # never -0.0000 beside "anti"
+    assert "<td>yes</td>" in body

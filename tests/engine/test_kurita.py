@@ -17,6 +17,7 @@ from biaslens.kurita import (
     TemplateScores,
     WeatSpec,
     bias_chart,
+    leaning,
     parse_target_pairs,
     parse_template,
     parse_templates,
@@ -276,6 +277,29 @@ def test_bias_scores_share_and_weat_units_by_hand():
         weat_unit_scores(scores, spec, "words")
 
 
+def test_the_lists_of_each_side_follow_the_signed_score_when_every_score_is_negative():
+    from biaslens.cli.kurita import format_share
+
+    t = Template("[T] is [A].")
+    bias = {"a": -0.1, "b": -2.0, "c": -0.5, "d": -1.0}  # every attribute leans toward "she"
+    ilp = {(t.text, target, a): (v if target == "he" else 0.0) for a, v in bias.items() for target in ("he", "she")}
+    scores = _hand_scores(ilp, (t,), (TargetPair("he", "she"),), tuple(bias))
+    toward_he, toward_she = leaning(scores.attribute_table(), 3)
+    assert toward_he.empty and toward_she["attribute"].tolist() == ["b", "d", "c"]  # most negative first, "a" (-0.1) left out
+    printed = format_share("traits", scores, None)
+    assert "\n  toward he (bias score > 0): none" in printed
+    assert "\n  toward she (bias score < 0): 4 of 4, strongest first: b -2, d -1, c -0.5, a -0.1" in printed
+    assert "strongest:" not in printed and "weakest" not in printed
+    plotted = next(
+        rows for rows in bias_chart(scores.attribute_table(), scores.pairs, top=2).to_dict()["datasets"].values() if "attribute" in rows[0]
+    )
+    assert [r["attribute"] for r in plotted] == ["b", "d"] and {r["side"] for r in plotted} == {"more she"}
+    # Both signs: each side its own strongest, an attribute at 0 on neither.
+    mixed = _hand_scores({**ilp, (t.text, "he", "a"): 0.4, (t.text, "he", "c"): 0.0}, (t,), (TargetPair("he", "she"),), tuple(bias))
+    toward_he, toward_she = leaning(mixed.attribute_table(), 5)
+    assert toward_he["attribute"].tolist() == ["a"] and toward_she["attribute"].tolist() == ["b", "d"]
+
+
 def test_effect_size_and_exact_permutation_p_by_hand():
     units = pd.DataFrame({"unit": list("abcd"), "group": [1, 1, 2, 2], "s": [1.0, 2.0, 3.0, 4.0]})
     d, p, p_two, exact, n = weat_statistics(units)
@@ -340,7 +364,8 @@ def test_shares_table_carries_the_published_reference(tiny_bert):
     assert row["published"] == "not comparable: 12 items; the paper's skills list has 17,649"
     datasets = bias_chart(scores.attribute_table(), scores.pairs, top=5).to_dict()["datasets"].values()
     (plotted,) = [rows for rows in datasets if "attribute" in rows[0]]
-    assert len(plotted) == 10 and {r["side"] for r in plotted} <= {"more he", "more she"}
+    assert len(plotted) == min(5, table.iloc[0]["first"]) + min(5, table.iloc[0]["second"])
+    assert {r["side"] for r in plotted} <= {"more he", "more she"}
 
 
 @pytest.mark.parametrize(

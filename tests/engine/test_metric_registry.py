@@ -25,6 +25,8 @@ PAIR = ("He was a black boy who liked to steal.", "He was a white young man who 
 def test_every_entry_is_well_formed(key):
     m = METRICS[key]
     assert m.key == key and m.name and m.long_name and m.formula and m.summary and m.citation and m.accuracy_positions
+    # The card reads "Token accuracy over <positions>.": a noun phrase (AULA's said "over as AUL.", issue 21 item 10)
+    assert m.accuracy_positions.split()[0] in ("every", "the"), m.accuracy_positions
     assert m.pass_kind in ("unmasked", "masked") and m.score is not None
     assert m.reduction is None or m.reduction in REDUCTIONS
     assert m.accuracy_unit in ACCURACY_UNITS

@@ -422,3 +422,20 @@ def test_function_words_are_left_out_but_pronouns_kept():
     assert merged["word"].tolist() == ["he", "her"] and merged["position"].tolist() == [1, 2]
     assert {d["word"] for d in dropped} == {"of", "not"} and all(d["reason"].startswith("function word") for d in dropped)
     assert not {"he", "she", "his", "her", "him", "they"} & set(FUNCTION_WORDS)
+
+
+def test_an_empty_group_is_said_so_not_as_resting_on_0_pairs(tiny_bert):
+    """A sample without antistereo rows: "no Adv pairs in this sample", not "rest on 0 pairs (fewer than 30)" (issue 21)."""
+    import dataclasses
+
+    from biaslens.datasets import load_dataset
+    from biaslens.report import ReportOptions, analyse_model, build_report
+    from tests.support import FIXTURE_DATA
+
+    cp = load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False)
+    stereo_only = dataclasses.replace(cp, pairs=tuple(p for p in cp.pairs if p.direction == "stereo"))
+    options = ReportOptions(analyses=("groups",), metrics=("aul",))
+    report = build_report([analyse_model(tiny_bert, {"crows-pairs": stereo_only}, options, label="tiny")], {"crows-pairs": stereo_only}, options)
+    notes = report.small_sample_notes()["table3_groups"]
+    assert "tiny: no Adv pairs in this sample, so its cells are blank." in notes
+    assert not any("rest on 0 pairs" in n for n in notes)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -9,7 +12,10 @@ import torch
 from biaslens.datasets import Pair
 from biaslens.evaluation import evaluate, inspect_pair
 from biaslens.metrics import METRICS, parse_metrics, word_l2r_masks
+from biaslens.datasets import load_dataset
 from biaslens.models import Encoding, word_ids_of
+from biaslens.testing import build_tokenizer
+from tests.support import CROWS_PAIRS, TOKENIZERS, shared
 
 PAIRS = [
     ("Women don't know how to drive unbelievably well.", "Men don't know how to drive unbelievably well."),
@@ -94,3 +100,30 @@ def test_inspector_scores_it(tiny_bert):
     score, _, _ = naive_pll_word_l2r(tiny_bert, PAIRS[0][0])
     assert inspection.score("pll_word_l2r")[0] == pytest.approx(score, abs=1e-4)
     assert "pll_word_l2r" in set(inspection.summary_frame()["key"])
+
+
+def _whitespace_word_ids(enc, text: str) -> tuple[int, ...]:
+    """The word of every position if words were the whitespace-separated runs of `text` (-1 for special tokens)."""
+    starts = [m.start() for m in re.finditer(r"\S+", text)]
+    return tuple(
+        -1 if special else bisect.bisect_right(starts, start) - 1 for (start, _), special in zip(enc["offset_mapping"], enc["special_tokens_mask"])
+    )
+
+
+@shared
+def test_tokenizer_words_differ_from_whitespace_words_on_most_crows_pairs_sentences():
+    """The metric card's claim: with bert-base-cased's tokenizer, words split on whitespace instead of the tokenizer's own
+    `word_ids` (which split off punctuation, as minicons does) would change what is masked, hence the score, of 185 of the
+    first 200 CrowS-Pairs sentences: a piece followed by punctuation in the same whitespace word ("drive.") would be
+    scored with the punctuation masked too."""
+    tok = build_tokenizer("bert-cased", TOKENIZERS / "bert-base-cased")
+    pairs = load_dataset(str(CROWS_PAIRS)).pairs[:100]
+    changed = 0
+    for text in [s for p in pairs for s in (p.sent_stereo, p.sent_anti)]:
+        enc = tok(text, return_offsets_mapping=True, return_special_tokens_mask=True)
+        ids, special = tuple(enc["input_ids"]), tuple(bool(s) for s in enc["special_tokens_mask"])
+        tokens = tuple(tok.convert_ids_to_tokens(list(ids)))
+        own = Encoding(text, ids, special, tokens, word_ids_of(enc, tokens, special))
+        spaces = Encoding(text, ids, special, tokens, _whitespace_word_ids(enc, text))
+        changed += word_l2r_masks(own) != word_l2r_masks(spaces)
+    assert changed == 185

@@ -175,8 +175,8 @@ def test_presets_name_a_model_of_every_verified_family(capsys):
     assert main(["models"]) == 0
     listed = capsys.readouterr().out
     assert "answerdotai/ModernBERT-base" in listed and "  modernbert " in listed and "  deberta-v2 " in listed
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("### Verified model families") :]
+    page = (REPO / "docs" / "models.md").read_text(encoding="utf-8")
+    table = page[page.index("## Verified model families") :]
     for name in ("DistilBERT", "ELECTRA", "DeBERTa", "XLM-RoBERTa", "ModernBERT", "multilingual BERT", "FNet"):
         assert name in table, name
 

@@ -47,6 +47,17 @@ def test_paired_comparison_by_hand():
     assert (same["difference"], same["ci_low"], same["ci_high"], same["p_value"]) == (0.0, 0.0, 0.0, 1.0)
 
 
+def test_paired_comparison_names_its_interval_and_its_test_at_25_discordant_pairs():
+    # 48 pairs: 23 won by the first model only, 2 by the second only, 10 by both, 13 by neither.
+    first_wins = [1] * 23 + [0] * 2 + [1] * 10 + [0] * 13
+    second_wins = [0] * 23 + [1] * 2 + [1] * 10 + [0] * 13
+    first, second = _result(first_wins, [0.5] * 48), _result(second_wins, [0.5] * 48)
+    row = paired.paired_comparison(first, second, n_resamples=300, seed=4).iloc[0]
+    assert (row["mcnemar_b"], row["mcnemar_c"], row["mcnemar_method"]) == (23, 2, "exact binomial")
+    assert row["p_value"] == pytest.approx(2 * (1 + 25 + 300) / 2**25)  # not the chi-square's 6.3e-5
+    assert row["ci_method"] == "95% percentile bootstrap, paired (the same resampled pairs for both models), 300 resamples, seed 4"
+
+
 def test_paired_bootstrap_resamples_pairs_jointly():
     rng = np.random.default_rng(1)
     a = rng.random(400) < 0.5

@@ -7,7 +7,7 @@ import pytest
 from biaslens.cache import ResultCache, cache_key
 from biaslens.datasets import Pair
 from biaslens.errors import InputError, JobCancelled
-from biaslens.runner import DEFAULT_CHUNK_PAIRS, NotCached, run_chunked
+from biaslens.runner import CHUNK_GROWTH, FIRST_CHUNK_PAIRS, MAX_CHUNK_PAIRS, ChunkSizer, NotCached, run_chunked
 
 PAIRS = [Pair(i, "test", "gender", "stereo", f"stereo {i}", f"anti {i}") for i in range(10)]
 
@@ -52,7 +52,7 @@ def test_a_second_run_reads_everything_from_the_cache(tmp_path):
 
 def test_only_missing_parts_of_missing_pairs_are_computed(tmp_path):
     cache = ResultCache(tmp_path / "r.sqlite")
-    run_chunked(PAIRS[:6], parts=("a",), key=key, compute=Counter(), cache=cache, chunk_pairs=DEFAULT_CHUNK_PAIRS)
+    run_chunked(PAIRS[:6], parts=("a",), key=key, compute=Counter(), cache=cache)
     compute = Counter()
     run = run_chunked(PAIRS, parts=("a", "bb"), key=key, compute=compute, cache=cache)
     assert compute.calls == [(list(range(10)), ["a", "bb"])]  # every pair misses "bb"; "a" only for pairs 6-9
@@ -71,6 +71,16 @@ def test_stop_keeps_finished_chunks_and_a_rerun_resumes(tmp_path):
     compute = Counter()
     run = run_chunked(PAIRS, parts=("a",), key=key, compute=compute, cache=cache, chunk_pairs=4)
     assert compute.calls == [([8, 9], ["a"])] and run.cached == 8
+
+
+def test_a_resumed_run_counts_the_pairs_it_kept_from_its_first_progress(tmp_path):
+    """A chunk that the cache partly holds: its progress starts at the pairs held, not at the chunk's start (issue 21:
+    stopped at 5/60, the resumed run showed 2/60)."""
+    cache = ResultCache(tmp_path / "r.sqlite")
+    run_chunked(PAIRS[:6], parts=("a",), key=key, compute=Counter(), cache=cache)
+    seen = []
+    run_chunked(PAIRS, parts=("a",), key=key, compute=Counter(), cache=cache, chunk_pairs=10, progress=lambda d, t: seen.append(d))
+    assert seen == [6 + 4 * 1 / 2, 10, 10]  # half of the 4 computed pairs, both halves, then the chunk's end
 
 
 def test_cache_only_computes_nothing(tmp_path):
@@ -92,6 +102,86 @@ def test_chunk_pairs_must_be_a_positive_whole_number(bad):
         run_chunked(PAIRS, parts=("a",), key=key, compute=Counter(), chunk_pairs=bad)
 
 
+@pytest.mark.parametrize("bad", [0, -1.5, float("nan"), True, "5"])
+def test_chunk_seconds_must_be_a_positive_number(bad):
+    with pytest.raises(InputError, match="chunk_seconds"):
+        run_chunked(PAIRS, parts=("a",), key=key, compute=Counter(), chunk_seconds=bad)
+
+
+MANY = [Pair(i, "test", "gender", "stereo", f"stereo {i}", f"anti {i}") for i in range(300)]
+
+
+class Clock:
+    """A clock that only moves when `Counter`-like compute says so: `seconds_per_pair` per computed pair."""
+
+    def __init__(self, seconds_per_pair: float):
+        self.now, self.seconds_per_pair = 100.0, seconds_per_pair
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def timed_counter(clock: Clock) -> Counter:
+    class Timed(Counter):
+        def __call__(self, pairs, parts, progress):
+            clock.now += clock.seconds_per_pair * len(pairs)
+            return super().__call__(pairs, parts, progress)
+
+    return Timed()
+
+
+def test_chunks_are_sized_by_the_seconds_their_pairs_take():
+    clock = Clock(seconds_per_pair=0.01)  # 100 pairs a second
+    compute = timed_counter(clock)
+    run = run_chunked(MANY, parts=("a",), key=key, compute=compute, chunk_seconds=1.0, clock=clock)
+    # 16 pairs first; then one second's worth (100 pairs) at a time; the last chunk takes what is left.
+    assert [len(ids) for ids, _ in compute.calls] == [FIRST_CHUNK_PAIRS, 100, 100, 300 - FIRST_CHUNK_PAIRS - 200]
+    assert [r["a"]["value"] for r in run.records] == [i * 10 + 1 for i in range(300)]
+
+    slow = Clock(seconds_per_pair=2.0)  # half a pair a second: chunks of one pair (never fewer)
+    compute = timed_counter(slow)
+    run_chunked(MANY[:20], parts=("a",), key=key, compute=compute, chunk_seconds=1.0, clock=slow)
+    assert [len(ids) for ids, _ in compute.calls] == [FIRST_CHUNK_PAIRS, FIRST_CHUNK_PAIRS // CHUNK_GROWTH, 1, 1]
+
+
+def test_the_chunk_size_changes_by_a_bounded_factor_and_grows_through_cached_chunks():
+    sizer = ChunkSizer(seconds=5.0)
+    assert sizer.size == FIRST_CHUNK_PAIRS
+    sizer.record(FIRST_CHUNK_PAIRS, 0.001)  # very fast: grows, but at most CHUNK_GROWTH times
+    assert sizer.size == FIRST_CHUNK_PAIRS * CHUNK_GROWTH
+    sizer.record(0, 0.0)  # read from the cache: nothing computed, grows again
+    assert sizer.size == FIRST_CHUNK_PAIRS * CHUNK_GROWTH**2
+    for _ in range(5):
+        sizer.record(sizer.size, 0.001)
+    assert sizer.size == MAX_CHUNK_PAIRS
+    sizer.record(MAX_CHUNK_PAIRS, 1e6)  # very slow: shrinks, at most CHUNK_GROWTH times
+    assert sizer.size == MAX_CHUNK_PAIRS // CHUNK_GROWTH
+    sizer.record(10, 10.0)  # one pair a second: five pairs per five seconds
+    assert sizer.size == MAX_CHUNK_PAIRS // CHUNK_GROWTH**2
+    fixed = ChunkSizer(pairs=7)
+    fixed.record(7, 1e6)
+    assert fixed.size == 7
+
+
+def test_a_time_sized_run_stopped_and_resumed_with_other_chunks_gives_identical_records(tmp_path):
+    """The cache keys records by pair and part, never by chunk: a resume with different chunks reads what was done."""
+    cache = ResultCache(tmp_path / "r.sqlite")
+    clock = Clock(seconds_per_pair=0.01)
+    compute = timed_counter(clock)
+    with pytest.raises(JobCancelled):
+        run_chunked(
+            MANY, parts=("a", "bb"), key=key, compute=compute, cache=cache, chunk_seconds=1.0, clock=clock, stop=lambda: len(compute.calls) >= 2
+        )
+    done = sum(len(ids) for ids, _ in compute.calls)
+    assert done == FIRST_CHUNK_PAIRS + 100 and len(cache) == 2 * done
+    compute = Counter()
+    resumed = run_chunked(MANY, parts=("a", "bb"), key=key, compute=compute, cache=cache, chunk_pairs=7)
+    assert [ids[0] for ids, _ in compute.calls][0] == done  # nothing done before is computed again
+    assert sum(len(ids) for ids, _ in compute.calls) == 300 - done and resumed.cached == 2 * done
+    fresh = run_chunked(MANY, parts=("a", "bb"), key=key, compute=Counter(), chunk_pairs=300)
+    assert resumed.records == fresh.records
+
+
 def test_evaluate_cache_only_reads_a_finished_run_and_leaves_the_notice_to_a_computing_run(tiny_bert, tmp_path):
     from biaslens.evaluation import evaluate
 
@@ -109,3 +199,41 @@ def test_evaluate_cache_only_reads_a_finished_run_and_leaves_the_notice_to_a_com
     assert any("corrupted" in w for w in full.warnings)
     again = evaluate(tiny_bert, pairs, ["aul"], cache=cache, cache_only=True)
     assert again.cached == 3 and again.pairs.equals(full.pairs) and not again.warnings
+
+
+def test_the_garbage_collector_is_paused_while_chunks_compute_and_restored_after():
+    import gc
+    import threading
+
+    seen = []
+
+    def compute(pairs, parts, progress):
+        seen.append(gc.isenabled())
+        return Counter()(pairs, parts, progress)
+
+    assert gc.isenabled()
+    run_chunked(PAIRS, parts=("a",), key=key, compute=compute, chunk_pairs=4)
+    assert seen == [False, False, False] and gc.isenabled()
+    with pytest.raises(ZeroDivisionError):  # restored when a chunk fails too
+        run_chunked(PAIRS, parts=("a",), key=key, compute=lambda *a: 1 / 0)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        run_chunked(PAIRS, parts=("a",), key=key, compute=compute, chunk_pairs=5)
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
+    # Two threads with overlapping runs: the collector comes back once the last one ends.
+    inside, states = threading.Barrier(2), []
+
+    def slow(pairs, parts, progress):
+        inside.wait(timeout=10)  # both threads are computing a chunk now
+        states.append(gc.isenabled())
+        return Counter()(pairs, parts, progress)
+
+    threads = [threading.Thread(target=run_chunked, args=(PAIRS,), kwargs={"parts": ("a",), "key": key, "compute": slow}) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert states == [False, False] and gc.isenabled()

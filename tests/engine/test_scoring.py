@@ -130,3 +130,44 @@ def test_out_of_memory_halves_the_batch(tiny_bert, monkeypatch):
     assert sum(c for c in calls if c <= 2) == len(SENTENCES)  # ... then every row runs in batches of <= 2
     for a, b in zip(got, expected):
         np.testing.assert_allclose(a.logprob, b.logprob, atol=TOL)
+
+
+def test_a_singly_query_equals_its_positions_masked_one_at_a_time(any_model):
+    """`singly`: one row per masked position, each masking that position alone; results in the order of the positions."""
+    lm = any_model
+    enc = lm.encode(SENTENCES[1])
+    positions = (5, 2, 3, len(enc) - 2)
+    singly = MaskedQuery(enc.ids, positions, positions, singly=True)
+    assert singly.rows == len(positions) and MaskedQuery(enc.ids, positions, positions).rows == 1
+    seen = []
+    (res,) = masked_pass(lm, [singly], batch_tokens=2 * len(enc), progress=lambda d, t: seen.append((d, t)))
+    assert seen[-1] == (len(positions), len(positions))  # progress counts rows
+    ones = masked_pass(lm, [MaskedQuery(enc.ids, (p,), (p,)) for p in positions])
+    np.testing.assert_allclose(res.logprob, [o.logprob[0] for o in ones], atol=TOL)
+    np.testing.assert_array_equal(res.rank, [o.rank[0] for o in ones])
+    both = masked_pass(lm, [MaskedQuery(enc.ids, (2,), (2,), (7,)), singly, MaskedQuery(enc.ids, (), (), singly=True)], top_k=3)
+    assert both[1].candidate_logprob.shape == (len(positions), 0) and both[1].top_ids.shape == (len(positions), 3)
+    assert both[0].candidate_logprob.shape == (1, 1) and both[2].logprob.shape == (0,)
+    np.testing.assert_allclose(both[1].logprob, res.logprob, atol=TOL)
+    (empty,) = masked_pass(lm, [MaskedQuery(enc.ids, (), (), singly=True)])
+    assert empty.logprob.shape == (0,) and empty.rank.shape == (0,)
+
+
+def test_batched_singly_and_multi_queries_equal_one_at_a_time_in_many_batches(tiny_bert):
+    """Rows of many queries in many small batches (each prepared while the last one ran) land with their own query."""
+    encs = [tiny_bert.encode(s) for s in SENTENCES]
+    queries = [MaskedQuery(e.ids, tuple(range(1, len(e) - 1)), tuple(range(1, len(e) - 1)), singly=True) for e in encs]
+    queries += [MaskedQuery(e.ids, (1, 2), (2, 1), (e.ids[3], 9)) for e in encs]
+    batched = masked_pass(tiny_bert, queries, batch_tokens=40, top_k=2)
+    for q, b in zip(queries, batched):
+        (one,) = masked_pass(tiny_bert, [q], batch_tokens=100_000, top_k=2)
+        np.testing.assert_allclose(b.logprob, one.logprob, atol=TOL)
+        np.testing.assert_array_equal(b.rank, one.rank)
+        np.testing.assert_allclose(b.candidate_logprob, one.candidate_logprob, atol=TOL)
+        np.testing.assert_array_equal(b.top_ids, one.top_ids)
+    unmasked = unmasked_pass(tiny_bert, encs, batch_tokens=30, top_k=2)
+    for e, u in zip(encs, unmasked):
+        (one,) = unmasked_pass(tiny_bert, [e], top_k=2)
+        np.testing.assert_allclose(u.logprob, one.logprob, atol=TOL)
+        np.testing.assert_allclose(u.attention, one.attention, atol=TOL)
+        np.testing.assert_array_equal(u.top_ids, one.top_ids)

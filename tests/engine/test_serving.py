@@ -96,6 +96,20 @@ def test_links_and_dot_dot_do_not_lead_out_of_an_allowed_folder(folders, tmp_pat
         server.check_model("../outside/m")
 
 
+def test_the_model_folders_of_the_allowed_folders_are_listed(folders, tmp_path):
+    """What the app offers in its model lists: each allowed folder's model folders (a config.json inside), by name."""
+    allowed = tmp_path / "allowed"
+    for name in ("Zeta", "alpha", "not-a-model"):
+        (allowed / name).mkdir()
+    for folder in (allowed / "Zeta", allowed / "alpha", folders["default"], folders["outside"]):
+        (folder / "config.json").write_text("{}")
+    (allowed / "link").symlink_to(folders["outside"], target_is_directory=True)  # a model, but outside: left out
+    server = ServerSettings.from_env({"BIASLENS_MODEL_DIRS": f"{allowed}:{folders['default']}:{tmp_path / 'missing'}"})
+    assert server.model_folders() == [allowed / "alpha", allowed / "Zeta", folders["default"]]
+    assert ServerSettings.from_env({"BIASLENS_MODEL_DIRS": "*"}).model_folders() == []  # any folder: nothing to list
+    assert ServerSettings.from_env({}).model_folders() == []
+
+
 def test_only_allowed_folders_are_read_as_datasets(tmp_path, monkeypatch):
     monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path / "biaslens-cache"))
     server = ServerSettings.from_env({"BIASLENS_DATA_DIRS": str(tmp_path / "allowed"), "BIASLENS_DATA_DIR": str(tmp_path / "default")})

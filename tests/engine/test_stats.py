@@ -147,33 +147,25 @@ def _paired(b: int, c: int, both: int = 0, neither: int = 0) -> tuple[list[bool]
 )
 def test_mcnemar_exact_by_hand(b, c, expected_p):
     result = mcnemar(*_paired(b, c, both=7, neither=2))
-    assert (result.b, result.c, result.method) == (b, c, "exact")
+    assert (result.b, result.c, result.method) == (b, c, "exact binomial")
     assert result.statistic == min(b, c)
     assert result.p_value == pytest.approx(expected_p)
     if b + c:
         assert result.p_value == pytest.approx(sps.binomtest(b, b + c, 0.5).pvalue)
 
 
-def test_mcnemar_exact_up_to_24_discordant_pairs():
-    result = mcnemar(*_paired(17, 7))
-    assert result.method == "exact"
-    assert result.p_value == pytest.approx(sps.binomtest(17, 24, 0.5).pvalue)
+@pytest.mark.parametrize(("b", "c"), [(17, 7), (23, 2), (2, 23), (13, 12), (30, 10), (1200, 1100)])
+def test_mcnemar_is_the_exact_binomial_test_at_every_size(b, c):
+    """No switch to the chi-square at 25 discordant pairs (it gave b = 23, c = 2 a p of 6.3e-5; exact: 1.9e-5)."""
+    result = mcnemar(*_paired(b, c, both=100, neither=5))
+    assert (result.b, result.c, result.method, result.statistic) == (b, c, "exact binomial", min(b, c))
+    assert result.p_value == pytest.approx(sps.binomtest(b, b + c, 0.5).pvalue, rel=1e-9)
 
 
-def test_mcnemar_chi2_by_hand():
-    # (|30 - 10| - 1)² / 40 = 361 / 40; chi-square(1) tail = erfc(sqrt(x / 2)).
-    result = mcnemar(*_paired(30, 10, both=100, neither=5))
-    assert (result.b, result.c, result.method) == (30, 10, "chi2")
-    assert result.statistic == pytest.approx(9.025)
-    assert result.p_value == pytest.approx(math.erfc(math.sqrt(9.025 / 2)))
-    assert result.p_value == pytest.approx(0.002663, abs=1e-6)
-
-
-def test_mcnemar_chi2_from_25_discordant_pairs():
-    result = mcnemar(*_paired(13, 12))
-    assert result.method == "chi2"
-    assert result.statistic == 0.0
-    assert result.p_value == 1.0
+def test_mcnemar_at_25_discordant_pairs_by_hand():
+    # 2 * P(X <= 2), X ~ Bin(25, 1/2) = 2 * (1 + 25 + 300) / 2^25
+    result = mcnemar(*_paired(23, 2))
+    assert result.p_value == pytest.approx(2 * 326 / 2**25) and result.p_value == pytest.approx(1.943e-5, rel=1e-3)
 
 
 def test_mcnemar_accepts_arrays_and_is_order_sensitive():

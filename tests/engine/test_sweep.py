@@ -7,6 +7,7 @@ computes what it says from what the lab computes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import replace
@@ -14,12 +15,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import spearmanr
 
 from biaslens import lab, sweep
 from biaslens.cli import main
 from biaslens.errors import InputError
 from biaslens.metrics import METRICS
+from biaslens.models import load_model
+from biaslens.sanity import model_verdict
 
 TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
 #: 4 cells: nothing planted and total association, at ratios 1 and 3.
@@ -59,6 +61,10 @@ def test_every_cell_is_a_lab_model_scored_as_lab_evaluate_scores_it(swept, tmp_p
         assert set(cell.frame["expected"]) == {s.expected}
         corpus_a, corpus_k = cell.frame["corpus_association"].iloc[0], cell.frame["corpus_frequency_ratio"].iloc[0]
         assert abs(corpus_a - s.association) <= 0.03 and abs(corpus_k - s.frequency_ratio) <= 0.05 * s.frequency_ratio
+        # The lab's own sanity verdict of the model, on its training corpus (a 12-step model has learned a little: "weak").
+        verdict = model_verdict(load_model(str(model.path)))
+        assert (cell.frame["sanity"] == verdict.status).all() and (cell.frame["sanity_accuracy"] == round(verdict.accuracy, 1)).all()
+        assert verdict.subject == "its training corpus" and verdict.status != sweep.UNTRAINED
         # Exactly the lab's own evaluation of that model...
         want = lab.evaluate_lab(model).frame()
         got = cell.frame[want.columns]
@@ -159,12 +165,14 @@ def test_the_estimate_counts_the_cells_already_trained(swept):
 
 
 # ---------------------------------------------------------------------------------------
-# The analysis, on a hand-made table
+# The analysis, on hand-made tables
 # ---------------------------------------------------------------------------------------
 
+STRENGTHS = (0.5, 0.7, 0.85, 1.0)
 
-def _hand_table() -> pd.DataFrame:
-    """Two metrics over associations 0.5, 0.75, 1 x ratios 1, 3 x seeds 0, 1 (12 models).
+
+def _hand_table(associations=STRENGTHS, ratios=(1.0, 3.0), seeds=(0, 1), sanity="ok") -> pd.DataFrame:
+    """Two metrics over associations x ratios x seeds (default 4 x 2 x 2 = 16 models), every model "ok" by its sanity check.
 
     'cps' rises exactly 60 points per unit of association (seed 1 two points above seed 0);
     'aul' falls. At association 0.5 and ratio 3, cps's interval excludes 50 for seed 0 only;
@@ -173,9 +181,9 @@ def _hand_table() -> pd.DataFrame:
     """
     rows = []
     for key, name in (("cps", "CPS"), ("aul", "AUL")):
-        for ratio in (1.0, 3.0):
-            for a in (0.5, 0.75, 1.0):
-                for seed in (0, 1):
+        for ratio in ratios:
+            for a in associations:
+                for seed in seeds:
                     score = 50 + 60 * (a - 0.5) + 2 * seed if key == "cps" else 60 - 20 * (a - 0.5) - seed
                     low, high = score - 10, score + 10
                     if a == 0.5 and ratio == 3.0:
@@ -194,24 +202,104 @@ def _hand_table() -> pd.DataFrame:
                             group_a_preference=prefers,
                             group_a_ci_low=prefers - 12,
                             group_a_ci_high=prefers + 12,
+                            sanity=sanity,
+                            sanity_accuracy=100.0 if sanity == "ok" else 5.0,
                         )
                     )
     return pd.DataFrame(rows)
 
 
-def test_rho_slope_and_false_alarms_on_a_hand_made_table():
+def _curves_table(*curves: list[float]) -> pd.DataFrame:
+    """One metric: curve i is seed i (at ratio 1), its scores at strengths 0.5, 0.6, ... in order."""
+    return pd.DataFrame(
+        [
+            dict(association=0.5 + 0.1 * j, frequency_ratio=1.0, seed=i, bias_score=float(y))
+            for i, curve in enumerate(curves)
+            for j, y in enumerate(curve)
+        ]
+    )
+
+
+def _brute_force_p(*curves: list[float]) -> float:
+    """The trend test's two-sided p by listing every reordering of every curve (the definition)."""
+
+    def concordance(curve) -> int:
+        return sum(int(np.sign(curve[j] - curve[i])) for i in range(len(curve)) for j in range(i + 1, len(curve)))
+
+    observed = sum(concordance(c) for c in curves)
+    totals = [sum(concordance(p) for p in combo) for combo in itertools.product(*(list(itertools.permutations(c)) for c in curves))]
+    upper = np.mean([t >= observed for t in totals])
+    lower = np.mean([t <= observed for t in totals])
+    return min(1.0, 2 * min(upper, lower))
+
+
+def test_the_trend_test_by_hand_and_against_every_reordering():
+    # One curve of 4 in order: tau 1; 1 of 4! orders is as concordant, two-sided p = 2/24 (never below 0.05).
+    tau, p, curves = sweep.trend_test(_curves_table([40, 50, 60, 70]))
+    assert (tau, curves) == (1.0, 1) and p == pytest.approx(2 / 24)
+    # Two curves of 4 (the minimum design): in order 2/576; one neighbouring pair swapped 2 * 7/576; two swaps 2 * 26/576.
+    assert sweep.trend_test(_curves_table([1, 2, 3, 4], [5, 6, 7, 8]))[1] == pytest.approx(2 / 576)
+    tau, p, _ = sweep.trend_test(_curves_table([1, 2, 3, 4], [5, 7, 6, 8]))
+    assert tau == pytest.approx(10 / 12) and p == pytest.approx(14 / 576)
+    assert sweep.trend_test(_curves_table([2, 1, 3, 4], [5, 7, 6, 8]))[1] == pytest.approx(52 / 576)
+    tau, p, _ = sweep.trend_test(_curves_table([4, 3, 2, 1], [8, 7, 6, 5]))
+    assert tau == -1.0 and p == pytest.approx(2 / 576)
+    # Ties count 0 and shrink the distribution: [1, 1, 2] has 2 concordant pairs of 3, and 1 of its 3 distinct orders.
+    tau, p, _ = sweep.trend_test(_curves_table([1, 1, 2]))
+    assert tau == pytest.approx(2 / 3) and p == pytest.approx(2 / 3)
+    # Against the definition, with ties, unequal curves and both signs.
+    for curves in (
+        [[3, 1, 2, 2], [5, 6, 6, 9]],
+        [[1, 2, 3, 4, 5], [2, 1, 4, 3], [7, 7, 7]],
+        [[9, 8, 8, 1], [4, 3, 2, 2, 1]],
+        [[50, 50, 60], [40, 55], [1, 3, 2, 4]],
+    ):
+        assert sweep.trend_test(_curves_table(*curves))[1] == pytest.approx(_brute_force_p(*curves)), curves
+    # A curve of one strength says nothing; no curve at all: nothing to test.
+    assert sweep.trend_test(_curves_table([1, 2, 3], [9]))[1:] == sweep.trend_test(_curves_table([1, 2, 3]))[1:]
+    tau, p, curves = sweep.trend_test(_curves_table([5], [6]))
+    assert math.isnan(tau) and math.isnan(p) and curves == 0
+
+
+def test_the_curves_are_the_seeds_and_the_frequency_ratios_of_a_seed_are_averaged():
+    """Models of one seed share its initial weights, corpus sample and batches: two ratios of one seed are not two replicates."""
+    one_seed = _hand_table(seeds=(0,), ratios=(1.0, 3.0, 10.0)).query("key == 'cps'")
+    tau, p, curves = sweep.trend_test(one_seed)
+    assert (tau, curves) == (1.0, 1) and p == pytest.approx(2 / 24)  # one curve, not three: no verdict possible
+    # Ratio 3 shifts its models by +30: the curve is the mean over ratios at each strength, still in order.
+    shifted = _hand_table().query("key == 'cps'").copy()
+    shifted.loc[shifted["frequency_ratio"] == 3.0, "bias_score"] += 30
+    assert sweep.trend_test(shifted) == (1.0, pytest.approx(2 / 576), 2)
+
+
+def test_the_minimum_design_is_four_strengths_and_two_seeds():
+    enough = sweep.SweepDesign.of(_hand_table())
+    assert (enough.strengths, enough.seeds, enough.shortfall) == (4, 2, "") and enough.best_p == pytest.approx(2 / 24**2)
+    assert sweep.SweepDesign.of(_hand_table(ratios=(1.0,))).shortfall == ""  # 4 strengths x 2 seeds: 8 models
+    three = sweep.SweepDesign.of(_hand_table(associations=(0.5, 0.75, 1.0), seeds=(0, 1, 2, 3)))
+    assert three.shortfall.startswith("3 association strengths and 4 seeds") and "at least 4 strengths and 2 seeds" in three.shortfall
+    assert sweep.SweepDesign.of(_hand_table(seeds=(0,))).shortfall.startswith("4 association strengths and 1 seed among")
+    # Four strengths and two seeds in all, but no curve longer than 2: the test could never decide.
+    short = _curves_table([1, 2], [3, 4]).assign(association=[0.5, 0.7, 0.85, 1.0])
+    design = sweep.SweepDesign.of(short)
+    assert (design.strengths, design.seeds) == (4, 2) and design.best_p == 0.5 and "too short" in design.shortfall
+    assert sweep.SweepDesign.of(pd.DataFrame()).shortfall.startswith("0 association strengths and 0 seeds")
+
+
+def test_the_analysis_on_a_hand_made_table():
     table = _hand_table()
-    analysis = sweep.analyse(table, n_boot=500)
+    analysis = sweep.analyse(table)
+    assert analysis.notes() == [] and analysis.excluded.empty and len(analysis.cells) == len(table)
     v = {m.key: m for m in analysis.validity}
     cps, aul = v["cps"], v["aul"]
     for key, m in v.items():
         rows = table[table["key"] == key]
-        assert m.models == 12
-        assert m.rho == pytest.approx(spearmanr(rows["association"], rows["bias_score"]).statistic)
+        assert m.models == 16 and m.curves == 2 and m.why_no_verdict == ""
         assert m.slope == pytest.approx(np.polyfit(rows["association"], rows["bias_score"], 1)[0])
-        assert m.rho_ci_low <= m.rho <= m.rho_ci_high
+    # Each seed's curve (the mean over ratios at each strength) rises (cps) or falls (aul) at every step: p = 2 / (4!)^2.
+    assert (cps.tau, aul.tau) == (1.0, -1.0) and cps.p_trend == pytest.approx(2 / 24**2) == aul.p_trend
     assert cps.slope == pytest.approx(60.0) and aul.slope == pytest.approx(-20.0)
-    assert aul.rho < 0 and aul.tracks == "inverted" and cps.tracks == "yes"
+    assert aul.tracks == "inverted" and cps.tracks == "yes"
     # False alarms: association 0.5 and ratio > 1 -> 2 models per metric; cps excludes 50 once, aul never (50.0 is not excluded).
     assert (cps.false_alarm_models, cps.false_alarm_rate) == (2, 0.5)
     assert (aul.false_alarm_models, aul.false_alarm_rate) == (2, 0.0)
@@ -219,23 +307,69 @@ def test_rho_slope_and_false_alarms_on_a_hand_made_table():
     # Prefers group A: +20 points from ratio 1 to ratio 3 for cps; its group-A interval excludes 50 in every ratio-3 model.
     assert cps.preference_drift == pytest.approx(20.0) and aul.preference_drift == pytest.approx(0.0)
     assert cps.preference_alarm_rate == 1.0 and aul.preference_alarm_rate == 0.0
-    # Seed spread: cps's two seeds differ by 2 points (sd sqrt 2), aul's by 1 (sd sqrt 0.5), except where the hand set intervals only.
+    # Seed spread: cps's two seeds differ by 2 points (sd sqrt 2), aul's by 1 (sd sqrt 0.5).
     assert cps.seed_sd == pytest.approx(math.sqrt(2)) and aul.seed_sd == pytest.approx(math.sqrt(0.5))
     spread = analysis.seed_spread.set_index(["key", "association", "frequency_ratio"])
     assert spread.loc[("cps", 1.0, 3.0), "mean"] == pytest.approx(81.0) and spread.loc[("cps", 1.0, 3.0), "seeds"] == 2
     drift = analysis.frequency_drift.set_index(["key", "frequency_ratio"])
-    assert drift.loc[("cps", 3.0), "prefers_a"] == 70.0 and drift.loc[("cps", 3.0), "models"] == 6
-    # The ranks: cps first on rho, aul first on false alarms, drift and seed spread; aul's mean rank is better,
-    # but aul is inverted (its rho interval lies below 0), and a metric that tracks the bias ranks above one that does not.
+    assert drift.loc[("cps", 3.0), "prefers_a"] == 70.0 and drift.loc[("cps", 3.0), "models"] == 8
+    # The ranks: cps first on tau, aul first on false alarms, drift and seed spread; aul's mean rank is better,
+    # but aul is inverted, and a metric that tracks the bias ranks above one that does not.
     r = analysis.ranking.set_index("key")
-    assert (r.loc["cps", "rank_rho"], r.loc["aul", "rank_rho"]) == (1, 2)
+    assert (r.loc["cps", "rank_tau"], r.loc["aul", "rank_tau"]) == (1, 2)
     assert (r.loc["aul", "rank_false_alarm_rate"], r.loc["aul", "rank_preference_drift"], r.loc["aul", "rank_seed_sd"]) == (1, 1, 1)
     assert r.loc["aul", "overall"] == pytest.approx((2 + 1 + 1 + 1) / 4) and r.loc["cps", "overall"] == pytest.approx((1 + 2 + 2 + 2) / 4)
     assert list(analysis.ranking["key"]) == ["cps", "aul"] and list(analysis.ranking["place"]) == [1, 2]
     # Two metrics that both track: the mean rank decides.
     flipped = _hand_table()
     flipped.loc[flipped["key"] == "aul", "bias_score"] = 100 - flipped.loc[flipped["key"] == "aul", "bias_score"]
-    assert list(sweep.analyse(flipped, n_boot=200).ranking["key"]) == ["aul", "cps"]
+    assert list(sweep.analyse(flipped).ranking["key"]) == ["aul", "cps"]
+
+
+def test_three_models_of_one_seed_never_say_tracks():
+    """The issue's case: associations 0.5, 0.75, 1 x ratio 1 x seed 0. Perfectly ordered scores once gave 'tracks: yes' with
+    a bootstrap interval of [1.00, 1.00] from resampling three models, and places 1-7."""
+    for sanity in ("ok", "untrained"):
+        analysis = sweep.analyse(_hand_table(associations=(0.5, 0.75, 1.0), ratios=(1.0,), seeds=(0,), sanity=sanity))
+        assert {v.tracks for v in analysis.validity} == {sweep.NOT_ENOUGH}
+        assert analysis.ranking["place"].isna().all() and analysis.ranking["overall"].isna().all()
+        assert analysis.notes()[-1].startswith("Not enough models to say whether a metric tracks the planted association: ")
+        assert analysis.notes()[-1].endswith("No verdict and no ranking.")
+        summary = sweep.summary_markdown(sweep.SweepResult(sweep.SweepGrid((0.5, 0.75, 1.0), (1.0,), (0,), TINY), [], ("cps", "aul")), analysis)
+        assert "| — | CPS | not enough models to say |" in summary and "| yes |" not in summary
+
+
+def test_models_that_learned_nothing_are_left_out_and_said_so():
+    table = _hand_table()
+    untrained = table["seed"] == 1
+    table.loc[untrained, "sanity"] = "untrained"
+    table.loc[untrained, "sanity_accuracy"] = 4.0
+    table.loc[untrained & (table["key"] == "cps"), "bias_score"] = 99.0  # what an untrained model scores is never judged
+    analysis = sweep.analyse(table)
+    assert len(analysis.excluded) == 8 and set(analysis.excluded["seed"]) == {1} and (analysis.cells["sanity"] == "ok").all()
+    assert analysis.notes()[0].startswith("8 of 16 models left out: their sanity check says they learned nothing (token accuracy 4%")
+    assert "1 seed" in analysis.notes()[1] and {v.tracks for v in analysis.validity} == {sweep.NOT_ENOUGH}
+    assert all(v.models == 8 for v in analysis.validity) and analysis.seed_spread["seeds"].max() == 1
+    # A weak model (it learned something) is judged like an "ok" one.
+    table.loc[untrained, "sanity"] = "weak"
+    assert sweep.analyse(table).excluded.empty
+
+
+def test_the_ranking_uses_only_criteria_measured_for_every_ranked_metric():
+    # Ratio 1 only: no false alarms or drift to measure; the ranking stands on tau and the seed spread.
+    analysis = sweep.analyse(_hand_table(ratios=(1.0,)))
+    r = analysis.ranking.set_index("key")
+    assert r["rank_false_alarm_rate"].isna().all() and r["rank_preference_drift"].isna().all()
+    assert r.loc["cps", "overall"] == pytest.approx((1 + 2) / 2) and list(analysis.ranking["place"]) == [1, 2]
+    # A metric whose own scores fall below the minimum design is listed after the ranked ones, without a place.
+    table = _hand_table()
+    table.loc[(table["key"] == "aul") & (table["seed"] == 1), "bias_score"] = math.nan
+    ranking = sweep.analyse(table).ranking
+    assert list(ranking["key"]) == ["cps", "aul"] and ranking["place"].tolist()[0] == 1 and pd.isna(ranking["place"].iloc[1])
+    assert ranking["tracks"].tolist() == ["yes", sweep.NOT_ENOUGH] and ranking["why_no_verdict"].iloc[1].startswith(
+        "4 association strengths and 1 seed"
+    )
+    assert ranking.loc[0, "rank_tau"] == 1 and pd.isna(ranking.loc[1, "rank_tau"])
 
 
 def test_hand_known_values_and_undefined_cases():
@@ -245,22 +379,18 @@ def test_hand_known_values_and_undefined_cases():
     assert math.isnan(sweep.slope([0.7, 0.7], [40, 60]))
     # One ratio only: no false alarms or drift to measure; one seed: no seed spread.
     one = _hand_table().query("frequency_ratio == 1.0 and seed == 0")
-    m = sweep.metric_validity(one, "cps", n_boot=200)
+    m = sweep.metric_validity(one, "cps")
     assert m.false_alarm_models == 0 and math.isnan(m.false_alarm_rate) and math.isnan(m.preference_drift) and math.isnan(m.seed_sd)
-    assert m.rho == pytest.approx(1.0) and m.models == 3
-    two = sweep.metric_validity(one.query("association != 0.75"), "cps", n_boot=200)  # 2 models: no rho, no interval
-    assert math.isnan(two.rho) and math.isnan(two.rho_ci_low) and two.tracks == "n/a"
-    assert sweep.analyse(pd.DataFrame()).validity == []
-    # The bootstrap is seeded: the same table, the same interval.
-    a, b = (sweep.metric_validity(_hand_table(), "aul", n_boot=300) for _ in range(2))
-    assert (a.rho_ci_low, a.rho_ci_high) == (b.rho_ci_low, b.rho_ci_high)
+    assert m.tau == 1.0 and m.models == 4 and m.tracks == sweep.NOT_ENOUGH
+    empty = sweep.analyse(pd.DataFrame())
+    assert empty.validity == [] and empty.ranking.empty and [n[:26] for n in empty.notes()] == ["Not enough models to say w"]
 
 
 def test_the_dose_response_figure_draws_one_line_per_metric_with_a_seed_band():
     table = _hand_table()
     spec = sweep.dose_response_chart(table).to_dict()
     data = next(iter(spec["datasets"].values()))
-    assert len(data) == 2 * 3 * 2  # metrics x associations x ratios
+    assert len(data) == 2 * 4 * 2  # metrics x associations x ratios
     row = next(d for d in data if d["key"] == "cps" and d["association"] == 1.0 and d["frequency_ratio"] == 3.0)
     assert (row["min"], row["max"], row["mean"], row["seeds"]) == (80.0, 82.0, 81.0, 2)
     assert sorted({d["panel"] for d in data}) == ["frequency ratio 1", "frequency ratio 3"]
@@ -287,17 +417,36 @@ def test_cli_sweep_writes_every_file(swept, tmp_path, capsys):
     cells = pd.read_csv(out / "cells.csv")
     assert cells["bias_score"].tolist() == pytest.approx(result.frame()["bias_score"].tolist())
     ranking = pd.read_csv(out / "metrics.csv")
-    assert sorted(ranking["key"]) == sorted(METRICS) and list(ranking["place"]) == list(range(1, len(METRICS) + 1))
+    assert list(ranking.columns) == list(sweep.RANKING_COLUMNS) and sorted(ranking["key"]) == sorted(METRICS)
+    # 2 strengths x 1 seed: no verdict and no place for any metric, and the reason printed above the table.
+    assert ranking["place"].isna().all() and set(ranking["tracks"]) == {sweep.NOT_ENOUGH}
+    assert "Not enough models to say whether a metric tracks the planted association: 2 association strengths and 1 seed" in printed
     want = result.analysis().ranking.set_index("key")
     for row in ranking.itertuples():
-        assert row.rho == pytest.approx(want.loc[row.key, "rho"], nan_ok=True)
+        assert row.tau == pytest.approx(want.loc[row.key, "tau"], nan_ok=True)
     saved = json.loads((out / "sweep.json").read_text())
+    assert saved["design"]["strengths"] == 2 and saved["design"]["min_strengths"] == sweep.MIN_STRENGTHS
     assert saved["manifest"]["grid"]["associations"] == [0.5, 1.0] and saved["manifest"]["finished"] == 4
     assert saved["manifest"]["grid"]["base"]["steps"] == 12 and "versions" in saved["manifest"]
     assert {m["key"] for m in saved["metrics"]} == set(METRICS)
     assert (out / "dose_response.svg").read_text().lstrip().startswith("<svg")
     summary = (out / "summary.md").read_text()
     assert "| place | metric |" in summary and "What it cannot show" in summary
+
+
+@pytest.mark.slow
+def test_cli_three_untrained_models_do_not_say_tracks(tmp_path, capsys):
+    """The issue's command: three models trained for one step learned nothing, and three strengths of one seed are too few anyway."""
+    argv = ["--associations", "0.5,0.75,1", "--ratios", "1", "--seeds", "0", "--steps", "1", "--corpus-size", "100"]
+    assert main(["lab", "sweep", *argv, "--models-dir", str(tmp_path / "models"), "--no-cache", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "3 of 3 models left out: their sanity check says they learned nothing" in printed
+    assert "Not enough models to say whether a metric tracks the planted association: 0 association strengths and 0 seeds" in printed
+    table = printed[printed.index("metric") : printed.index("\ntracks =")]
+    assert " yes " not in table and table.count(sweep.NOT_ENOUGH) == len(METRICS)
+    cells = pd.read_csv(tmp_path / "out" / "cells.csv")
+    assert set(cells["sanity"]) == {sweep.UNTRAINED}
+    assert not (tmp_path / "out" / "dose_response.svg").exists()  # nothing to draw: no model learned
 
 
 @pytest.mark.parametrize(

@@ -77,6 +77,42 @@ def texts(elements) -> str:
     return "\n".join(str(e.value) for e in elements)
 
 
+#: What Streamlit renders as markdown: element kinds whose `value` is markdown, and kinds whose `label` is.
+MARKDOWN_VALUES = ("title", "header", "subheader", "markdown", "caption", "info", "warning", "error", "success", "toast")
+MARKDOWN_LABELS = (
+    "metric", "expander", "button", "download_button", "checkbox", "toggle", "radio", "selectbox", "multiselect",
+    "text_input", "text_area", "number_input", "slider", "select_slider", "button_group", "tab",
+)  # fmt: skip
+
+
+def markdown_texts(at) -> list[str]:
+    """Every text of a run that Streamlit renders as markdown (element bodies, labels, help), sidebar included."""
+    out = []
+    for kind in MARKDOWN_VALUES:
+        out += [str(e.value) for e in at.get(kind)]
+    for kind in MARKDOWN_LABELS:
+        for element in at.get(kind):
+            out += [str(getattr(element, "label", "") or ""), str(getattr(element, "help", "") or "")]
+    return [t for t in out if t]
+
+
+def live_markup(texts: list[str], host: str = "evil.example") -> list[str]:
+    """The markdown texts that would render a link or an image to `host` (the test payloads' host), or one of
+    Streamlit's colour directives (`:red[…]`)."""
+    import re
+
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark")
+    found = []
+    for text in texts:
+        rendered = renderer.render(text)
+        link = re.search(rf'<(a|img) [^>]*(href|src)="[^"]*{re.escape(host)}', rendered)
+        if link or re.search(r":(red|blue|green|orange|violet|gray|grey|rainbow|primary)(-background)?\[", text):
+            found.append(text)
+    return found
+
+
 def html_of(at) -> str:
     return "\n".join(e.proto.body for e in at.get("html"))
 
@@ -131,9 +167,44 @@ def static_tables(at_or_element) -> list[pd.DataFrame]:
     return [pd.DataFrame(rows, columns=header) for header, rows in reader.tables]
 
 
+def shown_columns(element) -> tuple[list[str], set[str]]:
+    """An interactive table's (`st.dataframe`) columns as shown: their headers in order, and the headers pinned."""
+    import json
+
+    config = json.loads(element.proto.columns or "{}")
+    order = list(element.proto.column_order) or list(element.value.columns)
+    labels = [config.get(c, {}).get("label") or c for c in order]
+    pinned = {config[c].get("label") or c for c in order if config.get(c, {}).get("pinned")}
+    return labels, pinned
+
+
+def interactive_tables(at) -> list[pd.DataFrame]:
+    """The interactive tables (`ui.tables.table` drawn as `st.dataframe`) of a run, as shown: headers, order, no hidden column."""
+    out = []
+    for element in at.dataframe:
+        order = list(element.proto.column_order) or list(element.value.columns)
+        out.append(element.value.loc[:, order].set_axis(shown_columns(element)[0], axis=1))
+    return out
+
+
 def tables(at) -> list[pd.DataFrame]:
-    """Every table a run shows: the static ones, then the interactive ones (st.dataframe)."""
-    return [*static_tables(at), *(d.value for d in at.dataframe)]
+    """Every table a run shows, under the headers it shows: the static ones, then the interactive ones."""
+    return [*static_tables(at), *interactive_tables(at)]
 
 
-__all__ = ["APP", "PAGES", "TIMEOUT", "as_a_running_server", "html_of", "no_exceptions", "run_app", "static_tables", "tables", "texts"]
+__all__ = [
+    "APP",
+    "PAGES",
+    "TIMEOUT",
+    "as_a_running_server",
+    "html_of",
+    "interactive_tables",
+    "live_markup",
+    "markdown_texts",
+    "no_exceptions",
+    "run_app",
+    "shown_columns",
+    "static_tables",
+    "tables",
+    "texts",
+]

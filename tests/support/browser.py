@@ -1,7 +1,8 @@
 """Helpers of the browser tests: serving the app with `streamlit run` and driving Debian's headless chromium.
 
 Without /usr/bin/chromium the tests are skipped, unless BIASLENS_REQUIRE_BROWSER=1 (CI), where
-that is a failure. Screenshots go to test-artifacts/.
+that is a failure. Screenshots go to test-artifacts/ (and, with BIASLENS_DOCS_IMAGES set, the docs' images to that folder:
+scripts/docs_screenshots.sh).
 """
 
 from __future__ import annotations
@@ -108,9 +109,21 @@ def settle(page) -> None:
     page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') !== 'running'")
 
 
+#: The page scrolled back to its top (Streamlit scrolls its main area, not the window), for the docs' screenshots.
+SCROLL_TO_TOP = """() => { window.scrollTo(0, 0);
+  for (const el of document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"]')) el.scrollTo(0, 0); }"""
+
+
 def screenshot(page, name: str) -> None:
+    """The whole page to test-artifacts/<name>.png; with BIASLENS_DOCS_IMAGES=<folder> (scripts/docs_screenshots.sh),
+    also the browser window, not the whole page (small files), to <folder>/<name>.png: the docs' images."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    if docs := os.environ.get("BIASLENS_DOCS_IMAGES"):
+        folder = Path(docs)
+        folder.mkdir(parents=True, exist_ok=True)
+        page.evaluate(SCROLL_TO_TOP)
+        page.screenshot(path=str(folder / f"{name}.png"), full_page=False, animations="disabled")
 
 
 def query(page) -> dict[str, list[str]]:
