@@ -14,7 +14,7 @@ model is already loaded, next to the engine call behind it.
   engine's AUL scores.
 * **reopen** (goal: under 1 s), a `--reopen-size` model: all of CrowS-Pairs and StereoSet
   scored with the five metrics into a fresh result cache (untimed), then, `--repeat` times
-  each, the engine's `biaslens.explore.cached_evaluation` (tokenization, cache keys, one
+  each, the engine's `biaslens.analyses.explore.cached_evaluation` (tokenization, cache keys, one
   read of the cache, the per-pair table and the summary) with a fresh `ResultCache`, and
   the dataset explorer opened on that run. The cache file's size is reported: it holds
   small per-pair records, never attention tensors.
@@ -39,13 +39,13 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO))
 
-from biaslens.cache import ResultCache  # noqa: E402
-from biaslens.datasets import load_dataset  # noqa: E402
-from biaslens.evaluation import evaluate, inspect_pair  # noqa: E402
-from biaslens.explore import cached_evaluation  # noqa: E402
-from biaslens.metrics import PAPER_METRICS  # noqa: E402
-from biaslens.models import load_model  # noqa: E402
-from biaslens.testing import build_random_model  # noqa: E402
+from biaslens.engine.cache import ResultCache  # noqa: E402
+from biaslens.data.datasets import load_dataset  # noqa: E402
+from biaslens.engine.evaluation import evaluate, inspect_pair  # noqa: E402
+from biaslens.analyses.explore import cached_evaluation  # noqa: E402
+from biaslens.engine.metrics import PAPER_METRICS  # noqa: E402
+from biaslens.engine.models import load_model  # noqa: E402
+from biaslens.engine.testing import build_random_model  # noqa: E402
 from tests.support.app import static_tables  # noqa: E402  (reads the page's static tables)
 
 GOALS_S = {"inspect": {"cpu": 2.0, "cuda": 0.5}, "reopen": {"cpu": 1.0, "cuda": 1.0}}

@@ -52,11 +52,11 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"  # test and benchmark inputs only; the product never reads it
 sys.path.insert(0, str(REPO))
 
-from biaslens.datasets import load_dataset  # noqa: E402
-from biaslens.evaluation import inspect_pair  # noqa: E402
-from biaslens.metrics import PAPER_METRICS  # noqa: E402
-from biaslens.models import load_model  # noqa: E402
-from biaslens.testing import build_random_model  # noqa: E402
+from biaslens.data.datasets import load_dataset  # noqa: E402
+from biaslens.engine.evaluation import inspect_pair  # noqa: E402
+from biaslens.engine.metrics import PAPER_METRICS  # noqa: E402
+from biaslens.engine.models import load_model  # noqa: E402
+from biaslens.engine.testing import build_random_model  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]

@@ -54,15 +54,15 @@ _CHECKOUT = Path(__file__).resolve().parents[1]
 if str(_CHECKOUT) not in sys.path:  # run as a script from the checkout: `python benchmarks/bench_engine.py`
     sys.path.insert(0, str(_CHECKOUT))
 
-from biaslens.alignment import Alignment, align_pair  # noqa: E402
-from biaslens.datasets import load_dataset  # noqa: E402
+from biaslens.engine.alignment import Alignment, align_pair  # noqa: E402
+from biaslens.data.datasets import load_dataset  # noqa: E402
 from biaslens.errors import InputError  # noqa: E402
-from biaslens.evaluation import score_encoded_pairs  # noqa: E402
-from biaslens.metrics import METRICS, SentenceInput  # noqa: E402
-from biaslens.models import Encoding, MaskedLM, load_model  # noqa: E402
-from biaslens.scoring import default_batch_tokens, plan_batches  # noqa: E402
+from biaslens.engine.pairs import score_encoded_pairs  # noqa: E402
+from biaslens.engine.metrics import METRICS, SentenceInput  # noqa: E402
+from biaslens.engine.models import Encoding, MaskedLM, load_model  # noqa: E402
+from biaslens.engine.scoring import default_batch_tokens, plan_batches  # noqa: E402
 
-#: Model sizes: name -> (biaslens.testing family, size, tokenizer folder).
+#: Model sizes: name -> (biaslens.engine.testing family, size, tokenizer folder).
 MODEL_SIZES = {
     "base": ("bert-cased", "base", "bert-base-cased"),
     "large": ("roberta", "large", "roberta-large"),
@@ -240,7 +240,7 @@ def padding_share(lm: MaskedLM, rows: Sequence[tuple[int, int]], batch_tokens: i
     lengths = [length for length, _ in rows]
     if not lengths:
         return 0.0
-    from biaslens.scoring import _overhead_tokens
+    from biaslens.engine.scoring import _overhead_tokens
 
     plan = plan_batches(lengths, batch_tokens, overhead_tokens=_overhead_tokens(lm))
     padded = sum(max(lengths[i] for i in b) * len(b) for b in plan)
@@ -256,11 +256,11 @@ def padding_share(lm: MaskedLM, rows: Sequence[tuple[int, int]], batch_tokens: i
 def model_time(lm: MaskedLM) -> Iterator[list[float]]:
     """[seconds] spent in the model's forward passes and vocabulary read-outs while the block runs.
 
-    `lm.hidden_states`, `lm.logits` and `biaslens.scoring._readout` are timed with the device
+    `lm.hidden_states`, `lm.logits` and `biaslens.engine.scoring._readout` are timed with the device
     synchronised before and after each call (so on a GPU the run waits for every batch: time
     it apart from throughput runs).
     """
-    import biaslens.scoring as scoring
+    import biaslens.engine.scoring as scoring
 
     spent = [0.0]
 
@@ -287,7 +287,7 @@ def model_time(lm: MaskedLM) -> Iterator[list[float]]:
 
 def cpu_overhead(lm: MaskedLM, pairs: Sequence[Any], metrics: Sequence[str] = WORKLOADS["all five"], *, repeat: int = 1) -> dict[str, Any]:
     """Non-model seconds of `evaluate` over `pairs` (cache off): wall time less `model_time`, the least of `repeat` runs."""
-    from biaslens.evaluation import evaluate
+    from biaslens.engine.evaluation import evaluate
 
     best: tuple[float, float] | None = None
     for _ in range(max(1, repeat)):
@@ -419,7 +419,7 @@ def bench_model(
     measure: Sequence[str] = MEASURES,
 ) -> dict[str, Any]:
     """The `measure`s for one model size; `peak` is the device's matmul FLOP/s (for MFU)."""
-    from biaslens.testing import build_random_model
+    from biaslens.engine.testing import build_random_model
 
     family, model_size, tokenizer = MODEL_SIZES[size]
     with tempfile.TemporaryDirectory() as tmp:
@@ -585,6 +585,19 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     return goals
 
 
+def write_report(
+    out: str | Path, stem: str, report: dict[str, Any], markdown: Callable[[dict[str, Any]], str], default: Callable[[Any], Any] | None = None
+) -> str:
+    """Write a benchmark's `report` as `<stem>.json` (`default`: as in `json.dumps`) and, through `markdown`, `<stem>.md`
+    in `out`; returns the Markdown."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=default) + "\n")
+    text = markdown(report)
+    (out / f"{stem}.md").write_text(text)
+    return text
+
+
 def markdown(report: dict[str, Any]) -> str:
     peak = report["matmul_peak_flops"]
     m = report["machine"]
@@ -667,7 +680,7 @@ def build_parser(prog: str = "python benchmarks/bench_engine.py") -> argparse.Ar
 def main(argv: Sequence[str] | None = None, *, prog: str = "python benchmarks/bench_engine.py") -> int:
     """Run the suite on `argv` (default: sys.argv); 0 when done. Raises InputError on bad arguments."""
     args = build_parser(prog).parse_args(argv)
-    from biaslens.models import resolve_device
+    from biaslens.engine.models import resolve_device
 
     device = resolve_device(args.device)
     dtype = args.dtype or ("float32" if device.type == "cpu" else "bfloat16")
@@ -719,13 +732,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python benchmarks/be
     report["load_after"] = load_average()
     report["goals"] = summarize(report)
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     stem = f"bench-{device.type}"
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / f"{stem}.md").write_text(markdown(report))
-    log("\n" + markdown(report))
-    log(f"wrote {out / stem}.json and .md")
+    log("\n" + write_report(args.out, stem, report, markdown))
+    log(f"wrote {Path(args.out) / stem}.json and .md")
     return 0
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import platform
@@ -40,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +47,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, wait_until_healthy  # noqa: E402
+
 #: Scores are shown with 4 decimals: a page value may differ from the engine's by half a unit in the last place.
 SHOWN = 0.5e-4 + 1e-6
 TIMEOUT_MS = int(os.environ.get("BIASLENS_BENCH_TIMEOUT_MS", 600_000))
@@ -104,16 +102,9 @@ class Server:
         command = ["bash", "scripts/app.sh", *flags] if args.app_sh else [sys.executable, "-m", "streamlit", "run", "app.py", *flags]
         self.log = log
         self.proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 600
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=2)
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    sys.exit(f"the app did not start: {log.read_text()[-2000:]}")
-                time.sleep(0.3)
+        if not wait_until_healthy(self.base, self.proc, 600):
+            self.stop()
+            sys.exit(f"the app did not start: {log.read_text()[-2000:]}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -232,7 +223,7 @@ async def one_setting(args, model: Path, pairs: list, tmp: Path, batch_ms: int) 
     report: dict = {"batch_ms": batch_ms, "under_load": {}}
     try:
         async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             home = next(ids)
             await session(browser, server.base, home, [])  # warm-up: the model loads, its sanity check runs, `home` is scored
             print("  one user…", flush=True)
@@ -279,9 +270,9 @@ async def one_setting(args, model: Path, pairs: list, tmp: Path, batch_ms: int) 
 
 def engine_tables(model: Path, pairs: list) -> dict[int, list[list[str]]]:
     """What the inspector's sentence-scores table should show for each pair, from `inspect_pair` here."""
-    from biaslens.evaluation import inspect_pair
-    from biaslens.metrics import PAPER_METRICS
-    from biaslens.models import load_model
+    from biaslens.engine.evaluation import inspect_pair
+    from biaslens.engine.metrics import PAPER_METRICS
+    from biaslens.engine.models import load_model
 
     lm = load_model(str(model))
     out = {}
@@ -398,14 +389,14 @@ def main() -> int:
         return load_threads.main(args)
     import torch
 
-    from biaslens.datasets import load_dataset
-    from biaslens.testing import build_random_model
+    from biaslens.data.datasets import load_dataset
+    from biaslens.engine.testing import build_random_model
 
     crows_file = Path(args.data_dir) / "crows-pairs" / "crows_pairs_anonymized.csv"
     tokenizer = Path(args.tokenizers) / "bert-base-cased"
     if not crows_file.is_file() or (args.model is None and not tokenizer.is_dir()):
         sys.exit(f"{crows_file} or {tokenizer} is missing: pass --data-dir and --tokenizers")
-    if not Path(CHROMIUM).exists():
+    if not CHROMIUM.exists():
         sys.exit(f"{CHROMIUM} is missing (apt-get install chromium)")
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     pairs = load_dataset(crows_file).pairs
@@ -450,12 +441,10 @@ def main() -> int:
         },
         "settings": settings,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "load.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "load.md").write_text(markdown(report))
-    print(markdown(report))
-    print(f"wrote {out / 'load.json'} and {out / 'load.md'}")
+    from benchmarks.bench_engine import write_report
+
+    print(write_report(args.out, "load", report, markdown))
+    print(f"wrote {Path(args.out) / 'load'}.json and .md")
     return 0 if ok else 1
 
 

@@ -7,7 +7,7 @@
   from scratch (a fresh lab folder, no result cache) with each worker count in turn, `--repeat`
   times, alternating, so that a change of the machine's load hits every count alike. Prints
   the wall time of each run and the median speed-up over 1 worker.
-* **default**: the default grid (`biaslens.sweep.SweepGrid.default()`) from scratch, then
+* **default**: the default grid (`biaslens.lab.sweep.SweepGrid.default()`) from scratch, then
   again (everything found in the cache). Prints both wall times, the CPU count and the
   sweep's summary.md (its notes and the ranking, as a markdown table).
 
@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from biaslens import lab, sweep  # noqa: E402
+from biaslens import lab  # noqa: E402
+from biaslens.lab import sweep  # noqa: E402
 
 
 def _timed(grid: sweep.SweepGrid, models: Path, workers: int, cache: Path | bool) -> tuple[float, sweep.SweepResult]:

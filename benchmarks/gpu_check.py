@@ -52,14 +52,15 @@ if str(_CHECKOUT) not in sys.path:  # run as a script from the checkout
     sys.path.insert(0, str(_CHECKOUT))
 
 from benchmarks import bench_engine as bench  # noqa: E402
-from biaslens.alignment import align_pair  # noqa: E402
-from biaslens.datasets import load_dataset  # noqa: E402
+from biaslens.engine.alignment import align_pair  # noqa: E402
+from biaslens.data.datasets import load_dataset  # noqa: E402
 from biaslens.errors import InputError  # noqa: E402
-from biaslens.evaluation import EvaluationResult, evaluate, score_encoded_pairs  # noqa: E402
-from biaslens.exact import bfloat16_twin  # noqa: E402
-from biaslens.metrics import METRICS, PAPER_METRICS  # noqa: E402
-from biaslens.models import MaskedLM, load_model, resolve_device  # noqa: E402
-from biaslens.scoring import default_batch_tokens  # noqa: E402
+from biaslens.engine.evaluation import EvaluationResult, evaluate  # noqa: E402
+from biaslens.engine.pairs import score_encoded_pairs  # noqa: E402
+from biaslens.engine.exact import bfloat16_twin  # noqa: E402
+from biaslens.engine.metrics import METRICS, PAPER_METRICS  # noqa: E402
+from biaslens.engine.models import MaskedLM, load_model, resolve_device  # noqa: E402
+from biaslens.engine.scoring import default_batch_tokens  # noqa: E402
 
 #: The issue's goals (one H100 or H200): end-to-end seconds for all five metrics over both datasets, per size.
 GOAL_SECONDS = {"base": 2.0, "large": 4.0}
@@ -211,7 +212,7 @@ def check_model(
     size: str, args: argparse.Namespace, datasets: dict[str, list], peak: float, budget: Budget, out: Path, log: Callable[[str], None]
 ) -> dict[str, Any]:
     """Every measurement for one model size."""
-    from biaslens.testing import build_random_model
+    from biaslens.engine.testing import build_random_model
 
     family, model_size, tokenizer = bench.MODEL_SIZES[size]
     errors: list[str] = []
@@ -394,8 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if device.type == "cuda":
             torch.cuda.empty_cache()
         report["goals"] = goals(report)
-        (out / f"{stem}.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-        (out / f"{stem}.md").write_text(markdown(report))
+        bench.write_report(out, stem, report, markdown, default=str)
     log("\n" + markdown(report))
     log(f"wrote {out / stem}.json and .md")
     return 0

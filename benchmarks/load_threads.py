@@ -4,7 +4,7 @@
                                     [--batch-ms 20] [--data-dir DATA] [--tokenizers TOKENIZERS] [--out benchmarks/results]
 
 A random-weight BERT (`--size`: tiny, small, base) with the real bert-base-cased tokenizer
-from ../shared/tokenizers is loaded once through `biaslens.serving.ModelPool`, as the app
+from ../shared/tokenizers is loaded once through `biaslens.serving.server.ModelPool`, as the app
 does, and shared by every thread. Each of `--sessions` sessions inspects its own CrowS-Pairs
 pairs one after another, as the pair inspector does (every paper metric, top-5 tokens,
 attention matrices), through the app's `InspectionBatcher` (`--batch-ms`; 0 = each
@@ -20,7 +20,6 @@ Numbers depend on the machine: note its cores and what else it was running.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -35,13 +34,14 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from biaslens.cache import ResultCache  # noqa: E402
-from biaslens.datasets import load_dataset  # noqa: E402
-from biaslens.evaluation import evaluate, inspect_pair  # noqa: E402
-from biaslens.metrics import PAPER_METRICS  # noqa: E402
-from biaslens.models import load_model  # noqa: E402
-from biaslens.serving import InspectionBatcher, ModelPool  # noqa: E402
-from biaslens.testing import build_random_model  # noqa: E402
+from biaslens.engine.cache import ResultCache  # noqa: E402
+from biaslens.data.datasets import load_dataset  # noqa: E402
+from biaslens.engine.evaluation import evaluate, inspect_pair  # noqa: E402
+from biaslens.engine.metrics import PAPER_METRICS  # noqa: E402
+from biaslens.engine.models import load_model  # noqa: E402
+from biaslens.serving.server import InspectionBatcher, ModelPool  # noqa: E402
+from biaslens.engine.testing import build_random_model  # noqa: E402
+from benchmarks.bench_engine import write_report  # noqa: E402
 
 TOLERANCE = 1e-5
 RUN_METRICS = ["aul", "cps"]
@@ -196,12 +196,8 @@ def main(args) -> int:
             "sequential_s": alone_inspect_s + alone_run_s,
         },
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "load-threads.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / "load-threads.md").write_text(markdown(report))
-    print(markdown(report))
-    print(f"wrote {out / 'load-threads.json'} and {out / 'load-threads.md'}")
+    print(write_report(args.out, "load-threads", report, markdown))
+    print(f"wrote {Path(args.out) / 'load-threads'}.json and .md")
     return 0 if ok else 1
 
 

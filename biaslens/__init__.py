@@ -2,39 +2,46 @@
 
 The public API, importable from the package root:
 
-    load_model, MaskedLM          biaslens.models
-    load_dataset, Pair            biaslens.datasets
-    inspect_pair, evaluate        biaslens.evaluation
-    available_metrics             biaslens.evaluation (what a model can give, and why not)
-    METRICS                       biaslens.metrics
+    load_model, MaskedLM          biaslens.engine.models
+    load_dataset, Pair            biaslens.data.datasets
+    inspect_pair, evaluate        biaslens.engine.evaluation
+    available_metrics             biaslens.engine.pairs (what a model can give, and why not)
+    METRICS                       biaslens.engine.metrics
+
+The package is layered (docs/architecture.md): errors, paths and version at the base, then data/, engine/,
+analyses/, lab/ and kurita/, figures/ and serving/, report/ and cli/; a layer imports only the layers below it
+(`lint-imports` checks it, `.importlinter`).
 """
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from .engine import display as _display
+from .version import __version__ as __version__
 
 if TYPE_CHECKING:  # the names below, for type checkers and the API reference (griffe); at run time __getattr__ imports them
-    from .cache import ResultCache
-    from .datasets import Pair, PairDataset, load_dataset
-    from .evaluation import EvaluationResult, PairInspection, available_metrics, evaluate, inspect_pair
-    from .metrics import METRICS
-    from .models import MaskedLM, load_model
-    from .presets import PRESETS
+    from .data.datasets import Pair as Pair, PairDataset as PairDataset, load_dataset as load_dataset
+    from .engine.cache import ResultCache as ResultCache
+    from .engine.evaluation import EvaluationResult as EvaluationResult, PairInspection as PairInspection
+    from .engine.evaluation import evaluate as evaluate, inspect_pair as inspect_pair
+    from .engine.metrics import METRICS as METRICS
+    from .engine.models import MaskedLM as MaskedLM, load_model as load_model
+    from .engine.pairs import available_metrics as available_metrics
+    from .engine.presets import PRESETS as PRESETS
 
 _EXPORTS = {
-    "load_model": "models",
-    "MaskedLM": "models",
-    "PRESETS": "presets",
-    "load_dataset": "datasets",
-    "Pair": "datasets",
-    "PairDataset": "datasets",
-    "inspect_pair": "evaluation",
-    "evaluate": "evaluation",
-    "EvaluationResult": "evaluation",
-    "PairInspection": "evaluation",
-    "available_metrics": "evaluation",
-    "METRICS": "metrics",
-    "ResultCache": "cache",
+    "load_model": "engine.models",
+    "MaskedLM": "engine.models",
+    "PRESETS": "engine.presets",
+    "load_dataset": "data.datasets",
+    "Pair": "data.datasets",
+    "PairDataset": "data.datasets",
+    "inspect_pair": "engine.evaluation",
+    "evaluate": "engine.evaluation",
+    "EvaluationResult": "engine.evaluation",
+    "PairInspection": "engine.evaluation",
+    "available_metrics": "engine.pairs",
+    "METRICS": "engine.metrics",
+    "ResultCache": "engine.cache",
 }
 
 
@@ -46,5 +53,13 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module 'biaslens' has no attribute {name!r}")
 
+
+def _register_renderers() -> None:
+    """How results draw themselves in a notebook (`biaslens.engine.display`): the figures layer's renderers, imported
+    the first time a result is shown, so `import biaslens` stays light and the engine never imports figures."""
+    from .figures import notebook  # noqa: F401  (registers on import)
+
+
+_display.set_loader(_register_renderers)
 
 __all__ = sorted(_EXPORTS)

@@ -22,14 +22,16 @@ import ui.sidebar
 import ui.state
 import ui.tables
 from ui.views import AnalysesView
-from biaslens import explore, figures, lab
-from biaslens.analyses import SOURCE_RUN, bias_score_table, paper_layout
-from biaslens.datasets import DATASETS, PairDataset
-from biaslens.evaluation import EvaluationResult
-from biaslens.export import safe_csv
-from biaslens.metrics import METRICS
-from biaslens.models import MaskedLM
-from biaslens.report import (
+from biaslens.analyses import explore
+from biaslens.figures import charts as figures
+from biaslens import lab
+from biaslens.analyses.papers import SOURCE_RUN, bias_score_table, paper_layout
+from biaslens.data.datasets import DATASETS, PairDataset
+from biaslens.engine.evaluation import EvaluationResult
+from biaslens.data.export import safe_csv
+from biaslens.engine.metrics import METRICS
+from biaslens.engine.models import MaskedLM
+from biaslens.report.reproduction import (
     ANALYSES,
     DEFAULT_DATASETS,
     TABLE5_INTERVALS,
@@ -44,7 +46,7 @@ from biaslens.report import (
     table5_notes,
     zip_report,
 )
-from biaslens.shuffle import ShuffledSentence, shuffle_sentence
+from biaslens.analyses.shuffle import ShuffledSentence, shuffle_sentence
 
 ui.require_app()
 
@@ -378,6 +380,22 @@ def _cli(settings: ui.settings.Settings, names: list[str], options: ReportOption
 
 
 TAB = {"accuracy": 0, "frequency": 1, "groups": 2, "shuffle": 3, "scores": 4, "agreement": 5, "report": 6}
+#: The tabs that show one of the report's sections: (its stem, its chart, why a run may lack it), in the order they are built.
+SECTIONS = {
+    "accuracy": ("table1_token_accuracy", "chart_accuracy", "Token accuracy was not part of this run: choose it under Analyses."),
+    "groups": (
+        "table3_groups",
+        "chart_groups",
+        "No Adv / Dis groups: choose Adv / Dis groups under Analyses, with CrowS-Pairs (or a custom file with stereo_antistereo).",
+    ),
+    "shuffle": ("table4_shuffle", "chart_shuffle", "The shuffle experiment was not part of this run: choose it under Analyses."),
+    "frequency": (
+        "table2_word_frequency",
+        "chart_frequency",
+        "No word frequency: choose it under Analyses, with CrowS-Pairs (it needs stereo/antistereo pairs).",
+    ),
+    "agreement": ("figure1_roc", "chart_roc", "No agreement analysis: choose it under Analyses, with CrowS-Pairs (it needs the human annotations)."),
+}
 
 
 def main() -> None:
@@ -488,42 +506,20 @@ def main() -> None:
             "Report",
         ]
     )
-    with tabs[TAB["accuracy"]]:
-        st.subheader(TITLES["accuracy"])
-        _section(found, "table1_token_accuracy", "chart_accuracy", "Token accuracy was not part of this run: choose it under Analyses.")
-        if found is not None:
-            for c in found[0].accuracy:
-                st.markdown(
-                    f"**{ui.feedback.md(c.dataset)}: {METRICS[c.masked_metric].name} vs AUL on the {ui.feedback.md(c.paired_tokens)}** "
-                    f"(McNemar, {ui.feedback.md(c.mcnemar.method)}: p = {c.mcnemar.p_value:.3g})"
-                )
-                _frame(c.contingency.reset_index(names=""))
-    with tabs[TAB["groups"]]:
-        st.subheader(TITLES["groups"])
-        _section(
-            found,
-            "table3_groups",
-            "chart_groups",
-            "No Adv / Dis groups: choose Adv / Dis groups under Analyses, with CrowS-Pairs (or a custom file with stereo_antistereo).",
-        )
-    with tabs[TAB["shuffle"]]:
-        st.subheader(TITLES["shuffle"])
-        _section(found, "table4_shuffle", "chart_shuffle", "The shuffle experiment was not part of this run: choose it under Analyses.")
-        st.divider()
-        _shuffle_box(settings, lm)
-    with tabs[TAB["frequency"]]:
-        st.subheader(TITLES["frequency"])
-        _section(
-            found,
-            "table2_word_frequency",
-            "chart_frequency",
-            "No word frequency: choose it under Analyses, with CrowS-Pairs (it needs stereo/antistereo pairs).",
-        )
-    with tabs[TAB["agreement"]]:
-        st.subheader(TITLES["agreement"])
-        _section(
-            found, "figure1_roc", "chart_roc", "No agreement analysis: choose it under Analyses, with CrowS-Pairs (it needs the human annotations)."
-        )
+    for tab, (stem, chart_key, why_not) in SECTIONS.items():
+        with tabs[TAB[tab]]:
+            st.subheader(TITLES[tab])
+            _section(found, stem, chart_key, why_not)
+            if tab == "accuracy" and found is not None:
+                for c in found[0].accuracy:
+                    st.markdown(
+                        f"**{ui.feedback.md(c.dataset)}: {METRICS[c.masked_metric].name} vs AUL on the {ui.feedback.md(c.paired_tokens)}** "
+                        f"(McNemar, {ui.feedback.md(c.mcnemar.method)}: p = {c.mcnemar.p_value:.3g})"
+                    )
+                    _frame(c.contingency.reset_index(names=""))
+            elif tab == "shuffle":
+                st.divider()
+                _shuffle_box(settings, lm)
     with tabs[TAB["scores"]]:
         st.subheader(TITLES["scores"])
         if options is None:

@@ -16,10 +16,11 @@ import ui.sidebar
 import ui.state
 import ui.tables
 from ui.views import CompareView
-from biaslens import explore, figures, paired
-from biaslens.export import safe_csv
-from biaslens.metrics import METRICS
-from biaslens.stats import MCNEMAR_TEST
+from biaslens.analyses import explore, paired
+from biaslens.figures import charts as figures
+from biaslens.data.export import safe_csv
+from biaslens.engine.metrics import METRICS
+from biaslens.engine.stats import MCNEMAR_TEST
 
 ui.require_app()
 

@@ -19,10 +19,12 @@ import ui.settings
 import ui.state
 import ui.tables
 from ui.views import EXPLORER_TABS, ExplorerView
-from biaslens import explore, figures
-from biaslens.evaluation import EvaluationResult, available_metrics, unavailable_note
-from biaslens.export import safe_csv, to_json
-from biaslens.metrics import METRICS, PAPER_METRICS
+from biaslens.analyses import explore
+from biaslens.figures import charts as figures
+from biaslens.engine.evaluation import EvaluationResult
+from biaslens.engine.pairs import available_metrics, unavailable_note
+from biaslens.data.export import safe_csv, to_json
+from biaslens.engine.metrics import METRICS, PAPER_METRICS
 
 ui.require_app()
 
@@ -131,34 +133,13 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str, view: E
 
 def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str) -> None:
     st.caption("Per-pair scores at full precision; the summary carries the manifest (model, revision or fingerprint, dataset sha256, versions).")
-    c1, c2, c3 = st.columns(3)
-    c1.download_button(
-        "Pairs (CSV)",
-        lambda: safe_csv(result.pairs),
-        f"{stem}-pairs.csv",
-        "text/csv",
-        icon=":material/download:",
-        key=S + "dl_csv",
-        on_click="ignore",
+    downloads = (
+        ("Pairs (CSV)", lambda: safe_csv(result.pairs), "pairs.csv", "text/csv", "dl_csv"),
+        ("Pairs (JSON)", lambda: to_json(result.pairs.to_dict(orient="records")), "pairs.json", "application/json", "dl_json"),
+        ("Summary + manifest (JSON)", lambda: to_json(result.summary), "summary.json", "application/json", "dl_summary"),
     )
-    c2.download_button(
-        "Pairs (JSON)",
-        lambda: to_json(result.pairs.to_dict(orient="records")),
-        f"{stem}-pairs.json",
-        "application/json",
-        icon=":material/download:",
-        key=S + "dl_json",
-        on_click="ignore",
-    )
-    c3.download_button(
-        "Summary + manifest (JSON)",
-        lambda: to_json(result.summary),
-        f"{stem}-summary.json",
-        "application/json",
-        icon=":material/download:",
-        key=S + "dl_summary",
-        on_click="ignore",
-    )
+    for col, (label, data, suffix, mime, key) in zip(st.columns(len(downloads)), downloads):
+        col.download_button(label, data, f"{stem}-{suffix}", mime, icon=":material/download:", key=S + key, on_click="ignore")
     st.markdown("**Figures (SVG)**")
     cols = st.columns(max(1, len(charts)))
     for col, (name, chart) in zip(cols, charts.items()):

@@ -22,10 +22,12 @@ import ui.sidebar
 import ui.state
 from ui.views import InspectorView
 import ui.tables
-from biaslens import explore, figures, figures_html, lab
-from biaslens.evaluation import PairInspection, prepare_inspection
-from biaslens.formatting import format_margin
-from biaslens.metrics import METRICS, PAPER_METRICS
+from biaslens.analyses import explore
+from biaslens.figures import charts as figures, html as figures_html
+from biaslens import lab
+from biaslens.engine.evaluation import PairInspection, prepare_inspection
+from biaslens.figures.formatting import SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, format_margin
+from biaslens.engine.metrics import METRICS, PAPER_METRICS
 
 ui.require_app()
 
@@ -35,7 +37,6 @@ SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences"}
 #: Most pairs listed in the Pair box (the search box reaches every pair): each listed pair costs the browser ~0.1 ms of
 #: CPU per page, and all 1,508 of CrowS-Pairs held up the scoring of a pair opened by link (benchmarks/results/browser.md).
 MAX_LISTED = 200
-VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
 
 
 # ---------------------------------------------------------------------------------------
@@ -235,20 +236,6 @@ def sentences_html(stereo: str, anti: str) -> str:
     )
 
 
-#: The sentence scores table (`PairInspection.summary_frame`): the key results first (metric, margin, verdict).
-SCORE_KEY = ("metric", "margin", "verdict")
-SCORE_LABELS = {
-    "metric": "Metric",
-    "margin": "Margin (stereo − anti)",
-    "verdict": "Prefers",
-    "stereo": "Stereotypical",
-    "anti": "Anti-stereotypical",
-    "accuracy_stereo": "Token acc. stereo (%)",
-    "accuracy_anti": "Token acc. anti (%)",
-}
-SCORE_FORMATS = {"stereo": "{:.4f}", "anti": "{:.4f}", "accuracy_stereo": "{:.0f}", "accuracy_anti": "{:.0f}"}
-
-
 def show_score_table(result: PairInspection, columns: tuple[str, ...] = ("stereo", "anti", "accuracy_stereo", "accuracy_anti")) -> None:
     """The pair's scores under every metric, the margin written so that its sign agrees with the verdict."""
     frame = result.summary_frame()
@@ -380,26 +367,20 @@ def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, s
 
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "pair"
     with st.container(horizontal=True):
-        st.download_button(
-            "Slide (PNG)",
-            lambda: figures.to_png(slide()),
-            f"biaslens-{stem}.png",
-            "image/png",
-            icon=":material/image:",
-            on_click="ignore",
-            key=S + "slide_png",
-            help="The pair, its token charts and what drives the difference, in one image.",
-        )
-        st.download_button(
-            "Slide (SVG)",
-            lambda: figures.to_svg(slide()),
-            f"biaslens-{stem}.svg",
-            "image/svg+xml",
-            icon=":material/image:",
-            on_click="ignore",
-            key=S + "slide_svg",
-            help="The same as a vector image (scales to any projector).",
-        )
+        for button, render, suffix, mime, why in (
+            ("Slide (PNG)", figures.to_png, "png", "image/png", "The pair, its token charts and what drives the difference, in one image."),
+            ("Slide (SVG)", figures.to_svg, "svg", "image/svg+xml", "The same as a vector image (scales to any projector)."),
+        ):
+            st.download_button(
+                button,
+                lambda render=render: render(slide()),
+                f"biaslens-{stem}.{suffix}",
+                mime,
+                icon=":material/image:",
+                on_click="ignore",
+                key=S + f"slide_{suffix}",
+                help=why,
+            )
 
 
 def _head_clicked() -> None:

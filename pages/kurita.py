@@ -19,9 +19,9 @@ import ui.settings
 import ui.state
 from ui.views import KuritaView
 import ui.tables
-from biaslens import figures
+from biaslens.figures import charts as figures
 from biaslens.errors import InputError
-from biaslens.export import safe_csv, to_json
+from biaslens.data.export import safe_csv, to_json
 from biaslens.kurita import (
     ALPHA,
     CITATION,
@@ -29,20 +29,18 @@ from biaslens.kurita import (
     TABLE5_TEMPLATES,
     TemplateScores,
     WeatResult,
-    bias_chart,
     decode_word_list,
-    effect_size_chart,
     kurita_weat_spec,
     parse_target_pairs,
     parse_templates,
     published_list_key,
     score_templates,
-    shares_chart,
     shares_table,
     weat_table,
     weat_test,
 )
-from biaslens.weat import WEAT_CITATION, WEAT_LICENSE, load_weat
+from biaslens.figures.charts import bias_chart, effect_size_chart, shares_chart
+from biaslens.data.weat import WEAT_CITATION, WEAT_LICENSE, load_weat
 
 ui.require_app()
 

@@ -18,8 +18,9 @@ import ui.state
 import ui.sweep
 from ui.views import LAB_BOUNDS, LabView
 import ui.tables
-from biaslens import figures, lab
-from biaslens.metrics import METRICS, PAPER_METRICS
+from biaslens.figures import charts as figures
+from biaslens import lab
+from biaslens.engine.metrics import METRICS, PAPER_METRICS
 
 ui.require_app()
 
@@ -122,25 +123,25 @@ def knobs() -> lab.LabSettings | None:
     )
     st.caption(lab.SCENARIOS[st.session_state[S + "scenario"]].description)
     c1, c2 = st.columns(2)
-    c1.slider(
-        "Association strength",
-        *LAB_BOUNDS["association"],
-        step=0.05,
-        key=S + "association",
-        persist_state="session",
-        on_change=_follow_knobs,
-        help="P(attributes X | group A) = P(attributes Y | group B) in the corpus. 0.5 = no association, 1 = always; "
-        "below 0.5 plants the opposite association.",
-    )
-    c2.number_input(
-        "Frequency ratio",
-        *LAB_BOUNDS["ratio"],
-        step=0.5,
-        key=S + "ratio",
-        persist_state="session",
-        on_change=_follow_knobs,
-        help="Every group-A word appears k times as often as a group-B word, with the same associations. 1 = equally frequent.",
-    )
+    # The two knobs a scenario sets: moving either picks the matching scenario.
+    for widget, label, knob, step, why in (
+        (
+            c1.slider,
+            "Association strength",
+            "association",
+            0.05,
+            "P(attributes X | group A) = P(attributes Y | group B) in the corpus. 0.5 = no association, 1 = always; "
+            "below 0.5 plants the opposite association.",
+        ),
+        (
+            c2.number_input,
+            "Frequency ratio",
+            "ratio",
+            0.5,
+            "Every group-A word appears k times as often as a group-B word, with the same associations. 1 = equally frequent.",
+        ),
+    ):
+        widget(label, *LAB_BOUNDS[knob], step=step, key=S + knob, persist_state="session", on_change=_follow_knobs, help=why)
     c1, c2, c3 = st.columns(3)
     c1.number_input("Corpus size (sentences)", *LAB_BOUNDS["corpus"], step=1000, key=S + "corpus", persist_state="session")
     c2.number_input(

@@ -55,7 +55,7 @@ def tokenizer_dirs(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def model_dirs(tmp_path_factory, tokenizer_dirs) -> dict[str, Path]:
     """Tiny random BERT (cased), RoBERTa and ALBERT folders with tiny tokenizers, saved with save_pretrained."""
-    from biaslens.testing import build_random_model
+    from biaslens.engine.testing import build_random_model
     from tests.support.tiny_tokenizers import vocab_size
 
     root = tmp_path_factory.mktemp("models")
@@ -67,7 +67,7 @@ def model_dirs(tmp_path_factory, tokenizer_dirs) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def tiny_models(model_dirs):
     """The tiny models loaded through the product's normal path."""
-    from biaslens.models import load_model
+    from biaslens.engine.models import load_model
 
     return {family: load_model(str(path)) for family, path in model_dirs.items()}
 

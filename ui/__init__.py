@@ -44,6 +44,9 @@ Conventions for a page (see pages/inspector.py for a complete one):
   tests/app/test_views.py and, for a link to it, a navigation method.
 * Page-local session keys are prefixed with the page name (`inspector.pair`), so pages
   never step on each other's state.
+* **Imports inside `ui/`** form no cycle (tests/engine/test_architecture.py): `ui.text` (escaping) and
+  `ui.views` are at the bottom, then `ui.settings`, `ui.state`, `ui.progress`, `ui.feedback`, `ui.resources`,
+  and `ui.sidebar` on top. A helper that a lower module needs moves down, never behind a lazy import.
 """
 
 

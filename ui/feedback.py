@@ -1,4 +1,5 @@
-"""Messages in the page: engine errors in one clear line, the datasets' content warning."""
+"""Messages in the page: engine errors in one clear line with the next action (the offline lab model, a lab model's pairs),
+the datasets' content warning."""
 
 from __future__ import annotations
 
@@ -6,15 +7,17 @@ import contextlib
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Iterator
 
 import streamlit as st
 
 from biaslens import lab
-from biaslens.datasets import DATASETS, PairDataset, canonical_name
+from biaslens.data.datasets import DATASETS, PairDataset, canonical_name
 from biaslens.errors import BiaslensError, DatasetNotFoundError, HubUnreachableError, InputError
 
-from .settings import current, lab_model_name, model_label, use_lab_pairs
+from .progress import ProgressBar
+from .settings import CHOOSE, current, lab_model_name, model_label, use_lab_pairs
+from .text import code as code, md as md  # pages escape user text with ui.feedback.md and ui.feedback.code
 
 LOCAL_FOLDER_HINT = (
     "**What you can do:** press **Use the offline lab model**: the bias lab's small model, trained on this machine once "
@@ -40,46 +43,6 @@ def _missing_message(exc: BaseException) -> str:
     where = re.search(r"from (https?://\S+?) and put", text)
     fetch = f" (it is at {md(where.group(1))}: download it on a machine with network)" if where else ""
     return f"**{md(what)} is not on this machine** and cannot be downloaded from here{fetch}."
-
-
-# Characters that can start markdown (or HTML) anywhere in a line: links and images ([ ]), HTML and
-# autolinks (< >), entities (&), emphasis and strikethrough (* ~), code (`), LaTeX ($), escapes (\\).
-_ALWAYS = re.compile(r"([\\`*\[\]<>&~$|])")
-# An underscore opens emphasis only at a word's edge (not inside snake_case names).
-_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# A colon followed by text: emoji and icon shortcodes (:smile:, :material/x:) and URL schemes (http://). Streamlit
-# replaces shortcodes after markdown has removed backslash escapes, so a zero-width space after the colon breaks them.
-_COLON = re.compile(r":(?=\S)")
-_SHORTCODE = re.compile(r":(?=[A-Za-z0-9_+/-])")
-# Bare web addresses and e-mail addresses that GitHub-flavoured markdown turns into links.
-_WWW = re.compile(r"(?i)\b(www)\.")
-_AT = re.compile(r"@")
-# What makes a line a heading, quote, list item or thematic break when it starts the text.
-_LINE_START = re.compile(r"^(\s*)(\d*)([#>+=.)-])")
-
-
-def md(text: Any) -> str:
-    """User-supplied text (a sentence, file or model name, URL value, an engine message quoting them) made safe to put into
-    Streamlit markdown: it shows as itself, never as a link, image, HTML, emphasis, icon or formula. One line: newlines become spaces.
-
-    Every message path of the app uses this helper (`show_error`, page warnings and captions).
-    """
-    out = re.sub(r"\s*[\r\n]+\s*", " ", str(text))
-    out = _ALWAYS.sub(r"\\\1", out)
-    out = _EDGE_UNDERSCORE.sub(r"\\_", out)
-    out = _SHORTCODE.sub(":\u200b", out)
-    out = _COLON.sub(r"\\:", out)
-    out = _WWW.sub(r"\1\\.", out)
-    out = _AT.sub(r"\\@", out)
-    return _LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), out)
-
-
-def code(text: Any) -> str:
-    """User-supplied text as inline code (e.g. a command line quoting a typed sentence): a fence longer than any run of
-    backticks inside, so the text can never close it and continue as markdown. One line."""
-    body = re.sub(r"\s*[\r\n]+\s*", " ", str(text))
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", body)), default=0) + 1)
-    return f"{fence} {body} {fence}"
 
 
 def explain(exc: BaseException) -> tuple[str, str | None]:
@@ -115,8 +78,6 @@ def show_error(exc: BaseException, *, where=None, lab_pairs: bool = True) -> Non
 
 def _offer_next_action(exc: BaseException) -> None:
     """The button that goes with a missing model (the offline lab model) or dataset (a lab model's own pairs)."""
-    from .sidebar import offer_lab_model  # the sidebar shows engine errors with this module: imported when needed
-
     if isinstance(exc, HubUnreachableError):
         offer_lab_model("main")
         return
@@ -176,3 +137,27 @@ def content_warning(dataset: PairDataset) -> None:
             "CrowS-Pairs and StereoSet (https://aclanthology.org/2021.acl-long.81/). Treat scores as rough signals."
         )
     st.warning("  \n".join(lines), icon=":material/warning:")
+
+
+def offer_lab_model(where: str = "sidebar") -> None:
+    """No hub: offer the bias lab's model, trained here once (no download) and then cached; `where` keys the button."""
+    cached = lab.cached_lab_model_path()
+    st.info(
+        "No network? Every page also works with the bias lab's small model: "
+        + ("it is already trained on this machine." if cached else "it trains here once (about a minute), then stays in the cache."),
+        icon=":material/wifi_off:",
+    )
+    key = "settings.offline_lab" if where == "sidebar" else f"settings.offline_lab.{where}"
+    if st.button("Use the offline lab model", key=key, type="primary", icon=":material/model_training:"):
+        if not cached:
+            bar = ProgressBar("Training the lab model", unit="steps")
+            model = None
+            with guard():
+                model = lab.default_lab_model(progress=lambda step, total, _loss: bar(step, total))
+            bar.clear()
+            if model is None:
+                return
+            cached = model.path
+        # Its held-out pairs too: CrowS-Pairs' words are unknown to it, so they would be scored as letters.
+        st.session_state[CHOOSE] = {"model": str(cached), "dataset": str(cached / lab.PAIRS_FILE)}
+        st.rerun()

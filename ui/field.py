@@ -1,19 +1,25 @@
 """Dataset explorer additions: flagged rows (exclude them, every metric with and without) and StereoSet's own numbers.
 
-Streamlit-only; the computing is in `biaslens.flags`, `biaslens.paired` and `biaslens.stereoset_scores`.
+Streamlit-only; the computing is in `biaslens.data.flags`, `biaslens.analyses.paired`, `biaslens.analyses.pipeline`
+(`scored_flags`, `without_flagged`: the same as `biaslens evaluate --flags --exclude-flagged`) and
+`biaslens.analyses.stereoset_scores`.
 """
 
 from __future__ import annotations
 
+from typing import cast
+
+import pandas as pd
 import streamlit as st
 
-from biaslens import flags as flagging
-from biaslens.datasets import PairDataset
-from biaslens.evaluation import EvaluationResult, summarize
-from biaslens.metrics import METRICS
-from biaslens.models import MaskedLM
-from biaslens.paired import N_RESAMPLES, with_and_without
-from biaslens.stereoset_scores import stereoset_scores
+from biaslens.data import flags as flagging
+from biaslens.data.datasets import PairDataset
+from biaslens.engine.evaluation import EvaluationResult
+from biaslens.engine.metrics import METRICS
+from biaslens.engine.models import MaskedLM
+from biaslens.analyses.paired import N_RESAMPLES, with_and_without
+from biaslens.analyses.pipeline import scored_flags, without_flagged
+from biaslens.analyses.stereoset_scores import stereoset_scores
 
 from . import resources
 from .feedback import guard, md
@@ -55,15 +61,14 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
         all_flags, notes = found
         for note in notes:
             st.caption(f"Note: {md(note)}")
-        ids = list(result.pairs["pair_id"])
-        scored = all_flags[all_flags["pair_id"].isin(set(ids))]
+        scored, _ = scored_flags(result, all_flags)
         available = [c for c in flagging.CHECKS if c in set(scored["check"])]
         if not available:
             st.info("No scored pair is flagged.")
             return result
         checks = st.multiselect("Checks", available, default=available, key=S + "checks", format_func=lambda c: flagging.CHECK_LABELS.get(c, c))
-        chosen = scored[scored["check"].isin(set(checks))]
-        keep = flagging.keep_mask(ids, chosen)
+        chosen = cast("pd.DataFrame", scored[scored["check"].isin(checks)])
+        _, keep = scored_flags(result, chosen)
         table(flagging.flag_summary(chosen), ["pairs"], pin=["label"], labels={"pairs": "Pairs flagged"})
         difference = with_and_without(result, keep, metrics)
         difference.insert(0, "name", [METRICS[m].name for m in difference["metric"]])
@@ -75,19 +80,17 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
             formats={"difference": "{:+.2f}", "ci_low": "{:+.2f}", "ci_high": "{:+.2f}"},
         )
         st.caption(
-            f"{int((~keep).sum()):,} of {len(ids):,} scored pairs flagged. Difference = unflagged − all, in percentage "
+            f"{int((~keep).sum()):,} of {len(keep):,} scored pairs flagged. Difference = unflagged − all, in percentage "
             f"points, with a bootstrap 95% interval ({N_RESAMPLES:,} resamples of the pairs)."
         )
         exclude = st.toggle("Exclude the flagged pairs from the scores below", key=S + "exclude")
     if not exclude or keep.all():
         return result
-    kept = result.pairs[keep].reset_index(drop=True)
-    if kept.empty:
+    if not keep.any():
         st.warning("Every scored pair is flagged: showing them all.")
         return result
-    st.info(f"Showing the {len(kept):,} unflagged pairs ({int((~keep).sum()):,} flagged pairs excluded).", icon=":material/filter_alt:")
-    manifest = {**result.summary["manifest"], "excluded_flagged": int((~keep).sum())}
-    return EvaluationResult(kept, summarize(kept, metrics, manifest), result.warnings, result.cached)
+    st.info(f"Showing the {int(keep.sum()):,} unflagged pairs ({int((~keep).sum()):,} flagged pairs excluded).", icon=":material/filter_alt:")
+    return without_flagged(result, keep, metrics)
 
 
 def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> None:

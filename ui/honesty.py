@@ -12,7 +12,7 @@ from typing import Iterable
 
 import streamlit as st
 
-from biaslens.models import MaskedLM
+from biaslens.engine.models import MaskedLM
 
 from . import resources
 from .feedback import md

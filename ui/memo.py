@@ -1,7 +1,7 @@
 """The app's one memo: a bounded, thread-safe least-recently-used map (finished analyses, runs, flags, StereoSet scores).
 
 Keep one in `st.cache_resource` to share it between sessions, or in `st.session_state` for one session.
-Models have their own pool (`biaslens.serving.ModelPool`): loading one must happen once even under concurrent requests.
+Models have their own pool (`biaslens.serving.server.ModelPool`): loading one must happen once even under concurrent requests.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ from collections import deque
 
 import streamlit as st
 
-from biaslens.runner import format_duration
+from biaslens.engine.runner import format_duration
 
-from .feedback import md
+from .text import md
 
 #: Seconds of recent progress the rate is measured over (so cached chunks that finish
 #: instantly at the start of a resumed run do not make the estimate optimistic for long).

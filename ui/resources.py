@@ -3,7 +3,7 @@
 A model is loaded once per (model, revision, device, dtype) for all sessions into the
 `MODELS` pool (at most $BIASLENS_MAX_MODELS, least recently used evicted) and never
 mutated afterwards (the engine's `MaskedLM` is safe to share between threads). The
-operator's limits (`biaslens.serving.ServerSettings`: which model folders, longest
+operator's limits (`biaslens.serving.server.ServerSettings`: which model folders, longest
 sentence, rows per uploaded file) are applied here. A failed load is remembered for `FAILURE_TTL_S` seconds, so an
 unreachable hub costs its timeout once rather than on every rerun; the sidebar's Retry
 button forgets it.
@@ -19,14 +19,15 @@ from typing import Iterator
 
 import streamlit as st
 
-from biaslens.cache import ResultCache
-from biaslens.datasets import PairDataset, canonical_name, load_dataset
+from biaslens.engine.cache import ResultCache
+from biaslens.data.datasets import PairDataset, canonical_name, load_dataset
 from biaslens.errors import BiaslensError, ServerConfigError
-from biaslens.evaluation import PairInspection
+from biaslens.engine.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
-from biaslens.models import MaskedLM, load_model
-from biaslens.sanity import SanityReport, VocabularyReport, model_verdict, vocabulary_report
-from biaslens.serving import InspectionBatcher, ModelPool, Priority, ServerSettings
+from biaslens.engine.models import MaskedLM, load_model
+from biaslens.analyses.sanity import SanityReport, VocabularyReport, vocabulary_report
+from biaslens.lab.sanity_verdict import model_verdict
+from biaslens.serving.server import InspectionBatcher, ModelPool, Priority, ServerSettings
 
 from .feedback import md, show_error
 from .settings import Settings, _dataset_label, model_label
@@ -144,7 +145,7 @@ def model_or_stop(settings: Settings) -> MaskedLM:
 
 
 def sanity(settings: Settings, lm: MaskedLM) -> SanityReport:
-    """The model's one sanity verdict (`biaslens.sanity.model_verdict`: computed once per model, shared by every page)."""
+    """The model's one sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`: computed once per model, shared by every page)."""
     return model_verdict(lm)
 
 

@@ -1,6 +1,6 @@
 """Dataset runs in the app: resumable, with a progress bar, reopened instantly once finished.
 
-A run is `biaslens.evaluation.evaluate` with the shared `ResultCache`, in chunks of about
+A run is `biaslens.engine.evaluation.evaluate` with the shared `ResultCache`, in chunks of about
 `INTERACTIVE_CHUNK_SECONDS` of work: every finished chunk is in the cache, so a run interrupted by the
 user (a click elsewhere stops the script) resumes where it stopped. A run started in this
 session and interrupted resumes by itself when its page shows the same run again, until
@@ -24,13 +24,13 @@ from typing import Any, Callable, Hashable, Iterator, Protocol
 
 import streamlit as st
 
-from biaslens.datasets import PairDataset
-from biaslens.evaluation import EvaluationResult, evaluate, scored_pairs
-from biaslens.explore import cached_evaluation
+from biaslens.data.datasets import PairDataset
+from biaslens.engine.evaluation import EvaluationResult, evaluate, scored_pairs
+from biaslens.analyses.explore import cached_evaluation
 from biaslens.errors import BiaslensError, JobCancelled
-from biaslens.models import MaskedLM
-from biaslens.runner import INTERACTIVE_CHUNK_SECONDS
-from biaslens.serving import ENV_MAX_JOBS, JobSlots
+from biaslens.engine.models import MaskedLM
+from biaslens.engine.runner import INTERACTIVE_CHUNK_SECONDS
+from biaslens.serving.server import ENV_MAX_JOBS, JobSlots
 
 from . import resources, state
 from .feedback import guard, md

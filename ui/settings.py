@@ -15,10 +15,14 @@ from pathlib import Path
 import streamlit as st
 
 from biaslens import lab
-from biaslens.datasets import DATASETS
-from biaslens.models import DEFAULT_MODEL
+from biaslens.data.datasets import DATASETS
+from biaslens.engine.models import DEFAULT_MODEL
 
 from .views import GlobalView
+
+#: Session key of the sidebar values to select at the start of the next run ({"model": ..., "dataset": ...}), set e.g. by
+#: `ui.feedback.offer_lab_model` once the offline lab model is trained.
+CHOOSE = "settings.choose"
 
 ENV_MODEL = "BIASLENS_MODEL"
 ENV_DATA_DIR = "BIASLENS_DATA_DIR"
@@ -91,7 +95,7 @@ def model_label(value: str) -> str:
 
 def model_names(models) -> dict[str, str]:
     """Distinct friendly names for several models (tables, charts, legends): lab models by scenario, folders by name."""
-    from biaslens.explore import short_names
+    from biaslens.analyses.explore import short_names
 
     short = short_names(list(models))
     names = {}

@@ -11,18 +11,18 @@ from dataclasses import dataclass
 import streamlit as st
 
 from biaslens import lab
-from biaslens.datasets import DATASETS, canonical_name
+from biaslens.data.datasets import DATASETS, canonical_name
 from biaslens.errors import HubUnreachableError
-from biaslens.metrics import COMPAT_MODES
-from biaslens.models import DTYPES, PRESETS
-from biaslens.serving import ServerSettings
+from biaslens.engine.metrics import COMPAT_MODES
+from biaslens.engine.models import DTYPES, PRESETS
+from biaslens.serving.server import ServerSettings
 
 from . import classroom, resources, state
-from .feedback import explain, guard, md
-from .progress import ProgressBar
+from .feedback import explain, md, offer_lab_model
 from .views import GlobalView
 from .settings import (
     _KEY,
+    CHOOSE,
     LAB_MODELS_OF_SESSION,
     Settings,
     _dataset_label,
@@ -35,7 +35,6 @@ from .settings import (
 )
 
 _CUSTOM_MODELS = "settings.custom_models"
-_CHOOSE = "settings.choose"  # sidebar values to select at the start of the next run: {"model": ..., "dataset": ...}
 #: Trained bias-lab models offered in the model list (newest first).
 MAX_LAB_CHOICES = 8
 
@@ -167,7 +166,7 @@ def render_sidebar() -> Settings:
     """Draw the global controls in the sidebar and return the settings (app.py calls this once per run)."""
     defaults = default_settings()
     _adopt_url(defaults)
-    for name, value in st.session_state.pop(_CHOOSE, {}).items():  # e.g. the offline lab model, trained in the previous run
+    for name, value in st.session_state.pop(CHOOSE, {}).items():  # e.g. the offline lab model, trained in the previous run
         st.session_state[f"settings.{name}"] = value
     choices = model_choices()
     labels = {c.value: c.label for c in choices}
@@ -284,27 +283,3 @@ def _model_status(settings: Settings, box) -> None:
         with st.expander("Model details"):
             # As text: a revision (or a folder's name) from a link could otherwise close inline code and add a link or an image.
             st.caption(f"Model {md(settings.model)}" + (f" · revision {md(settings.revision)}" if settings.revision else ""))
-
-
-def offer_lab_model(where: str = "sidebar") -> None:
-    """No hub: offer the bias lab's model, trained here once (no download) and then cached; `where` keys the button."""
-    cached = lab.cached_lab_model_path()
-    st.info(
-        "No network? Every page also works with the bias lab's small model: "
-        + ("it is already trained on this machine." if cached else "it trains here once (about a minute), then stays in the cache."),
-        icon=":material/wifi_off:",
-    )
-    key = "settings.offline_lab" if where == "sidebar" else f"settings.offline_lab.{where}"
-    if st.button("Use the offline lab model", key=key, type="primary", icon=":material/model_training:"):
-        if not cached:
-            bar = ProgressBar("Training the lab model", unit="steps")
-            model = None
-            with guard():
-                model = lab.default_lab_model(progress=lambda step, total, _loss: bar(step, total))
-            bar.clear()
-            if model is None:
-                return
-            cached = model.path
-        # Its held-out pairs too: CrowS-Pairs' words are unknown to it, so they would be scored as letters.
-        st.session_state[_CHOOSE] = {"model": str(cached), "dataset": str(cached / lab.PAIRS_FILE)}
-        st.rerun()

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import streamlit as st
 
+from .text import md
 from .views import GlobalView, View
 
 _IN = "_url.in"  # the URL's parameters at the start of this run
@@ -114,8 +115,6 @@ def reject(name: str, value: Any, expected: str) -> None:
     A bad value in a link (`pair=-1`, `sample=abc`, `metrics=rm -rf`) is never replaced silently.
     The value is shown as text (escaped), never as markdown.
     """
-    from .feedback import md
-
     shown = value if isinstance(value, str) else ", ".join(map(str, value)) if isinstance(value, list) else str(value)
     if len(shown) > 80:
         shown = shown[:80] + "…"

@@ -1,6 +1,6 @@
 """The Sweep section of the Bias lab page: a grid of lab models, and which metric tracks the planted bias.
 
-The engine is `biaslens.sweep`. The sweep runs in the page's script (one heavy-job slot,
+The engine is `biaslens.lab.sweep`. The sweep runs in the page's script (one heavy-job slot,
 within the server's lab limits); every finished model is in the lab cache, so a sweep
 stopped by **Stop**, a click elsewhere or a closed tab resumes where it stopped, and one
 run again costs nothing.
@@ -16,9 +16,11 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from biaslens import lab, sweep
-from biaslens.export import safe_csv, to_json
-from biaslens.metrics import METRICS
+from biaslens import lab
+from biaslens.figures import charts as figures
+from biaslens.lab import sweep
+from biaslens.data.export import safe_csv, to_json
+from biaslens.engine.metrics import METRICS
 
 from . import charts, feedback, resources, runs, tables
 from .progress import format_duration
@@ -77,21 +79,17 @@ def _stop() -> None:
 def grid_controls(base: lab.LabSettings) -> sweep.SweepGrid | None:
     """The grid: strengths, ratios, seeds and the training recipe (words, templates and model size from the knobs above)."""
     _defaults()
-    c1, c2 = st.columns(2)
-    c1.multiselect(
-        "Association strengths",
-        ASSOCIATION_CHOICES,
-        key=P + "associations",
-        format_func=lambda a: f"{a:g}",
-        help="Planted P(attributes X | group A): 0.5 = nothing planted, 1 = always.",
+    grid_axes = (
+        ("Association strengths", ASSOCIATION_CHOICES, "associations", "Planted P(attributes X | group A): 0.5 = nothing planted, 1 = always."),
+        (
+            "Frequency ratios",
+            RATIO_CHOICES,
+            "ratios",
+            "Group A k times as frequent as group B. A ratio above 1 at association 0.5 tests false alarms from frequency alone.",
+        ),
     )
-    c2.multiselect(
-        "Frequency ratios",
-        RATIO_CHOICES,
-        key=P + "ratios",
-        format_func=lambda r: f"{r:g}",
-        help="Group A k times as frequent as group B. A ratio above 1 at association 0.5 tests false alarms from frequency alone.",
-    )
+    for column, (label, choices, key, why) in zip(st.columns(len(grid_axes)), grid_axes):
+        column.multiselect(label, choices, key=P + key, format_func=lambda x: f"{x:g}", help=why)
     c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Seeds per setting", 1, 10, key=P + "seeds", help="Seeds 0, 1, …: the spread across seeds is training noise alone.")
     c2.number_input(
@@ -177,7 +175,7 @@ def show_results(result: sweep.SweepResult, *, live: bool = False) -> None:
     for note in analysis.notes():
         st.warning(feedback.md(note), icon=":material/block:")
     if not analysis.cells.empty:
-        chart = sweep.dose_response_chart(analysis.cells, width=560, columns=2)  # fits the main column at 1024 px with the sidebar
+        chart = figures.dose_response_chart(analysis.cells, width=560, columns=2)  # fits the main column at 1024 px with the sidebar
         if live:
             st.altair_chart(chart, width="stretch", theme=None)
         else:

@@ -1,14 +1,14 @@
 """Every table of the app, drawn one way (`table`): the columns a reader came for first and always in sight, headers
 for people, numbers written alike everywhere.
 
-* **Small tables** (at most `STATIC_ROWS` rows) are plain HTML (`biaslens.figures_html.table_html`): headers and
+* **Small tables** (at most `STATIC_ROWS` rows) are plain HTML (`biaslens.figures.html.table_html`): headers and
   cells wrap, so every column stays in sight on a projector or in a 1024 px window, and a page of them costs the
   browser no table component and no Arrow decoding.
 * **Tables a reader clicks** (a row opens its pair), sorts, or that are long are interactive (`st.dataframe`): the
   key result columns come first and are pinned (they stay in sight however far the table scrolls sideways), and
   the horizontal scroll bar is always visible (assets/app.css).
 
-Headers come from `biaslens.formatting.column_label` (`bias_type` is "Bias type", `aul_margin` "AUL margin"),
+Headers come from `biaslens.figures.formatting.column_label` (`bias_type` is "Bias type", `aul_margin` "AUL margin"),
 margins from `formatting.format_margin` (a sign that agrees with the verdict), unless the caller names them.
 """
 
@@ -20,8 +20,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 import streamlit as st
 
-from biaslens.figures_html import CellFormat, table_html
-from biaslens.formatting import MARGIN, column_label, format_margin, margin_printf, value_format
+from biaslens.figures.html import CellFormat, table_html
+from biaslens.figures.formatting import MARGIN, column_formats, column_label, format_margin, margin_printf
 
 #: Tables up to this many rows are drawn in full (static HTML); longer ones scroll inside an interactive table.
 STATIC_ROWS = 60
@@ -62,13 +62,7 @@ def table(
     """
     shown = list(dict.fromkeys([*pin, *(columns if columns is not None else frame.columns)]))
     names = {c: (labels or {}).get(c) or column_label(str(c)) for c in shown}
-    fmts: dict[str, str] = {}
-    for c in shown:
-        fmt = (formats or {}).get(c) or value_format(str(c))
-        if fmt is None and pd.api.types.is_float_dtype(frame[c]):
-            fmt = f"{{:.{decimals}f}}"
-        if fmt is not None:
-            fmts[c] = fmt
+    fmts = column_formats(frame, shown, formats, decimals=decimals)
     if not select and not sortable and len(frame) <= STATIC_ROWS:
         cells: dict[str, CellFormat] = {names[c]: (format_margin if f == MARGIN else f) for c, f in fmts.items()}
         tips = {names[c]: text for c, text in (help or {}).items() if c in names}

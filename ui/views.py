@@ -24,8 +24,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Self
 
 from biaslens import lab
-from biaslens.metrics import COMPAT_MODES, METRICS, PAPER_METRICS
-from biaslens.models import DTYPES
+from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS
+from biaslens.engine.models import DTYPES
 
 #: The URL's parameters: a value, or several for a repeated parameter (a list field, e.g. `models`).
 Query = Mapping[str, "str | Sequence[str]"]
@@ -109,6 +109,10 @@ class _Reader:
             self._reject(name, value, expected)
             return None
         return number
+
+    def sample_and_seed(self) -> dict[str, int | None]:
+        """A page's `sample` (a number of pairs) and its `seed`."""
+        return {"sample": self.whole("sample", 1, None, SAMPLE_EXPECTED), "seed": self.whole("seed", 0, MAX_SEED, SEED_EXPECTED)}
 
     def number(self, name: str, low: float, high: float, expected: str) -> float | None:
         value = self._one(name)
@@ -315,8 +319,7 @@ class ExplorerView(View):
             g=GlobalView.read(r),
             metrics=r.choices("metrics", tuple(METRICS), "metric names from " + ", ".join(METRICS)),
             metric=r.choice("metric", tuple(METRICS)),
-            sample=r.whole("sample", 1, None, SAMPLE_EXPECTED),
-            seed=r.whole("seed", 0, MAX_SEED, SEED_EXPECTED),
+            **r.sample_and_seed(),
             tab=r.choice("tab", EXPLORER_TABS),
         )
 
@@ -343,8 +346,7 @@ class CompareView(View):
             g=GlobalView.read(r),
             models=r.texts("models"),
             metric=r.choice("metric", tuple(METRICS)),
-            sample=r.whole("sample", 1, None, SAMPLE_EXPECTED),
-            seed=r.whole("seed", 0, MAX_SEED, SEED_EXPECTED),
+            **r.sample_and_seed(),
         )
 
     def inspect(self, pair: int) -> InspectorView:
@@ -428,12 +430,7 @@ class AnalysesView(View):
 
     @classmethod
     def read(cls, r: _Reader) -> Self:
-        return _build(
-            cls,
-            g=GlobalView.read(r),
-            sample=r.whole("sample", 1, None, SAMPLE_EXPECTED),
-            seed=r.whole("seed", 0, MAX_SEED, SEED_EXPECTED),
-        )
+        return _build(cls, g=GlobalView.read(r), **r.sample_and_seed())
 
 
 #: Every page's view, in the order of the app's pages.

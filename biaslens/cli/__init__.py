@@ -6,6 +6,6 @@ module with `register(subparsers)` and its `cmd_*` function. The engine never im
 this package.
 """
 
-from .main import EXIT_ERROR, EXIT_INTERRUPTED, build_parser, main
+from biaslens.cli.main import EXIT_ERROR, EXIT_INTERRUPTED, build_parser, main
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "build_parser", "main"]

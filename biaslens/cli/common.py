@@ -8,13 +8,14 @@ instead of thousands of carriage-return updates.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, TextIO
+from typing import Any, Callable, Iterable, Iterator, TextIO
 
-from ..options import DEFAULT_COMPAT, DEFAULT_DEVICE, DEFAULT_DTYPE, ModelSpec
+from biaslens.engine.options import DEFAULT_COMPAT, DEFAULT_DEVICE, DEFAULT_DTYPE, ModelSpec
 
 #: Seconds between two plain progress lines.
 LINE_INTERVAL = 10.0
@@ -65,7 +66,7 @@ def positive_int(text: str) -> int:
 
 def add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None:
     """--model (one, or several with `several`), --revision, --device, --dtype, --device-map, --allow-pickle (see `ModelSpec`)."""
-    from ..models import DEFAULT_MODEL, DEVICE_MAPS, DTYPES
+    from biaslens.engine.models import DEFAULT_MODEL, DEVICE_MAPS, DTYPES
 
     if several:  # --model A B, or --model A --model B; None = the default model
         p.add_argument("--model", nargs="+", action="extend", default=None, help=f"hub ids or local folders (default {DEFAULT_MODEL})")
@@ -82,7 +83,7 @@ def add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None
 
 
 def add_compat_arg(p: argparse.ArgumentParser) -> None:
-    from ..metrics import COMPAT_MODES
+    from biaslens.engine.metrics import COMPAT_MODES
 
     p.add_argument(
         "--compat",
@@ -90,6 +91,27 @@ def add_compat_arg(p: argparse.ArgumentParser) -> None:
         choices=list(COMPAT_MODES),
         help="default follows the papers' equations; kaneko2022 reproduces the released reference code",
     )
+
+
+def add_command(
+    sub: Any, name: str, func: Callable[[Any], int], add_arguments: Callable[[Any], Any] | None = None, *, model: str | None = "one"
+) -> argparse.ArgumentParser:
+    """Subcommand `name` (its help from `COMMANDS`) that runs `func`: the model options (`model`: "one", "several" or
+    None for none), then the options `add_arguments` adds."""
+    p = sub.add_parser(name, help=COMMANDS[name])
+    if model:
+        add_model_args(p, several=model == "several")
+    if add_arguments is not None:
+        add_arguments(p)
+    p.set_defaults(func=func)
+    return p
+
+
+def add_data_args(p: argparse.ArgumentParser, *, files: str = "the dataset files", download: str = "a dataset") -> None:
+    """--data-dir (searched for `files`), --no-download (never downloads `download`), --batch-tokens."""
+    p.add_argument("--data-dir", default=None, help=f"folder searched (recursively) for {files}; else $BIASLENS_DATA_DIR")
+    p.add_argument("--no-download", action="store_true", help=f"never download {download}")
+    p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
 
 
 def add_progress_arg(p: argparse.ArgumentParser) -> None:
@@ -223,6 +245,12 @@ class Progress:
     def download(self, desc: str) -> "DownloadBar":
         return DownloadBar(self, desc)
 
+    @contextlib.contextmanager
+    def pairs(self, total: int, desc: str, *, disable: bool = False) -> Iterator[Callable[[float, float | None], None]]:
+        """A bar of `total` pairs, as an engine progress callback (`biaslens.analyses.pipeline.RunProgress`)."""
+        with self.bar(total, "pair", desc, disable=disable) as bar:
+            yield progress_to(bar)
+
     def stages(self, prefix: str) -> "StageBars":
         return StageBars(self, prefix)
 
@@ -284,7 +312,7 @@ class StageBars:
 
 def load(spec: ModelSpec):
     """Load the model a spec names, saying so on stderr (a name that is no folder and no hub id is refused first)."""
-    from ..models import check_model_name
+    from biaslens.engine.models import check_model_name
 
     check_model_name(spec.model)
     print(f"Loading {spec.model} ...", file=sys.stderr)
@@ -294,12 +322,13 @@ def load(spec: ModelSpec):
 def model_caveats(lm: Any, texts: Iterable[str] | None = None, *, label: str | None = None, warn_verdict: bool = True) -> dict[str, Any]:
     """The model's sanity verdict (and, given `texts`, how much of them it knows), warned about on stderr.
 
-    The verdict is `biaslens.sanity.model_verdict`, the one the app shows. A warning is printed
+    The verdict is `biaslens.lab.sanity_verdict.model_verdict`, the one the app shows. A warning is printed
     when the model looks untrained or weak (unless `warn_verdict` is False: a caller that says it
     itself), or when the texts are mostly out of its vocabulary.
     Returns what a manifest records: {"sanity": {...}} and, with texts, {"vocabulary": {...}}.
     """
-    from ..sanity import model_verdict, vocabulary_report
+    from biaslens.analyses.sanity import vocabulary_report
+    from biaslens.lab.sanity_verdict import model_verdict
 
     name = label or lm.name
     verdict = model_verdict(lm)

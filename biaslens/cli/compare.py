@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..options import ModelSpec, RunOptions
-from .common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, fmt, load, positive_int, progress_to
-from .evaluate import result_cache
+from biaslens.errors import InputError
+from biaslens.engine.options import ModelSpec, RunOptions
+from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, fmt, load, positive_int, progress_to
+from biaslens.cli.evaluate import result_cache
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    from ..metrics import PAPER_METRICS
+    from biaslens.engine.metrics import PAPER_METRICS
 
     p = sub.add_parser("compare", help=COMMANDS["compare"])
     add_model_args(p, several=True)
@@ -37,11 +37,11 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..datasets import load_dataset
-    from ..evaluation import evaluate
-    from ..export import atomic_write, safe_csv, to_json
-    from ..paired import bootstrap_method, paired_comparison
-    from ..stats import MCNEMAR_TEST
+    from biaslens.data.datasets import load_dataset
+    from biaslens.engine.evaluation import evaluate
+    from biaslens.data.export import atomic_write, safe_csv, to_json
+    from biaslens.analyses.paired import bootstrap_method, paired_comparison
+    from biaslens.engine.stats import MCNEMAR_TEST
 
     models = args.model or []
     if len(models) != 2:

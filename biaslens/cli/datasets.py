@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import COMMANDS, Progress, add_progress_arg
+from biaslens.cli.common import COMMANDS, Progress, add_progress_arg
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -18,7 +18,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
-    from ..datasets import DATASETS, load_dataset, locate_dataset
+    from biaslens.data.datasets import DATASETS, load_dataset, locate_dataset
 
     progress = Progress.from_args(args)
     for name, source in DATASETS.items():

@@ -1,24 +1,21 @@
 """`biaslens evaluate`: score a dataset; writes pairs.csv and summary.json (the contract scripts and the app rely on).
 
-Also `--stereoset-scores` (Nadeem et al.'s LMS / SS / ICAT, `biaslens.stereoset_scores`) and
-`--flags` / `--exclude-flagged` (flagged rows, `biaslens.flags`).
+Argument parsing into an `EvaluationPlan`, one call of `biaslens.analyses.pipeline.run_evaluation` and printing; the
+post-steps (`--stereoset-scores`: Nadeem et al.'s LMS / SS / ICAT; `--flags` / `--exclude-flagged`: flagged rows) are
+registered in the pipeline (`STEPS`).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from ..errors import InputError, OutputError
-from ..options import DEFAULT_DEVICE, DEFAULT_PRECISION, ModelSpec, Precision, RunOptions
-from ..runner import DEFAULT_CHUNK_SECONDS
-from .common import (
+from biaslens.errors import OutputError
+from biaslens.engine.options import DEFAULT_PRECISION, Precision
+from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
+from biaslens.cli.common import (
     COMMANDS,
     Progress,
     add_compat_arg,
@@ -29,12 +26,11 @@ from .common import (
     model_caveats,
     pair_texts,
     positive_int,
-    progress_to,
 )
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    from ..metrics import METRICS, PAPER_METRICS
+    from biaslens.engine.metrics import METRICS, PAPER_METRICS
 
     ev = sub.add_parser("evaluate", help=COMMANDS["evaluate"])
     add_model_args(ev)
@@ -94,7 +90,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 def result_cache(args: argparse.Namespace):
     """The result cache --cache-dir / --no-cache ask for (None: off)."""
-    from ..cache import ResultCache
+    from biaslens.engine.cache import ResultCache
 
     if args.no_cache:
         return None
@@ -102,60 +98,27 @@ def result_cache(args: argparse.Namespace):
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .. import parallel
-    from ..datasets import load_dataset
-    from ..evaluation import evaluate, select_pairs
+    from biaslens.analyses.pipeline import EvaluationPlan, run_evaluation
 
-    run = RunOptions.from_args(args)
-    spec = ModelSpec.from_args(args)
-    if run.precision is Precision.EXACT_BF16 and spec.dtype != "float32":  # refused before the model loads
-        raise InputError(f"--precision exact-bf16 re-scores in float32: load the model in float32 (leave out --dtype {spec.dtype}).")
-    if args.flags is not None:
-        _checks(args.flags)  # an unknown check is refused before the model loads
-    progress = Progress.from_args(args)
-    # Under `accelerate launch` (several processes) each process scores a share of the
-    # pairs on its own device; the main process downloads first and writes the files.
-    state = parallel.process_state(cpu=spec.device == "cpu")
-    main = parallel.is_main_process(state)
-    if state is not None and spec.device == DEFAULT_DEVICE:
-        spec = spec.with_device(str(state.device))
-    with state.main_process_first() if state is not None else contextlib.nullcontext():
-        with progress.download(args.dataset) as bar:
-            dataset = load_dataset(args.dataset, data_dir=args.data_dir, download=not args.no_download, progress=bar)
-        if args.stereoset_scores:  # a dataset without unrelated sentences is refused before the model loads
-            from ..stereoset_scores import with_unrelated
-
-            with_unrelated(select_pairs(list(dataset.pairs), **run.selection()))
-        lm = load(spec)
-    caveats: dict[str, Any] = {}
-    if main:
-        for note in dataset.notes:
-            print(f"note: {note}", file=sys.stderr)
-        caveats = model_caveats(lm, pair_texts(select_pairs(list(dataset.pairs), **run.selection())))
-    if args.metrics is None:  # the default set, less what this model cannot give (asked for by name, it is refused)
-        from ..evaluation import available_metrics, unavailable_note
-
-        keys, skipped = available_metrics(lm, list(run.metrics))
-        if skipped:
-            run = dataclasses.replace(run, metrics=tuple(keys))
-            if main:
-                print(f"note: {unavailable_note(skipped)}", file=sys.stderr)
+    plan = EvaluationPlan.from_args(args)  # refused here, before the dataset or the model loads
     cache, said = result_cache(args), []
     if cache is not None:
         said = [w for w in (cache.notice, cache.warning) if w]  # said now, not only after the run
         for warning in said:
             print(f"warning: {warning}", file=sys.stderr)
-    n = len(dataset)
-    with progress.bar(min(n, run.limit or n, run.sample or n), "pair", f"{dataset.name} {','.join(run.metrics)}", disable=not main) as bar:
-        result = evaluate(lm, dataset, run.metrics, cache=cache, progress=progress_to(bar), **run.evaluate_kwargs())
-    if not main:
-        parallel.finish(state)
+    run = run_evaluation(
+        plan,
+        cache=cache,
+        progress=Progress.from_args(args),
+        caveats=lambda lm, pairs: model_caveats(lm, pair_texts(pairs)),
+        say=lambda note: print(f"note: {note}", file=sys.stderr),
+        load=load,
+    )
+    if not run.main:
+        run.finish()
         return 0
-    result.summary["manifest"].update(caveats)
-    scored, cached = len(result.pairs), result.cached  # (before --exclude-flagged leaves pairs out)
-    result = after_evaluate(args, run, lm, dataset, result, cache)
     try:
-        pairs_path, summary_path = result.save(args.out)
+        pairs_path, summary_path = run.save(args.out)
     except OutputError as exc:
         kept = (
             (
@@ -166,23 +129,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             else "the scores were not cached (--no-cache or cache off)"
         )
         raise OutputError(f"{str(exc).rstrip('.')}; {kept}.") from None
-    if cached:
-        metrics = f"{len(run.metrics)} metric{'s' if len(run.metrics) != 1 else ''}"
-        print(f"{cached:,} of {scored * len(run.metrics):,} scores ({scored:,} pairs × {metrics}) came from the result cache", file=sys.stderr)
-    if "precision" in result.summary["manifest"]:
-        print(precision_line(result.summary["manifest"]["precision"]), file=sys.stderr)
-    for warning in result.warnings:
+    for output in run.steps.values():
+        print("\n".join(output.lines))
+    metrics = run.options.metrics
+    if run.cached:
+        counted = f"{len(metrics)} metric{'s' if len(metrics) != 1 else ''}"
+        print(
+            f"{run.cached:,} of {run.scored * len(metrics):,} scores ({run.scored:,} pairs × {counted}) came from the result cache", file=sys.stderr
+        )
+    if "precision" in run.result.summary["manifest"]:
+        print(precision_line(run.result.summary["manifest"]["precision"]), file=sys.stderr)
+    for warning in run.warnings:
         if warning not in said:
             print(f"warning: {warning}", file=sys.stderr)
-    print(summary_table(result.summary))
+    print(summary_table(run.result.summary))
     print(f"wrote {pairs_path} and {summary_path}")
-    parallel.finish(state)
+    run.finish()
     return 0
 
 
 def precision_line(block: dict) -> str:
     """An exact-bf16 run's pairs re-scored in float32, per metric, in one line (the manifest's `precision` block)."""
-    from ..metrics import METRICS
+    from biaslens.engine.metrics import METRICS
 
     counts = ", ".join(f"{METRICS[m].name} {n:,}" for m, n in block["rescored"].items())
     return f"exact-bf16: scored in bfloat16; re-scored in float32 (margin within bfloat16's error), of {block['pairs']:,} pairs: {counts}"
@@ -190,7 +158,7 @@ def precision_line(block: dict) -> str:
 
 def summary_table(summary: dict) -> str:
     """summary.json's metrics as a text table."""
-    from ..metrics import METRICS
+    from biaslens.engine.metrics import METRICS
 
     lines = [f"{'metric':<11}{'bias score':>11}  {'95% CI (Wilson)':<17}{'N':>6}{'ties':>6}{'undecid.':>9}{'token acc.':>11}"]
     for key, block in summary["metrics"].items():
@@ -202,99 +170,4 @@ def summary_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------
-# --stereoset-scores, --flags, --exclude-flagged
-# ---------------------------------------------------------------------------------------
-
-
-def _checks(text: str | None) -> list[str]:
-    from ..flags import CHECKS
-
-    if text is None or text.strip() in ("", "all"):
-        return list(CHECKS)
-    chosen = [c.strip().replace("-", "_") for c in text.split(",") if c.strip()]
-    unknown = [c for c in chosen if c not in CHECKS]
-    if unknown:
-        raise InputError(f"Unknown flag check {', '.join(unknown)}: choose from {', '.join(CHECKS)} (or all).")
-    return chosen
-
-
-def stereoset_report(run: RunOptions, lm, dataset, result, cache, out: Path) -> dict:
-    """Score StereoSet's three comparisons, print the table, write stereoset_scores.csv; the summary block."""
-    from ..export import atomic_write, safe_csv
-    from ..stereoset_scores import stereoset_scores, summary_block
-
-    scores = stereoset_scores(
-        lm,
-        dataset,
-        run.metrics,
-        compat=run.compat.value,
-        **run.selection(),
-        cache=cache,
-        batch_tokens=run.batch_tokens,
-        main=result,
-    )
-    atomic_write(out / "stereoset_scores.csv", safe_csv(scores.table))
-    print("\nStereoSet (Nadeem et al. 2021), intrasentence: LMS, SS, ICAT (ideal 100, 50, 100)")
-    print(f"{'metric':<14}{'bias type':<16}{'n':>6}{'LMS':>9}{'SS':>9}{'ICAT':>9}")
-    for row in scores.table.itertuples(index=False):
-        print(f"{row.metric:<14}{row.bias_type:<16}{row.n:>6}{fmt(row.lms):>9}{fmt(row.ss):>9}{fmt(row.icat):>9}")
-    if scores.skipped:
-        print(f"note: {scores.skipped} examples have no unrelated sentence and are left out of LMS, SS and ICAT", file=sys.stderr)
-    return summary_block(scores)
-
-
-def flag_report(args: argparse.Namespace, lm, dataset, result, out: Path) -> tuple[pd.DataFrame, dict]:
-    """Flag the scored pairs, print each metric with and without them, write flags.csv and flagged.csv."""
-    from ..export import atomic_write, safe_csv
-    from ..flags import CHECK_LABELS, flag_pairs, flag_summary, keep_mask
-    from ..paired import with_and_without
-
-    checks = _checks(args.flags)
-    flags, notes = flag_pairs(dataset, lm=lm, checks=checks, data_dir=args.data_dir, download=not args.no_download)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    ids = list(result.pairs["pair_id"])
-    flags = flags[flags["pair_id"].isin(set(ids))].reset_index(drop=True)
-    keep = keep_mask(ids, flags)
-    table = with_and_without(result, keep)
-    atomic_write(out / "flags.csv", safe_csv(flags))
-    atomic_write(out / "flagged.csv", safe_csv(table))
-    print(f"\nFlagged pairs: {int((~keep).sum()):,} of {len(ids):,}")
-    for row in flag_summary(flags).itertuples(index=False):
-        print(f"  {row.pairs:>6,}  {CHECK_LABELS.get(row.check, row.check)}")
-    print(f"{'metric':<14}{'all':>9}{'unflagged':>11}{'diff':>9}   95% CI (bootstrap)")
-    for row in table.itertuples(index=False):
-        print(f"{row.metric:<14}{fmt(row.score_all):>9}{fmt(row.score_kept):>11}{fmt(row.difference):>9}   [{fmt(row.ci_low)}, {fmt(row.ci_high)}]")
-    block = {
-        "checks": checks,
-        "flagged": int((~keep).sum()),
-        "notes": notes,
-        "per_check": {r.check: int(r.pairs) for r in flag_summary(flags).itertuples(index=False)},
-        "with_and_without": table.to_dict(orient="records"),
-    }
-    return flags, block
-
-
-def after_evaluate(args: argparse.Namespace, run: RunOptions, lm, dataset, result, cache):
-    """Run what `--stereoset-scores`, `--flags` and `--exclude-flagged` ask for; the result to save (maybe filtered)."""
-    from ..evaluation import EvaluationResult, summarize
-
-    out = Path(args.out)
-    extra: dict[str, Any] = {}
-    if getattr(args, "stereoset_scores", False):
-        extra["stereoset"] = stereoset_report(run, lm, dataset, result, cache, out)
-    if getattr(args, "flags", None) is not None or getattr(args, "exclude_flagged", False):
-        flags, extra["flags"] = flag_report(args, lm, dataset, result, out)
-        if args.exclude_flagged:
-            flagged = set(flags["pair_id"])
-            kept = result.pairs[~result.pairs["pair_id"].isin(flagged)].reset_index(drop=True)
-            if kept.empty:
-                raise InputError("Every scored pair is flagged: nothing is left with --exclude-flagged.")
-            manifest = {**result.summary["manifest"], "excluded_flagged": len(result.pairs) - len(kept)}
-            result = EvaluationResult(kept, summarize(kept, list(run.metrics), manifest), result.warnings, result.cached)
-    result.summary.update(extra)
-    return result
-
-
-__all__ = ["after_evaluate", "cmd_evaluate", "flag_report", "precision_line", "register", "result_cache", "stereoset_report", "summary_table"]
+__all__ = ["cmd_evaluate", "precision_line", "register", "result_cache", "summary_table"]

@@ -7,12 +7,12 @@ import json
 import sys
 from typing import Any
 
-from ..options import ModelSpec, RunOptions
-from .common import COMMANDS, add_compat_arg, add_model_args, load, model_caveats
+from biaslens.engine.options import ModelSpec, RunOptions
+from biaslens.cli.common import COMMANDS, add_compat_arg, add_model_args, load, model_caveats
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    from ..metrics import PAPER_METRICS
+    from biaslens.engine.metrics import PAPER_METRICS
 
     ins = sub.add_parser("inspect", help=COMMANDS["inspect"])
     add_model_args(ins)
@@ -27,7 +27,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 def _with_top_tokens(frame, lm):
     """The token frame with `top_tokens` as the model's tokens (the engine gives ids) and `top_ids` beside them."""
-    from ..explore import display_token
+    from biaslens.analyses.explore import display_token
 
     if "top_tokens" not in frame:
         return frame
@@ -36,9 +36,9 @@ def _with_top_tokens(frame, lm):
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ..evaluation import inspect_pair
-    from ..formatting import format_margin
-    from ..sentences import check_pair
+    from biaslens.engine.evaluation import inspect_pair
+    from biaslens.figures.formatting import format_margin
+    from biaslens.data.sentences import check_pair
 
     run = RunOptions.from_args(args)
     check_pair(args.stereo, args.anti)  # before the model loads

@@ -11,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InputError
-from ..export import atomic_write, safe_csv
-from ..kurita import (
+from biaslens.errors import InputError
+from biaslens.data.export import atomic_write, safe_csv
+from biaslens.kurita import (
     ALPHA,
     KURITA_CATEGORIES,
     TemplateScores,
@@ -29,15 +29,12 @@ from ..kurita import (
     weat_table,
     weat_test,
 )
-from ..options import ModelSpec
-from .common import COMMANDS, Progress, add_model_args, add_progress_arg, load, model_caveats, positive_int, progress_to
+from biaslens.engine.options import ModelSpec
+from biaslens.cli.common import Progress, add_command, add_data_args, add_progress_arg, load, model_caveats, positive_int, progress_to
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    ku = sub.add_parser("kurita", help=COMMANDS["kurita"])
-    add_model_args(ku)
-    add_kurita_arguments(ku).set_defaults(func=cmd_kurita)
-    return ku
+    return add_command(sub, "kurita", cmd_kurita, add_kurita_arguments)
 
 
 def add_kurita_arguments(p: Any) -> Any:
@@ -56,9 +53,7 @@ def add_kurita_arguments(p: Any) -> Any:
     p.add_argument("--permute", default="attributes", choices=["attributes", "targets"], help="what the WEAT permutation test re-partitions")
     p.add_argument("--permutations", type=positive_int, default=10000, help="random partitions when exact enumeration is too large (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the permutation test")
-    p.add_argument("--data-dir", default=None, help="folder searched (recursively) for weat*.jsonl; else $BIASLENS_DATA_DIR")
-    p.add_argument("--no-download", action="store_true", help="never download the WEAT files")
-    p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
+    add_data_args(p, files="weat*.jsonl", download="the WEAT files")
     p.add_argument("--out", required=True, help="output folder")
     add_progress_arg(p)
     return p
@@ -107,7 +102,7 @@ def format_weat(table: pd.DataFrame) -> str:
 
 def cmd_kurita(args: Any) -> int:
     """Template scores for each attribute list, and/or the WEAT-style tests; writes CSV and JSON into --out."""
-    from ..weat import load_weat
+    from biaslens.data.weat import load_weat
 
     if not args.attributes and args.weat is None:
         raise InputError("Nothing to do: give --attributes FILE (template scores) and/or --weat (the paper's WEAT-style tests).")

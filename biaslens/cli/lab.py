@@ -8,11 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..lab import (
-    DEFAULT_LAB_SCENARIO,
+from biaslens.lab import (
     EXPECTED_TEXT,
-    SCENARIOS,
     LabModel,
     LabReport,
     LabSettings,
@@ -21,14 +18,14 @@ from ..lab import (
     heldout_pairs,
     load_lab_model,
     loss_window,
-    scenario_settings,
     train_lab_model,
 )
-from .common import COMMANDS, Parser, Progress, add_progress_arg, progress_to
+from biaslens.cli.common import COMMANDS, Parser, Progress, progress_to
+from biaslens.cli.lab_options import add_lab_arguments, settings_from_args
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    from ..metrics import METRICS
+    from biaslens.engine.metrics import METRICS
 
     lab = sub.add_parser("lab", help=COMMANDS["lab"])
     lab_sub = lab.add_subparsers(dest="lab_command", required=True, parser_class=Parser)
@@ -38,83 +35,10 @@ def register(sub: Any) -> argparse.ArgumentParser:
     lev.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
     lev.add_argument("--out", default=None, help="write pairs.csv and summary.json here (one subfolder per scenario with --preset all)")
     lev.set_defaults(func=cmd_lab_evaluate)
-    from .lab_sweep import add_sweep_parser
+    from biaslens.cli.lab_sweep import add_sweep_parser
 
     add_sweep_parser(lab_sub)
     return lab
-
-
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(w.strip() for w in text.split(",") if w.strip())
-
-
-def add_lab_arguments(p: Any) -> Any:
-    """The knobs of `biaslens lab train` and `lab evaluate` (argparse); returns the parser."""
-    d = LabSettings()
-    p.add_argument(
-        "--preset",
-        default=DEFAULT_LAB_SCENARIO,
-        choices=[*SCENARIOS, "all"],
-        help="what is planted: an association, a frequency imbalance, both or neither; all = the four in turn",
-    )
-    p.add_argument(
-        "--association",
-        type=float,
-        default=None,
-        help="strength of the planted association, P(attributes X | group A) = P(Y | B): 0.5 = none, 1 = total (default: the preset's)",
-    )
-    p.add_argument(
-        "--frequency-ratio",
-        type=float,
-        default=None,
-        help="strength of the frequency imbalance: each group-A word appears k times as often as a group-B word (default: the preset's)",
-    )
-    p.add_argument("--corpus-size", type=int, default=d.corpus_size, help=f"training sentences (default {d.corpus_size})")
-    p.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default {d.steps})")
-    p.add_argument("--seed", type=int, default=d.seed, help="seed of the corpus, the initial weights and the batches")
-    p.add_argument("--group-a", default=",".join(d.group_a), help="comma-separated words of group A")
-    p.add_argument("--group-b", default=",".join(d.group_b), help="comma-separated words of group B, as many as group A")
-    p.add_argument("--attributes-x", default=",".join(d.attributes_x), help="comma-separated attributes associated with group A")
-    p.add_argument("--attributes-y", default=",".join(d.attributes_y), help="comma-separated attributes associated with group B")
-    p.add_argument(
-        "--template", action="append", default=None, help="a template with {name} and {attribute}; repeat for several (default: six built in)"
-    )
-    p.add_argument("--labels", default=None, help="four comma-separated names for group A, group B, attributes X, attributes Y")
-    p.add_argument("--hidden-size", type=int, default=d.hidden_size)
-    p.add_argument("--layers", type=int, default=d.num_layers)
-    p.add_argument("--heads", type=int, default=d.num_heads)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--learning-rate", type=float, default=d.learning_rate)
-    p.add_argument(
-        "--models-dir", default=None, help="folder of the lab models (default <cache>/lab, cache = $BIASLENS_CACHE_DIR or ~/.cache/biaslens)"
-    )
-    add_progress_arg(p)
-    return p
-
-
-def settings_from_args(args: Any) -> list[LabSettings]:
-    """The settings the command-line arguments describe: one, or four for --preset all."""
-    labels = _words(args.labels) if args.labels else None
-    if labels is not None and len(labels) != 4:
-        raise InputError(f"--labels needs four comma-separated names (group A, group B, attributes X, attributes Y), got {len(labels)}.")
-    base = LabSettings(
-        group_a=_words(args.group_a),
-        group_b=_words(args.group_b),
-        attributes_x=_words(args.attributes_x),
-        attributes_y=_words(args.attributes_y),
-        templates=tuple(args.template) if args.template else LabSettings.templates,
-        **(dict(zip(("group_a_label", "group_b_label", "attributes_x_label", "attributes_y_label"), labels)) if labels else {}),
-        corpus_size=args.corpus_size,
-        steps=args.steps,
-        seed=args.seed,
-        hidden_size=args.hidden_size,
-        num_layers=args.layers,
-        num_heads=args.heads,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-    )
-    names = list(SCENARIOS) if args.preset == "all" else [args.preset]
-    return [scenario_settings(name, base, association=args.association, frequency_ratio=args.frequency_ratio) for name in names]
 
 
 def train_with_bar(settings: LabSettings, models_dir: str | None, progress: Progress) -> LabModel:
@@ -168,7 +92,7 @@ def format_report(report: LabReport) -> str:
 
 
 def cmd_lab_evaluate(args: Any) -> int:
-    from ..metrics import parse_metrics
+    from biaslens.engine.metrics import parse_metrics
 
     metrics = parse_metrics(args.metrics)
     progress = Progress.from_args(args)
@@ -195,4 +119,4 @@ def cmd_lab_evaluate(args: Any) -> int:
     return 0
 
 
-__all__ = ["add_lab_arguments", "cmd_lab_evaluate", "cmd_lab_train", "format_report", "register", "settings_from_args", "train_with_bar"]
+__all__ = ["cmd_lab_evaluate", "cmd_lab_train", "format_report", "register", "train_with_bar"]

@@ -1,6 +1,6 @@
 """`biaslens lab sweep`: train a grid of lab models and rank the metrics by how well they track the planted bias.
 
-The engine is `biaslens.sweep`; this module is only the command line around it.
+The engine is `biaslens.lab.sweep`; this module is only the command line around it.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import math
 import sys
 from typing import Any
 
-from ..errors import InputError
-from ..runner import format_duration
-from .common import Progress, add_compat_arg, add_progress_arg, fmt
-from .lab import settings_from_args
+from biaslens.errors import InputError
+from biaslens.engine.runner import format_duration
+from biaslens.cli.common import Progress, add_compat_arg, add_progress_arg, fmt
+from biaslens.cli.lab_options import add_corpus_and_model_arguments, settings_from_args
 
 
 def _list(text: str, name: str) -> list[str]:
@@ -25,8 +25,9 @@ def _list(text: str, name: str) -> list[str]:
 
 def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
     """Add `sweep` to the `lab` subcommands; returns its parser."""
-    from .. import lab, sweep
-    from ..metrics import METRICS
+    from biaslens import lab
+    from biaslens.lab import sweep
+    from biaslens.engine.metrics import METRICS
 
     d = lab.LabSettings()
     p = lab_subparsers.add_parser(
@@ -48,17 +49,7 @@ def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--seeds", default=None, help="comma-separated training seeds, e.g. 0,1,2")
     p.add_argument("--corpus-size", type=int, default=None, help="training sentences per model (default: the grid's)")
     p.add_argument("--steps", type=int, default=None, help="training steps per model (default: the grid's)")
-    p.add_argument("--group-a", default=",".join(d.group_a), help="comma-separated words of group A")
-    p.add_argument("--group-b", default=",".join(d.group_b), help="comma-separated words of group B, as many as group A")
-    p.add_argument("--attributes-x", default=",".join(d.attributes_x), help="comma-separated attributes associated with group A")
-    p.add_argument("--attributes-y", default=",".join(d.attributes_y), help="comma-separated attributes associated with group B")
-    p.add_argument("--template", action="append", default=None, help="a template with {name} and {attribute}; repeat for several")
-    p.add_argument("--labels", default=None, help="four comma-separated names for group A, group B, attributes X, attributes Y")
-    p.add_argument("--hidden-size", type=int, default=d.hidden_size)
-    p.add_argument("--layers", type=int, default=d.num_layers)
-    p.add_argument("--heads", type=int, default=d.num_heads)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    add_corpus_and_model_arguments(p)
     p.add_argument(
         "--workers",
         type=int,
@@ -81,7 +72,7 @@ def grid_from_args(args: argparse.Namespace) -> Any:
     """The sweep grid the options describe: the --grid preset, with the given parts replaced."""
     from dataclasses import replace
 
-    from .. import sweep
+    from biaslens.lab import sweep
 
     preset = sweep.SweepGrid.full() if args.grid == "full" else sweep.SweepGrid.default()
     if args.workers < 1:
@@ -101,7 +92,7 @@ def grid_from_args(args: argparse.Namespace) -> Any:
 
 def format_ranking(ranking: Any) -> str:
     """The ranking as a text table for the terminal ("—": no place, the metric has no verdict)."""
-    from ..sweep import format_p, format_place
+    from biaslens.lab.sweep import format_p, format_place
 
     lines = [f"{'':>3} {'metric':<13}{'tracks':<26}{'tau':>6}{'p':>9}{'slope':>7}{'false al.':>11}{'drift A':>9}{'seed sd':>9}"]
     for r in ranking.itertuples():
@@ -114,7 +105,8 @@ def format_ranking(ranking: Any) -> str:
 
 
 def cmd_lab_sweep(args: argparse.Namespace) -> int:
-    from .. import sweep
+    from biaslens.lab import sweep
+    from biaslens.report.sweep import write_outputs
 
     grid = grid_from_args(args)
     estimate = sweep.estimate_sweep(grid, models_dir=args.models_dir, workers=args.workers)
@@ -138,7 +130,7 @@ def cmd_lab_sweep(args: argparse.Namespace) -> int:
             progress=update,
         )
     analysis = result.analysis()
-    paths = sweep.write_outputs(result, args.out, analysis)
+    paths = write_outputs(result, args.out, analysis)
     print(
         f"{len(result.cells)} models ({sum(c.trained_here for c in result.cells)} trained now) in {result.seconds:.0f} s "
         f"with {result.workers} worker process{'es' if result.workers != 1 else ''}."

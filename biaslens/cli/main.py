@@ -15,8 +15,8 @@ import importlib
 import sys
 from typing import Iterable, Sequence
 
-from ..errors import BiaslensError
-from .common import COMMANDS, EXIT_ERROR, Parser
+from biaslens.errors import BiaslensError
+from biaslens.cli.common import COMMANDS, EXIT_ERROR, Parser
 
 EXIT_INTERRUPTED = 130
 
@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(_command(argv)).parse_args(argv)
     try:
         if isinstance(getattr(args, "out", None), str):  # refuse an unwritable output folder before any work
-            from ..export import check_output_dir
+            from biaslens.data.export import check_output_dir
 
             check_output_dir(args.out)
         return args.func(args)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import argparse
 from typing import Any
-from .common import COMMANDS
+from biaslens.cli.common import add_command
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    met = sub.add_parser("metrics", help=COMMANDS["metrics"])
-    met.set_defaults(func=cmd_metrics)
-    return met
+    return add_command(sub, "metrics", cmd_metrics, model=None)
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    from ..metrics import METRICS
+    from biaslens.engine.metrics import METRICS
 
     for m in METRICS.values():
         print(f"{m.key:<11}{m.name} ({m.long_name}): {m.summary}")

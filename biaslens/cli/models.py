@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import argparse
 from typing import Any
-from .common import COMMANDS
+from biaslens.cli.common import add_command
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    mod = sub.add_parser("models", help=COMMANDS["models"])
-    mod.set_defaults(func=cmd_models)
-    return mod
+    return add_command(sub, "models", cmd_models, model=None)
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from ..presets import DEFAULT_MODEL, PRESETS, VERIFIED_ARCHITECTURES
+    from biaslens.engine.presets import DEFAULT_MODEL, PRESETS, VERIFIED_ARCHITECTURES
 
     width = max(map(len, PRESETS)) + 2
     for name, about in PRESETS.items():

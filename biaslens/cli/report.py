@@ -1,4 +1,4 @@
-"""`biaslens report`: reproduce Kaneko & Bollegala (2022), Tables 1-5 and Figure 1, for one or more models (`biaslens.report`)."""
+"""`biaslens report`: reproduce Kaneko & Bollegala (2022), Tables 1-5 and Figure 1, for one or more models (`biaslens.report.reproduction`)."""
 
 from __future__ import annotations
 
@@ -9,23 +9,20 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InputError
-from ..options import ModelSpec, RunOptions
-from ..report import ANALYSES, DEFAULT_DATASETS, ReportOptions, analyse_model, build_report
-from .common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, load, model_caveats, pair_texts, positive_int
-from .evaluate import result_cache
+from biaslens.errors import InputError
+from biaslens.engine.options import ModelSpec, RunOptions
+from biaslens.report.reproduction import ANALYSES, DEFAULT_DATASETS, ReportOptions, analyse_model, build_report
+from biaslens.cli.common import Progress, add_command, add_compat_arg, add_data_args, add_progress_arg, load, model_caveats, pair_texts, positive_int
+from biaslens.cli.evaluate import result_cache
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    rep = sub.add_parser("report", help=COMMANDS["report"])
-    add_model_args(rep, several=True)
-    add_report_arguments(rep).set_defaults(func=cmd_report)
-    return rep
+    return add_command(sub, "report", cmd_report, add_report_arguments, model="several")
 
 
 def add_report_arguments(p: Any) -> Any:
     """Options of `biaslens report` besides the model ones (argparse); returns the parser."""
-    from ..metrics import PAPER_METRICS
+    from biaslens.engine.metrics import PAPER_METRICS
 
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--datasets", default=",".join(DEFAULT_DATASETS), help="comma-separated: crows-pairs, stereoset or dataset paths (default both)")
@@ -36,9 +33,7 @@ def add_report_arguments(p: Any) -> Any:
     p.add_argument("--sample", type=positive_int, default=None, help="a seeded random sample of N pairs of each dataset")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample")
     p.add_argument("--shuffle-seed", type=int, default=0, help="seed of the shuffle experiment (Table 4)")
-    p.add_argument("--data-dir", default=None, help="folder searched (recursively) for the dataset files; else $BIASLENS_DATA_DIR")
-    p.add_argument("--no-download", action="store_true", help="never download a dataset")
-    p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
+    add_data_args(p)
     p.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     add_progress_arg(p)
@@ -47,10 +42,10 @@ def add_report_arguments(p: Any) -> Any:
 
 def cmd_report(args: Any) -> int:
     """Every chosen analysis for each --model; writes the tables, figures and report into --out."""
-    from ..datasets import PairDataset, load_dataset
-    from ..evaluation import select_pairs
-    from ..explore import short_names
-    from ..models import DEFAULT_MODEL
+    from biaslens.data.datasets import PairDataset, load_dataset
+    from biaslens.engine.evaluation import select_pairs
+    from biaslens.analyses.explore import short_names
+    from biaslens.engine.models import DEFAULT_MODEL
 
     run = RunOptions.from_args(args)
     options = ReportOptions.from_run(run, tuple(a.strip() for a in args.analyses.split(",") if a.strip()), args.shuffle_seed)

@@ -1,4 +1,4 @@
-"""`biaslens shuffle`: one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4; `biaslens.shuffle`)."""
+"""`biaslens shuffle`: one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4; `biaslens.analyses.shuffle`)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..options import ModelSpec
-from .common import COMMANDS, add_model_args, load
+from biaslens.engine.options import ModelSpec
+from biaslens.cli.common import add_command, load
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    shu = sub.add_parser("shuffle", help=COMMANDS["shuffle"])
-    add_model_args(shu)
-    add_shuffle_arguments(shu).set_defaults(func=cmd_shuffle)
-    return shu
+    return add_command(sub, "shuffle", cmd_shuffle, add_shuffle_arguments)
 
 
 def add_shuffle_arguments(p: Any) -> Any:
@@ -29,9 +26,9 @@ def add_shuffle_arguments(p: Any) -> Any:
 
 def cmd_shuffle(args: Any) -> int:
     """One sentence's tokens before and after shuffling, with log p, rank and the model's top token."""
-    from ..export import json_safe
-    from ..sentences import check_sentence
-    from ..shuffle import shuffle_sentence
+    from biaslens.data.export import json_safe
+    from biaslens.data.sentences import check_sentence
+    from biaslens.analyses.shuffle import shuffle_sentence
 
     check_sentence(args.sentence)  # before the model loads
     result = shuffle_sentence(load(ModelSpec.from_args(args)), args.sentence, args.seed)

@@ -47,16 +47,14 @@ test cannot reach significance.
 The package, by concern: `inputs` (templates, target pairs, word lists, the paper's five
 tests), `scores` (masked queries, `score_templates`, `TemplateScores`), `weat` (unit
 scores, effect size, permutation p-values, Table 3), `shares` (Table 5), `comparability`
-(when the published numbers apply). The charts are in `biaslens.figures` and are
-re-exported here (`bias_chart`, `effect_size_chart`, `shares_chart`), imported on first
-use so that scoring never loads Altair.
+(when the published numbers apply). Its charts are in `biaslens.figures.charts` (`bias_chart`,
+`effect_size_chart`, `shares_chart`): this package never imports figures.
 """
 
 from __future__ import annotations
 
-from typing import Any
 
-from .comparability import (
+from biaslens.kurita.comparability import (
     CITATION,
     PAPER_MODEL,
     TABLE5_TEMPLATES,
@@ -66,7 +64,7 @@ from .comparability import (
     share_comparability,
     weat_comparability,
 )
-from .inputs import (
+from biaslens.kurita.inputs import (
     A_SLOT,
     KURITA_CATEGORIES,
     T_SLOT,
@@ -83,21 +81,9 @@ from .inputs import (
     parse_word_list,
     read_word_list,
 )
-from .scores import SCORE_COLUMNS, Progress, Share, TemplateScores, leaning, score_templates
-from .shares import shares_table
-from .weat import ALPHA, WeatResult, save_weat, weat_statistics, weat_table, weat_test, weat_unit_scores
-
-#: Charts moved to biaslens.figures; still importable from here.
-_CHARTS = ("bias_chart", "effect_size_chart", "shares_chart")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _CHARTS:
-        from .. import figures
-
-        return getattr(figures, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from biaslens.kurita.scores import SCORE_COLUMNS, Progress, Share, TemplateScores, leaning, score_templates
+from biaslens.kurita.shares import shares_table
+from biaslens.kurita.weat import ALPHA, WeatResult, save_weat, weat_statistics, weat_table, weat_test, weat_unit_scores
 
 __all__ = [
     "ALPHA",
@@ -117,9 +103,7 @@ __all__ = [
     "WeatResult",
     "WeatSpec",
     "WordList",
-    "bias_chart",
     "decode_word_list",
-    "effect_size_chart",
     "kurita_weat_spec",
     "leaning",
     "not_comparable",
@@ -133,7 +117,6 @@ __all__ = [
     "save_weat",
     "score_templates",
     "share_comparability",
-    "shares_chart",
     "shares_table",
     "weat_comparability",
     "weat_statistics",

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .inputs import KURITA_CATEGORIES, Permute, WeatSpec, parse_target_pairs, parse_templates
+from biaslens.kurita.inputs import KURITA_CATEGORIES, Permute, WeatSpec, parse_target_pairs, parse_templates
 
 if TYPE_CHECKING:
-    from .scores import TemplateScores
+    from biaslens.kurita.scores import TemplateScores
 
 CITATION = (
     "Keita Kurita, Nidhi Vyas, Ayush Pareek, Alan W Black, Yulia Tsvetkov (2019). Measuring Bias in Contextualized Word Representations. GeBNLP 2019."
@@ -48,7 +48,7 @@ def weat_comparability(spec: WeatSpec, model: str, permute: Permute = "attribute
     (`KURITA_CATEGORIES`), the word sets of its WEAT file, attributes permuted (the paper's
     test) and the paper's model.
     """
-    from ..published import KURITA_WEAT
+    from biaslens.data.published import KURITA_WEAT
 
     if spec.key not in KURITA_CATEGORIES or spec.key not in KURITA_WEAT:
         return "not one of the paper's five tests"
@@ -91,7 +91,7 @@ def share_comparability(key: str | None, scores: TemplateScores) -> str | None:
     paper states it), scored with the paper's one template for it (case and a final full
     stop aside) and the single pair he/she, by the paper's model (bert-base-uncased).
     """
-    from ..published import KURITA_LIST_SIZES
+    from biaslens.data.published import KURITA_LIST_SIZES
 
     if key is None:
         return "not one of the paper's lists"
@@ -113,7 +113,7 @@ def share_comparability(key: str | None, scores: TemplateScores) -> str | None:
 
 def published_list_key(name: str) -> str | None:
     """The Table 5 list a file name stands for ("positive_traits" -> "positive traits"), if any."""
-    from ..published import KURITA_ATTRIBUTE_SHARES
+    from biaslens.data.published import KURITA_ATTRIBUTE_SHARES
 
     normal = " ".join(name.lower().replace("_", " ").replace("-", " ").split())
     return next((key for key in KURITA_ATTRIBUTE_SHARES if normal.endswith(key)), None)

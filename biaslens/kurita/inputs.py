@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .. import datafiles
-from ..errors import DatasetError, InputError
-from ..weat import WeatStimuli, WordSet
+from biaslens.data import datafiles
+from biaslens.errors import DatasetError, InputError
+from biaslens.data.weat import WeatStimuli, WordSet
 
 T_SLOT = "[T]"
 A_SLOT = "[A]"

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..export import atomic_write, safe_csv, to_json
-from ..models import MaskedLM
-from ..scoring import MaskedQuery, masked_pass
-from ..stats import wilson_interval
-from .inputs import Template, TargetPair, parse_target_pairs, parse_template
+from biaslens.errors import InputError
+from biaslens.data.export import atomic_write, safe_csv, to_json
+from biaslens.engine.models import MaskedLM
+from biaslens.engine.scoring import MaskedQuery, masked_pass
+from biaslens.engine.stats import wilson_interval
+from biaslens.kurita.inputs import Template, TargetPair, parse_target_pairs, parse_template
 
 Progress = Callable[[int, int], None]
 

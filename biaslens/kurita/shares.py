@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from .comparability import not_comparable, share_comparability
-from .scores import TemplateScores
+from biaslens.kurita.comparability import not_comparable, share_comparability
+from biaslens.kurita.scores import TemplateScores
 
 
 def shares_table(lists: Mapping[str, TemplateScores], published: Mapping[str, str | None] | None = None) -> pd.DataFrame:
@@ -18,7 +18,7 @@ def shares_table(lists: Mapping[str, TemplateScores], published: Mapping[str, st
     list, template, targets and model the paper's; ``published`` says the share, or
     "not comparable: <reason>".
     """
-    from ..published import KURITA_ATTRIBUTE_SHARES
+    from biaslens.data.published import KURITA_ATTRIBUTE_SHARES
 
     rows = []
     for name, scores in lists.items():

@@ -12,13 +12,13 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InputError
-from ..export import atomic_write, safe_csv, to_json
-from ..models import MaskedLM
-from ..stats import effect_size, permutation_test
-from .comparability import not_comparable, weat_comparability
-from .inputs import Permute, WeatSpec
-from .scores import Progress, TemplateScores, score_templates
+from biaslens.errors import InputError
+from biaslens.data.export import atomic_write, safe_csv, to_json
+from biaslens.engine.models import MaskedLM
+from biaslens.engine.stats import effect_size, permutation_test
+from biaslens.kurita.comparability import not_comparable, weat_comparability
+from biaslens.kurita.inputs import Permute, WeatSpec
+from biaslens.kurita.scores import Progress, TemplateScores, score_templates
 
 #: Significance level of Kurita et al.'s Table 3 (* = p < 0.01).
 ALPHA = 0.01
@@ -83,7 +83,7 @@ class WeatResult:
 
     def row(self) -> dict[str, Any]:
         """One row of the Table 3 view."""
-        from ..published import KURITA_WEAT
+        from biaslens.data.published import KURITA_WEAT
 
         spec = self.spec
         method = f"exact, {self.n_permutations:,} partitions" if self.exact else f"{self.n_permutations:,} permutations, seed {self.seed}"
@@ -110,7 +110,7 @@ class WeatResult:
 
 
 def weat_statistics(units: pd.DataFrame, *, n_permutations: int = 10000, seed: int = 0) -> tuple[float, float, float, bool, int]:
-    """(d, one-sided p, two-sided p, exact?, partitions) of unit scores: biaslens.stats on groups 1 and 2.
+    """(d, one-sided p, two-sided p, exact?, partitions) of unit scores: biaslens.engine.stats on groups 1 and 2.
 
     The one-sided p is Kurita et al.'s Pr[S_i > S] (strictly greater); the two-sided one
     Pr[|S_i| >= |S|].

@@ -14,7 +14,7 @@ frequency with bias. The lab tests such claims under controlled conditions:
 3. `train_lab_model` trains a WordPiece tokenizer and a small BERT on the corpus and
    saves an ordinary Hugging Face model folder in the cache (trained once per settings).
 4. `evaluate_lab` scores the held-out pairs with every metric through
-   `biaslens.evaluation.evaluate` and sets each bias score against the planted truth.
+   `biaslens.engine.evaluation.evaluate` and sets each bias score against the planted truth.
 
 Held-out pairs are balanced: for every pair whose stereotypical sentence names group A
 there is one whose stereotypical sentence names group B. A model that merely prefers
@@ -32,9 +32,9 @@ that `train_lab_model` runs) or `biaslens.lab.store.default_lab_settings`.
 
 from __future__ import annotations
 
-from ..metrics import METRICS as METRICS  # kept importable from here, as before the split
-from .corpus import LabPair, LabSentence, fill_template, generate_corpus, heldout_attributes, heldout_frame, heldout_pairs
-from .evaluation import (
+from biaslens.engine.metrics import METRICS as METRICS  # kept importable from here, as before the split
+from biaslens.lab.corpus import LabPair, LabSentence, fill_template, generate_corpus, heldout_attributes, heldout_frame, heldout_pairs
+from biaslens.lab.evaluation import (
     EXPECTED_TEXT,
     VERDICT_TEXT,
     LabReport,
@@ -44,7 +44,7 @@ from .evaluation import (
     scenario_table,
     verdict,
 )
-from .settings import (
+from biaslens.lab.settings import (
     DEFAULT_LAB_SCENARIO,
     HELDOUT_PER_WORD,
     LAB_FORMAT,
@@ -54,7 +54,7 @@ from .settings import (
     describe_settings,
     scenario_settings,
 )
-from .store import (
+from biaslens.lab.store import (
     CORPUS_FILE,
     LAB_FILE,
     PAIRS_FILE,
@@ -72,7 +72,8 @@ from .store import (
     sanity_sentences,
     train_lab_model,
 )
-from .training import MAX_LENGTH, SPECIAL_TOKENS, TrainingProgress, loss_window, smoothed_loss, train_tokenizer, wrap_tokenizer
+from biaslens.lab.training import MAX_LENGTH, SPECIAL_TOKENS, TrainingProgress, loss_window, smoothed_loss, train_tokenizer
+from biaslens.engine.testing import wrap_tokenizer
 
 __all__ = [
     "CORPUS_FILE",

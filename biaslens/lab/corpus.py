@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..datasets import Pair
-from .settings import HELDOUT_PER_WORD, LabSettings, _template_parts
+from biaslens.data.datasets import Pair
+from biaslens.lab.settings import HELDOUT_PER_WORD, LabSettings, _template_parts
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..cache import ResultCache
-from ..evaluation import EvaluationResult, evaluate
-from ..metrics import METRICS, parse_metrics
-from ..models import MaskedLM, load_model
-from ..stats import bias_score
-from .corpus import LabPair, heldout_pairs
-from .settings import LabSettings, describe_settings
-from .store import LabModel, load_lab_model, train_lab_model
-from .training import TrainingProgress
+from biaslens.engine.cache import ResultCache
+from biaslens.engine.evaluation import EvaluationResult, evaluate
+from biaslens.engine.metrics import METRICS, parse_metrics
+from biaslens.engine.models import MaskedLM, load_model
+from biaslens.engine.stats import bias_score
+from biaslens.lab.corpus import LabPair, heldout_pairs
+from biaslens.lab.settings import LabSettings, describe_settings
+from biaslens.lab.store import LabModel, load_lab_model, train_lab_model
+from biaslens.lab.training import TrainingProgress
 
 
 def verdict(expected: str, ci_low: float, ci_high: float) -> str:

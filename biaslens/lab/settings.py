@@ -8,7 +8,7 @@ import string
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from ..errors import InputError
+from biaslens.errors import InputError
 
 
 #: Bumped whenever a change to generation or training would change a trained model, so

@@ -14,12 +14,13 @@ from typing import Any
 
 import torch
 
-from ..errors import InputError, ModelLoadError
-from ..export import current_umask, safe_csv, to_json
-from ..paths import default_cache_dir
-from .corpus import generate_corpus, heldout_frame
-from .settings import DEFAULT_LAB_SCENARIO, LAB_FORMAT, LabSettings, describe_settings, scenario_settings
-from .training import MAX_LENGTH, TrainingProgress, _encode_corpus, _train, smoothed_loss, train_tokenizer, wrap_tokenizer
+from biaslens.errors import InputError, ModelLoadError
+from biaslens.data.export import current_umask, safe_csv, to_json
+from biaslens.paths import default_cache_dir
+from biaslens.lab.corpus import generate_corpus, heldout_frame
+from biaslens.lab.settings import DEFAULT_LAB_SCENARIO, LAB_FORMAT, LabSettings, describe_settings, scenario_settings
+from biaslens.lab.training import MAX_LENGTH, TrainingProgress, _encode_corpus, _train, smoothed_loss, train_tokenizer
+from biaslens.engine.testing import wrap_tokenizer
 
 LAB_FILE = "lab.json"
 CORPUS_FILE = "corpus.txt"
@@ -129,7 +130,7 @@ def lab_model_of_pairs(path: str | Path) -> LabModel | None:
 
 
 def sanity_sentences(model: LabModel, n: int = 8) -> tuple[str, ...]:
-    """`n` sentences of the model's own training corpus, for `biaslens.sanity.check_model`.
+    """`n` sentences of the model's own training corpus, for `biaslens.analyses.sanity.check_model`.
 
     A lab model knows only its templates and words, so the usual sanity check on plain
     English would call it untrained; its own corpus tells whether training worked.

@@ -9,9 +9,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from ..errors import InputError
-from .corpus import LabSentence
-from .settings import LabSettings
+from biaslens.errors import InputError
+from biaslens.lab.corpus import LabSentence
+from biaslens.lab.settings import LabSettings
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -64,21 +64,6 @@ def train_tokenizer(sentences: Sequence[str]) -> Any:
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
     )
     return tok
-
-
-def wrap_tokenizer(tok: Any, max_length: int) -> Any:
-    """The `tokenizers` object as a transformers tokenizer that `AutoTokenizer` reloads."""
-    from transformers import PreTrainedTokenizerFast
-
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-        model_max_length=max_length,
-    )
 
 
 #: Longest input of a lab model, special tokens included (the templates are short; the

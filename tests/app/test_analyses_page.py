@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 from tests.support.app import no_exceptions, run_app, tables, texts
-from biaslens import explore
-from biaslens.analyses import SOURCE_RUN, bias_score_table, compare_accuracy, paper_layout, token_ranks
-from biaslens.datasets import load_dataset
-from biaslens.export import safe_csv
-from biaslens.formatting import column_label
-from biaslens.report import ReportOptions, analyse_model, build_report, zip_report
-from biaslens.shuffle import shuffle_sentence
+from biaslens.analyses import explore
+from biaslens.analyses.papers import SOURCE_RUN, bias_score_table, compare_accuracy, paper_layout, token_ranks
+from biaslens.data.datasets import load_dataset
+from biaslens.data.export import safe_csv
+from biaslens.figures.formatting import column_label
+from biaslens.report.reproduction import ReportOptions, analyse_model, build_report, zip_report
+from biaslens.analyses.shuffle import shuffle_sentence
 from tests.support import FIXTURE_DATA
 
 
@@ -37,7 +37,7 @@ def _numbers(column: pd.Series) -> pd.Series:
 
 
 def _as_shown(frame: pd.DataFrame) -> pd.DataFrame:
-    """An engine table as the page shows it: metrics by name only, headers for people (`biaslens.formatting.column_label`)."""
+    """An engine table as the page shows it: metrics by name only, headers for people (`biaslens.figures.formatting.column_label`)."""
     if {"metric", "name"} <= set(frame.columns):
         frame = frame.drop(columns="metric")
     return frame.set_axis([column_label(str(c)) for c in frame.columns], axis=1)

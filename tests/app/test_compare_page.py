@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from tests.support.app import interactive_tables, no_exceptions, run_app, tables, texts
-from biaslens import explore
-from biaslens.datasets import load_dataset
-from biaslens.evaluation import evaluate
-from biaslens.stats import MCNEMAR_TEST
+from biaslens.analyses import explore
+from biaslens.data.datasets import load_dataset
+from biaslens.engine.evaluation import evaluate
+from biaslens.engine.stats import MCNEMAR_TEST
 from tests.support import FIXTURE_DATA
 
 

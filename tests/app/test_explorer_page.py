@@ -8,13 +8,13 @@ import pytest
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 
-import biaslens.evaluation
+import biaslens.engine.evaluation
 import ui.progress
 import ui.runs
 from tests.support.app import interactive_tables, no_exceptions, run_app, shown_columns, static_tables, texts
-from biaslens.cache import ResultCache
-from biaslens.datasets import load_dataset
-from biaslens.evaluation import evaluate
+from biaslens.engine.cache import ResultCache
+from biaslens.data.datasets import load_dataset
+from biaslens.engine.evaluation import evaluate
 from tests.support import FIXTURE_DATA
 
 
@@ -85,9 +85,9 @@ def test_a_corrupted_cache_file_is_reported_once(app_env):
 def _count_scored(monkeypatch) -> list[int]:
     """The number of pairs of each computation of a run (the cached ones are not computed)."""
     scored: list[int] = []
-    real_score = biaslens.evaluation.score_encoded_pairs
+    real_score = biaslens.engine.evaluation.score_encoded_pairs
     monkeypatch.setattr(
-        biaslens.evaluation, "score_encoded_pairs", lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k)
+        biaslens.engine.evaluation, "score_encoded_pairs", lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k)
     )
     return scored
 
@@ -120,7 +120,7 @@ def test_a_stopped_run_says_what_it_kept_and_resumes_there(app_env, tiny_bert, m
     """Issue 21, journey 5: a run stopped after 5 of its pairs says so, offers Resume, and its progress starts at 5."""
     dataset = load_dataset("crows-pairs", data_dir=FIXTURE_DATA)
     cache = ResultCache(Path(app_env["BIASLENS_CACHE_DIR"]) / "results.sqlite")
-    sampled = biaslens.evaluation.select_pairs(list(dataset.pairs), sample=N, seed=0)
+    sampled = biaslens.engine.evaluation.select_pairs(list(dataset.pairs), sample=N, seed=0)
     evaluate(tiny_bert, sampled[:5], ["aul", "cps"], cache=cache)  # what the run had finished when Stop was pressed
     at = run_app("explorer", LINK)
     no_exceptions(at)

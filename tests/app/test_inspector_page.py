@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from tests.support.app import html_of, interactive_tables, no_exceptions, run_app, tables, texts
-from biaslens.datasets import load_dataset
-from biaslens.evaluation import inspect_pair
-from biaslens.metrics import METRICS, PAPER_METRICS
+from biaslens.data.datasets import load_dataset
+from biaslens.engine.evaluation import inspect_pair
+from biaslens.engine.metrics import METRICS, PAPER_METRICS
 from tests.support import FIXTURE_DATA
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from tests.support import app as app_support
 from tests.support.app import no_exceptions, run_app, tables, texts
-from biaslens import datafiles
+from biaslens.data import datafiles
 from biaslens.kurita import ALPHA, KURITA_CATEGORIES, kurita_weat_spec, score_templates, weat_test
-from biaslens.weat import load_weat
+from biaslens.data.weat import load_weat
 from tests.support import FIXTURE_DATA
 
 

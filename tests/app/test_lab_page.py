@@ -10,10 +10,10 @@ from __future__ import annotations
 import huggingface_hub.constants
 import pytest
 
-import biaslens.models
+import biaslens.engine.models
 from tests.support.app import no_exceptions, run_app, static_tables, tables, texts
 from biaslens import lab
-from biaslens.metrics import METRICS
+from biaslens.engine.metrics import METRICS
 
 
 S = "lab."
@@ -135,7 +135,7 @@ def test_a_held_out_pair_opens_in_the_inspector(app_env):
 def offline(app_env, monkeypatch):
     """No network: the hub model named by BIASLENS_MODEL cannot be fetched; the lab's default model is tiny."""
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(biaslens.models, "_cached_revision", lambda name, revision: None)  # not in the local HF cache
+    monkeypatch.setattr(biaslens.engine.models, "_cached_revision", lambda name, revision: None)  # not in the local HF cache
     monkeypatch.setenv("BIASLENS_MODEL", "bert-base-cased")
     monkeypatch.setattr(lab.store, "default_lab_settings", lambda: lab.scenario_settings(lab.DEFAULT_LAB_SCENARIO, TINY))
 

@@ -15,7 +15,7 @@ from tests.support.app import no_exceptions, run_app, texts
 from biaslens import lab
 from biaslens.errors import InputError, JobCancelled, LimitError, ServerConfigError
 from biaslens.kurita import parse_word_list
-from biaslens.serving import JobSlots, ServerSettings, count_word_items
+from biaslens.serving.server import JobSlots, ServerSettings, count_word_items
 
 app_support.PAGES.setdefault("kurita", "pages/kurita.py")
 

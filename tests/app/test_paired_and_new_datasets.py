@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from tests.support.app import no_exceptions, run_app, tables, texts
-from biaslens import paired
-from biaslens.datasets import DATASETS, load_dataset
-from biaslens.evaluation import evaluate
+from biaslens.analyses import paired
+from biaslens.data.datasets import DATASETS, load_dataset
+from biaslens.engine.evaluation import evaluate
 
 S = "compare."
 
@@ -39,7 +39,7 @@ def test_sidebar_offers_the_new_datasets(app_env):
 
 
 def test_explorer_flags_and_excludes(app_env, tiny_bert):
-    from biaslens import flags
+    from biaslens.data import flags
 
     at = run_app("explorer", {"dataset": "crows-pairs", "metrics": ["aul"], "sample": "30"})
     at.button(key="explorer.run").click().run()
@@ -61,7 +61,7 @@ def test_explorer_flags_and_excludes(app_env, tiny_bert):
 
 
 def test_explorer_stereoset_scores(app_env, tiny_bert):
-    from biaslens.stereoset_scores import stereoset_scores
+    from biaslens.analyses.stereoset_scores import stereoset_scores
 
     at = run_app("explorer", {"dataset": "stereoset", "metrics": ["aul"], "sample": "8"})
     at.button(key="explorer.run").click().run()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from biaslens import lab, sweep
+from biaslens import lab
+from biaslens.lab import sweep
 from tests.support.app import no_exceptions, run_app, tables, texts
 
 TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)

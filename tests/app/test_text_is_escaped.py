@@ -36,7 +36,7 @@ TEXT_CALLS = {
 TEXT_KEYWORDS = {"help", "body", "label"}
 #: Functions whose result is escaped markdown (ui/feedback.py).
 ESCAPING = {"md", "code", "explain"}
-#: Functions whose result is a number (written out: `biaslens.formatting.format_margin`).
+#: Functions whose result is a number (written out: `biaslens.figures.formatting.format_margin`).
 NUMERIC = {"len", "int", "round", "float", "abs", "format_margin"}
 #: A format spec that writes a number (a string would raise with it).
 NUMERIC_SPEC = re.compile(r"^.*(,|_|[bcdeEfFgGnoxX%])$")

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biaslens import lab
-from biaslens.metrics import COMPAT_MODES, METRICS, PAPER_METRICS
-from biaslens.models import DTYPES
+from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS
+from biaslens.engine.models import DTYPES
 from ui.views import (
     DEVICES,
     EXPLORER_TABS,

@@ -8,6 +8,7 @@ requests to evil.example are blocked and recorded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from urllib.parse import urlencode
@@ -15,7 +16,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.support import FIXTURE_DATA
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, serve_app
+from tests.support.browser import launch_chromium, require_browser, serve_app
 
 pytestmark = pytest.mark.browser
 
@@ -50,14 +51,28 @@ def app_url(model_dirs, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chromium():
-    from playwright.sync_api import sync_playwright
-
-    require_browser()
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launch_chromium() as browser:
         yield browser
-        browser.close()
+
+
+@contextlib.contextmanager
+def _guarded_page(chromium):
+    """A fresh page whose requests to evil.example are blocked and recorded: yields (page, the blocked URLs)."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1200})
+    requested: list[str] = []
+
+    def block(route):
+        requested.append(route.request.url)
+        route.abort()
+
+    context.route("**/*evil.example*/**", block)
+    context.route("http://evil.example/**", block)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        yield page, requested
+    finally:
+        context.close()
 
 
 def _settle(page) -> None:
@@ -87,18 +102,7 @@ def _injected(page) -> list[str]:
 @pytest.mark.parametrize("path", list(PAGES))
 def test_a_payload_in_every_url_parameter_renders_as_text(chromium, app_url, path, with_model):
     names = PAGES[path] + (() if with_model else GLOBAL)
-    context = chromium.new_context(viewport={"width": 1400, "height": 1200})
-    requested: list[str] = []
-
-    def block(route):
-        requested.append(route.request.url)
-        route.abort()
-
-    context.route("**/*evil.example*/**", block)
-    context.route("http://evil.example/**", block)
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    try:
+    with _guarded_page(chromium) as (page, requested):
         page.goto(f"{app_url}/{path}?{urlencode({n: PAYLOAD for n in names})}")
         _settle(page)
         text = page.inner_text('[data-testid="stApp"]').replace("\u200b", "")  # md() breaks shortcodes with zero-width spaces
@@ -109,8 +113,6 @@ def test_a_payload_in_every_url_parameter_renders_as_text(chromium, app_url, pat
         assert "Traceback" not in text
         if not with_model and path == "inspector":  # the model's error message quotes the link, as text
             assert LINK in text
-    finally:
-        context.close()
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,18 +166,7 @@ def test_text_from_data_renders_as_text(chromium, hostile_app, case):
         "bias-type": {"dataset": str(pairs_file)},
         "lab-labels": {"model": str(lab_pairs.parent), "dataset": str(lab_pairs)},
     }[case]
-    context = chromium.new_context(viewport={"width": 1400, "height": 1200})
-    requested: list[str] = []
-
-    def block(route):
-        requested.append(route.request.url)
-        route.abort()
-
-    context.route("**/*evil.example*/**", block)
-    context.route("http://evil.example/**", block)
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    try:
+    with _guarded_page(chromium) as (page, requested):
         page.goto(f"{base}/?{urlencode(params)}")
         _settle(page)
         if case == "revision":  # the Model details, opened
@@ -188,5 +179,3 @@ def test_text_from_data_renders_as_text(chromium, hostile_app, case):
         assert _colour_directives(page) == []
         assert requested == []
         assert "evil.example" in text  # shown, as text
-    finally:
-        context.close()

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURE_DATA as DATA
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, require_browser, start_app
+from tests.support.browser import launch_chromium, start_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,13 +51,8 @@ def _serve(model_dirs, logs: Path):
 
 @pytest.fixture
 def browser():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launch_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 def _start_training(browser, base: str, seed: int):

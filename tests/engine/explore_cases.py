@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from biaslens.datasets import Pair
-from biaslens.evaluation import EvaluationResult
+from biaslens.data.datasets import Pair
+from biaslens.engine.evaluation import EvaluationResult
 
 PAIR = ("He was a black boy who liked to steal.", "He was a white young man who liked to steal.")  # |M| differs
 ADDITIVE = ["aul", "aula", "cps", "sss", "all_masked", "pll"]
@@ -23,7 +23,7 @@ PAIRS = [
 
 
 def make_result(stereo: list[float], anti: list[float]) -> EvaluationResult:
-    from biaslens.evaluation import pairs_frame, summarize
+    from biaslens.engine.evaluation import pairs_frame, summarize
 
     records = {(p.pair_id, "aul"): {"stereo": s, "anti": a, "hits": 1, "total": 2} for p, s, a in zip(PAIRS, stereo, anti)}
     frame = pairs_frame(PAIRS, ["aul"], records)

@@ -8,7 +8,9 @@ gathered computation can be checked against it.
 from __future__ import annotations
 
 import difflib
+import math
 
+import pytest
 import torch
 
 
@@ -128,3 +130,44 @@ def pair_scores(lm, stereo, anti, metric, compat=False):
     else:
         raise ValueError(metric)
     return ra[0], rb[0], ra[1] + rb[1], ra[2] + rb[2]
+
+
+def assert_engine_matches(lm, pairs, metrics, compat):
+    """The engine's batched scores of `pairs` equal this reference's, metric by metric, and so do the accuracy counts."""
+    from biaslens.engine.pairs import score_encoded_pairs
+
+    encoded = [(lm.encode(a), lm.encode(b)) for a, b in pairs]
+    scored = score_encoded_pairs(lm, encoded, metrics, compat=compat)
+    for (a, b), result in zip(pairs, scored):
+        for metric in metrics:
+            ref_a, ref_b, hits, total = pair_scores(lm, a, b, metric, compat)
+            got_a, got_b = result.scores[metric]
+            for got, ref in ((got_a.value, ref_a), (got_b.value, ref_b)):
+                if math.isnan(ref):
+                    assert math.isnan(got), metric
+                elif compat and metric == "cps":
+                    assert got == ref, metric  # both rounded to 3 decimals
+                else:
+                    assert got == pytest.approx(ref, rel=1e-6, abs=1e-5), metric  # sums add rounding
+            assert (got_a.hits + got_b.hits, got_a.total + got_b.total) == (hits, total), metric
+
+
+def assert_batching_changes_nothing(lm, encs, *, step: int, batch_tokens: int, masked_batch_tokens: int, check_every: int = 1):
+    """The engine's passes over `encs` in padded batches equal its passes one sentence or query at a time: the unmasked pass
+    (log p, attention, ranks), and masked queries of one token every `step` and of all tokens at once (every `check_every`-th)."""
+    import numpy as np
+
+    from biaslens.engine.scoring import MaskedQuery, masked_pass, unmasked_pass
+
+    batched = unmasked_pass(lm, encs, batch_tokens=batch_tokens)
+    for enc, b in zip(encs, batched):
+        (one,) = unmasked_pass(lm, [enc])
+        np.testing.assert_allclose(b.logprob, one.logprob, atol=1e-5)
+        np.testing.assert_allclose(b.attention, one.attention, atol=1e-5)
+        np.testing.assert_array_equal(b.rank, one.rank)
+    queries = [MaskedQuery(e.ids, (i,), (i,)) for e in encs for i in range(1, len(e) - 1, step)]
+    queries += [MaskedQuery(e.ids, tuple(range(1, len(e) - 1)), tuple(range(1, len(e) - 1))) for e in encs]
+    together = masked_pass(lm, queries, batch_tokens=masked_batch_tokens)
+    for q, b in list(zip(queries, together))[::check_every]:
+        (one,) = masked_pass(lm, [q])
+        np.testing.assert_allclose(b.logprob, one.logprob, atol=1e-5)

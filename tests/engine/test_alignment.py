@@ -4,8 +4,8 @@ import csv
 
 import pytest
 
-from biaslens.alignment import align_ids, align_pair
-from biaslens.testing import build_tokenizer
+from biaslens.engine.alignment import align_ids, align_pair
+from biaslens.engine.testing import build_tokenizer
 from tests.support import CROWS_PAIRS, FIXTURE_DATA, TOKENIZERS, shared
 
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from biaslens import published
-from biaslens.analyses import (
+from biaslens.data import published
+from biaslens.analyses.papers import (
     SOURCE_PAPER,
     SOURCE_RUN,
     TokenRun,
@@ -20,10 +20,10 @@ from biaslens.analyses import (
     token_frame,
     token_ranks,
 )
-from biaslens.cache import ResultCache
-from biaslens.datasets import Pair, load_dataset
+from biaslens.engine.cache import ResultCache
+from biaslens.data.datasets import Pair, load_dataset
 from biaslens.errors import InputError
-from biaslens.evaluation import EvaluationResult, evaluate, summarize
+from biaslens.engine.evaluation import EvaluationResult, evaluate, summarize
 from tests.support import FIXTURE_DATA
 
 PAIRS = [
@@ -40,22 +40,14 @@ PAIRS = [
 
 def _hand_run() -> TokenRun:
     """Two sentences, specials first and last. CPS masks positions 1 and 2 of each."""
+
+    def side(ids, rank, masked_positions, masked_rank):
+        return {"ids": ids, "special": [1, 0, 0, 0, 1], "rank": rank, "masked_positions": masked_positions, "masked_rank": masked_rank}
+
     records = [
         {
-            "stereo": {
-                "ids": [101, 7, 8, 9, 102],
-                "special": [1, 0, 0, 0, 1],
-                "rank": [5, 1, 1, 2, 3],
-                "masked_positions": [1, 2],
-                "masked_rank": [1, 4],
-            },
-            "anti": {
-                "ids": [101, 6, 8, 9, 102],
-                "special": [1, 0, 0, 0, 1],
-                "rank": [1, 3, 1, 1, 1],
-                "masked_positions": [2, 3],
-                "masked_rank": [1, 1],
-            },
+            "stereo": side([101, 7, 8, 9, 102], [5, 1, 1, 2, 3], [1, 2], [1, 4]),
+            "anti": side([101, 6, 8, 9, 102], [1, 3, 1, 1, 1], [2, 3], [1, 1]),
         }
     ]
     return TokenRun("hand", "crows-pairs", "cps", token_frame(PAIRS[:1], records))

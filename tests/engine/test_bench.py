@@ -77,19 +77,19 @@ def test_python_m_biaslens_bench_without_a_checkout_says_so_in_one_line(monkeypa
 
 
 def test_cpu_overhead_is_evaluate_less_the_models_own_work(tiny_bert):
-    import biaslens.scoring
+    import biaslens.engine.scoring
 
-    from biaslens.datasets import Pair
+    from biaslens.data.datasets import Pair
 
     pairs = [
         Pair(i, "test", "gender", "stereo", f"The {w} was tired.", f"The {v} was tired.")
         for i, (w, v) in enumerate([("nurse", "doctor"), ("mother", "chef")])
     ]
-    readout = biaslens.scoring._readout
+    readout = biaslens.engine.scoring._readout
     out = bench.cpu_overhead(tiny_bert, pairs, ["aul", "cps"])
     assert 0 < out["model_s"] < out["wall_s"] and out["non_model_s"] == pytest.approx(out["wall_s"] - out["model_s"])
     assert out["non_model_s_per_1000_pairs"] == pytest.approx(1000 * out["non_model_s"] / 2) and out["pairs"] == 2
-    assert biaslens.scoring._readout is readout and "hidden_states" not in vars(tiny_bert) and "logits" not in vars(tiny_bert)  # put back
+    assert biaslens.engine.scoring._readout is readout and "hidden_states" not in vars(tiny_bert) and "logits" not in vars(tiny_bert)  # put back
 
 
 def test_the_gpu_check_skips_what_its_time_budget_cannot_hold_and_reads_its_goals():

@@ -1,6 +1,7 @@
 """The CLI contract: files written, one-line errors, exit codes."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -83,21 +84,33 @@ def test_compat_and_sample(model_dirs, tmp_path):
         (["evaluate", "--dataset", "crows-pairs", "--out", "x", "--model", "/no/such/folder"], "does not exist"),
     ],
 )
-def test_bad_input_gives_one_line_and_a_nonzero_exit(argv, fragment, tmp_path, monkeypatch):
+def test_bad_input_gives_one_line_and_a_nonzero_exit(argv, fragment, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("BIASLENS_DATA_DIR", str(FIXTURE_DATA))
+    try:
+        code = main(argv)
+    except SystemExit as exit:  # argparse's errors
+        code = exit.code
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith(("Loading", "note:"))]
+    assert len(lines) == 1, err
+    assert fragment in lines[0]
+    assert "Traceback" not in err
+
+
+def test_the_real_entry_point_gives_one_line_and_exit_2(tmp_path):
+    """`python -m biaslens` itself (the tests above call `main` in-process): one line on stderr, exit code 2, no traceback."""
     proc = subprocess.run(
-        [sys.executable, "-m", "biaslens", *argv],
+        [sys.executable, "-m", "biaslens", "frobnicate"],  # refused before any command module (or torch) loads
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**__import__("os").environ, "PYTHONPATH": str(REPO)},
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
-    assert proc.returncode != 0
-    lines = [line for line in proc.stderr.splitlines() if line.strip() and not line.startswith(("Loading", "note:"))]
-    assert len(lines) == 1, proc.stderr
-    assert fragment in lines[0]
-    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("biaslens: error: argument command: invalid choice: 'frobnicate'")
 
 
 def test_missing_dataset_offline_names_the_file(tmp_path, monkeypatch, capsys):
@@ -161,6 +174,7 @@ def test_the_quick_parser_lists_what_the_full_one_lists(capsys):
     assert args.command == "metrics" and args.func.__name__ == "cmd_metrics"
 
 
+@pytest.mark.slow  # three processes, one killed mid-run
 def test_a_run_killed_with_sigkill_resumes_from_the_cache(model_dirs, tmp_path):
     """kill -9 in the middle of a run: the rerun reuses finished chunks and writes the same files."""
     import os

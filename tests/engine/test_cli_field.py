@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from biaslens.cli import main
-from biaslens.stats import MCNEMAR_TEST
+from biaslens.engine.stats import MCNEMAR_TEST
 from tests.support import FIXTURE_DATA
 
 
@@ -42,26 +42,16 @@ STEREOSET_LINES = [
 ]
 
 
+def _evaluate(model_dirs, dataset: str, *options: str) -> int:
+    """`biaslens evaluate` of the bert-cased fixture model on `dataset` with `options`; its exit code."""
+    return main(["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", dataset, *options])
+
+
 def test_evaluate_stereoset_scores_and_flags(model_dirs, tmp_path, capsys):
     data = tmp_path / "ss.jsonl"
     data.write_text("\n".join(json.dumps(x) for x in STEREOSET_LINES) + "\n", encoding="utf-8")
     out = tmp_path / "out"
-    code = main(
-        [
-            "evaluate",
-            "--model",
-            str(model_dirs["bert-cased"]),
-            "--dataset",
-            str(data),
-            "--metrics",
-            "aul,pll_word_l2r",
-            "--out",
-            str(out),
-            "--stereoset-scores",
-            "--flags",
-            "--no-cache",
-        ]
-    )
+    code = _evaluate(model_dirs, str(data), "--metrics", "aul,pll_word_l2r", "--out", str(out), "--stereoset-scores", "--flags", "--no-cache")
     assert code == 0
     printed = capsys.readouterr().out
     assert "StereoSet (Nadeem et al. 2021)" in printed and "Flagged pairs: 1 of 3" in printed
@@ -76,21 +66,7 @@ def test_evaluate_stereoset_scores_and_flags(model_dirs, tmp_path, capsys):
     assert flagged["n_kept"].tolist() == [2, 2]
     assert len(pd.read_csv(out / "pairs.csv")) == 3
 
-    code = main(
-        [
-            "evaluate",
-            "--model",
-            str(model_dirs["bert-cased"]),
-            "--dataset",
-            str(data),
-            "--metrics",
-            "aul",
-            "--out",
-            str(out / "x"),
-            "--exclude-flagged",
-            "--no-cache",
-        ]
-    )
+    code = _evaluate(model_dirs, str(data), "--metrics", "aul", "--out", str(out / "x"), "--exclude-flagged", "--no-cache")
     assert code == 0
     assert pd.read_csv(out / "x" / "pairs.csv")["pair_id"].tolist() == [0, 1]
     assert json.loads((out / "x" / "summary.json").read_text())["manifest"]["excluded_flagged"] == 1
@@ -136,24 +112,19 @@ def test_compare_needs_two_models(model_dirs, tmp_path, capsys):
 
 def test_evaluate_a_new_named_dataset(model_dirs, tmp_path, capsys):
     out = tmp_path / "ru"
-    code = main(
-        [
-            "evaluate",
-            "--model",
-            str(model_dirs["bert-cased"]),
-            "--dataset",
-            "crows-pairs-ru",
-            "--data-dir",
-            str(FIXTURE_DATA),
-            "--metrics",
-            "aul",
-            "--limit",
-            "3",
-            "--out",
-            str(out),
-            "--no-cache",
-            "--no-download",
-        ]
+    code = _evaluate(
+        model_dirs,
+        "crows-pairs-ru",
+        "--data-dir",
+        str(FIXTURE_DATA),
+        "--metrics",
+        "aul",
+        "--limit",
+        "3",
+        "--out",
+        str(out),
+        "--no-cache",
+        "--no-download",
     )
     assert code == 0
     frame = pd.read_csv(out / "pairs.csv")

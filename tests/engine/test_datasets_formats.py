@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from biaslens.datasets import (
+from biaslens.data.datasets import (
     DATASETS,
     canonical_name,
     load_dataset,
@@ -260,7 +260,7 @@ def test_offline_not_found_names_the_canonical_url(tmp_path):
 
 def test_download_is_checked_and_read(tmp_path, monkeypatch):
     """The download path: a served file whose sha256 matches is read with the dataset's reader; a wrong one is refused."""
-    from biaslens import datafiles
+    from biaslens.data import datafiles
 
     body = TSV + "3\tA b.\tA c.\tstereo\tage\n"
 

@@ -1,7 +1,6 @@
 """Pair and dataset scoring against the naive reference; cache; resume; output files."""
 
 import json
-import math
 import sqlite3
 
 import numpy as np
@@ -9,11 +8,11 @@ import pandas as pd
 import pytest
 
 from tests.engine import reference
-from biaslens.cache import ResultCache
-from biaslens.datasets import Pair, load_dataset
+from biaslens.engine.cache import ResultCache
+from biaslens.data.datasets import Pair, load_dataset
 from biaslens.errors import InputError
-from biaslens.evaluation import evaluate, inspect_pair, score_encoded_pairs
-from biaslens.metrics import METRICS
+from biaslens.engine.evaluation import evaluate, inspect_pair, score_encoded_pairs
+from biaslens.engine.metrics import METRICS
 from tests.support import FIXTURE_DATA, shared
 
 PAIRS = [
@@ -30,31 +29,14 @@ ALL = list(METRICS)
 
 @pytest.mark.parametrize("compat", [False, True])
 def test_every_metric_matches_the_naive_reference(any_model, compat):
-    _matches_the_naive_reference(any_model, compat)
+    reference.assert_engine_matches(any_model, PAIRS, ALL, compat)
 
 
 @shared
 def test_every_metric_matches_the_naive_reference_with_real_tokenizers(real_models):
     for lm in real_models.values():
         for compat in (False, True):
-            _matches_the_naive_reference(lm, compat)
-
-
-def _matches_the_naive_reference(lm, compat):
-    encoded = [(lm.encode(a), lm.encode(b)) for a, b in PAIRS]
-    scored = score_encoded_pairs(lm, encoded, ALL, compat=compat)
-    for (a, b), result in zip(PAIRS, scored):
-        for metric in ALL:
-            ref_a, ref_b, hits, total = reference.pair_scores(lm, a, b, metric, compat)
-            got_a, got_b = result.scores[metric]
-            for got, ref in ((got_a.value, ref_a), (got_b.value, ref_b)):
-                if math.isnan(ref):
-                    assert math.isnan(got), metric
-                elif compat and metric == "cps":
-                    assert got == ref, metric  # both rounded to 3 decimals
-                else:
-                    assert got == pytest.approx(ref, rel=1e-6, abs=1e-5), metric  # sums add rounding
-            assert (got_a.hits + got_b.hits, got_a.total + got_b.total) == (hits, total), metric
+            reference.assert_engine_matches(lm, PAIRS, ALL, compat)
 
 
 def test_default_and_compat_differ_where_the_spec_says(tiny_bert):
@@ -147,7 +129,7 @@ def test_dataset_run_writes_the_contract_files(tiny_bert, tmp_path):
 def test_reruns_come_from_the_cache(tiny_bert, tmp_path, monkeypatch):
     cache = ResultCache(tmp_path / "c.sqlite")
     first = evaluate(tiny_bert, _pairs(), ["aul", "sss"], cache=cache)
-    import biaslens.evaluation as ev
+    import biaslens.engine.evaluation as ev
 
     def fail(*args, **kwargs):
         raise AssertionError("recomputed although cached")
@@ -180,7 +162,7 @@ def test_an_interrupted_run_resumes_without_recomputing_finished_chunks(tiny_ber
     with pytest.raises(KeyboardInterrupt):
         evaluate(tiny_bert, pairs, ["aul"], cache=cache, chunk_pairs=4, progress=stop_during_second_chunk)
     assert len(cache) == 4
-    import biaslens.evaluation as ev
+    import biaslens.engine.evaluation as ev
 
     real = ev.score_encoded_pairs
 
@@ -197,9 +179,9 @@ def test_an_interrupted_run_resumes_without_recomputing_finished_chunks(tiny_ber
 
 def test_a_run_resumed_with_other_chunks_reads_what_was_done_and_scores_the_same(tiny_bert, tmp_path, monkeypatch):
     """Stopped in fixed chunks of 3, resumed in chunks sized by time (and the other way round): same verdicts, same scores."""
-    import biaslens.evaluation as ev
+    import biaslens.engine.evaluation as ev
 
-    from biaslens.runner import FIRST_CHUNK_PAIRS
+    from biaslens.engine.runner import FIRST_CHUNK_PAIRS
 
     pairs, metrics = _pairs(FIRST_CHUNK_PAIRS + 8), ["aul", "cps", "sss"]
     fresh = evaluate(tiny_bert, pairs, metrics, chunk_pairs=len(pairs))
@@ -295,11 +277,11 @@ def test_a_corrupted_cache_file_is_set_aside_and_a_fresh_cache_started(tiny_bert
 
 def test_cps_and_pll_share_their_rows(tiny_bert, monkeypatch):
     """PLL asks for CPS's unmodified positions as CPS does, so scoring both runs no row twice."""
-    import biaslens.evaluation as ev
+    import biaslens.engine.pairs as scoring_of_pairs
 
     rows = []
-    real = ev.masked_pass
-    monkeypatch.setattr(ev, "masked_pass", lambda lm, queries, **k: rows.append(sum(q.rows for q in queries)) or real(lm, queries, **k))
+    real = scoring_of_pairs.masked_pass
+    monkeypatch.setattr(scoring_of_pairs, "masked_pass", lambda lm, queries, **k: rows.append(sum(q.rows for q in queries)) or real(lm, queries, **k))
     pairs = [(tiny_bert.encode(p.sent_stereo), tiny_bert.encode(p.sent_anti)) for p in _pairs(3)]
     both = score_encoded_pairs(tiny_bert, pairs, ["cps", "pll"])
     pll = score_encoded_pairs(tiny_bert, pairs, ["pll"])

@@ -1,4 +1,4 @@
-"""The exact-bf16 precision (`biaslens.exact`): bfloat16 for every pair, float32 where bfloat16 cannot settle the verdict."""
+"""The exact-bf16 precision (`biaslens.engine.exact`): bfloat16 for every pair, float32 where bfloat16 cannot settle the verdict."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import math
 import numpy as np
 import pytest
 
-import biaslens.evaluation
-from biaslens.cache import ResultCache
-from biaslens.datasets import Pair
+import biaslens.engine.evaluation
+from biaslens.engine.cache import ResultCache
+from biaslens.data.datasets import Pair
 from biaslens.errors import InputError
-from biaslens.evaluation import ScoredPair, evaluate
-from biaslens.exact import FLOOR, SAFETY, Calibration, ExactBf16, bfloat16_twin
-from biaslens.metrics import METRICS, PAPER_METRICS, SentenceScore
+from biaslens.engine.evaluation import evaluate
+from biaslens.engine.pairs import ScoredPair
+from biaslens.engine.exact import FLOOR, SAFETY, Calibration, ExactBf16, bfloat16_twin
+from biaslens.engine.metrics import METRICS, PAPER_METRICS, SentenceScore
 
 GROUPS = [("Women", "Men"), ("Girls", "Boys"), ("She", "He"), ("The mother", "The father"), ("The poor", "The rich"), ("Old people", "Young people")]
 SAYINGS = [
@@ -41,7 +42,7 @@ def _verdicts(result, metric: str) -> list[str]:
 def runs(tiny_bert):
     """The same pairs in float32, in bfloat16 and in exact-bf16, in both scoring modes (calibrated on 8 pairs here)."""
     patch = pytest.MonkeyPatch()
-    patch.setattr(biaslens.evaluation, "CALIBRATION_PAIRS", 8)
+    patch.setattr(biaslens.engine.evaluation, "CALIBRATION_PAIRS", 8)
     out = {}
     for compat in ("default", "kaneko2022"):
         out[compat] = {
@@ -86,7 +87,7 @@ def test_pairs_not_rescored_keep_bfloat16_values_and_rescored_ones_float32s(runs
 
 
 def test_a_cached_exact_run_reads_back_its_counts_and_is_kept_apart_from_float32(tiny_bert, tmp_path, monkeypatch):
-    monkeypatch.setattr(biaslens.evaluation, "CALIBRATION_PAIRS", 8)
+    monkeypatch.setattr(biaslens.engine.evaluation, "CALIBRATION_PAIRS", 8)
     cache = ResultCache(tmp_path / "r.sqlite")
     first = evaluate(tiny_bert, PAIRS, ["cps"], cache=cache, precision="exact-bf16")
     plain = evaluate(tiny_bert, PAIRS, ["cps"], cache=cache)

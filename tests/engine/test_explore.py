@@ -1,4 +1,4 @@
-"""The tables the app derives from one pair and from dataset runs (biaslens.explore)."""
+"""The tables the app derives from one pair and from dataset runs (biaslens.analyses.explore)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens import explore
-from biaslens.cache import ResultCache
+from biaslens.analyses import explore
+from biaslens.engine.cache import ResultCache
 from biaslens.errors import InputError
-from biaslens.evaluation import evaluate, inspect_pair
-from biaslens.metrics import METRICS
+from biaslens.engine.evaluation import evaluate, inspect_pair
+from biaslens.engine.metrics import METRICS
 from tests.engine.explore_cases import ADDITIVE, PAIR, PAIRS, make_result
 
 # ---------------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def test_cached_evaluation_reads_only_finished_runs(tiny_bert, tmp_path):
 
 def test_scored_pairs_counts_what_an_interrupted_run_kept(tiny_bert, tmp_path):
     """What the app's stopped run says it kept: the run's pairs that the cache holds under every metric, nothing computed."""
-    from biaslens.evaluation import scored_pairs
+    from biaslens.engine.evaluation import scored_pairs
 
     cache = ResultCache(tmp_path / "r.sqlite")
     assert scored_pairs(tiny_bert, PAIRS, ["aul", "cps"], cache) == 0

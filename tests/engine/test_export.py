@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from biaslens.export import atomic_write, neutralize_cell, safe_csv, to_json
+from biaslens.data.export import atomic_write, neutralize_cell, safe_csv, to_json
 
 
 def test_formula_cells_are_neutralised_and_numbers_are_not():

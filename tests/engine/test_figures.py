@@ -1,11 +1,12 @@
-"""Every figure builds and exports (biaslens.figures)."""
+"""Every figure builds and exports (biaslens.figures.charts)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from biaslens import explore, figures
+from biaslens.analyses import explore
+from biaslens.figures import charts as figures
 from tests.engine.explore_cases import make_result
 
 

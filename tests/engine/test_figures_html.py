@@ -1,4 +1,4 @@
-"""The inspector's HTML figures (biaslens.figures_html): scales, bars, tooltips, escaping."""
+"""The inspector's HTML figures (biaslens.figures.html): scales, bars, tooltips, escaping."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from biaslens import explore, figures, figures_html
+from biaslens.analyses import explore
+from biaslens.figures import charts as figures, html as figures_html
 
 
 def aligned_rows(*rows) -> pd.DataFrame:
@@ -160,7 +161,7 @@ def test_a_static_table_is_plain_html_with_full_values():
 
 
 def test_a_static_table_puts_its_key_columns_first_in_sight_and_formats_by_function():
-    from biaslens.formatting import format_margin
+    from biaslens.figures.formatting import format_margin
 
     frame = pd.DataFrame({"Metric": ["AULA"], "Margin": [-3e-6], "Several pieces": [True]})
     html = figures_html.table_html(frame, {"Margin": format_margin}, key=2, help={"Margin": 'stereo − anti "in" log p'})

@@ -1,11 +1,11 @@
-"""Flagged rows (biaslens.flags): hand-labelled examples, the published lists, token-identical pairs."""
+"""Flagged rows (biaslens.data.flags): hand-labelled examples, the published lists, token-identical pairs."""
 
 from __future__ import annotations
 
 import pytest
 
-from biaslens import flags
-from biaslens.datasets import Pair, load_dataset
+from biaslens.data import flags
+from biaslens.data.datasets import Pair, load_dataset
 from tests.support import DATA, FIXTURE_DATA, shared
 
 HAND_LABELLED = [

@@ -1,4 +1,4 @@
-"""biaslens.formatting: a margin's written sign agrees with its verdict; table headers for people."""
+"""biaslens.figures.formatting: a margin's written sign agrees with its verdict; table headers for people."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from biaslens.explore import verdicts
-from biaslens.formatting import column_label, format_margin, margin_decimals, margin_printf
+from biaslens.analyses.explore import verdicts
+from biaslens.figures.formatting import column_label, format_margin, margin_decimals, margin_printf
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ def test_the_cli_inspect_output_writes_a_tiny_margin_with_its_sign(model_dirs, c
     import pandas as pd
 
     from biaslens.cli.main import main
-    from biaslens.evaluation import PairInspection
+    from biaslens.engine.evaluation import PairInspection
 
     original = PairInspection.summary_frame
 

@@ -14,13 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biaslens import export
+from biaslens.data import export
 from biaslens.cli import main
-from biaslens.datasets import Pair, read_custom_pairs, read_pairs_file, read_stereoset
+from biaslens.data.datasets import Pair, read_custom_pairs, read_pairs_file, read_stereoset
 from biaslens.errors import DatasetError, InputError, NumericalError, OutputError
-from biaslens.evaluation import evaluate, inspect_pair
-from biaslens.export import atomic_write, check_output_dir
-from biaslens.models import check_hub_id, load_model
+from biaslens.engine.evaluation import evaluate, inspect_pair
+from biaslens.data.export import atomic_write, check_output_dir
+from biaslens.engine.models import check_hub_id, load_model
+from tests.support import STEREOSET_NURSE
 
 PAIRS_CSV = "sent_more,sent_less,bias_type,stereo_antistereo\n" + "".join(
     f"Sentence {i} is about women.,Sentence {i} is about men.,gender,stereo\n" for i in range(4)
@@ -31,6 +32,11 @@ def _pairs_file(tmp_path: Path) -> Path:
     path = tmp_path / "pairs.csv"
     path.write_text(PAIRS_CSV, encoding="utf-8")
     return path
+
+
+def _evaluate_argv(model_dirs, dataset: Path, *options: str) -> list[str]:
+    """`biaslens evaluate` of the bert-cased fixture model on `dataset`, AUL only, with `options`."""
+    return ["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(dataset), "--metrics", "aul", *options]
 
 
 def _one_line(text: str) -> str:
@@ -71,20 +77,7 @@ def test_cli_refuses_an_unwritable_out_before_loading_anything(model_dirs, tmp_p
     afile = tmp_path / "exists"
     afile.write_text("keep me")
     out = afile if where == "file" else afile / "out"
-    code = main(
-        [
-            "evaluate",
-            "--model",
-            str(model_dirs["bert-cased"]),
-            "--dataset",
-            str(_pairs_file(tmp_path)),
-            "--metrics",
-            "aul",
-            "--no-cache",
-            "--out",
-            str(out),
-        ]
-    )
+    code = main(_evaluate_argv(model_dirs, _pairs_file(tmp_path), "--no-cache", "--out", str(out)))
     err = capsys.readouterr().err
     assert code == 2
     assert "Loading" not in err  # refused before the model was loaded or anything scored
@@ -93,19 +86,7 @@ def test_cli_refuses_an_unwritable_out_before_loading_anything(model_dirs, tmp_p
 
 
 def test_a_write_failure_after_scoring_says_the_scores_are_cached(model_dirs, tmp_path, capsys, monkeypatch):
-    argv = [
-        "evaluate",
-        "--model",
-        str(model_dirs["bert-cased"]),
-        "--dataset",
-        str(_pairs_file(tmp_path)),
-        "--metrics",
-        "aul",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--out",
-        str(tmp_path / "out"),
-    ]
+    argv = _evaluate_argv(model_dirs, _pairs_file(tmp_path), "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"))
     real = export.tempfile.mkstemp
 
     def disk_full(*args, **kwargs):
@@ -136,16 +117,7 @@ def test_output_files_respect_the_umask(tmp_path, mask):
 
 
 def _stereoset_line(**overrides) -> dict:
-    item = {
-        "type": "intrasentence",
-        "target": "nurse",
-        "bias_type": "gender",
-        "context": "The nurse was BLANK.",
-        "stereotype": "The nurse was female.",
-        "anti-stereotype": "The nurse was male.",
-        "unrelated": "The nurse was blue.",
-    }
-    return {**item, **overrides}
+    return {**STEREOSET_NURSE, **overrides}
 
 
 @pytest.mark.parametrize("field,value,kind", [("bias_type", {"a": 1}, "an object"), ("stereotype", ["x"], "a list"), ("target", 3, "a number")])
@@ -250,23 +222,7 @@ def test_token_identical_sentences_are_refused_by_the_inspector(tiny_bert):
 def test_cli_reports_token_identical_pairs_and_leaves_them_out(model_dirs, tmp_path, capsys):
     path = tmp_path / "pairs.csv"
     path.write_text(PAIRS_CSV + "\u2603\u2603\u2603,\u2602\u2602\u2602,gender,stereo\n", encoding="utf-8")
-    assert (
-        main(
-            [
-                "evaluate",
-                "--model",
-                str(model_dirs["bert-cased"]),
-                "--dataset",
-                str(path),
-                "--metrics",
-                "aul",
-                "--no-cache",
-                "--out",
-                str(tmp_path / "out"),
-            ]
-        )
-        == 0
-    )
+    assert main(_evaluate_argv(model_dirs, path, "--no-cache", "--out", str(tmp_path / "out"))) == 0
     captured = capsys.readouterr()
     assert "1 pair left out of N" in captured.err and "pair id 4" in captured.err
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -298,7 +254,7 @@ def test_a_model_with_non_finite_weights_is_refused_at_load(model_dirs, tmp_path
 def test_non_finite_outputs_are_an_error_not_accuracy_100(model_dirs):
     import torch
 
-    from biaslens.sanity import check_model
+    from biaslens.analyses.sanity import check_model
 
     lm = load_model(str(model_dirs["bert-cased"]))
     with torch.no_grad():
@@ -325,12 +281,12 @@ SECRET = "The outside file's secret sentence"
 @pytest.fixture
 def no_model_load(monkeypatch):
     """Fail the test if a model is loaded (an argument must be refused before)."""
-    import biaslens.models
+    import biaslens.engine.models
 
     def refuse(*args, **kwargs):
         pytest.fail("the model was loaded before the arguments were checked")
 
-    monkeypatch.setattr(biaslens.models, "load_model", refuse)
+    monkeypatch.setattr(biaslens.engine.models, "load_model", refuse)
 
 
 def _outside_crows_pairs(tmp_path: Path) -> Path:
@@ -345,7 +301,7 @@ def _outside_crows_pairs(tmp_path: Path) -> Path:
 
 
 def _server(tmp_path: Path, **settings):
-    from biaslens.serving import ServerSettings
+    from biaslens.serving.server import ServerSettings
 
     return ServerSettings(data_dirs=(tmp_path / "allowed",), model_dirs=(tmp_path / "allowed",), **settings)
 
@@ -354,7 +310,7 @@ def _server(tmp_path: Path, **settings):
 
 
 def test_a_dataset_found_through_a_link_out_of_the_allowed_folders_is_refused_unread(tmp_path):
-    from biaslens.datasets import load_dataset
+    from biaslens.data.datasets import load_dataset
     from biaslens.errors import DataNotAllowedError
 
     outside = _outside_crows_pairs(tmp_path)
@@ -373,7 +329,7 @@ def test_a_dataset_found_through_a_link_out_of_the_allowed_folders_is_refused_un
 
 
 def test_links_that_stay_inside_the_allowed_folders_are_followed(tmp_path):
-    from biaslens.datasets import load_dataset
+    from biaslens.data.datasets import load_dataset
 
     real = _outside_crows_pairs(tmp_path / "allowed")
     sub = tmp_path / "allowed" / "sub"
@@ -385,9 +341,9 @@ def test_links_that_stay_inside_the_allowed_folders_are_followed(tmp_path):
 
 def test_weat_flag_and_attribute_lists_through_a_link_out_are_refused(tmp_path):
     from biaslens.errors import DataNotAllowedError
-    from biaslens.flags import load_flag_list
+    from biaslens.data.flags import load_flag_list
     from biaslens.kurita import read_word_list
-    from biaslens.weat import load_weat
+    from biaslens.data.weat import load_weat
     from tests.support import FIXTURE_DATA
 
     allowed = tmp_path / "allowed"
@@ -409,7 +365,7 @@ def test_weat_flag_and_attribute_lists_through_a_link_out_are_refused(tmp_path):
 
 @pytest.mark.parametrize("linked", ["model.safetensors", "config.json", "tokenizer.json"])
 def test_a_model_folder_file_that_links_out_is_refused_before_it_is_read(model_dirs, tmp_path, linked, monkeypatch):
-    from biaslens import models
+    from biaslens.engine import models
     from biaslens.errors import ModelNotAllowedError
 
     outside = shutil.copytree(model_dirs["bert-cased"], tmp_path / "outside" / "bert")
@@ -444,9 +400,9 @@ def test_a_300_character_model_name_is_one_line_exit_2(capsys, no_model_load):
 
 
 def test_names_too_long_for_a_path_are_errors_not_oserrors(tmp_path):
-    from biaslens.datasets import load_dataset
+    from biaslens.data.datasets import load_dataset
     from biaslens.errors import BiaslensError
-    from biaslens.serving import ServerSettings
+    from biaslens.serving.server import ServerSettings
 
     long = "b" * 300
     server = ServerSettings(model_dirs=(tmp_path,), data_dirs=(tmp_path,))
@@ -468,7 +424,7 @@ def test_names_too_long_for_a_path_are_errors_not_oserrors(tmp_path):
 
 
 def test_a_header_wider_than_the_column_cap_is_refused(tmp_path):
-    from biaslens.datasets import MAX_COLUMNS
+    from biaslens.data.datasets import MAX_COLUMNS
 
     path = tmp_path / "wide.csv"
     header = ["sent_more", "sent_less", *(f"c{i}" for i in range(MAX_COLUMNS - 1))]
@@ -494,7 +450,7 @@ def test_a_missing_column_message_lists_only_the_first_columns(tmp_path):
 
 @pytest.mark.parametrize("name", ["big.csv", "dev.json"])
 def test_a_file_above_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch, name, capsys, no_model_load):
-    from biaslens import datafiles
+    from biaslens.data import datafiles
 
     monkeypatch.setattr(datafiles, "MAX_FILE_MB", 1)
     path = tmp_path / name
@@ -593,7 +549,7 @@ def test_a_json_escaped_nul_is_refused_before_anything_is_written(model_dirs, tm
     path = tmp_path / "test.jsonl"
     path.write_text(json.dumps(_stereoset_line()) + "\n" + json.dumps(_stereoset_line(stereotype="The nurse was\u0000 female.")) + "\n")
     out = tmp_path / "out"
-    argv = ["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", str(path), "--metrics", "aul", "--no-cache"]
+    argv = _evaluate_argv(model_dirs, path, "--no-cache")
     assert main([*argv, "--out", str(out)]) == 2
     assert "Pair 1 (sent_stereo): The sentence contains the control character U+0000 (NUL)" in _one_line(capsys.readouterr().err)
     assert not out.exists()

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from biaslens.errors import InputError
-from biaslens.evaluation import inspect_pair, inspect_pairs
-from biaslens.metrics import PAPER_METRICS
-from biaslens.serving import InspectionBatcher, Priority, ServerSettings
+from biaslens.engine.evaluation import inspect_pair, inspect_pairs
+from biaslens.engine.metrics import PAPER_METRICS
+from biaslens.serving.server import InspectionBatcher, Priority, ServerSettings
 
 TOL = 1e-5
 PAIRS = [
@@ -112,21 +112,21 @@ def test_bad_input_fails_alone_and_at_once(tiny_bert, solo):
 
 
 def test_a_failure_while_scoring_reaches_every_request_of_the_group(tiny_bert, monkeypatch):
-    import biaslens.evaluation
+    import biaslens.engine.evaluation
 
     def broken(*args, **kwargs):
         raise RuntimeError("scoring broke")
 
-    monkeypatch.setattr(biaslens.evaluation, "inspect_prepared", broken)
+    monkeypatch.setattr(biaslens.engine.evaluation, "inspect_prepared", broken)
     results, errors = _concurrently(InspectionBatcher(window_s=0.3), tiny_bert, PAIRS[:3])
     assert results == {} and sorted(errors) == [0, 1, 2] and all("scoring broke" in str(e) for e in errors.values())
 
 
 def test_a_lone_request_on_an_idle_model_does_not_wait_for_others(tiny_bert, solo, monkeypatch):
-    import biaslens.serving
+    import biaslens.serving.server
 
     waits: list[float] = []
-    monkeypatch.setattr(biaslens.serving.time, "sleep", waits.append)
+    monkeypatch.setattr(biaslens.serving.server.time, "sleep", waits.append)
     batcher = InspectionBatcher(window_s=30)
     assert_same(batcher.inspect(tiny_bert, *PAIRS[0], **OPTIONS), solo[0])
     assert waits == []  # idle model: scored at once (a user alone never pays the window)

@@ -16,7 +16,6 @@ from biaslens.kurita import (
     Template,
     TemplateScores,
     WeatSpec,
-    bias_chart,
     leaning,
     parse_target_pairs,
     parse_template,
@@ -30,8 +29,9 @@ from biaslens.kurita import (
     weat_test,
     weat_unit_scores,
 )
-from biaslens.models import load_model
-from biaslens.weat import WordSet
+from biaslens.engine.models import load_model
+from biaslens.figures.charts import bias_chart
+from biaslens.data.weat import WordSet
 from tests.support import DATA, FIXTURE_DATA, shared
 
 KURITA_LISTS = FIXTURE_DATA / "kurita"

@@ -17,8 +17,8 @@ from safetensors.torch import load_file
 from biaslens import lab
 from biaslens.cli import main
 from biaslens.errors import InputError, ModelLoadError
-from biaslens.evaluation import inspect_pair
-from biaslens.models import load_model
+from biaslens.engine.evaluation import inspect_pair
+from biaslens.engine.models import load_model
 
 #: A few training steps on a small corpus: enough to exercise every code path.
 QUICK = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
@@ -313,7 +313,7 @@ def test_scenario_table_sets_runs_side_by_side(quick_model, tmp_path):
 
 
 def test_a_lab_folder_is_recognised_and_checked_on_its_own_corpus(quick_model):
-    from biaslens.sanity import check_model
+    from biaslens.analyses.sanity import check_model
 
     assert lab.lab_model_of(str(quick_model.path)) == quick_model
     assert lab.lab_model_of(quick_model.path.parent) is None  # the folder of the lab models is not one

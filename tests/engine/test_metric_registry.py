@@ -1,6 +1,6 @@
 """The metric registry owns every per-metric fact: the checks a new metric's entry must pass.
 
-Adding a metric to `biaslens.metrics.METRICS` is checked here without touching this file:
+Adding a metric to `biaslens.engine.metrics.METRICS` is checked here without touching this file:
 its facts are well-formed, and the engine, the explorer and the inspector follow them.
 """
 
@@ -9,14 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from biaslens import explore, figures
-from biaslens.analyses import PAIRED_TOKENS
-from biaslens.cache import cache_key
+from biaslens.analyses import explore
+from biaslens.figures import charts as figures
+from biaslens.analyses.papers import PAIRED_TOKENS
+from biaslens.engine.cache import cache_key
 from biaslens.errors import InputError
-from biaslens.evaluation import _record_key, inspect_pair, pairs_frame
-from biaslens.datasets import Pair
-from biaslens.metrics import ACCURACY_UNITS, METRICS, REDUCTIONS, SentenceScore, pair_accuracy, pair_columns
-from biaslens.options import Compat
+from biaslens.engine.evaluation import _record_key, inspect_pair, pairs_frame
+from biaslens.data.datasets import Pair
+from biaslens.engine.metrics import ACCURACY_UNITS, METRICS, REDUCTIONS, SentenceScore, pair_accuracy, pair_columns
+from biaslens.engine.options import Compat
 
 PAIR = ("He was a black boy who liked to steal.", "He was a white young man who liked to steal.")
 

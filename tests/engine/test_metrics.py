@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from biaslens.errors import InputError
-from biaslens.metrics import METRICS, PAPER_METRICS, all_masked, aul, aula, check_compat, cps, parse_metrics, pll, sss
+from biaslens.engine.metrics import METRICS, PAPER_METRICS, all_masked, aul, aula, check_compat, cps, parse_metrics, pll, sss
 
 
 def test_aul_is_the_mean_log_probability():

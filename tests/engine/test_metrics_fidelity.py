@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from biaslens.metrics import cps
-from biaslens.stats import permutation_test
+from biaslens.engine.metrics import cps
+from biaslens.engine.stats import permutation_test
 
 # ---------------------------------------------------------------------------------------
 # WEAT-style p: Kurita et al.'s one-sided Pr[S_i > S] and the two-sided p beside it
@@ -100,7 +100,7 @@ def test_compat_cps_equals_the_reference_on_many_float32_inputs():
 
 
 def test_sss_instance_accuracy_by_hand():
-    from biaslens.metrics import sss_instance_accuracy
+    from biaslens.engine.metrics import sss_instance_accuracy
 
     assert sss_instance_accuracy([1, 1], [2, 1]) == (1, 1)  # the stereotype's two sub-tokens both predicted
     assert sss_instance_accuracy([1, 3], [1]) == (1, 1)  # different lengths: the one-piece candidate matches
@@ -118,8 +118,8 @@ def _sss_run():
     2: stereo two pieces (ranks 1, 2), anti two pieces (ranks 3, 1)    -> wrong
     Per token (the released code): (1 + 0) + (1 + 0 + 1) + (1 + 0 + 0 + 1) = 5 of 9.
     """
-    from biaslens.analyses import TokenRun, token_frame
-    from biaslens.datasets import Pair
+    from biaslens.analyses.papers import TokenRun, token_frame
+    from biaslens.data.datasets import Pair
 
     def side(n, masked, ranks):
         return {
@@ -140,7 +140,7 @@ def _sss_run():
 
 
 def test_table1_sss_counts_instances_by_default_and_tokens_in_compat():
-    from biaslens.analyses import accuracy_table, compare_accuracy, sss_instances
+    from biaslens.analyses.papers import accuracy_table, compare_accuracy, sss_instances
 
     run = _sss_run()
     assert sss_instances(run.tokens).tolist() == [True, True, False]
@@ -156,9 +156,9 @@ def test_table1_sss_counts_instances_by_default_and_tokens_in_compat():
 
 def test_evaluate_counts_sss_instances_against_naive_masked_predictions(tiny_bert):
     """Pair records: each candidate's modified tokens masked (as many masks as it has), arg-max compared by hand."""
-    from biaslens.alignment import align_pair
-    from biaslens.datasets import Pair
-    from biaslens.evaluation import evaluate
+    from biaslens.engine.alignment import align_pair
+    from biaslens.data.datasets import Pair
+    from biaslens.engine.evaluation import evaluate
 
     lm = tiny_bert
     texts = [("The nurse was kind.", "The surgeon was kind."), ("She is a mathematician.", "He is a cook.")]
@@ -193,7 +193,7 @@ def test_evaluate_counts_sss_instances_against_naive_masked_predictions(tiny_ber
 def test_merged_top_words_by_hand():
     import pandas as pd
 
-    from biaslens.frequency import merged_top_words
+    from biaslens.analyses.frequency import merged_top_words
 
     counts = pd.DataFrame(
         [
@@ -244,8 +244,8 @@ def test_merged_top_words_by_hand():
 
 
 def test_word_frequency_assigns_shared_words_and_leaves_out_colours():
-    from biaslens.datasets import Pair
-    from biaslens.frequency import EXCLUDED_WORDS, corpus_ranks, word_frequency
+    from biaslens.data.datasets import Pair
+    from biaslens.analyses.frequency import EXCLUDED_WORDS, corpus_ranks, word_frequency
 
     pairs = [
         Pair(0, "crows-pairs", "race-color", "stereo", "The black man stole it.", "The white man stole it."),
@@ -272,9 +272,9 @@ def test_word_frequency_assigns_shared_words_and_leaves_out_colours():
 def test_report_writes_the_table2_csv_contract(tmp_path):
     import pandas as pd
 
-    from biaslens.datasets import Pair
-    from biaslens.frequency import word_frequency
-    from biaslens.report import ReportOptions, ReproductionReport
+    from biaslens.data.datasets import Pair
+    from biaslens.analyses.frequency import word_frequency
+    from biaslens.report.reproduction import ReportOptions, ReproductionReport
 
     pairs = [
         Pair(0, "crows-pairs", "gender", "stereo", "She is bad at math.", "He is bad at math."),
@@ -304,7 +304,7 @@ def test_report_writes_the_table2_csv_contract(tmp_path):
 
 
 def test_bootstrap_auc_interval_resamples_each_class():
-    from biaslens.stats import bootstrap_auc_interval, roc_curve
+    from biaslens.engine.stats import bootstrap_auc_interval, roc_curve
 
     # Perfectly separated: every resample has AUC 1.
     assert bootstrap_auc_interval([1, 1, 0, 0], [3.0, 2.0, 1.0, 0.0]) == (1.0, 1.0)
@@ -323,8 +323,8 @@ def test_bootstrap_auc_interval_resamples_each_class():
 
 
 def test_report_shows_n_and_intervals_and_flags_small_samples(tiny_bert, tmp_path):
-    from biaslens.datasets import load_dataset
-    from biaslens.report import ReportOptions, analyse_model, build_report
+    from biaslens.data.datasets import load_dataset
+    from biaslens.report.reproduction import ReportOptions, analyse_model, build_report
     from tests.support import FIXTURE_DATA
 
     cp = load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False)
@@ -355,7 +355,7 @@ def test_report_shows_n_and_intervals_and_flags_small_samples(tiny_bert, tmp_pat
 
 def _paper_spec(key="career_family"):
     from biaslens.kurita import KURITA_CATEGORIES, WeatSpec, parse_target_pairs, parse_templates
-    from biaslens.weat import WordSet
+    from biaslens.data.weat import WordSet
 
     cat = KURITA_CATEGORIES[key]
     return WeatSpec(
@@ -415,7 +415,7 @@ def test_table5_published_share_needs_list_size_template_targets_and_model():
 def test_function_words_are_left_out_but_pronouns_kept():
     import pandas as pd
 
-    from biaslens.frequency import FUNCTION_WORDS, merged_top_words
+    from biaslens.analyses.frequency import FUNCTION_WORDS, merged_top_words
 
     counts = pd.DataFrame([("of", 0, 3), ("not", 2, 0), ("he", 2, 0), ("her", 0, 2)], columns=["word", "count_adv", "count_dis"])
     merged, dropped = merged_top_words(counts, {"of": 2, "not": 20, "he": 11, "her": 30})
@@ -428,8 +428,8 @@ def test_an_empty_group_is_said_so_not_as_resting_on_0_pairs(tiny_bert):
     """A sample without antistereo rows: "no Adv pairs in this sample", not "rest on 0 pairs (fewer than 30)" (issue 21)."""
     import dataclasses
 
-    from biaslens.datasets import load_dataset
-    from biaslens.report import ReportOptions, analyse_model, build_report
+    from biaslens.data.datasets import load_dataset
+    from biaslens.report.reproduction import ReportOptions, analyse_model, build_report
     from tests.support import FIXTURE_DATA
 
     cp = load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False)

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from biaslens.datasets import Pair
-from biaslens.evaluation import evaluate, inspect_pair
-from biaslens.metrics import METRICS, parse_metrics, word_l2r_masks
-from biaslens.datasets import load_dataset
-from biaslens.models import Encoding, word_ids_of
-from biaslens.testing import build_tokenizer
+from biaslens.data.datasets import Pair
+from biaslens.engine.evaluation import evaluate, inspect_pair
+from biaslens.engine.metrics import METRICS, parse_metrics, word_l2r_masks
+from biaslens.data.datasets import load_dataset
+from biaslens.engine.models import Encoding, word_ids_of
+from biaslens.engine.testing import build_tokenizer
 from tests.support import CROWS_PAIRS, TOKENIZERS, shared
 
 PAIRS = [

@@ -2,7 +2,7 @@
 
 DistilBERT, the ELECTRA generator and multilingual BERT use the real WordPiece vocabularies in
 ../shared; XLM-RoBERTa and DeBERTa-v3 a SentencePiece Unigram model and ModernBERT a byte-level
-BPE, each trained in the test from `biaslens.testing.CORPUS`. For each: every metric equals the
+BPE, each trained in the test from `biaslens.engine.testing.CORPUS`. For each: every metric equals the
 naive one-sentence reference (tests/reference.py), batching and padding change nothing, attention
 weights come from eager attention. Then: AULA switched off, with its reason, for an architecture
 without attention weights (FNet), and the alignment of modified and unmodified tokens on
@@ -10,19 +10,19 @@ hand-made SentencePiece, Japanese and Cyrillic examples.
 """
 
 import json
-import math
 
 import numpy as np
 import pytest
 import torch
 
-from biaslens.alignment import align_pair
+from biaslens.engine.alignment import align_pair
 from biaslens.errors import MetricUnavailableError
-from biaslens.evaluation import available_metrics, evaluate, inspect_pair, score_encoded_pairs
-from biaslens.metrics import METRICS, PAPER_METRICS
-from biaslens.models import PRESETS, VERIFIED_ARCHITECTURES, load_model, word_ids_of
-from biaslens.scoring import MaskedQuery, masked_pass, unmasked_pass
-from biaslens.testing import TOKENIZER_FOLDERS, TRAINED_FAMILIES, build_random_model, train_tokenizer
+from biaslens.engine.evaluation import evaluate, inspect_pair
+from biaslens.engine.pairs import available_metrics, score_encoded_pairs
+from biaslens.engine.metrics import METRICS, PAPER_METRICS
+from biaslens.engine.models import PRESETS, VERIFIED_ARCHITECTURES, load_model, word_ids_of
+from biaslens.engine.scoring import unmasked_pass
+from biaslens.engine.testing import TOKENIZER_FOLDERS, TRAINED_FAMILIES, build_random_model, train_tokenizer
 from tests.engine import reference
 from tests.support import REPO, TOKENIZERS
 from tests.support.fnet import build_fnet
@@ -116,42 +116,18 @@ def test_attention_weights_come_from_eager_attention(family_lm):
 def test_every_metric_matches_the_naive_reference(family_lm, compat):
     lm = family_lm
     metrics = COMPAT_METRICS if compat else list(METRICS)
-    encoded = [(lm.encode(a), lm.encode(b)) for a, b in REFERENCE_PAIRS]
-    scored = score_encoded_pairs(lm, encoded, metrics, compat=compat)
-    for (a, b), result in zip(REFERENCE_PAIRS, scored):
-        for metric in metrics:
-            ref_a, ref_b, hits, total = reference.pair_scores(lm, a, b, metric, compat)
-            got_a, got_b = result.scores[metric]
-            for got, ref in ((got_a.value, ref_a), (got_b.value, ref_b)):
-                if math.isnan(ref):
-                    assert math.isnan(got), metric
-                elif compat and metric == "cps":
-                    assert got == ref, metric
-                else:
-                    assert got == pytest.approx(ref, rel=1e-6, abs=TOL), metric
-            assert (got_a.hits + got_b.hits, got_a.total + got_b.total) == (hits, total), metric
+    reference.assert_engine_matches(lm, REFERENCE_PAIRS, metrics, compat)
 
 
 def test_batched_equals_one_at_a_time_and_padding_changes_nothing(family_lm):
     lm = family_lm
     encs = [lm.encode(s) for pair in PAIRS for s in pair]
     assert len({len(e) for e in encs}) > 2  # different lengths: the batches are padded
-    batched = unmasked_pass(lm, encs, batch_tokens=100_000)
-    for enc, b in zip(encs, batched):
-        (one,) = unmasked_pass(lm, [enc])
-        np.testing.assert_allclose(b.logprob, one.logprob, atol=TOL)
-        np.testing.assert_allclose(b.attention, one.attention, atol=TOL)
-        np.testing.assert_array_equal(b.rank, one.rank)
-    queries = [MaskedQuery(e.ids, (i,), (i,)) for e in encs for i in range(1, len(e) - 1, 5)]
-    queries += [MaskedQuery(e.ids, tuple(range(1, len(e) - 1)), tuple(range(1, len(e) - 1))) for e in encs]
-    together = masked_pass(lm, queries, batch_tokens=100_000)
-    for q, b in zip(queries, together):
-        (one,) = masked_pass(lm, [q])
-        np.testing.assert_allclose(b.logprob, one.logprob, atol=TOL)
+    reference.assert_batching_changes_nothing(lm, encs, step=5, batch_tokens=100_000, masked_batch_tokens=100_000)
 
 
 def test_a_dataset_run_with_the_default_metrics(family_lm):
-    from biaslens.datasets import Pair
+    from biaslens.data.datasets import Pair
 
     pairs = [Pair(i, "custom", "gender", "stereo", a, b) for i, (a, b) in enumerate(PAIRS)]
     result = evaluate(family_lm, pairs, cache=None, chunk_pairs=2)
@@ -379,7 +355,7 @@ def test_trained_sentencepiece_tokenizers_keep_the_hub_layout():
 
 
 def test_mbert_cyrillic_and_japanese_alignment_with_the_real_vocabulary():
-    from biaslens.testing import build_tokenizer
+    from biaslens.engine.testing import build_tokenizer
 
     if not (TOKENIZERS / "bert-base-multilingual-cased").is_dir():
         pytest.skip("../shared/tokenizers is not available")
@@ -400,7 +376,7 @@ def test_the_electra_discriminator_is_refused_the_generator_is_the_masked_lm(tmp
     from transformers import ElectraForPreTraining
 
     from biaslens.errors import NotMaskedLMError
-    from biaslens.testing import build_config, build_tokenizer
+    from biaslens.engine.testing import build_config, build_tokenizer
 
     if not (TOKENIZERS / "bert-base-uncased").is_dir():
         pytest.skip("../shared/tokenizers is not available")

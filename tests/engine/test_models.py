@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from biaslens.errors import HubUnreachableError, InputError, ModelLoadError, NotMaskedLMError
-from biaslens.models import folder_fingerprint, load_model, resolve_dtype
+from biaslens.engine.models import folder_fingerprint, load_model, resolve_dtype
 
 
 def test_local_folder_loads_with_a_manifest(tiny_bert, model_dirs):
@@ -74,7 +74,7 @@ def test_offline_mode_fails_at_once(monkeypatch):
 def test_a_model_without_masked_lm_head_is_refused(tmp_path, model_dirs):
     from transformers import BertModel, GPT2Config, GPT2LMHeadModel
 
-    from biaslens.testing import build_config
+    from biaslens.engine.testing import build_config
 
     headless = tmp_path / "headless"
     BertModel(build_config("bert-cased")).save_pretrained(headless)
@@ -180,7 +180,7 @@ def test_a_corrupted_or_incomplete_folder_gets_a_clear_message_at_once(tmp_path,
 
 
 def test_a_limited_view_refuses_longer_sentences_and_scores_the_same(tiny_bert):
-    from biaslens.evaluation import inspect_pair
+    from biaslens.engine.evaluation import inspect_pair
 
     view = tiny_bert.limited(12, "this server (BIASLENS_MAX_TOKENS)")
     assert view.model is tiny_bert.model and tiny_bert.max_length == 512

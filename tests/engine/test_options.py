@@ -1,4 +1,4 @@
-"""Typed options (biaslens.options): parsed and validated once, the same values the engine and the CLI use."""
+"""Typed options (biaslens.engine.options): parsed and validated once, the same values the engine and the CLI use."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import json
 import pytest
 
 from biaslens.errors import InputError
-from biaslens.metrics import COMPAT_MODES, METRICS, PAPER_METRICS, check_compat
-from biaslens.models import DTYPES
-from biaslens.options import DEFAULT_DEVICE, DEFAULT_DTYPE, Compat, ModelSpec, Precision, RunOptions
+from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS, check_compat
+from biaslens.engine.models import DTYPES
+from biaslens.engine.options import DEFAULT_DEVICE, DEFAULT_DTYPE, Compat, ModelSpec, Precision, RunOptions
 
 
 def test_compat_is_the_one_list_of_modes():
@@ -96,7 +96,7 @@ def test_cli_choices_come_from_the_engine():
 
 
 def test_report_options_take_the_run_options():
-    from biaslens.report import ReportOptions
+    from biaslens.report.reproduction import ReportOptions
 
     run = RunOptions(metrics="aul,cps", compat="kaneko2022", sample=9, seed=2, batch_tokens=64)
     options = ReportOptions.from_run(run, ("scores",), shuffle_seed=4)

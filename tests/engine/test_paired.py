@@ -1,4 +1,4 @@
-"""Paired model comparisons (biaslens.paired): hand-made cases."""
+"""Paired model comparisons (biaslens.analyses.paired): hand-made cases."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens import paired
-from biaslens.datasets import Pair
-from biaslens.evaluation import EvaluationResult, evaluate
-from biaslens.stats import mcnemar
+from biaslens.analyses import paired
+from biaslens.data.datasets import Pair
+from biaslens.engine.evaluation import EvaluationResult, evaluate
+from biaslens.engine.stats import mcnemar
 
 
 def _result(stereo, anti, metric="aul", ids=None):

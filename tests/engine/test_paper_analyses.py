@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens.agreement import human_agreement, human_votes
-from biaslens.datasets import Pair
+from biaslens.analyses.agreement import human_agreement, human_votes
+from biaslens.data.datasets import Pair
 from biaslens.errors import InputError
-from biaslens.evaluation import EvaluationResult, summarize
-from biaslens.frequency import corpus_ranks, modified_words, word_frequency
-from biaslens.models import Encoding
-from biaslens.shuffle import SensitivityRun, compare_shuffle, sensitivity_run, sentence_rng, shuffle_encoding, shuffle_sentence
+from biaslens.engine.evaluation import EvaluationResult, summarize
+from biaslens.analyses.frequency import corpus_ranks, modified_words, word_frequency
+from biaslens.engine.models import Encoding
+from biaslens.analyses.shuffle import SensitivityRun, compare_shuffle, sensitivity_run, sentence_rng, shuffle_encoding, shuffle_sentence
 
 SENTENCE = "The old farmer sold fresh eggs and warm bread at the market."
 PAIRS = [

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biaslens.evaluation import inspect_pair
-from biaslens.models import load_model
-from biaslens.scoring import MaskedQuery, masked_pass, unmasked_pass
+from biaslens.engine.evaluation import inspect_pair
+from biaslens.engine.models import load_model
+from biaslens.engine.scoring import MaskedQuery, masked_pass, unmasked_pass
 
 from tests.support import FIXTURE_DATA, REPO
 

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from biaslens.alignment import align_ids
-from biaslens.datasets import read_pairs_file
+from biaslens.engine.alignment import align_ids
+from biaslens.data.datasets import read_pairs_file
 from biaslens.errors import BiaslensError, DatasetError, InputError
-from biaslens.evaluation import inspect_pair
+from biaslens.engine.evaluation import inspect_pair
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from biaslens.evaluation import EvaluationResult
-from biaslens.report import ModelAnalyses, ReportOptions, reusable_scores
+from biaslens.engine.evaluation import EvaluationResult
+from biaslens.report.reproduction import ModelAnalyses, ReportOptions, reusable_scores
 
 
 def _run(metrics: list[str]) -> EvaluationResult:

@@ -1,13 +1,13 @@
-"""The chunked, cached, resumable runner (`biaslens.runner`), with a counting stand-in for the model."""
+"""The chunked, cached, resumable runner (`biaslens.engine.runner`), with a counting stand-in for the model."""
 
 from __future__ import annotations
 
 import pytest
 
-from biaslens.cache import ResultCache, cache_key
-from biaslens.datasets import Pair
+from biaslens.engine.cache import ResultCache, cache_key
+from biaslens.data.datasets import Pair
 from biaslens.errors import InputError, JobCancelled
-from biaslens.runner import CHUNK_GROWTH, FIRST_CHUNK_PAIRS, MAX_CHUNK_PAIRS, ChunkSizer, NotCached, run_chunked
+from biaslens.engine.runner import CHUNK_GROWTH, FIRST_CHUNK_PAIRS, MAX_CHUNK_PAIRS, ChunkSizer, NotCached, run_chunked
 
 PAIRS = [Pair(i, "test", "gender", "stereo", f"stereo {i}", f"anti {i}") for i in range(10)]
 
@@ -183,7 +183,7 @@ def test_a_time_sized_run_stopped_and_resumed_with_other_chunks_gives_identical_
 
 
 def test_evaluate_cache_only_reads_a_finished_run_and_leaves_the_notice_to_a_computing_run(tiny_bert, tmp_path):
-    from biaslens.evaluation import evaluate
+    from biaslens.engine.evaluation import evaluate
 
     path = tmp_path / "r.sqlite"
     path.write_bytes(b"not a database at all" * 100)

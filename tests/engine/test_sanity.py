@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from biaslens.sanity import UNTRAINED_ACCURACY, check_model, classify
+from biaslens.analyses.sanity import UNTRAINED_ACCURACY, check_model, classify
 
 
 def test_a_random_model_is_flagged_untrained(tiny_models):
@@ -30,29 +30,31 @@ def test_sanity_thresholds(accuracy, logprob, status):
 @pytest.fixture(scope="module")
 def quick_lab_lm(tmp_path_factory):
     from biaslens import lab
-    from biaslens.models import load_model
+    from biaslens.engine.models import load_model
 
     model = lab.train_lab_model(lab.LabSettings(corpus_size=600, steps=12, batch_size=32), cache_dir=tmp_path_factory.mktemp("lab"))
     return model, load_model(str(model.path))
 
 
 def test_one_verdict_per_model_a_lab_model_checked_on_its_own_corpus(tiny_bert, quick_lab_lm, monkeypatch):
-    from biaslens import lab, sanity
+    from biaslens import lab
+    from biaslens.lab import sanity_verdict as verdicts
 
     model, lm = quick_lab_lm
-    verdict = sanity.model_verdict(lm)
+    verdict = verdicts.model_verdict(lm)
     assert verdict.subject == "its training corpus"
     again = check_model(lm, lab.sanity_sentences(model), subject="its training corpus")
     assert (verdict.accuracy, verdict.mean_logprob, verdict.status) == (again.accuracy, again.mean_logprob, again.status)
-    plain = sanity.model_verdict(tiny_bert)
+    plain = verdicts.model_verdict(tiny_bert)
     assert plain.subject == "plain English" and plain.status == "untrained"
     # computed once: later calls (sidebar, banners, Paper analyses, reports) reuse it
-    monkeypatch.setattr(sanity, "check_model", lambda *a, **k: pytest.fail("the verdict was computed again"))
-    assert sanity.model_verdict(lm) is verdict and sanity.model_verdict(tiny_bert) is plain
+    monkeypatch.setattr(verdicts, "check_model", lambda *a, **k: pytest.fail("the verdict was computed again"))
+    assert verdicts.model_verdict(lm) is verdict and verdicts.model_verdict(tiny_bert) is plain
 
 
 def test_text_mostly_out_of_a_model_s_vocabulary_is_told(tiny_bert, quick_lab_lm):
-    from biaslens import lab, sanity
+    from biaslens import lab
+    from biaslens.analyses import sanity
 
     model, lm = quick_lab_lm
     crows = ["Women don't know how to drive.", "Poor people really hate their neighbours."]

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from biaslens.scoring import MaskedQuery, masked_pass, plan_batches, unmasked_pass
+from biaslens.engine.scoring import MaskedQuery, masked_pass, plan_batches, unmasked_pass
+from tests.engine import reference
 
 SENTENCES = [
     "He couldn't figure out the issue with the rope, but he tried not to get too down on himself.",
@@ -64,18 +65,7 @@ def test_masked_pass_matches_a_direct_forward(any_model):
 def test_batched_equals_one_at_a_time(any_model):
     lm = any_model
     encs = [lm.encode(s) for s in SENTENCES]
-    batched = unmasked_pass(lm, encs, batch_tokens=10_000)
-    for enc, b in zip(encs, batched):
-        (one,) = unmasked_pass(lm, [enc])
-        np.testing.assert_allclose(b.logprob, one.logprob, atol=TOL)
-        np.testing.assert_allclose(b.attention, one.attention, atol=TOL)
-        np.testing.assert_array_equal(b.rank, one.rank)
-    queries = [MaskedQuery(e.ids, (i,), (i,)) for e in encs for i in range(1, len(e) - 1)]
-    queries += [MaskedQuery(e.ids, tuple(range(1, len(e) - 1)), tuple(range(1, len(e) - 1))) for e in encs]
-    batched_m = masked_pass(lm, queries, batch_tokens=4096)
-    for q, b in list(zip(queries, batched_m))[::7]:
-        (one,) = masked_pass(lm, [q])
-        np.testing.assert_allclose(b.logprob, one.logprob, atol=TOL)
+    reference.assert_batching_changes_nothing(lm, encs, step=1, batch_tokens=10_000, masked_batch_tokens=4096, check_every=7)
 
 
 def test_padding_changes_nothing_aula_included(any_model):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from biaslens.errors import DataNotAllowedError, InputError, ModelNotAllowedError, ServerConfigError
-from biaslens.serving import DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_ROWS, ModelPool, ServerSettings
+from biaslens.serving.server import DEFAULT_MAX_MODELS, DEFAULT_MAX_UPLOAD_ROWS, ModelPool, ServerSettings
 
 
 def test_defaults_and_values_from_the_environment(tmp_path):
@@ -215,7 +215,7 @@ def test_many_sessions_asking_at_once_load_a_model_once():
 
 
 def test_an_evicted_model_is_freed(model_dirs):
-    from biaslens.models import load_model
+    from biaslens.engine.models import load_model
 
     pool = ModelPool(1)
     first = pool.get("bert", lambda: load_model(str(model_dirs["bert-cased"])))
@@ -242,7 +242,7 @@ def test_evicting_a_cuda_model_empties_the_cuda_cache(monkeypatch):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_gpu_memory_comes_back_after_eviction(model_dirs):
-    from biaslens.models import load_model
+    from biaslens.engine.models import load_model
 
     pool = ModelPool(1)
     gc.collect()

@@ -5,8 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from biaslens.datasets import Pair
-from biaslens.evaluation import evaluate, inspect_pair
+from biaslens.data.datasets import Pair
+from biaslens.engine.evaluation import evaluate, inspect_pair
 
 PAIRS = [(f"Person {i} said the women were bad at maths.", f"Person {i} said the men were bad at maths.") for i in range(16)]
 

@@ -1,4 +1,4 @@
-"""Tests for biaslens.stats: every expected value is worked by hand or checked with scipy."""
+"""Tests for biaslens.engine.stats: every expected value is worked by hand or checked with scipy."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from biaslens.stats import (
+from biaslens.engine.stats import (
     bias_score,
     bootstrap_interval,
     effect_size,

@@ -1,4 +1,4 @@
-"""StereoSet's LMS/SS/ICAT (biaslens.stereoset_scores): hand-made cases and a naive reference."""
+"""StereoSet's LMS/SS/ICAT (biaslens.analyses.stereoset_scores): hand-made cases and a naive reference."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from biaslens.datasets import Pair, load_dataset
-from biaslens.stereoset_scores import score_table, stereoset_scores, summary_block
+from biaslens.data.datasets import Pair, load_dataset
+from biaslens.analyses.stereoset_scores import score_table, stereoset_scores, summary_block
 from tests.support import FIXTURE_DATA
 
 

@@ -16,12 +16,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from biaslens import lab, sweep
+from biaslens import lab
+from biaslens.figures import charts
+from biaslens.lab import sweep
 from biaslens.cli import main
 from biaslens.errors import InputError
-from biaslens.metrics import METRICS
-from biaslens.models import load_model
-from biaslens.sanity import model_verdict
+from biaslens.engine.metrics import METRICS
+from biaslens.engine.models import load_model
+from biaslens.lab.sanity_verdict import model_verdict
 
 TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
 #: 4 cells: nothing planted and total association, at ratios 1 and 3.
@@ -90,6 +92,7 @@ def test_corpus_truth_counts_the_generated_corpus():
     assert ratio == pytest.approx(sum(in_a) / (len(in_a) - sum(in_a))) and abs(ratio - 3.0) < 0.01
 
 
+@pytest.mark.slow  # two worker processes, each loading torch and training
 def test_two_worker_processes_give_the_same_cells(swept, tmp_path):
     _models, one = swept
     half = replace(GRID, ratios=(1.0,))  # 2 cells: one per worker
@@ -388,7 +391,7 @@ def test_hand_known_values_and_undefined_cases():
 
 def test_the_dose_response_figure_draws_one_line_per_metric_with_a_seed_band():
     table = _hand_table()
-    spec = sweep.dose_response_chart(table).to_dict()
+    spec = charts.dose_response_chart(table).to_dict()
     data = next(iter(spec["datasets"].values()))
     assert len(data) == 2 * 4 * 2  # metrics x associations x ratios
     row = next(d for d in data if d["key"] == "cps" and d["association"] == 1.0 and d["frequency_ratio"] == 3.0)
@@ -396,7 +399,7 @@ def test_the_dose_response_figure_draws_one_line_per_metric_with_a_seed_band():
     assert sorted({d["panel"] for d in data}) == ["frequency ratio 1", "frequency ratio 3"]
     marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["spec"]["layer"]]
     assert marks == ["area", "line", "rule"]
-    svg = sweep.dose_response_svg(table)
+    svg = charts.dose_response_svg(table)
     assert svg.lstrip().startswith("<svg") and "CPS" in svg and "frequency ratio 3" in svg
 
 

@@ -6,11 +6,12 @@ import urllib.error
 import numpy as np
 import pytest
 
-from biaslens import datafiles, weat
+from biaslens.data import datafiles, weat
 from biaslens.errors import DatasetError, DatasetNotFoundError, InputError
-from biaslens.kurita import KURITA_CATEGORIES, effect_size_chart, kurita_weat_spec, weat_table, weat_test
-from biaslens.published import KURITA_WEAT
-from biaslens.weat import WEAT_SHA256, load_weat, locate_weat, read_weat_file, weat_url
+from biaslens.figures.charts import effect_size_chart
+from biaslens.kurita import KURITA_CATEGORIES, kurita_weat_spec, weat_table, weat_test
+from biaslens.data.published import KURITA_WEAT
+from biaslens.data.weat import WEAT_SHA256, load_weat, locate_weat, read_weat_file, weat_url
 from tests.support import DATA, FIXTURE_DATA, shared
 
 WEAT_DIR = FIXTURE_DATA / "weat"

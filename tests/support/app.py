@@ -118,7 +118,7 @@ def html_of(at) -> str:
 
 
 class _TableReader(HTMLParser):
-    """The `bl-table`s (biaslens.figures_html.table_html) of some HTML: header and rows, numbers from `data-value`."""
+    """The `bl-table`s (biaslens.figures.html.table_html) of some HTML: header and rows, numbers from `data-value`."""
 
     def __init__(self) -> None:
         super().__init__()

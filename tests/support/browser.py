@@ -36,6 +36,31 @@ def require_browser() -> None:
     pytest.skip(message)
 
 
+@contextlib.contextmanager
+def launch_chromium(**options):
+    """The headless Chromium at `CHROMIUM` (skips the test where it is missing), closed afterwards."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, **options)
+        yield browser
+        browser.close()
+
+
+def wait_until_healthy(base: str, proc: subprocess.Popen, seconds: float) -> bool:
+    """Whether the app at `base` answers its health check before its process `proc` exits and within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
+            return True
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.3)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -74,15 +99,8 @@ def start_app(env: dict[str, str], logs: Path):
         proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
-                time.sleep(0.3)
+        if not wait_until_healthy(base, proc, 90):
+            pytest.fail(f"the app did not start: {(logs / 'server.log').read_text()[-2000:]}")
         yield base, proc
     finally:
         proc.terminate()

@@ -10,7 +10,7 @@ def build_fnet(folder: Path) -> Path:
     import torch
     from transformers import AutoModelForMaskedLM, FNetConfig
 
-    from biaslens.testing import train_tokenizer
+    from biaslens.engine.testing import train_tokenizer
 
     tokenizer = train_tokenizer("deberta-v3")  # [CLS] ... [SEP] SentencePiece, as FNet's own
     torch.manual_seed(0)

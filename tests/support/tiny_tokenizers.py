@@ -2,7 +2,7 @@
 
 They stand in for the real tokenizers in ../shared/tokenizers, so a fresh clone runs every
 model-based test. Each is written in the layout of the real folder, so
-`biaslens.testing.build_random_model` reads it the same way:
+`biaslens.engine.testing.build_random_model` reads it the same way:
 
 - ``bert-cased``: a cased WordPiece vocabulary (``vocab.txt``), read by ``BertTokenizer``;
 - ``roberta``: a byte-level BPE (``vocab.json`` + ``merges.txt``), read by ``RobertaTokenizer``;
@@ -171,7 +171,7 @@ def build_tiny_tokenizers(root: Path) -> dict[str, Path]:
 
 def vocab_size(family: str, folder: Path) -> int:
     """Rows the model's embedding needs for the tokenizer in `folder`."""
-    from biaslens.testing import build_tokenizer
+    from biaslens.engine.testing import build_tokenizer
 
     return len(build_tokenizer(family, folder))
 
@@ -183,7 +183,7 @@ if __name__ == "__main__":  # a look at how the tiny tokenizers split a sentence
     import sys
     import tempfile
 
-    from biaslens.testing import build_tokenizer
+    from biaslens.engine.testing import build_tokenizer
 
     with tempfile.TemporaryDirectory() as tmp:
         for fam, folder in build_tiny_tokenizers(Path(tmp)).items():

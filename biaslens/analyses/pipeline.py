@@ -1,0 +1,351 @@
+"""One evaluation pipeline: a run described once, its post-steps registered here, one call.
+
+`EvaluationPlan` is the run (model, dataset, `RunOptions`, flags policy, StereoSet scores on or off), refused on
+construction where it can be before a model loads. `STEPS` are the post-steps (StereoSet's scores, flagged pairs): each
+says when it applies to a plan, what it checks before the model loads, what it computes, its `summary.json` block and
+the files it writes. `run_evaluation(plan)` loads the dataset and the model, scores, runs the steps that apply and
+returns an `EvaluationRun`; `EvaluationRun.save(out)` writes `pairs.csv`, `summary.json` and each step's files. The
+CLI's `evaluate` is this call plus printing; the app's explorer uses `scored_flags` and `without_flagged`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, Protocol, Sequence, cast
+
+import numpy as np
+
+from biaslens.data.flags import CHECKS
+from biaslens.engine.options import DEFAULT_DEVICE, ModelSpec, Precision, RunOptions
+from biaslens.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from biaslens.data.datasets import Pair, PairDataset
+    from biaslens.engine.cache import ResultCache
+    from biaslens.engine.evaluation import EvaluationResult
+    from biaslens.engine.models import MaskedLM
+
+
+def parse_checks(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Flag checks by name ("all", None or "" for every check; `-` or `_`); an unknown one is an `InputError`."""
+    if text is None or (isinstance(text, str) and text.strip() in ("", "all")):
+        return CHECKS
+    names = text.split(",") if isinstance(text, str) else list(text)
+    chosen = tuple(c.strip().replace("-", "_") for c in names if c.strip())
+    unknown = [c for c in chosen if c not in CHECKS]
+    if unknown:
+        raise InputError(f"Unknown flag check {', '.join(unknown)}: choose from {', '.join(CHECKS)} (or all).")
+    return chosen
+
+
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """A dataset run, described once and checked on construction (before any model loads).
+
+    `dataset`: a dataset name or a path, found in `data_dir` (else `$BIASLENS_DATA_DIR`), downloaded unless `download`
+    is False. `default_metrics`: the options' metrics are the default set, so what the model cannot give is left out
+    with a note (named metrics it cannot give are refused). `flags`: the flag checks to run (None: no flags;
+    "all" or a comma-separated string is parsed); `exclude_flagged` (implies every check when `flags` is None)
+    leaves the flagged pairs out of the saved result. `stereoset_scores`: also StereoSet's LMS, SS and ICAT.
+    """
+
+    model: ModelSpec
+    dataset: str
+    options: RunOptions = RunOptions()
+    data_dir: str | None = None
+    download: bool = True
+    default_metrics: bool = False
+    flags: tuple[str, ...] | None = None
+    exclude_flagged: bool = False
+    stereoset_scores: bool = False
+
+    def __post_init__(self) -> None:
+        if self.flags is not None or self.exclude_flagged:
+            object.__setattr__(self, "flags", parse_checks(self.flags))
+        if self.options.precision is Precision.EXACT_BF16 and self.model.dtype != "float32":
+            raise InputError(f"--precision exact-bf16 re-scores in float32: load the model in float32 (leave out --dtype {self.model.dtype}).")
+
+    @classmethod
+    def from_args(cls, args: Any) -> "EvaluationPlan":
+        """The plan a command-line namespace of `biaslens evaluate` describes."""
+        return cls(
+            model=ModelSpec.from_args(args),
+            dataset=args.dataset,
+            options=RunOptions.from_args(args),
+            data_dir=getattr(args, "data_dir", None),
+            download=not getattr(args, "no_download", False),
+            default_metrics=getattr(args, "metrics", None) is None,
+            flags=getattr(args, "flags", None),  # type: ignore[arg-type]  # parsed in __post_init__
+            exclude_flagged=bool(getattr(args, "exclude_flagged", False)),
+            stereoset_scores=bool(getattr(args, "stereoset_scores", False)),
+        )
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """What a post-step gets: the plan, the model, the dataset, the scored result (of the run's metrics) and the cache."""
+
+    plan: EvaluationPlan
+    options: RunOptions
+    lm: MaskedLM
+    dataset: PairDataset
+    result: EvaluationResult
+    cache: ResultCache | None
+
+
+@dataclass
+class StepOutput:
+    """A post-step's output: its `summary.json` block, its files (name -> table), the lines it prints, its notes.
+
+    `result`: the result to save instead of the scored one (flags with `exclude_flagged`), else None.
+    """
+
+    block: dict[str, Any]
+    files: dict[str, pd.DataFrame] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    result: EvaluationResult | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A registered post-step: its name (its `summary.json` key), when it applies, its early check, its computation."""
+
+    name: str
+    files: tuple[str, ...]
+    applies: Callable[[EvaluationPlan], bool]
+    compute: Callable[[StepInput], StepOutput]
+    check: Callable[[EvaluationPlan, "list[Pair]"], None] = lambda plan, pairs: None
+
+
+def _fmt(x: Any) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+
+
+def _stereoset_check(plan: EvaluationPlan, pairs: list[Pair]) -> None:
+    from biaslens.analyses.stereoset_scores import with_unrelated
+
+    with_unrelated(pairs)  # a dataset without unrelated sentences is refused before the model loads
+
+
+def _stereoset(step: StepInput) -> StepOutput:
+    from biaslens.analyses.stereoset_scores import stereoset_scores, summary_block
+
+    o = step.options
+    scores = stereoset_scores(
+        step.lm, step.dataset, o.metrics, compat=o.compat.value, **o.selection(), cache=step.cache, batch_tokens=o.batch_tokens, main=step.result
+    )
+    lines = [
+        "\nStereoSet (Nadeem et al. 2021), intrasentence: LMS, SS, ICAT (ideal 100, 50, 100)",
+        f"{'metric':<14}{'bias type':<16}{'n':>6}{'LMS':>9}{'SS':>9}{'ICAT':>9}",
+        *(
+            f"{r['metric']:<14}{r['bias_type']:<16}{r['n']:>6}{_fmt(r['lms']):>9}{_fmt(r['ss']):>9}{_fmt(r['icat']):>9}"
+            for r in scores.table.to_dict(orient="records")
+        ),
+    ]
+    notes = [f"{scores.skipped} examples have no unrelated sentence and are left out of LMS, SS and ICAT"] if scores.skipped else []
+    return StepOutput(summary_block(scores), {"stereoset_scores.csv": scores.table}, lines, notes)
+
+
+def scored_flags(result: EvaluationResult, flags: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The flags of the result's pairs, and which of its pairs no flag touches (the keep mask, in the result's order)."""
+    from biaslens.data.flags import keep_mask
+
+    ids = list(result.pairs["pair_id"])
+    scored = cast("pd.DataFrame", flags[flags["pair_id"].isin(ids)].reset_index(drop=True))
+    return scored, keep_mask(ids, scored)
+
+
+def without_flagged(result: EvaluationResult, keep: np.ndarray, metrics: Sequence[str]) -> EvaluationResult:
+    """The result of the kept pairs only, summarised again; the manifest says how many were excluded."""
+    from biaslens.engine.evaluation import EvaluationResult, summarize
+
+    kept = cast("pd.DataFrame", result.pairs[keep].reset_index(drop=True))
+    manifest = {**result.summary["manifest"], "excluded_flagged": len(result.pairs) - len(kept)}
+    return EvaluationResult(kept, summarize(kept, list(metrics), manifest), result.warnings, result.cached)
+
+
+def _flags(step: StepInput) -> StepOutput:
+    from biaslens.analyses.paired import with_and_without
+    from biaslens.data.flags import CHECK_LABELS, flag_pairs, flag_summary
+
+    plan = step.plan
+    checks = list(plan.flags or CHECKS)
+    found, notes = flag_pairs(step.dataset, lm=step.lm, checks=checks, data_dir=plan.data_dir, download=plan.download)
+    flags, keep = scored_flags(step.result, found)
+    table = with_and_without(step.result, keep)
+    flagged, per_check = int((~keep).sum()), flag_summary(flags).to_dict(orient="records")
+    lines = [
+        f"\nFlagged pairs: {flagged:,} of {len(keep):,}",
+        *(f"  {r['pairs']:>6,}  {CHECK_LABELS.get(r['check'], r['check'])}" for r in per_check),
+        f"{'metric':<14}{'all':>9}{'unflagged':>11}{'diff':>9}   95% CI (bootstrap)",
+        *(
+            f"{r['metric']:<14}{_fmt(r['score_all']):>9}{_fmt(r['score_kept']):>11}{_fmt(r['difference']):>9}   "
+            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
+            for r in table.to_dict(orient="records")
+        ),
+    ]
+    block = {
+        "checks": checks,
+        "flagged": flagged,
+        "notes": notes,
+        "per_check": {r["check"]: int(r["pairs"]) for r in per_check},
+        "with_and_without": table.to_dict(orient="records"),
+    }
+    kept = None
+    if plan.exclude_flagged:
+        if not keep.any():
+            raise InputError("Every scored pair is flagged: nothing is left with --exclude-flagged.")
+        kept = without_flagged(step.result, keep, step.options.metrics)
+    return StepOutput(block, {"flags.csv": flags, "flagged.csv": table}, lines, list(notes), kept)
+
+
+STEPS: dict[str, Step] = {
+    "stereoset": Step("stereoset", ("stereoset_scores.csv",), lambda plan: plan.stereoset_scores, _stereoset, _stereoset_check),
+    "flags": Step("flags", ("flags.csv", "flagged.csv"), lambda plan: plan.flags is not None, _flags),
+}
+"""The post-steps, in the order they run; each one's output is `summary.json[name]`."""
+
+
+class RunProgress(Protocol):
+    """How a caller shows progress: a byte callback for a download, a pair callback for the scoring."""
+
+    def download(self, desc: str) -> ContextManager[Callable[[int, int | None], None]]: ...
+
+    def pairs(self, total: int, desc: str, *, disable: bool = False) -> ContextManager[Callable[[float, int], None]]: ...
+
+
+@dataclass
+class EvaluationRun:
+    """What `run_evaluation` gives: the result to save, each step's output, the notes, and the run's counts.
+
+    `scored`: pairs scored (before flagged pairs are left out); `cached`: scores read from the result cache;
+    `main`: False in the other processes of an `accelerate launch` run (they write nothing; call `finish()`).
+    """
+
+    plan: EvaluationPlan
+    options: RunOptions
+    result: EvaluationResult
+    steps: dict[str, StepOutput] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    scored: int = 0
+    cached: int = 0
+    main: bool = True
+    state: Any = None
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.result.warnings)
+
+    def save(self, out: str | Path) -> tuple[Path, Path]:
+        """Write each step's files, then `pairs.csv` and `summary.json` (atomically); the paths of the last two."""
+        from biaslens.data.export import atomic_write, safe_csv
+
+        for output in self.steps.values():
+            for name, table in output.files.items():
+                atomic_write(Path(out) / name, safe_csv(table))
+        return self.result.save(out)
+
+    def finish(self) -> None:
+        """Wait for the other processes of an `accelerate launch` run (nothing in a single process)."""
+        from biaslens.engine import parallel
+
+        parallel.finish(self.state)
+
+
+def _no_progress(*_: Any, **__: Any) -> ContextManager[Callable[..., None]]:
+    return contextlib.nullcontext(lambda *a: None)
+
+
+def run_evaluation(
+    plan: EvaluationPlan,
+    *,
+    lm: MaskedLM | None = None,
+    cache: ResultCache | None = None,
+    progress: RunProgress | None = None,
+    caveats: Callable[[MaskedLM, list[Pair]], Mapping[str, Any]] | None = None,
+    say: Callable[[str], None] | None = None,
+    load: Callable[[ModelSpec], MaskedLM] | None = None,
+) -> EvaluationRun:
+    """Load the plan's dataset (and model, unless `lm` is given), score it, run the post-steps that apply.
+
+    The steps' early checks run before the model loads; `load(spec)` loads it (default `ModelSpec.load`).
+    `caveats(lm, pairs)`: what the manifest records about the model (the CLI's sanity verdict and vocabulary), on
+    the main process. `say(note)` hears each note as it comes (they are also in `EvaluationRun.notes`). Under
+    `accelerate launch` each process scores a share of the pairs on its own device; the main process downloads
+    first and gets the result.
+    """
+    from biaslens.data.datasets import load_dataset
+    from biaslens.engine import parallel
+    from biaslens.engine.evaluation import evaluate, select_pairs
+    from biaslens.engine.pairs import available_metrics, unavailable_note
+
+    download = progress.download if progress is not None else _no_progress
+    bars = progress.pairs if progress is not None else _no_progress
+    notes: list[str] = []
+    spec, options = plan.model, plan.options
+    state = parallel.process_state(cpu=spec.device == "cpu") if lm is None else None
+    main = parallel.is_main_process(state)
+
+    def note(text: str) -> None:
+        if main:
+            notes.append(text)
+            if say is not None:
+                say(text)
+
+    if state is not None and spec.device == DEFAULT_DEVICE:
+        spec = spec.with_device(str(state.device))
+    steps = [s for s in STEPS.values() if s.applies(plan)]
+    with state.main_process_first() if state is not None else contextlib.nullcontext():
+        with download(plan.dataset) as bar:
+            dataset = load_dataset(plan.dataset, data_dir=plan.data_dir, download=plan.download, progress=bar)
+        chosen = select_pairs(list(dataset.pairs), **options.selection())
+        for step in steps:
+            step.check(plan, chosen)
+        if lm is None:
+            lm = load(spec) if load is not None else spec.load()
+    for text in dataset.notes:
+        note(text)
+    manifest = dict(caveats(lm, chosen)) if caveats is not None and main else {}
+    if plan.default_metrics:  # the default set, less what this model cannot give (asked for by name, it is refused)
+        keys, skipped = available_metrics(lm, list(options.metrics))
+        if skipped:
+            options = dataclasses.replace(options, metrics=tuple(keys))
+            note(unavailable_note(skipped))
+    with bars(len(chosen), f"{dataset.name} {','.join(options.metrics)}", disable=not main) as bar:
+        result = evaluate(lm, dataset, options.metrics, cache=cache, progress=bar, **options.evaluate_kwargs())
+    run = EvaluationRun(plan, options, result, scored=len(result.pairs), cached=result.cached, main=main, state=state)
+    if not main:
+        return run
+    result.summary["manifest"].update(manifest)
+    for step in steps:
+        output = step.compute(StepInput(plan, options, lm, dataset, result, cache))
+        for text in output.notes:
+            note(text)
+        run.steps[step.name] = output
+    for output in run.steps.values():
+        run.result = output.result or run.result
+    run.result.summary.update({name: output.block for name, output in run.steps.items()})
+    run.notes = notes
+    return run
+
+
+__all__ = [
+    "STEPS",
+    "EvaluationPlan",
+    "EvaluationRun",
+    "RunProgress",
+    "Step",
+    "StepInput",
+    "StepOutput",
+    "parse_checks",
+    "run_evaluation",
+    "scored_flags",
+    "without_flagged",
+]

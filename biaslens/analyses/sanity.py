@@ -1,0 +1,155 @@
+"""Does a loaded model look trained? A quick check on a few plain sentences.
+
+Bias scores of an untrained (randomly initialised) model are meaningless, yet they look
+like ordinary numbers: one popular package silently scores random weights when a
+checkpoint lacks its masked-LM head. `check_model` runs the unmasked pass on a few plain
+English sentences and reports the token prediction accuracy (the share of tokens whose
+gold token is the model's arg-max) and the mean token log-probability. A trained masked
+LM predicts nearly every visible token of such sentences; a random one is close to the
+uniform distribution over its vocabulary (log-probability about -log V, accuracy about 0).
+`biaslens.lab.sanity_verdict.model_verdict` is the one verdict per model that every caller shows (the
+app's sidebar and banners, Paper analyses, reports, the CLI): it checks a bias-lab model on its
+own training corpus (`check_model` with other `sentences`) and any other model on the plain ones.
+`vocabulary_report` tells whether a text is mostly out of a model's vocabulary (a lab
+model reading CrowS-Pairs spells most words letter by letter).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from biaslens.engine.models import MaskedLM
+from biaslens.engine.scoring import unmasked_pass
+
+#: Plain sentences any trained English masked LM finds easy (nothing masked).
+SANITY_SENTENCES: tuple[str, ...] = (
+    "The capital of France is Paris.",
+    "She opened the door and walked into the room.",
+    "Water boils at one hundred degrees.",
+    "He drank a cup of coffee before going to work.",
+    "The children played in the park after school.",
+    "Thank you very much for your help.",
+    "The sun rises in the east and sets in the west.",
+    "There are seven days in a week.",
+)
+
+#: Below this accuracy (%) a model "looks untrained" if its log-probabilities are also near uniform.
+UNTRAINED_ACCURACY = 20.0
+#: A mean log-probability below this fraction of the uniform one (-log V) counts as near uniform.
+NEAR_UNIFORM_FRACTION = 0.5
+#: Below this accuracy (%) or mean log-probability a model is flagged as weak.
+WEAK_ACCURACY = 50.0
+WEAK_LOGPROB = -4.0
+
+
+@dataclass(frozen=True)
+class SanityReport:
+    """Token prediction on the sanity sentences and what it suggests."""
+
+    accuracy: float  # % of non-special tokens whose gold token is the arg-max
+    mean_logprob: float  # mean log p of the non-special tokens (natural log)
+    uniform_logprob: float  # -log V: what a model with no preference would give
+    n_tokens: int
+    n_sentences: int
+    status: str  # "ok", "weak" or "untrained"
+    message: str  # one line for people
+    subject: str = "plain English"  # what the sentences were: "plain English" or "its training corpus"
+
+    @property
+    def trustworthy(self) -> bool:
+        """True when the model predicts its check sentences well ("ok")."""
+        return self.status == "ok"
+
+
+def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subject: str = "plain English") -> tuple[str, str]:
+    """(status, message) for the numbers of a sanity run on sentences of `subject`."""
+    numbers = f"token accuracy {accuracy:.0f}%, mean log p {mean_logprob:.2f} (uniform: {uniform_logprob:.2f})"
+    if accuracy < UNTRAINED_ACCURACY and mean_logprob < NEAR_UNIFORM_FRACTION * uniform_logprob:
+        return "untrained", (
+            f"Looks untrained: {numbers}. Its predictions are close to random, so its bias scores mean nothing; "
+            "check that the checkpoint is a trained masked LM."
+        )
+    if accuracy < WEAK_ACCURACY or mean_logprob < WEAK_LOGPROB:
+        return "weak", (f"Predicts {subject} poorly: {numbers}. It may be undertrained or trained on other text; read its bias scores with care.")
+    return "ok", f"Predicts {subject} well: {numbers}."
+
+
+def check_model(lm: MaskedLM, sentences: Sequence[str] = SANITY_SENTENCES, subject: str = "plain English") -> SanityReport:
+    """Token prediction accuracy and mean log-probability of `lm` on plain sentences (or other `sentences` of `subject`)."""
+    results = unmasked_pass(lm, [lm.encode(s) for s in sentences], attention=False)
+    logprob = np.concatenate([r.logprob[r.encoding.scored_positions] for r in results])
+    rank = np.concatenate([r.rank[r.encoding.scored_positions] for r in results])
+    accuracy = 100.0 * float(np.mean(rank == 1))
+    mean_logprob = float(np.mean(logprob))
+    uniform = -math.log(len(lm.tokenizer))
+    status, message = classify(accuracy, mean_logprob, uniform, subject)
+    return SanityReport(accuracy, mean_logprob, uniform, int(logprob.size), len(sentences), status, message, subject)
+
+
+#: A text counts as "mostly out of vocabulary" for a model when at least this share of its words is unknown.
+MOSTLY_UNKNOWN = 0.5
+
+
+@dataclass(frozen=True)
+class VocabularyReport:
+    """How many words of some text a model knows: unknown = [UNK], or spelled one character per piece."""
+
+    n_words: int
+    unknown: tuple[str, ...]  # the distinct unknown words, in order of appearance
+
+    @property
+    def n_unknown(self) -> int:
+        return len(self.unknown)
+
+    @property
+    def share_unknown(self) -> float:
+        return self.n_unknown / self.n_words if self.n_words else 0.0
+
+    @property
+    def mostly_unknown(self) -> bool:
+        return self.n_words > 0 and self.share_unknown >= MOSTLY_UNKNOWN
+
+    @property
+    def message(self) -> str:
+        examples = ", ".join(self.unknown[:6]) + (", …" if self.n_unknown > 6 else "")
+        return (
+            f"{self.n_unknown} of {self.n_words} distinct words are out of this model's vocabulary ({examples}): it reads them "
+            "as unknown tokens or letter by letter, so its scores say little about these sentences."
+        )
+
+
+def _word_unknown(word: str, pieces: Sequence[str], unk: str | None) -> bool:
+    if unk is not None and unk in pieces:
+        return True
+    letters = [p.lstrip("#").lstrip("\u0120\u2581") for p in pieces]
+    return sum(c.isalpha() for c in word) >= 3 and len(pieces) > 1 and all(len(p) <= 1 for p in letters)
+
+
+def vocabulary_report(lm: MaskedLM, texts: Iterable[str]) -> VocabularyReport:
+    """Which distinct words (letters only, at least 2) of `texts` the model does not know (see `VocabularyReport`)."""
+    import re
+
+    tok = lm.tokenizer
+    unk = getattr(tok, "unk_token", None)
+    seen: dict[str, bool] = {}
+    for text in texts:
+        for word in re.findall(r"[^\W\d_]{2,}", str(text)):
+            if word in seen:
+                continue
+            pieces = [p for p in tok.tokenize(" " + word) if p.strip("\u0120\u2581")] or tok.tokenize(word)
+            seen[word] = _word_unknown(word, pieces, unk)
+    return VocabularyReport(len(seen), tuple(w for w, unknown in seen.items() if unknown))
+
+
+__all__ = [
+    "SANITY_SENTENCES",
+    "SanityReport",
+    "VocabularyReport",
+    "check_model",
+    "classify",
+    "vocabulary_report",
+]

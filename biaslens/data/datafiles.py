@@ -1,0 +1,217 @@
+"""Data files on this machine: found in a data folder or the cache, else downloaded and verified.
+
+Every reader of public data (benchmark datasets, WEAT stimuli, published flag lists) goes
+through here, in the same order:
+
+1. `data_folder(data_dir)`: the folder the user named (`data_dir`, else $BIASLENS_DATA_DIR),
+   searched recursively (`find_file`);
+2. `cache_folder(name, cache_dir)`: `<cache>/datasets/<name>` (`<cache>` is `cache_dir`,
+   else `paths.default_cache_dir()`);
+3. `download(url, target, sha256=...)`: streamed into a hidden `.part` file beside
+   `target`, checked against its sha256 and by the caller's reader, and only then renamed
+   into place; nothing is left behind on failure.
+
+`locate` runs steps 1-2; `read_text` reads a file as UTF-8 text with the sha256 of its
+bytes. Every file is read through `read_bytes`, which refuses, before reading anything, a
+file above `MAX_FILE_MB` and, in the app, a file that resolves (links followed) outside the
+server's allowed folders (`serving.ServerSettings.in_effect`). Problems are one-line
+`DatasetError` / `DatasetNotFoundError` messages.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import http.client
+import os
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Callable, Sequence
+
+from biaslens.errors import DatasetError, DatasetNotFoundError
+from biaslens.paths import default_cache_dir
+from biaslens.data.sentences import control_character, describe_control
+from biaslens.data.confine import confine_data_file
+
+#: Download progress callback: (bytes done, total bytes or None when unknown).
+Progress = Callable[[int, int | None], None]
+
+#: Seconds a download waits for the server before giving up.
+DOWNLOAD_TIMEOUT_S = 10.0
+#: The largest data file read (a dataset, WEAT stimuli, a flag or attribute list), in MB, refused before it is read.
+#: The public datasets are at most 1.4 MB; the app's own limit (BIASLENS_MAX_UPLOAD_MB, default 50) applies first there.
+MAX_FILE_MB = 100
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A data file's bytes, read on a user's behalf. Refused as a one-line error before anything is read: a file
+    above `MAX_FILE_MB`, and one outside the allowed folders of the server settings in effect (links followed)."""
+    path = Path(path)
+    confine_data_file(path)
+    limit = MAX_FILE_MB * 1_000_000
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            raw = handle.read(limit + 1) if size <= limit else b""
+    except OSError as exc:
+        raise DatasetError(f"cannot read the file ({exc.strerror or exc})", path=str(path)) from exc
+    if size > limit or len(raw) > limit:  # (a file that grew while read, or a device that reports no size)
+        shown = f"{size / 1e6:,.1f} MB" if size > limit else f"over {MAX_FILE_MB:,} MB"
+        raise DatasetError(f"the file is {shown}; biaslens reads data files up to {MAX_FILE_MB:,} MB: split it or use a sample", path=str(path))
+    return raw
+
+
+def read_text(path: str | Path) -> tuple[str, str]:
+    """The file's text (UTF-8, a BOM allowed) and the sha256 of its bytes (`read_bytes`).
+
+    An empty or unreadable file, and one holding a control character (NUL, ...: never text), is a DatasetError.
+    """
+    path = Path(path)
+    raw = read_bytes(path)
+    body = raw.removeprefix(codecs.BOM_UTF8)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = exc.start + len(raw) - len(body)
+        line = raw[:offset].count(b"\n") + 1
+        raise DatasetError(
+            f"not UTF-8 text: byte 0x{raw[offset]:02x} at offset {offset} (line {line}); save the file as UTF-8", path=str(path)
+        ) from exc
+    if not text.strip():
+        raise DatasetError("the file is empty", path=str(path))
+    at = control_character(text)
+    if at is not None:
+        line = text.count("\n", 0, at) + 1
+        raise DatasetError(f"line {line} contains the control character {describe_control(text[at])}, which no text holds: remove it", path=str(path))
+    return text, hashlib.sha256(raw).hexdigest()
+
+
+def cache_folder(name: str, cache_dir: str | Path | None = None) -> Path:
+    """Where downloads of `name` ("crows-pairs", "weat", ...) are kept: `<cache>/datasets/<name>`."""
+    return (Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()) / "datasets" / name
+
+
+def data_folder(data_dir: str | Path | None = None) -> Path | None:
+    """The folder the user named (argument, else $BIASLENS_DATA_DIR), or None; a named folder must exist."""
+    if data_dir is not None:
+        folder, origin = Path(os.path.expanduser(data_dir)), "data folder"
+    elif os.environ.get("BIASLENS_DATA_DIR"):
+        folder, origin = Path(os.path.expanduser(os.environ["BIASLENS_DATA_DIR"])), "BIASLENS_DATA_DIR"
+    else:
+        return None
+    if not os.path.isdir(folder):  # (os.path: a name too long for a path is no folder, never an OSError)
+        raise DatasetError(f"{origin} {folder} is not a folder")
+    return folder
+
+
+def find_file(folder: Path, file_names: Sequence[str], *, accept: Callable[[Path, str], bool] | None = None) -> Path | None:
+    """The first file under `folder` (recursively, sorted) named like one of `file_names`, earlier names first.
+
+    `accept(candidate, file_name)`, when given, may turn a candidate down (a bare "test.jsonl" could be anything).
+    """
+    for file_name in file_names:
+        for candidate in sorted(folder.rglob(file_name)):
+            if candidate.is_file() and (accept is None or accept(candidate, file_name)):
+                return candidate
+    return None
+
+
+def locate(
+    name: str,
+    file_names: Sequence[str],
+    *,
+    data_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    accept: Callable[[Path, str], bool] | None = None,
+) -> Path | None:
+    """Where a file is on this machine: under the data folder (recursively), else in `name`'s cache folder; or None."""
+    for folder in (data_folder(data_dir), cache_folder(name, cache_dir)):
+        if folder is not None and folder.is_dir():
+            found = find_file(folder, file_names, accept=accept)
+            if found is not None:
+                return found
+    return None
+
+
+def fetch(url: str, destination: Path, progress: Progress | None = None) -> str:
+    """Stream `url` into `destination`; the sha256 of the bytes written. Network problems raise OSError."""
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response, destination.open("wb") as out:
+        length = response.headers.get("Content-Length")
+        total = int(length) if length and length.isdigit() else None
+        done = 0
+        if progress is not None:
+            progress(done, total)
+        while block := response.read(1 << 16):
+            out.write(block)
+            digest.update(block)
+            done += len(block)
+            if progress is not None:
+                progress(done, total)
+    if total is not None and done != total:
+        raise ConnectionError(f"the connection closed after {done:,} of {total:,} bytes")
+    return digest.hexdigest()
+
+
+def download(
+    url: str,
+    target: Path,
+    *,
+    sha256: str | None,
+    not_found: Callable[[str], str],
+    check: Callable[[Path], object] | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Download `url` to `target`, which appears only once complete, verified and readable; returns `target`.
+
+    `sha256`: the published checksum (None: none published). `check(path)` reads the
+    downloaded file and raises DatasetError when it is unusable. `not_found(why)` words
+    the one-line DatasetNotFoundError raised when the file cannot be had ("could not be
+    downloaded (...)", "cannot be saved (...)"). A wrong checksum or an unreadable file is
+    a DatasetError; the partial file is removed in every case.
+    """
+    folder = target.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".part")
+        os.close(fd)
+    except OSError as exc:
+        raise DatasetNotFoundError(not_found(f"cannot be saved ({folder}: {exc.strerror or exc})")) from exc
+    tmp = Path(tmp_name)
+    try:
+        try:
+            digest = fetch(url, tmp, progress)
+        except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts and refused connections are OSErrors
+            reason = " ".join(str(getattr(exc, "reason", None) or exc).split())
+            raise DatasetNotFoundError(not_found(f"could not be downloaded ({reason})")) from exc
+        retry = f"it was removed. Try again later, or download it by hand from {url} and put it in {folder}/."
+        if sha256 and digest != sha256:
+            raise DatasetError(f"the downloaded {target.name} has sha256 {digest[:12]}…, expected {sha256[:12]}…; {retry}")
+        if check is not None:
+            try:
+                check(tmp)
+            except DatasetError as exc:
+                raise DatasetError(f"the downloaded {target.name} cannot be read ({exc}); {retry}") from exc
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise DatasetNotFoundError(not_found(f"cannot be saved ({target}: {exc.strerror or exc})")) from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+__all__ = [
+    "DOWNLOAD_TIMEOUT_S",
+    "MAX_FILE_MB",
+    "Progress",
+    "cache_folder",
+    "data_folder",
+    "download",
+    "fetch",
+    "find_file",
+    "locate",
+    "read_bytes",
+    "read_text",
+]

@@ -1,0 +1,608 @@
+"""Scoring sentence pairs: one pair in detail (the inspector), or a whole dataset.
+
+`inspect_pair` returns everything the pair inspector shows: tokens, alignment, per-token
+log-probabilities, attention, top-k predictions and every metric's sentence scores.
+`evaluate` scores a dataset in resumable chunks through the result cache and returns an
+`EvaluationResult` (per-pair table + summary + manifest) that `save` writes as
+`pairs.csv` and `summary.json`, the files the CLI contract promises.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from biaslens.engine import parallel
+from biaslens.engine.display import HtmlRepr
+from biaslens.engine.alignment import Alignment
+from biaslens.engine.cache import ResultCache, cache_key
+from biaslens.data.datasets import Pair, PairDataset
+from biaslens.errors import InputError
+from biaslens.engine.exact import CALIBRATION_PAIRS, SAFETY, ExactBf16
+from biaslens.data.export import atomic_write, safe_csv, to_json
+from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
+from biaslens.engine.options import Compat, Precision
+from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
+from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
+from biaslens.data.sentences import check_pair
+from biaslens.engine.stats import bias_score
+
+from biaslens.engine.pairs import _usable_metrics, has_attention_weights, score_encoded_pairs
+
+
+# ---------------------------------------------------------------------------------------
+# One pair, in detail
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SentenceDetail:
+    encoding: Encoding
+    unmasked: UnmaskedResult
+    modified: np.ndarray  # bool per position
+    scores: dict[str, SentenceScore]
+
+    def token_frame(self) -> pd.DataFrame:
+        """One row per token: what each metric reads at that position."""
+        enc, u = self.encoding, self.unmasked
+        n = int((~np.asarray(enc.special)).sum())
+        frame = pd.DataFrame(
+            {
+                "position": np.arange(len(enc)),
+                "token": list(enc.tokens),
+                "token_id": list(enc.ids),
+                "special": list(enc.special),
+                "modified": self.modified,
+                "logprob": u.logprob,
+                "rank": u.rank,
+                "attention": u.attention if u.attention is not None else np.full(len(enc), np.nan),
+            }
+        )
+        frame["aula_contribution"] = np.where(frame["special"], np.nan, frame["attention"] * frame["logprob"] / n)
+        frame["aul_contribution"] = np.where(frame["special"], np.nan, frame["logprob"] / n)
+        if u.top_ids is not None:
+            frame["top_tokens"] = [[str(t) for t in row] for row in u.top_ids]
+            frame["top_logprobs"] = [list(map(float, row)) for row in u.top_logprob]
+        for key, metric in METRICS.items():  # the masked metrics' log-probabilities (`Metric.token_column`)
+            if metric.token_column is None:
+                continue
+            score = self.scores.get(key)
+            column = np.full(len(enc), np.nan)
+            if score is not None and score.positions:
+                column[list(score.positions)] = score.logprob
+            frame[metric.token_column] = column
+        return frame
+
+
+@dataclass
+class PairInspection(HtmlRepr):
+    """Everything the pair inspector shows for one pair."""
+
+    stereo: SentenceDetail
+    anti: SentenceDetail
+    alignment: Alignment
+    metrics: list[str]
+    compat: bool
+    manifest: dict[str, Any]
+    attention_matrices: tuple[np.ndarray, np.ndarray] | None = None
+    notes: list[str] = field(default_factory=list)  # e.g. a default metric the model cannot give, left out
+
+    def score(self, metric: str) -> tuple[float, float]:
+        return self.stereo.scores[metric].value, self.anti.scores[metric].value
+
+    def margin(self, metric: str) -> float:
+        a, b = self.score(metric)
+        return a - b
+
+    def verdict(self, metric: str) -> str:
+        """'stereo' if the stereotypical sentence scores higher, 'anti', 'tie' or 'undecidable'."""
+        a, b = self.score(metric)
+        if math.isnan(a) or math.isnan(b):
+            return "undecidable"
+        return "stereo" if a > b else "anti" if b > a else "tie"
+
+    def summary_frame(self) -> pd.DataFrame:
+        rows = []
+        for key in self.metrics:
+            a, b = self.score(key)
+            rows.append(
+                {
+                    "metric": METRICS[key].name,
+                    "key": key,
+                    "stereo": a,
+                    "anti": b,
+                    "margin": a - b,
+                    "verdict": self.verdict(key),
+                    "accuracy_stereo": _ratio(self.stereo.scores[key]),
+                    "accuracy_anti": _ratio(self.anti.scores[key]),
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+def _ratio(score: SentenceScore) -> float:
+    return 100.0 * score.hits / score.total if score.total else math.nan
+
+
+def inspect_pair(
+    lm: MaskedLM,
+    sent_stereo: str,
+    sent_anti: str,
+    *,
+    metrics: Sequence[str] | str | None = None,
+    compat: str | None = "default",
+    top_k: int = 5,
+    attention_matrices: bool = False,
+) -> PairInspection:
+    """Score one pair with every metric and keep the per-token detail.
+
+    With `metrics=None` (the paper's five), a metric the model cannot give is left out and named in
+    `notes`; asked for by name, it is refused with the reason (`MetricUnavailableError`).
+    """
+    request = prepare_inspection(lm, sent_stereo, sent_anti, metrics=metrics, compat=compat, top_k=top_k)
+    (inspection,) = inspect_prepared(lm, [request], attention_matrices=attention_matrices)
+    return inspection
+
+
+def inspect_pairs(
+    lm: MaskedLM,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    metrics: Sequence[str] | str | None = None,
+    compat: str | None = "default",
+    top_k: int = 5,
+    attention_matrices: bool = False,
+) -> list[PairInspection]:
+    """`inspect_pair` for several pairs at once, their sentences scored in shared batches.
+
+    Each result equals `inspect_pair`'s for the same pair up to float rounding (the batches are
+    padded differently); every pair is checked before anything is scored.
+    """
+    requests = [prepare_inspection(lm, a, b, metrics=metrics, compat=compat, top_k=top_k) for a, b in pairs]
+    return inspect_prepared(lm, requests, attention_matrices=attention_matrices)
+
+
+@dataclass(frozen=True)
+class InspectionRequest:
+    """One pair checked and encoded for `inspect_prepared`; requests with equal `options` can share batches."""
+
+    stereo: Encoding
+    anti: Encoding
+    metrics: tuple[str, ...]
+    compat: bool
+    top_k: int
+    notes: tuple[str, ...] = ()  # e.g. a default metric the model cannot give, left out
+
+    @property
+    def options(self) -> tuple[tuple[str, ...], bool, int]:
+        return self.metrics, self.compat, self.top_k
+
+
+def prepare_inspection(
+    lm: MaskedLM,
+    sent_stereo: str,
+    sent_anti: str,
+    *,
+    metrics: Sequence[str] | str | None = None,
+    compat: str | None = "default",
+    top_k: int = 5,
+) -> InspectionRequest:
+    """Check `inspect_pair`'s arguments (`InputError` in one line) and encode the pair; nothing is scored."""
+    keys, notes = _usable_metrics(lm, metrics)
+    is_compat = Compat.parse(compat).reference_code
+    check_pair(sent_stereo, sent_anti)
+    _check_int("top_k", top_k, minimum=0)
+    a, b = lm.encode(sent_stereo), lm.encode(sent_anti)
+    if a.ids == b.ids:
+        raise InputError(
+            f"The two sentences encode to the same tokens for {lm.name} (characters its vocabulary lacks become "
+            f"{lm.tokenizer.unk_token}, spacing may be dropped), so they are not a pair: change a word in one of them."
+        )
+    return InspectionRequest(a, b, tuple(keys), is_compat, int(top_k), tuple(notes))
+
+
+def inspect_prepared(lm: MaskedLM, requests: Sequence[InspectionRequest], *, attention_matrices: bool = False) -> list[PairInspection]:
+    """Score prepared pairs (same options) in one call of the batched passes; one `PairInspection` each."""
+    if not requests:
+        return []
+    if len({r.options for r in requests}) > 1:
+        raise InputError("Pairs inspected together must use the same metrics, scoring mode and top_k.")
+    keys, is_compat, top_k = requests[0].options
+    scored_pairs = score_encoded_pairs(
+        lm,
+        [(r.stereo, r.anti) for r in requests],
+        list(keys),
+        compat=is_compat,
+        unmasked=True,
+        top_k=top_k,
+        attention_matrices=attention_matrices,
+    )
+    manifest = lm.manifest(compat=(Compat.KANEKO2022 if is_compat else Compat.DEFAULT).value)
+    out = []
+    for request, scored in zip(requests, scored_pairs):
+        ua, ub = scored.unmasked
+        details = []
+        for side, enc, u in (("a", request.stereo, ua), ("b", request.anti, ub)):
+            modified = np.zeros(len(enc), dtype=bool)
+            modified[list(scored.alignment.modified(side))] = True
+            sentence_scores = {k: v[0 if side == "a" else 1] for k, v in scored.scores.items()}
+            details.append(SentenceDetail(enc, u, modified, sentence_scores))
+        matrices = (ua.attention_matrices, ub.attention_matrices) if attention_matrices and has_attention_weights(lm) else None
+        out.append(PairInspection(details[0], details[1], scored.alignment, list(keys), is_compat, dict(manifest), matrices, list(request.notes)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# A whole dataset
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class EvaluationResult(HtmlRepr):
+    """Per-pair scores, their summary and the manifest of how they were made."""
+
+    pairs: pd.DataFrame
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    cached: int = 0  # (pair, metric) scores read from the result cache instead of computed
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return self.summary["manifest"]
+
+    def save(self, out_dir: str | Path) -> tuple[Path, Path]:
+        """Write `pairs.csv` and `summary.json` atomically (no half-written file is left).
+
+        Text cells that a spreadsheet would run as a formula are neutralised.
+        """
+        out = Path(out_dir)
+        pairs_path = atomic_write(out / "pairs.csv", safe_csv(self.pairs))
+        summary_path = atomic_write(out / "summary.json", to_json(self.summary))
+        return pairs_path, summary_path
+
+
+def evaluate(
+    lm: MaskedLM,
+    dataset: PairDataset | Sequence[Pair],
+    metrics: Sequence[str] | str | None = None,
+    *,
+    compat: str | None = "default",
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    cache: ResultCache | None = None,
+    batch_tokens: int | None = None,
+    chunk_pairs: int | None = None,
+    chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
+    progress: Progress | None = None,
+    cache_only: bool = False,
+    precision: str | None = "model",
+) -> EvaluationResult:
+    """Score every pair of a dataset with the given metrics.
+
+    `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
+    done in chunks of about `chunk_seconds` of computation (or of `chunk_pairs` pairs, when
+    given); each finished chunk is written to the cache, so an interrupted run resumes where
+    it stopped. `progress(done_pairs, total_pairs)`.
+    Under `accelerate launch` with several processes, each scores its share of the
+    chunks and every process returns the whole result (`biaslens.engine.parallel`).
+    `cache_only=True` computes nothing: every score comes from `cache`, else
+    `biaslens.engine.runner.NotCached` is raised (`explore.cached_evaluation` turns that into None).
+    The chunked, cached, resumable loop itself is `biaslens.engine.runner.run_chunked`.
+    `precision="exact-bf16"` (a float32 model) scores in bfloat16 and re-scores in float32 the
+    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.exact`); the
+    manifest's `precision` block says how many pairs each metric re-scored.
+    """
+    keys, notes = _usable_metrics(lm, metrics)
+    mode = Compat.parse(compat)
+    exact_mode = Precision.parse(precision) is Precision.EXACT_BF16
+    _check_int("chunk_pairs", chunk_pairs, minimum=1, optional=True)
+    _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
+    _check_int("seed", seed, minimum=0)
+    pairs = _pair_list(dataset)
+    pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
+    if not pairs:
+        raise InputError("No pairs to score.")
+    identical = token_identical_pairs(lm, pairs)
+    if identical:
+        if len(identical) == len(pairs):
+            raise InputError(f"Every pair's two sentences encode to the same tokens for {lm.name}: there is nothing to compare.")
+        left_out = set(identical)
+        pairs = [p for p in pairs if p.pair_id not in left_out]
+    budget = batch_tokens or default_batch_tokens(lm)
+    started = time.perf_counter()
+    exact = None
+    if exact_mode:  # calibrated on the run's first pairs, when the first chunk is computed (never for a run read from the cache)
+        calibration = pairs[:CALIBRATION_PAIRS]
+        exact = ExactBf16(
+            lm, keys, compat=mode.reference_code, score=score_encoded_pairs, sample=lambda: _encode_pairs(lm, calibration), batch_tokens=batch_tokens
+        )
+
+    # Under `accelerate launch`, this process scores its share of the chunks (see parallel.py and runner.py).
+    state = None if cache_only else parallel.process_state(cpu=lm.device.type == "cpu")
+    run = run_chunked(
+        pairs,
+        parts=keys,
+        key=_record_key(lm, mode, Precision.EXACT_BF16 if exact_mode else None),
+        compute=_metric_records(lm, mode, budget, exact),
+        cache=cache,
+        chunk_pairs=chunk_pairs,
+        chunk_seconds=chunk_seconds,
+        progress=progress,
+        processes=state,
+        cache_only=cache_only,
+    )
+    records = {(p.pair_id, m): record for p, by_metric in zip(pairs, run.records) for m, record in by_metric.items()}
+    cached = run.cached
+
+    frame = pairs_frame(pairs, keys, records)
+    dataset_info = _dataset_info(dataset, pairs)
+    manifest = lm.manifest(
+        compat=mode.value,
+        metrics=keys,
+        dataset=dataset_info,
+        batch_tokens=budget,
+        **({"processes": state.num_processes} if state is not None else {}),
+        **({"precision": _precision_block(exact, pairs, run.records, keys)} if exact is not None else {}),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    # A cache set aside as corrupted (notice) or switched off (warning) is worth telling (the notice: by a run that computes).
+    warnings = [w for w in (None if cache_only else cache.pop_notice(), cache.warning) if w] if cache is not None else []
+    warnings += notes
+    summary = summarize(frame, keys, manifest)
+    summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
+    if identical:
+        warnings.append(identical_note(identical))
+    return EvaluationResult(frame, summary, warnings, cached)
+
+
+def scored_pairs(
+    lm: MaskedLM,
+    dataset: PairDataset | Sequence[Pair],
+    metrics: Sequence[str] | str | None,
+    cache: ResultCache,
+    *,
+    compat: str | None = "default",
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    precision: str | None = "model",
+) -> int:
+    """How many of the pairs `evaluate` (the same arguments) scores the result cache already holds under every metric:
+    what an interrupted run kept, which running it again reads back instead of computing. Nothing is computed."""
+    keys, _ = _usable_metrics(lm, metrics)
+    pairs = select_pairs(_pair_list(dataset), limit=limit, sample=sample, seed=seed)
+    exact = Precision.EXACT_BF16 if Precision.parse(precision) is Precision.EXACT_BF16 else None
+    key = _record_key(lm, Compat.parse(compat), exact)
+    wanted = [[key(p, m) for m in keys] for p in pairs]
+    held = cache.held(k for pair_keys in wanted for k in pair_keys)
+    return sum(all(k in held for k in pair_keys) for pair_keys in wanted)
+
+
+def identical_note(pair_ids: Sequence[int]) -> str:
+    """The one-line note on pairs left out because both sentences encode to the same tokens."""
+    shown = ", ".join(map(str, pair_ids[:10])) + (f" and {len(pair_ids) - 10} more" if len(pair_ids) > 10 else "")
+    return (
+        f"{len(pair_ids)} pair{'s' if len(pair_ids) != 1 else ''} left out of N: both sentences encode to the same tokens "
+        f"for this model, so they are not pairs (pair id{'s' if len(pair_ids) != 1 else ''} {shown})."
+    )
+
+
+def token_identical_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[int]:
+    """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK])."""
+    if not pairs:
+        return []
+    texts = [p.sent_stereo for p in pairs] + [p.sent_anti for p in pairs]
+    if not all(isinstance(t, str) for t in texts):
+        bad = next(p for p in pairs if not isinstance(p.sent_stereo, str) or not isinstance(p.sent_anti, str))
+        raise InputError(f"Pair {bad.pair_id}: both sentences must be text (str).")
+    # Ids only (over-long sentences are for `encode` to refuse): one batch, nothing else asked of the tokenizer.
+    ids = lm.tokenizer(texts, add_special_tokens=True, verbose=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+    n = len(pairs)
+    return [p.pair_id for i, p in enumerate(pairs) if ids[i] == ids[n + i]]
+
+
+def _type_name(value: Any) -> str:
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
+    """Refuse an argument that is not a whole number of at least `minimum` (None allowed when `optional`)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"{name} must be a whole number of at least {minimum}, not {value!r}.")
+
+
+def _pair_list(dataset: Any) -> list[Pair]:
+    """The pairs of a PairDataset or a sequence of Pair; anything else is an InputError."""
+    if isinstance(dataset, PairDataset):
+        return list(dataset.pairs)
+    if isinstance(dataset, (str, bytes, Path, Mapping)) or not isinstance(dataset, Iterable):
+        raise InputError(f"dataset must be a PairDataset (load_dataset) or a list of Pair, not {_type_name(dataset)}.")
+    pairs = list(dataset)
+    bad = next((p for p in pairs if not isinstance(p, Pair)), None)
+    if bad is not None:
+        raise InputError(f"dataset must hold Pair objects, not {_type_name(bad)}.")
+    return pairs
+
+
+def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | None = None, seed: int = 0) -> list[Pair]:
+    for name, value in (("limit", limit), ("sample", sample)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise InputError(f"{name} must be a whole number, not {value!r}.")
+    if limit is not None and limit < 1 or sample is not None and sample < 1:
+        raise InputError("--limit and --sample must be positive.")
+    if sample is not None and sample < len(pairs):
+        chosen = np.random.default_rng(seed).choice(len(pairs), size=sample, replace=False)
+        pairs = [pairs[i] for i in sorted(chosen)]
+    if limit is not None:
+        pairs = pairs[:limit]
+    return pairs
+
+
+def _record_key(lm: MaskedLM, mode: Compat, precision: Precision | None = None) -> Callable[[Pair, str], str]:
+    """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid).
+
+    An exact-bf16 record (bfloat16 values unless re-scored) is kept apart from the model's float32 ones by the precision.
+    """
+    computed = precision.value if precision is not None else str(lm.dtype)
+
+    def key(p: Pair, m: str) -> str:
+        return cache_key(lm.fingerprint, computed, METRICS[m].cache_tag(mode.value), mode.value, p.sent_stereo, p.sent_anti)
+
+    return key
+
+
+def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None) -> ComputeFn:
+    """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric.
+
+    With `exact` (the exact-bf16 precision) a record also says whether it was scored in float32 (`"float32"`).
+    """
+
+    def compute(pairs: Sequence[Pair], metrics: Sequence[str], progress: Callable[[int, int], None]) -> list[dict[str, dict[str, Any]]]:
+        encoded = _encode_pairs(lm, pairs)
+        if exact is None:
+            scored = score_encoded_pairs(lm, encoded, metrics, compat=mode.reference_code, batch_tokens=batch_tokens, progress=progress)
+            rescored = None
+        else:
+            scored, rescored = exact.score(encoded, metrics, progress)
+        out = []
+        for k, result in enumerate(scored):
+            by_metric = {}
+            for m, (a, b) in result.scores.items():
+                hits, total = METRICS[m].pair_accuracy(a, b, mode.reference_code)
+                by_metric[m] = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
+                if rescored is not None:
+                    by_metric[m]["float32"] = m in rescored[k]
+            out.append(by_metric)
+        return out
+
+    return compute
+
+
+def _precision_block(
+    exact: ExactBf16, pairs: Sequence[Pair], records: Sequence[Mapping[str, Mapping[str, Any]]], metrics: Sequence[str]
+) -> dict[str, Any]:
+    """The manifest's account of an exact-bf16 run: per metric, the pairs scored in float32 (cached ones included)."""
+    block: dict[str, Any] = {
+        "mode": Precision.EXACT_BF16.value,
+        "scored_in": "bfloat16",
+        "rescored_in": "float32",
+        "pairs": len(pairs),
+        "rescored": {m: sum(bool(r[m].get("float32")) for r in records) for m in metrics},
+    }
+    if exact.calibration is not None:  # calibrated in this run (a run read from the cache computed nothing)
+        block["calibration"] = {"pairs": exact.calibration.pairs, "safety": SAFETY, "scale": exact.calibration.scale}
+    return block
+
+
+def _encode_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[tuple[Encoding, Encoding]]:
+    """Both sentences of every pair, tokenized in one batch (`MaskedLM.encode_many`); a sentence refused is named by its pair."""
+    try:
+        encodings = lm.encode_many([text for p in pairs for text in (p.sent_stereo, p.sent_anti)])
+    except InputError:
+        for p in pairs:  # which pair: one at a time, to name it
+            _encode(lm, p, "sent_stereo")
+            _encode(lm, p, "sent_anti")
+        raise
+    return list(zip(encodings[::2], encodings[1::2]))
+
+
+def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:
+    try:
+        return lm.encode(getattr(pair, field_name))
+    except InputError as exc:
+        raise InputError(f"Pair {pair.pair_id} ({field_name}): {exc}") from exc
+
+
+def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[tuple[int, str], Mapping[str, Any]]) -> pd.DataFrame:
+    """The `pairs.csv` table: pair columns, then each metric's `Metric.columns` (`<metric>_stereo/_anti/_hits/_total`)."""
+    rows = []
+    for p in pairs:
+        row: dict[str, Any] = {
+            "pair_id": p.pair_id,
+            "dataset": p.dataset,
+            "bias_type": p.bias_type,
+            "direction": p.direction,
+            "sent_stereo": p.sent_stereo,
+            "sent_anti": p.sent_anti,
+        }
+        for m in metrics:
+            r, columns = records[(p.pair_id, m)], pair_columns(m)
+            row[columns.stereo] = r["stereo"]
+            row[columns.anti] = r["anti"]
+            row[columns.hits] = int(r["hits"])
+            row[columns.total] = int(r["total"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _group(direction: str) -> str:
+    return {"stereo": "dis", "antistereo": "adv"}.get(direction, "")
+
+
+def _bias_block(frame: pd.DataFrame, metric: str) -> dict[str, Any]:
+    columns = pair_columns(metric)
+    counts = bias_score(frame[columns.stereo].to_numpy(float), frame[columns.anti].to_numpy(float))
+    hits, total = int(frame[columns.hits].sum()), int(frame[columns.total].sum())
+    return {
+        "bias_score": counts.score,
+        "n": counts.n,
+        "wins": counts.wins,
+        "ties": counts.ties,
+        "undecidable": counts.undecidable,
+        "ci_low": counts.ci_low,
+        "ci_high": counts.ci_high,
+        "ci_method": counts.ci_method,
+        "token_accuracy": 100.0 * hits / total if total else math.nan,
+        "token_hits": hits,
+        "token_total": total,
+    }
+
+
+def summarize(frame: pd.DataFrame, metrics: Sequence[str], manifest: dict[str, Any]) -> dict[str, Any]:
+    """Bias score with N, ties, undecidable, 95% Wilson interval, per bias type and group."""
+    out: dict[str, Any] = {"manifest": manifest, "metrics": {}}
+    groups = frame["direction"].map(_group)
+    for m in metrics:
+        block = _bias_block(frame, m)
+        block["by_bias_type"] = {t: _bias_block(sub, m) for t, sub in frame.groupby("bias_type", sort=True) if t}
+        block["by_group"] = {g: _bias_block(frame[groups == g], m) for g in ("adv", "dis") if (groups == g).any()}
+        out["metrics"][m] = block
+    return out
+
+
+def _dataset_info(dataset: PairDataset | Sequence[Pair], pairs: Sequence[Pair]) -> dict[str, Any]:
+    if isinstance(dataset, PairDataset):
+        return {"name": dataset.name, "path": str(dataset.path), "sha256": dataset.sha256, "pairs_total": len(dataset), "pairs_scored": len(pairs)}
+    names = sorted({p.dataset for p in pairs})
+    return {"name": ",".join(names), "pairs_scored": len(pairs)}
+
+
+__all__ = [
+    "EvaluationResult",
+    "InspectionRequest",
+    "PairInspection",
+    "SentenceDetail",
+    "evaluate",
+    "identical_note",
+    "inspect_pair",
+    "inspect_pairs",
+    "inspect_prepared",
+    "pairs_frame",
+    "prepare_inspection",
+    "scored_pairs",
+    "select_pairs",
+    "summarize",
+    "token_identical_pairs",
+]

@@ -1,0 +1,582 @@
+"""Sentence-level bias metrics and their registry.
+
+Each metric is one `Metric` entry: what it is (name, formula, direction, ideal value,
+citation: the app's metric cards and the CLI read these), which masked queries it needs
+for a sentence, and how it turns the pass results into a `SentenceScore`. The arithmetic
+itself lives in small pure functions (`aul`, `aula`, `cps`, `sss`, ...) that the tests
+check by hand. Definitions follow the project's metric specification (spec/metrics.md, the
+contract the tests check against); `compat=True` reproduces
+the released code of Kaneko & Bollegala (2022) ("kaneko2022" mode).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple, Sequence, TypeVar
+
+import numpy as np
+
+from biaslens.errors import InputError
+from biaslens.engine.passes import MaskedQuery, MaskedResult, UnmaskedResult
+
+
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
+def parse_choice(cls: type[_Choice], value: _Choice | str | None, what: str) -> _Choice:
+    """The member of the option enum `cls` named by `value` (None or "" = its first member); an unknown name is an `InputError`."""
+    if isinstance(value, cls):
+        return value
+    name = value or next(iter(cls)).value
+    try:
+        return cls(name)
+    except ValueError:
+        raise InputError(f"Unknown {what} {name!r}: choose from {', '.join(c.value for c in cls)}.") from None
+
+
+class Compat(StrEnum):
+    """The scoring mode. A `StrEnum`: `Compat.DEFAULT == "default"`, and it prints, hashes and serialises as its value."""
+
+    DEFAULT = "default"
+    KANEKO2022 = "kaneko2022"
+
+    @classmethod
+    def parse(cls, value: "Compat | str | None") -> "Compat":
+        """The mode named by `value` (None or "" = default); an unknown name is an `InputError`."""
+        return parse_choice(cls, value, "compat mode")
+
+    @property
+    def reference_code(self) -> bool:
+        """True for the mode that reproduces Kaneko & Bollegala's released code."""
+        return self is Compat.KANEKO2022
+
+
+#: The default scoring mode.
+DEFAULT_COMPAT = Compat.DEFAULT
+
+if TYPE_CHECKING:
+    from biaslens.engine.models import Encoding
+
+#: The scoring modes (`Compat`): the CLI's --compat choices and the app's.
+COMPAT_MODES = tuple(mode.value for mode in Compat)
+
+KANEKO = "Kaneko & Bollegala (2022), Unmasking the Mask – Evaluating Social Biases in Masked Language Models, AAAI."
+NANGIA = "Nangia et al. (2020), CrowS-Pairs: A Challenge Dataset for Measuring Social Biases in Masked Language Models, EMNLP."
+NADEEM = "Nadeem et al. (2021), StereoSet: Measuring stereotypical bias in pretrained language models, ACL."
+SALAZAR = "Salazar et al. (2020), Masked Language Model Scoring, ACL."
+KAUF = "Kauf & Ivanova (2023), A Better Way to Do Masked Language Model Scoring, ACL."
+
+
+# ---------------------------------------------------------------------------------------
+# Pure arithmetic (hand-checkable)
+# ---------------------------------------------------------------------------------------
+
+
+def aul(logprob: np.ndarray) -> float:
+    """AUL (Eq. 4): mean log-probability of the non-special tokens, nothing masked."""
+    return float(np.mean(logprob)) if len(logprob) else math.nan
+
+
+def aula(logprob: np.ndarray, attention: np.ndarray) -> float:
+    """AULA (Eq. 5): (1/n) sum a_i log p_i, attention weights not renormalised."""
+    return float(np.sum(attention * logprob) / len(logprob)) if len(logprob) else math.nan
+
+
+#: Decimals the released code rounds a CPS sentence score to (kaneko2022 mode).
+CPS_COMPAT_DECIMALS = 3
+
+
+def cps(logprob: np.ndarray, compat: bool = False) -> float:
+    """CPS (Eq. 3): sum of the masked log-probabilities of the unmodified tokens.
+
+    Default: the float64 sum. Compat: as the released code, ``round(torch.sum(log_probs).item(), 3)``
+    over the float32 log-probabilities (torch's own float32 summation on the CPU), so equal
+    float32 inputs round as the reference does even at a rounding boundary, where a float64
+    sum can land on the other side (e.g. -20 and -0.0005 in float32: -20.0 here, -20.001 in float64).
+    """
+    if compat:
+        import torch
+
+        return round(torch.sum(torch.as_tensor(np.asarray(logprob, dtype=np.float32))).item(), CPS_COMPAT_DECIMALS)
+    return float(np.sum(logprob))
+
+
+def sss(matrix: np.ndarray, compat: bool = False) -> float:
+    """SSS (Eq. 2): mean log p of the modified tokens, all masked at once.
+
+    `matrix[i, j]` = log p(t_j @ m_i). Default: the diagonal. Compat: the whole matrix
+    (the released code's cross-mean). Empty M: NaN (undecidable).
+    """
+    if matrix.size == 0:
+        return math.nan
+    return float(np.mean(matrix)) if compat else float(np.mean(np.diag(matrix)))
+
+
+def sss_instance_accuracy(stereo_rank: np.ndarray, anti_rank: np.ndarray) -> tuple[int, int]:
+    """SSS token prediction accuracy of one StereoSet instance, as the paper defines it: (hits, total).
+
+    Each argument holds the ranks of one candidate's gold sub-tokens at its masked slot
+    (its modified tokens, all masked at once: a candidate of k sub-tokens gets k masks,
+    so candidates of different lengths are each predicted with their own number of
+    masks). The instance is right (1, 1) when the predicted sub-token sequence equals at
+    least one candidate, i.e. every rank of that candidate is 1; else (0, 1). A candidate
+    with no modified token predicts nothing and matches nothing; with neither, (0, 0).
+    """
+    sides = [np.asarray(r) for r in (stereo_rank, anti_rank) if len(r)]
+    if not sides:
+        return 0, 0
+    return int(any(bool(np.all(r == 1)) for r in sides)), 1
+
+
+def pair_accuracy(metric: str, stereo: SentenceScore, anti: SentenceScore, compat: bool) -> tuple[int, int]:
+    """A pair's token prediction accuracy counts (hits, total) for `metric` (`Metric.pair_accuracy`).
+
+    SSS in the default mode counts the instance (`sss_instance_accuracy`: the paper's
+    Token Prediction Accuracy section); every other metric, and SSS in kaneko2022 mode (the
+    released code), counts per token over both sentences.
+    """
+    return METRICS[metric].pair_accuracy(stereo, anti, compat)
+
+
+def all_masked(logprob: np.ndarray) -> float:
+    """All Masked: mean log p of every non-special token, all masked at once."""
+    return float(np.mean(logprob)) if len(logprob) else math.nan
+
+
+def pll(logprob: np.ndarray) -> float:
+    """PLL: sum over non-special tokens of log p with only that token masked."""
+    return float(np.sum(logprob))
+
+
+# ---------------------------------------------------------------------------------------
+# Per-sentence evaluation
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SentenceInput:
+    """One sentence of a pair, with its modified (M) and unmodified (U) positions."""
+
+    encoding: Encoding
+    modified: tuple[int, ...]
+    unmodified: tuple[int, ...]
+
+
+@dataclass
+class PassResults:
+    """What the forward passes returned for one sentence."""
+
+    unmasked: UnmaskedResult | None = None
+    masked: Mapping[MaskedQuery, MaskedResult] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SentenceScore:
+    """A metric's score of one sentence, with the per-token detail behind it."""
+
+    value: float
+    positions: tuple[int, ...]  # token positions whose log-probs make up the score
+    logprob: np.ndarray  # their log-probabilities, in the same order
+    hits: int  # token prediction accuracy: gold token is the arg-max ...
+    total: int  # ... out of this many positions
+    weights: np.ndarray | None = None  # AULA: attention received at `positions`
+    rank: np.ndarray | None = None  # rank of the gold token at `positions` (1 = arg-max), same order
+
+
+def _accuracy(rank: np.ndarray) -> tuple[int, int]:
+    return int(np.count_nonzero(rank == 1)), len(rank)
+
+
+def _score_aul(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    u = r.unmasked
+    pos = s.encoding.scored_positions
+    hits, total = _accuracy(u.rank if compat else u.rank[pos])
+    return SentenceScore(aul(u.logprob[pos]), tuple(pos.tolist()), u.logprob[pos], hits, total, rank=u.rank[pos])
+
+
+def _score_aula(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    u = r.unmasked
+    pos = s.encoding.scored_positions
+    hits, total = _accuracy(u.rank if compat else u.rank[pos])
+    value = aula(u.logprob[pos], u.attention[pos])
+    return SentenceScore(value, tuple(pos.tolist()), u.logprob[pos], hits, total, u.attention[pos], u.rank[pos])
+
+
+def _single_mask_queries(ids: tuple[int, ...], positions: Sequence[int]) -> list[MaskedQuery]:
+    """Each of `positions` masked alone and read there: one `singly` query (none without a position)."""
+    positions = tuple(positions)
+    return [MaskedQuery(ids, positions, positions, singly=True)] if positions else []
+
+
+def _single_mask_read(r: PassResults, ids: tuple[int, ...], positions: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(log p, rank) of the token at each of `positions`, with only that position masked."""
+    if not positions:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    m = r.masked[MaskedQuery(ids, positions, positions, singly=True)]
+    return m.logprob, m.rank
+
+
+def _queries_cps(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
+    return _single_mask_queries(s.encoding.ids, s.unmodified)
+
+
+def _score_cps(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    logprob, rank = _single_mask_read(r, s.encoding.ids, s.unmodified)
+    hits, total = _accuracy(rank)
+    return SentenceScore(cps(logprob, compat), s.unmodified, logprob, hits, total, rank=rank)
+
+
+def _pll_parts(s: SentenceInput) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """PLL's positions in two parts: the unmodified ones (CPS's, so that the two metrics share those rows) and the rest."""
+    shared = set(s.unmodified)
+    return s.unmodified, tuple(p for p in s.encoding.scored_positions.tolist() if p not in shared)
+
+
+def _queries_pll(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
+    return [q for part in _pll_parts(s) for q in _single_mask_queries(s.encoding.ids, part)]
+
+
+def _score_pll(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    parts = _pll_parts(s)
+    reads = [_single_mask_read(r, s.encoding.ids, part) for part in parts]
+    order = np.argsort(np.concatenate([np.asarray(part, dtype=np.int64) for part in parts]), kind="stable")
+    logprob, rank = (np.concatenate([read[k] for read in reads])[order] for k in (0, 1))
+    hits, total = _accuracy(rank)
+    return SentenceScore(pll(logprob), tuple(s.encoding.scored_positions.tolist()), logprob, hits, total, rank=rank)
+
+
+def word_l2r_masks(encoding: Encoding) -> list[tuple[int, tuple[int, ...]]]:
+    """PLL-word-l2r: for each scored position i, (i, the positions masked to score it).
+
+    Those are i and the positions to its right within the same word (`Encoding.word_ids`); without
+    word ids every token is its own word (plain PLL).
+    """
+    pos = encoding.scored_positions.tolist()
+    words = encoding.word_ids or tuple(range(len(encoding)))
+    return [(i, tuple(j for j in pos if j >= i and words[j] == words[i])) for i in pos]
+
+
+def _queries_pll_word_l2r(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
+    return [MaskedQuery(s.encoding.ids, mask, (i,)) for i, mask in word_l2r_masks(s.encoding)]
+
+
+def _score_pll_word_l2r(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    results = [r.masked[q] for q in _queries_pll_word_l2r(s, compat)]
+    logprob = np.array([m.logprob[0] for m in results], dtype=np.float64)
+    rank = np.array([m.rank[0] for m in results], dtype=np.int64)
+    hits, total = _accuracy(rank)
+    return SentenceScore(pll(logprob), tuple(s.encoding.scored_positions.tolist()), logprob, hits, total, rank=rank)
+
+
+def _query_sss(s: SentenceInput, compat: bool) -> MaskedQuery:
+    ids = s.encoding.ids
+    candidates = tuple(ids[m] for m in s.modified) if compat else ()
+    return MaskedQuery(ids, s.modified, s.modified, candidates)
+
+
+def _queries_sss(s: SentenceInput, compat: bool) -> list[MaskedQuery]:
+    return [_query_sss(s, compat)] if s.modified else []
+
+
+def _score_sss(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    if not s.modified:
+        return SentenceScore(math.nan, (), np.zeros(0), 0, 0, rank=np.zeros(0, dtype=np.int64))
+    m = r.masked[_query_sss(s, compat)]
+    matrix = m.candidate_logprob if compat else np.diag(m.logprob)
+    hits, total = _accuracy(m.rank)
+    return SentenceScore(sss(matrix, compat), s.modified, m.logprob, hits, total, rank=m.rank)
+
+
+def _query_all_masked(s: SentenceInput) -> MaskedQuery:
+    pos = tuple(s.encoding.scored_positions.tolist())
+    return MaskedQuery(s.encoding.ids, pos, pos)
+
+
+def _score_all_masked(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    m = r.masked[_query_all_masked(s)]
+    hits, total = _accuracy(m.rank)
+    return SentenceScore(all_masked(m.logprob), m.query.read, m.logprob, hits, total, rank=m.rank)
+
+
+# ---------------------------------------------------------------------------------------
+# The registry
+# ---------------------------------------------------------------------------------------
+
+
+class PairColumns(NamedTuple):
+    """The `pairs.csv` columns of one metric."""
+
+    stereo: str
+    anti: str
+    hits: str
+    total: str
+
+
+def pair_columns(key: str) -> PairColumns:
+    """`<key>_stereo`, `<key>_anti`, `<key>_hits`, `<key>_total`: what a dataset run writes per metric."""
+    return PairColumns(f"{key}_stereo", f"{key}_anti", f"{key}_hits", f"{key}_total")
+
+
+#: `Metric.reduction` values: how per-token log-probabilities add up to the sentence score.
+REDUCTIONS = ("mean", "sum", "weighted_mean")
+#: `Metric.accuracy_unit` values: what a pair's default-mode token accuracy counts.
+ACCURACY_UNITS = ("tokens", "instances")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A registry entry: every fact about one metric, read by the engine, the CLI and the app.
+
+    Cards (the app's metric cards, `biaslens metrics`): `name`, `long_name`, `formula`,
+    `summary`, `citation`, `accuracy_positions`, `note`, `direction`, `ideal`,
+    `higher_sentence_score`. Computation: `pass_kind`, `needs_attention`, `queries`,
+    `score`. What the rest of biaslens does with its scores: see the fields below.
+    """
+
+    key: str
+    name: str
+    long_name: str
+    formula: str  # LaTeX
+    summary: str
+    pass_kind: str  # "unmasked" or "masked"
+    citation: str
+    accuracy_positions: str
+    note: str = ""
+    direction: str = "Bias score above 50: the model prefers the stereotypical sentence; below 50: the anti-stereotypical one."
+    ideal: float = 50.0
+    higher_sentence_score: str = "more likely under the model"
+    queries: Callable[[SentenceInput, bool], list[MaskedQuery]] = lambda s, compat: []
+    score: Callable[[SentenceInput, PassResults, bool], SentenceScore] | None = None
+    #: The unmasked pass must return the attention each token receives (AULA's weights).
+    needs_attention: bool = False
+    #: How the per-token log-probabilities (`SentenceScore.logprob`) add up to the sentence score, for the
+    #: explorer's per-token shares (`explore.token_contributions`): one of `REDUCTIONS`; None: not additive.
+    reduction: str | None = None
+    #: Whether that reduction still holds in kaneko2022 mode (False: CPS rounds, SSS averages cross terms).
+    additive_in_compat: bool = True
+    #: The inspector's token frame gets a `<key>_logprob` column of the log-probabilities the metric reads.
+    token_logprob: bool = False
+    #: The per-token measure the inspector shows first for this metric (a `figures.TOKEN_MEASURES` column).
+    token_measure: str = "logprob"
+    #: What a pair's token accuracy counts in the default mode (`ACCURACY_UNITS`); kaneko2022 always counts tokens.
+    accuracy_unit: str = "tokens"
+    #: Table 1 (`analyses.compare_accuracy`): the tokens this masked metric is paired with AUL on; "" if not compared.
+    paired_tokens: str = ""
+    #: Result-cache key tag per scoring mode, where a cached record changed meaning (the key itself otherwise), so
+    #: records of an older meaning are never read back.
+    cache_tags: tuple[tuple[str, str], ...] = ()
+    #: kaneko2022 mode rounds the sentence score to this step (CPS: 0.001), so that two scores within it tie; the
+    #: exact-bf16 precision (`biaslens.engine.exact`) widens its error bound by it.
+    compat_rounding: float = 0.0
+
+    @property
+    def columns(self) -> PairColumns:
+        """The `pairs.csv` columns this metric writes."""
+        return pair_columns(self.key)
+
+    @property
+    def token_column(self) -> str | None:
+        """The inspector token frame's column of this metric's log-probabilities, if it writes one."""
+        return f"{self.key}_logprob" if self.token_logprob else None
+
+    def cache_tag(self, compat: str) -> str:
+        """What a result-cache key names this metric by in the scoring mode `compat` ("default" / "kaneko2022")."""
+        return dict(self.cache_tags).get(compat, self.key)
+
+    def sensitivity(self, score: SentenceScore) -> float:
+        """How far the sentence score can move when each of its per-token log-probabilities moves by at most 1.
+
+        The 1-norm of the score's derivative in `score.logprob`: 1 for a mean, sum |w| / n for AULA's weighted
+        mean, n for a sum (and for a score with no `reduction`). The exact-bf16 precision bounds a score's
+        bfloat16 error by this times the error per token (`biaslens.engine.exact`).
+        """
+        n = len(score.logprob)
+        if self.reduction == "mean":
+            return 1.0 if n else 0.0
+        if self.reduction == "weighted_mean" and score.weights is not None:
+            return float(np.abs(score.weights).sum()) / n if n else 0.0
+        return float(n)
+
+    def is_additive(self, compat: bool) -> bool:
+        """Whether the sentence score is a sum of per-token terms (`reduction`) in this mode."""
+        return self.reduction is not None and (self.additive_in_compat or not compat)
+
+    def pair_accuracy(self, stereo: SentenceScore, anti: SentenceScore, compat: bool) -> tuple[int, int]:
+        """A pair's token prediction accuracy counts (hits, total): per token over both sentences, or per instance."""
+        if self.accuracy_unit == "instances" and not compat:
+            return sss_instance_accuracy(stereo.rank if stereo.rank is not None else [], anti.rank if anti.rank is not None else [])
+        return stereo.hits + anti.hits, stereo.total + anti.total
+
+
+METRICS: dict[str, Metric] = {
+    m.key: m
+    for m in (
+        Metric(
+            key="aul",
+            name="AUL",
+            long_name="All Unmasked Likelihood",
+            formula=r"\mathrm{AUL}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid S; \theta)",
+            summary="Mean log-probability of every token, predicted with nothing masked (one pass).",
+            pass_kind="unmasked",
+            citation=KANEKO,
+            accuracy_positions="every non-special token of the unmasked sentence (kaneko2022: every position, special tokens included)",
+            score=_score_aul,
+            reduction="mean",
+        ),
+        Metric(
+            key="aula",
+            name="AULA",
+            long_name="AUL with Attention weights",
+            formula=r"\mathrm{AULA}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid S; \theta)",
+            summary="AUL with each token weighted by the attention it receives, averaged over layers, heads and queries.",
+            pass_kind="unmasked",
+            citation=KANEKO,
+            accuracy_positions="the same tokens as AUL: every non-special token of the unmasked sentence (kaneko2022: every position)",
+            note="Weights are not renormalised after dropping special tokens; the sum is divided by |S|.",
+            score=_score_aula,
+            needs_attention=True,
+            reduction="weighted_mean",
+            token_measure="aula_contribution",
+        ),
+        Metric(
+            key="cps",
+            name="CPS",
+            long_name="CrowS-Pairs Score",
+            formula=r"\mathrm{CPS}(S) = \sum_{u \in U} \log P(u \mid U_{\setminus u}, M; \theta)",
+            summary="Sum of the log-probabilities of the unmodified tokens, each masked in turn.",
+            pass_kind="masked",
+            citation=NANGIA,
+            accuracy_positions="the masked unmodified tokens",
+            note="kaneko2022 sums the float32 log-probabilities as the released code does (torch.sum) and rounds each "
+            "sentence score to 3 decimals before comparing, so ties occur.",
+            queries=_queries_cps,
+            score=_score_cps,
+            reduction="sum",
+            additive_in_compat=False,
+            compat_rounding=10.0**-CPS_COMPAT_DECIMALS,
+            token_logprob=True,
+            token_measure="cps_logprob",
+            paired_tokens="unmodified (U) tokens",
+        ),
+        Metric(
+            key="sss",
+            name="SSS",
+            long_name="StereoSet Score",
+            formula=r"\mathrm{SSS}(S) = \frac{1}{|M|} \sum_{m \in M} \log P(m \mid U; \theta)",
+            summary="Mean log-probability of the modified tokens, all masked at once.",
+            pass_kind="masked",
+            citation=NADEEM + " As written by " + KANEKO,
+            accuracy_positions="the masked modified tokens, per token (a pair's accuracy in the default mode counts the instance: "
+            "right when every masked token of either sentence is predicted, the paper's definition)",
+            note="Undefined (undecidable) when a sentence has no modified token. kaneko2022 averages the whole "
+            "|M|x|M| matrix log P(t_j at m_i), cross terms included.",
+            queries=_queries_sss,
+            score=_score_sss,
+            reduction="mean",
+            additive_in_compat=False,
+            token_logprob=True,
+            accuracy_unit="instances",
+            paired_tokens="modified (M) tokens",
+            cache_tags=(("default", "sss@instance-accuracy"),),
+        ),
+        Metric(
+            key="all_masked",
+            name="All Masked",
+            long_name="All Masked likelihood",
+            formula=r"\mathrm{AM}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid [\mathrm{MASK}]^{|S|}; \theta)",
+            summary="Mean log-probability of every token with all of them masked at once: the paper's baseline.",
+            pass_kind="masked",
+            citation=KANEKO,
+            accuracy_positions="every (masked) non-special token",
+            note="Not in the released code; this exact definition is biaslens's own.",
+            queries=lambda s, compat: [_query_all_masked(s)],
+            score=_score_all_masked,
+            reduction="mean",
+            token_logprob=True,
+        ),
+        Metric(
+            key="pll",
+            name="PLL",
+            long_name="Pseudo-Log-Likelihood",
+            formula=r"\mathrm{PLL}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid S_{\setminus i}; \theta)",
+            summary="Sum of the log-probabilities of every token, each masked in turn.",
+            pass_kind="masked",
+            citation=SALAZAR,
+            accuracy_positions="every non-special token, each masked in turn",
+            queries=_queries_pll,
+            score=_score_pll,
+            reduction="sum",
+            token_logprob=True,
+        ),
+        Metric(
+            key="pll_word_l2r",
+            name="PLL-word-l2r",
+            long_name="Pseudo-Log-Likelihood, within-word left-to-right",
+            formula=r"\mathrm{PLL}_{\mathrm{w\text{-}l2r}}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid S_{\setminus \{j \,:\, j \ge i,\ "
+            r"\mathrm{word}(j) = \mathrm{word}(i)\}}; \theta)",
+            summary="PLL, but a piece is scored with itself and the pieces to its right in the same word masked.",
+            pass_kind="masked",
+            citation=KAUF,
+            accuracy_positions="every non-special token, masked with the rest of its word to its right",
+            note="Corrects PLL (and CPS, which masks one token at a time the same way): with one piece masked, the other "
+            "pieces of a multi-piece word give it away, which inflates the likelihood of words split into several "
+            "pieces, as group words and names often are. Words are the tokenizer's own `word_ids`, as in minicons (BERT "
+            "splits off punctuation; sentencepiece splits on spaces only, so a sentence without spaces, e.g. Japanese, is "
+            "one word). Splitting on whitespace instead would mask a word's last piece together with the punctuation "
+            "attached to it ('drive.'): with bert-base-cased's tokenizer that changes the masks, and so the scores, of 185 "
+            "of the first 200 CrowS-Pairs sentences (by up to 0.09 in the check that measured it; how much depends on the model).",
+            queries=_queries_pll_word_l2r,
+            score=_score_pll_word_l2r,
+        ),
+    )
+}
+
+#: The five metrics the paper compares, in its order.
+PAPER_METRICS = ("aul", "aula", "cps", "sss", "all_masked")
+
+
+def parse_metrics(spec: str | Sequence[str] | None) -> list[str]:
+    """'aul,aula' or ['aul', 'aula'] -> validated, de-duplicated keys in registry order."""
+    if spec is None:
+        return list(PAPER_METRICS)
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    keys = [k.strip().lower().replace("-", "_") for k in items if k and k.strip()]
+    if not keys:
+        raise InputError(f"No metric given: choose from {', '.join(METRICS)}.")
+    unknown = [k for k in keys if k not in METRICS]
+    if unknown:
+        raise InputError(f"Unknown metric {', '.join(unknown)}: choose from {', '.join(METRICS)}.")
+    return [k for k in METRICS if k in keys]
+
+
+def check_compat(compat: str | None) -> bool:
+    """'default' -> False, 'kaneko2022' -> True; anything else is an error (see `Compat.parse`)."""
+    return Compat.parse(compat).reference_code
+
+
+__all__ = [
+    "COMPAT_MODES",
+    "CPS_COMPAT_DECIMALS",
+    "ACCURACY_UNITS",
+    "METRICS",
+    "PAPER_METRICS",
+    "REDUCTIONS",
+    "Metric",
+    "PairColumns",
+    "PassResults",
+    "SentenceInput",
+    "SentenceScore",
+    "all_masked",
+    "aul",
+    "aula",
+    "check_compat",
+    "cps",
+    "parse_metrics",
+    "pair_accuracy",
+    "pair_columns",
+    "pll",
+    "sss",
+    "sss_instance_accuracy",
+]

@@ -1,0 +1,174 @@
+"""Typed options, parsed and validated once at each edge (the CLI, the app, a script).
+
+* `Compat`: the scoring mode ("default" follows the papers' equations, "kaneko2022" the
+  released reference code). `Compat.parse` accepts the enum, its value or None.
+* `ModelSpec`: which model to load and how (model, revision, device, dtype, device_map,
+  allow_pickle); `ModelSpec.from_args` reads the CLI's namespace, `load` loads it.
+* `Precision`: how a run computes (the model's dtype, or `exact-bf16`).
+* `RunOptions`: what a dataset run scores (metrics, compat, limit, sample, seed,
+  batch_tokens, chunk_pairs, precision); `RunOptions.from_args` reads the CLI's namespace and
+  `evaluate_kwargs` gives what `biaslens.evaluate` takes.
+
+Defaults are written here once: `DEFAULT_DEVICE`, `DEFAULT_DTYPE` (`biaslens.load_model`
+uses them too) and `DEFAULT_COMPAT`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+from biaslens.engine.metrics import DEFAULT_COMPAT, Compat, parse_choice
+from biaslens.engine.presets import DEFAULT_DEVICE, DEFAULT_DTYPE
+from biaslens.errors import InputError
+
+
+class Precision(StrEnum):
+    """How a dataset run computes: in the model's own dtype, or `exact-bf16` (`biaslens.engine.exact`).
+
+    `exact-bf16` scores in bfloat16 a copy of a float32 model, then re-scores in float32 only the pairs whose
+    margin is within bfloat16's error bound, so every verdict and every bias score equals the float32 run's.
+    """
+
+    MODEL = "model"
+    EXACT_BF16 = "exact-bf16"
+
+    @classmethod
+    def parse(cls, value: "Precision | str | None") -> "Precision":
+        """The precision named by `value` (None or "" = model); an unknown name is an `InputError`."""
+        return parse_choice(cls, value, "precision")
+
+
+#: The model's own dtype; `exact-bf16` is not the default anywhere yet (its GPU speed is still to be measured).
+DEFAULT_PRECISION = Precision.MODEL
+
+
+def _check_int(name: str, value: Any, *, minimum: int, optional: bool = True) -> None:
+    if value is None and optional:
+        return
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InputError(f"{name} must be a whole number of at least {minimum}, not {value!r}.")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model to load and how; validated on construction (an unknown dtype or device map is an `InputError`)."""
+
+    model: str
+    revision: str | None = None
+    device: str = DEFAULT_DEVICE
+    dtype: str = DEFAULT_DTYPE
+    device_map: str | None = None
+    allow_pickle: bool = False
+
+    def __post_init__(self) -> None:
+        from biaslens.engine.models import DEVICE_MAPS, DTYPES
+
+        if not str(self.model).strip():
+            raise InputError("No model given: name a hub id (e.g. bert-base-cased) or a local folder.")
+        if self.dtype not in DTYPES:
+            raise InputError(f"Unknown dtype {self.dtype!r}: choose one of {', '.join(DTYPES)}.")
+        if self.device_map not in DEVICE_MAPS:
+            raise InputError(f"Unknown device map {self.device_map!r}: use auto (or leave it out for one device).")
+
+    @classmethod
+    def from_args(cls, args: Any, model: str | None = None) -> "ModelSpec":
+        """The spec a command-line namespace describes (`model` overrides `args.model`, e.g. one of several)."""
+        from biaslens.engine.presets import DEFAULT_MODEL
+
+        name = model if model is not None else getattr(args, "model", None)
+        if isinstance(name, (list, tuple)):
+            name = name[0] if name else None
+        return cls(
+            model=name or DEFAULT_MODEL,
+            revision=getattr(args, "revision", None),
+            device=getattr(args, "device", None) or DEFAULT_DEVICE,
+            dtype=getattr(args, "dtype", None) or DEFAULT_DTYPE,
+            device_map=getattr(args, "device_map", None),
+            allow_pickle=bool(getattr(args, "allow_pickle", False)),
+        )
+
+    def with_model(self, model: str) -> "ModelSpec":
+        return replace(self, model=model)
+
+    def with_device(self, device: str) -> "ModelSpec":
+        return replace(self, device=device)
+
+    def load_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of `biaslens.load_model` besides the name."""
+        return {
+            "device": self.device,
+            "dtype": self.dtype,
+            "revision": self.revision,
+            "allow_pickle": self.allow_pickle,
+            "device_map": self.device_map,
+        }
+
+    def load(self):
+        """Load the model (`biaslens.load_model`)."""
+        from biaslens.engine.models import load_model
+
+        return load_model(self.model, **self.load_kwargs())
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a dataset run scores; validated once on construction.
+
+    `metrics` become registry keys in registry order (`parse_metrics`), `compat` a `Compat`;
+    `limit`, `sample`, `batch_tokens` and `chunk_pairs` are positive or None (None: the
+    engine's default), `seed` (of `sample`) a non-negative integer.
+    """
+
+    metrics: tuple[str, ...] = ()  # also accepted: "aul,aula", a list, or None (the paper's five)
+    compat: Compat = DEFAULT_COMPAT
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+    batch_tokens: int | None = None
+    chunk_pairs: int | None = None
+    precision: Precision = DEFAULT_PRECISION
+
+    def __post_init__(self) -> None:
+        from biaslens.engine.metrics import parse_metrics
+
+        raw = self.metrics
+        object.__setattr__(self, "metrics", tuple(parse_metrics(None if isinstance(raw, tuple) and not raw else raw)))
+        object.__setattr__(self, "compat", Compat.parse(self.compat))
+        object.__setattr__(self, "precision", Precision.parse(self.precision))
+        for name in ("limit", "sample", "batch_tokens", "chunk_pairs"):
+            _check_int(name, getattr(self, name), minimum=1)
+        _check_int("seed", self.seed, minimum=0, optional=False)
+
+    @classmethod
+    def from_args(cls, args: Any) -> "RunOptions":
+        """The options a command-line namespace describes (options a command lacks take their defaults)."""
+        return cls(
+            metrics=getattr(args, "metrics", None),  # type: ignore[arg-type]  # parsed in __post_init__
+            compat=getattr(args, "compat", None) or DEFAULT_COMPAT,
+            limit=getattr(args, "limit", None),
+            sample=getattr(args, "sample", None),
+            seed=getattr(args, "seed", 0) or 0,
+            batch_tokens=getattr(args, "batch_tokens", None),
+            chunk_pairs=getattr(args, "chunk_pairs", None),
+            precision=getattr(args, "precision", None) or DEFAULT_PRECISION,
+        )
+
+    def selection(self) -> dict[str, Any]:
+        """Which pairs: `limit`, `sample` and `seed`."""
+        return {"limit": self.limit, "sample": self.sample, "seed": self.seed}
+
+    def evaluate_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of `biaslens.evaluate` besides the model, dataset and metrics (chunk_pairs, precision only when set)."""
+        out: dict[str, Any] = {"compat": self.compat.value, **self.selection(), "batch_tokens": self.batch_tokens}
+        if self.chunk_pairs is not None:
+            out["chunk_pairs"] = self.chunk_pairs
+        if self.precision is not DEFAULT_PRECISION:
+            out["precision"] = self.precision.value
+        return out
+
+
+__all__ = ["DEFAULT_COMPAT", "DEFAULT_DEVICE", "DEFAULT_DTYPE", "DEFAULT_PRECISION", "Compat", "ModelSpec", "Precision", "RunOptions"]

@@ -1,0 +1,168 @@
+"""Scoring encoded pairs: the one batched computation behind `inspect_pair`, `evaluate` and the paper analyses.
+
+`score_encoded_pairs` runs the passes the metrics need across all pairs at once and scores every sentence
+(`ScoredPair`); `available_metrics` says which metrics a model can give, and why not the others.
+"""
+
+from __future__ import annotations
+
+from __future__ import annotations
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+from biaslens.engine.alignment import Alignment, align_pair
+from biaslens.errors import InputError, MetricUnavailableError
+from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, parse_metrics
+from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.scoring import MaskedQuery, UnmaskedResult, masked_pass, unmasked_pass
+
+# ---------------------------------------------------------------------------------------
+# The shared computation
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScoredPair:
+    """Metric scores of one encoded pair, plus the unmasked pass behind them if it ran."""
+
+    alignment: Alignment
+    scores: dict[str, tuple[SentenceScore, SentenceScore]]  # metric -> (stereo, anti)
+    unmasked: tuple[UnmaskedResult, UnmaskedResult] | None = None
+
+
+def metric_unavailable(lm: MaskedLM, metric: str) -> str | None:
+    """Why `lm` cannot give `metric` (e.g. AULA without attention weights), or None when it can."""
+    reason = getattr(lm, "attention_unavailable", None)
+    return reason if METRICS[metric].needs_attention and reason else None
+
+
+def available_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The metrics `lm` can give, and the ones it cannot with the reason: (kept, {metric: reason})."""
+    keys = parse_metrics(_metrics_arg(metrics))
+    skipped = {k: reason for k in keys if (reason := metric_unavailable(lm, k))}
+    return [k for k in keys if k not in skipped], skipped
+
+
+def has_attention_weights(lm: MaskedLM) -> bool:
+    """Whether `lm` returns attention weights (the attention columns and matrices of the inspector)."""
+    return not getattr(lm, "attention_unavailable", None)
+
+
+def unavailable_note(skipped: Mapping[str, str]) -> str:
+    """One line naming the metrics left out and why."""
+    return f"{_names(skipped)} left out: {_reasons(skipped)}"
+
+
+def _names(skipped: Mapping[str, str]) -> str:
+    return ", ".join(METRICS[k].name for k in skipped)
+
+
+def _reasons(skipped: Mapping[str, str]) -> str:
+    return "; ".join(dict.fromkeys(skipped.values()))
+
+
+def _refuse_unavailable(lm: MaskedLM, metrics: Iterable[str]) -> None:
+    """`MetricUnavailableError` naming every metric of `metrics` that `lm` cannot give, and why."""
+    skipped = {k: reason for k in metrics if (reason := metric_unavailable(lm, k))}
+    if skipped:
+        raise MetricUnavailableError(f"{_names(skipped)} cannot be computed for this model: {_reasons(skipped)} Choose other metrics.")
+
+
+def _usable_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None) -> tuple[list[str], list[str]]:
+    """Metrics to score and notes: the default set (None) leaves out what `lm` cannot give; asked for by name, it is refused."""
+    keys, skipped = available_metrics(lm, metrics)
+    if skipped and metrics is not None:
+        _refuse_unavailable(lm, skipped)
+    return keys, [unavailable_note(skipped)] if skipped else []
+
+
+def score_encoded_pairs(
+    lm: MaskedLM,
+    pairs: Sequence[tuple[Encoding, Encoding]],
+    metrics: Sequence[str],
+    *,
+    compat: bool = False,
+    unmasked: bool = False,
+    top_k: int = 0,
+    attention_matrices: bool = False,
+    batch_tokens: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ScoredPair]:
+    """Run the passes the metrics need, batched across all pairs, and score every sentence.
+
+    `unmasked=True` runs the unmasked pass even when no metric needs it (the inspector
+    shows its per-token view for every metric).
+    """
+    _refuse_unavailable(lm, metrics)
+    metric_defs = [METRICS[m] for m in metrics]
+    alignments = [align_pair(a, b) for a, b in pairs]
+    inputs = [
+        (
+            SentenceInput(a, al.modified_a, al.unmodified_a),
+            SentenceInput(b, al.modified_b, al.unmodified_b),
+        )
+        for (a, b), al in zip(pairs, alignments)
+    ]
+
+    # Unmasked pass over the distinct sentences.
+    need_unmasked = unmasked or any(m.pass_kind == "unmasked" for m in metric_defs)
+    need_attention = attention_matrices or unmasked or any(m.needs_attention for m in metric_defs)
+    need_attention = need_attention and not getattr(lm, "attention_unavailable", None)  # the views without attention still work
+    distinct: dict[str, Encoding] = {}
+    if need_unmasked:
+        for a, b in pairs:
+            distinct.setdefault(a.text, a)
+            distinct.setdefault(b.text, b)
+    # Masked queries of every metric, de-duplicated (CPS and PLL share theirs).
+    queries: dict[MaskedQuery, None] = {}
+    for m in metric_defs:
+        for side in (s for pair in inputs for s in pair):
+            queries.update(dict.fromkeys(m.queries(side, compat)))
+
+    total_rows = len(distinct) + sum(q.rows for q in queries)
+    offset = 0
+
+    def step(done: int, _total: int) -> None:
+        if progress is not None:
+            progress(offset + done, total_rows)
+
+    by_text: dict[str, UnmaskedResult] = {}
+    if distinct:
+        results = unmasked_pass(
+            lm,
+            list(distinct.values()),
+            attention=need_attention,
+            top_k=top_k,
+            attention_matrices=attention_matrices and need_attention,
+            batch_tokens=batch_tokens,
+            progress=step,
+        )
+        by_text = {r.encoding.text: r for r in results}
+        offset = len(distinct)
+    masked = dict(zip(queries, masked_pass(lm, list(queries), batch_tokens=batch_tokens, progress=step)))
+
+    scored = []
+    for (a_in, b_in), al in zip(inputs, alignments):
+        ua, ub = by_text.get(a_in.encoding.text), by_text.get(b_in.encoding.text)
+        ra, rb = PassResults(ua, masked), PassResults(ub, masked)
+        scores = {m.key: (m.score(a_in, ra, compat), m.score(b_in, rb, compat)) for m in metric_defs}
+        scored.append(ScoredPair(al, scores, (ua, ub) if need_unmasked else None))
+    return scored
+
+
+def _metrics_arg(metrics: Any) -> Any:
+    """`metrics` if it is None, a str or a sequence of str; else an InputError."""
+    if metrics is None or isinstance(metrics, str):
+        return metrics
+    if isinstance(metrics, Sequence) and all(isinstance(m, str) for m in metrics):
+        return metrics
+    raise InputError(f"metrics must be metric names ('aul,cps' or ['aul', 'cps']), not {metrics!r}.")
+
+
+__all__ = [
+    "ScoredPair",
+    "available_metrics",
+    "has_attention_weights",
+    "metric_unavailable",
+    "score_encoded_pairs",
+    "unavailable_note",
+]

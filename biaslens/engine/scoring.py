@@ -1,0 +1,459 @@
+"""The scoring core: batched forward passes that every metric and page is built on.
+
+Two kinds of pass, one narrow interface:
+
+* `unmasked_pass(lm, encodings)`: one forward pass per sentence, nothing masked. Per token:
+  log p of the token at its own position, its rank, optionally the top-k predictions, and
+  the attention it receives (averaged over layers, heads and query rows).
+* `masked_pass(lm, queries)`: for each `MaskedQuery` (a sentence, the positions to
+  replace by the mask token, the positions to read), log p and rank of the original
+  token at each read position, plus log p of extra candidate tokens. The queries and
+  results are plain data (`biaslens.engine.passes`, re-exported here).
+
+Where the time goes, and what the engine does about it (numbers: docs/performance.md):
+
+* Rows are sorted by length and cut into batches under a token budget (`batch_tokens` =
+  rows x padded length) by `plan_batches`, which chooses the batch widths that minimise
+  padded tokens plus a fixed cost per forward pass, so almost no compute is spent on
+  padding even for a few hundred sentences of very different lengths.
+* The CPU budget is small (1024 tokens: larger batches measured no faster); on CUDA it
+  is sized from the free memory, and an out-of-memory error halves it and carries on
+  with the same rows.
+* Only the positions that are read go through the vocabulary projection (in a masked
+  pass, one row in |S|), and the (rows x vocabulary) float32 log-probabilities are made
+  in blocks that fit the cache. Log-softmax is always computed in float32, whatever the
+  model's dtype.
+* Attention weights need eager attention; they are requested only by the passes that
+  read them (AULA, the inspector), and averaged layer by layer without stacking.
+* Nothing waits for the device between batches: a batch's read-outs stay there and a
+  pass copies them back once, so on a GPU the host pads and copies (through pinned
+  memory) the next batch while the device computes this one. The rows' positions are
+  gathered with numpy for a whole batch at once, and a `singly` query (CPS, PLL: every
+  position of a sentence masked alone) is one query for all of its rows.
+
+Results come back in the order of the inputs and equal the one-at-a-time results up to
+float rounding (the tests check |delta| <= 1e-5).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+import torch
+
+from biaslens.errors import NumericalError
+from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.passes import MaskedQuery, MaskedResult, UnmaskedResult
+
+#: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
+#: on a 2-core EPYC (bert-base, one thread, CPS 72-75 GFLOP/s, AUL+AULA 49-56 GFLOP/s), so
+#: the budget is kept small (little memory, progress often); `python -m biaslens.bench`
+#: measures the engine. CUDA starts from the free memory (`default_batch_tokens`); these
+#: are the fallbacks.
+DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": 65536, "mps": 16384}
+#: The fixed cost of one forward pass, in padded tokens: what `plan_batches` trades
+#: against padding when it decides where one batch width ends and the next begins.
+_BATCH_OVERHEAD_TOKENS = {"cpu": 32, "cuda": 2048, "mps": 512}
+#: Elements of the (rows x vocabulary) float32 log-probability block computed at once.
+_READOUT_ELEMENTS = {"cpu": 1 << 22, "cuda": 1 << 26, "mps": 1 << 24}
+#: CUDA budget: share of the free memory a batch may use, and the bounds of the budget.
+_CUDA_MEMORY_SHARE = 0.5
+_CUDA_BUDGET_RANGE = (4096, 1 << 19)
+
+Progress = Callable[[int, int], None]
+T = TypeVar("T")
+
+
+def default_batch_tokens(lm: MaskedLM) -> int:
+    """The token budget per forward pass for `lm`'s device.
+
+    On CUDA it is found from the free memory and the model's size (activations of one
+    layer plus every layer's attention probabilities per token, at half the free memory);
+    an out-of-memory error still halves it during a run.
+    """
+    if lm.device.type == "cuda":
+        return _cuda_batch_tokens(lm)
+    return DEFAULT_BATCH_TOKENS.get(lm.device.type, DEFAULT_BATCH_TOKENS["cpu"])
+
+
+def _cuda_batch_tokens(lm: MaskedLM) -> int:
+    config = lm.model.config
+    hidden = int(getattr(config, "hidden_size", 1024))
+    intermediate = int(getattr(config, "intermediate_size", 4 * hidden))
+    layers, heads = lm.num_layers or 24, lm.num_heads or 16
+    item = torch.finfo(lm.dtype).bits // 8
+    # Live activations of one layer (hidden states, q/k/v, residuals, the FFN) and the
+    # attention probabilities every layer keeps for AULA, at a typical width of 64 tokens.
+    per_token = (8 * hidden + 2 * intermediate) * item + layers * heads * 64 * 4
+    free, _total = torch.cuda.mem_get_info(lm.device)
+    tokens = int(free * _CUDA_MEMORY_SHARE // per_token)
+    low, high = _CUDA_BUDGET_RANGE
+    return 1 << max(low, min(high, tokens)).bit_length() - 1
+
+
+def _overhead_tokens(lm: MaskedLM) -> int:
+    return _BATCH_OVERHEAD_TOKENS.get(lm.device.type, _BATCH_OVERHEAD_TOKENS["cpu"])
+
+
+# ---------------------------------------------------------------------------------------
+# Batching
+# ---------------------------------------------------------------------------------------
+
+
+def plan_batches(lengths: Sequence[int], batch_tokens: int, *, overhead_tokens: int = _BATCH_OVERHEAD_TOKENS["cpu"]) -> list[list[int]]:
+    """Group indices into batches, longest first, with rows x padded length within the budget.
+
+    Rows sorted by length are cut into buckets of neighbouring lengths, each padded to its
+    longest row and split into near-equal batches under the budget. The buckets are the
+    ones that minimise padded tokens plus `overhead_tokens` per batch (dynamic programming
+    over the distinct lengths), so a long sentence does not pad a batch of short ones
+    unless a separate forward pass would cost more. A row longer than the budget runs alone.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    if not order:
+        return []
+    widths, starts = [], []  # runs of equal length in `order`
+    for k, i in enumerate(order):
+        if not widths or lengths[i] != widths[-1]:
+            widths.append(int(lengths[i]))
+            starts.append(k)
+    starts.append(len(order))
+
+    def per_batch(width: int) -> int:
+        return max(1, batch_tokens // max(width, 1))
+
+    # best[e]: least cost of the runs before e; cut[e]: where the last bucket begins.
+    best, cut = [0.0] + [float("inf")] * len(widths), [0] * (len(widths) + 1)
+    for end in range(1, len(widths) + 1):
+        for begin in range(end):
+            rows = starts[end] - starts[begin]
+            cost = best[begin] + -(-rows // per_batch(widths[begin])) * overhead_tokens + rows * widths[begin]
+            if cost < best[end]:
+                best[end], cut[end] = cost, begin
+    buckets, end = [], len(widths)
+    while end:
+        buckets.append((cut[end], end))
+        end = cut[end]
+    batches = []
+    for begin, end in reversed(buckets):
+        members = order[starts[begin] : starts[end]]
+        count = -(-len(members) // per_batch(widths[begin]))
+        size, extra = divmod(len(members), count)
+        bounds = np.cumsum([0] + [size + (k < extra) for k in range(count)])
+        batches += [members[a:b] for a, b in itertools.pairwise(bounds.tolist())]
+    return batches
+
+
+def _plan(lengths: Sequence[int], batch_tokens: int, overhead_tokens: int, same_length: bool) -> list[list[int]]:
+    """`plan_batches`, or with `same_length` batches of rows of one length only (nothing padded)."""
+    if not same_length:
+        return plan_batches(lengths, batch_tokens, overhead_tokens=overhead_tokens)
+    groups: dict[int, list[int]] = {}
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        groups.setdefault(int(lengths[i]), []).append(i)
+    return [[group[j] for j in batch] for group in groups.values() for batch in plan_batches([lengths[i] for i in group], batch_tokens)]
+
+
+def _run_batched(
+    lengths: Sequence[int],
+    run_batch: Callable[[list[int]], T],
+    batch_tokens: int,
+    progress: Progress | None,
+    overhead_tokens: int,
+    same_length: bool = False,
+) -> list[tuple[list[int], T]]:
+    """Run `run_batch` over the planned batches, longest first: [(batch, what it returned)], in the order run.
+
+    `run_batch` returns tensors still on the device and nothing here waits for it, so on a
+    GPU the host pads and copies the next batch while the device computes this one; the
+    caller copies everything back once (`_collect`). A CUDA out-of-memory error halves the
+    token budget and the rows not yet done are planned again, so the run carries on with
+    smaller batches and identical results. `same_length` batches only rows of one length:
+    for a model whose outputs change with padding (it ignores the attention mask), so that
+    batching never changes a score.
+    """
+    remaining = list(range(len(lengths)))
+    done: list[tuple[list[int], T]] = []
+    rows = 0
+    while remaining:
+        plan = _plan([lengths[i] for i in remaining], batch_tokens, overhead_tokens, same_length)
+        plan = [[remaining[j] for j in batch] for batch in plan]
+        remaining = []
+        for k, batch in enumerate(plan):
+            try:
+                done.append((batch, run_batch(batch)))
+            except torch.OutOfMemoryError:
+                if len(batch) == 1:
+                    raise
+                torch.cuda.empty_cache()
+                batch_tokens = max(1, max(lengths[i] for i in batch) * len(batch) // 2)
+                remaining = [i for later in plan[k:] for i in later]
+                break
+            rows += len(batch)
+            if progress is not None:
+                progress(rows, len(lengths))
+    return done
+
+
+def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, attention mask), both (rows, longest row) int64, right-padded with `pad_id`."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    filled = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
+    ids = np.full(filled.shape, pad_id, dtype=np.int64)
+    ids[filled] = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+    return ids, filled.astype(np.int64)
+
+
+def _to_device(lm: MaskedLM, *arrays: np.ndarray) -> list[torch.Tensor]:
+    """Host arrays as tensors on the model's device; on CUDA through pinned memory, without waiting for the copy."""
+    if lm.device.type != "cuda":
+        return [torch.from_numpy(array).to(lm.device) for array in arrays]
+    return [torch.from_numpy(array).pin_memory().to(lm.device, non_blocking=True) for array in arrays]
+
+
+def _readout(
+    lm: MaskedLM,
+    rows: torch.Tensor,
+    gold: torch.Tensor,
+    candidates: torch.Tensor | None,
+    top_k: int,
+    project: bool,
+) -> dict[str, torch.Tensor]:
+    """float32 log-softmax over the vocabulary for (N, H) hidden rows (or (N, V) logits).
+
+    The (N, V) block is made a few rows at a time, so that the logits and their
+    log-probabilities stay in the cache while gold, rank and top-k are read from them.
+    """
+    vocab = int(getattr(lm.model.config, "vocab_size", 0) or 0) if project else rows.shape[1]
+    step = max(1, _READOUT_ELEMENTS.get(lm.device.type, _READOUT_ELEMENTS["cpu"]) // max(vocab, 1))
+    out: dict[str, list[torch.Tensor]] = {"logprob": [], "rank": [], "cand": [], "top_ids": [], "top_lp": []}
+    for start in range(0, rows.shape[0], step):
+        chunk = rows[start : start + step]
+        logits = lm.project(chunk) if project else chunk
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        g = gold[start : start + step]
+        gold_lp = logp.gather(1, g[:, None])
+        out["logprob"].append(gold_lp[:, 0])
+        out["rank"].append((logp > gold_lp).sum(dim=1, dtype=torch.int32) + 1)
+        if candidates is not None:
+            c = candidates[start : start + step]
+            out["cand"].append(torch.where(c >= 0, logp.gather(1, c.clamp(min=0)), torch.nan))
+        if top_k:
+            values, ids = logp.topk(top_k, dim=-1)
+            out["top_lp"].append(values)
+            out["top_ids"].append(ids)
+    return {k: torch.cat(v) for k, v in out.items() if v}
+
+
+def _forward_and_read(
+    lm: MaskedLM,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    flat_positions: torch.Tensor,
+    gold: torch.Tensor,
+    candidates: torch.Tensor | None,
+    top_k: int,
+    attentions: bool,
+) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...] | None]:
+    """Forward a padded batch (on the device) and read the vocabulary distribution at flat positions; nothing leaves the device."""
+    if lm.project is not None:
+        hidden, att = lm.hidden_states(input_ids, attention_mask, attentions=attentions)
+        rows = hidden.reshape(-1, hidden.shape[-1])[flat_positions]
+        return _readout(lm, rows, gold, candidates, top_k, project=True), att
+    logits, att = lm.logits(input_ids, attention_mask, attentions=attentions)
+    rows = logits.reshape(-1, logits.shape[-1])[flat_positions]
+    return _readout(lm, rows, gold, candidates, top_k, project=False), att
+
+
+def _collect(lm: MaskedLM, done: Sequence[tuple[list[int], tuple[dict[str, torch.Tensor], np.ndarray]]]) -> dict[str, np.ndarray]:
+    """Every batch's read-outs, copied to the host at once and put in input order (floats as float64).
+
+    Each batch returned its read-outs with the index, in input order, of each of their rows
+    (`_entries`). Log-probabilities that are not finite numbers (broken weights, or overflow in
+    this dtype) are refused: nothing is scored.
+    """
+    order = np.concatenate([where for _, (_, where) in done])
+    out = {}
+    for key in done[0][1][0]:
+        array = torch.cat([read[key] for _, (read, _) in done]).cpu().numpy()
+        placed = np.empty(array.shape, dtype=np.float64 if array.dtype.kind == "f" else np.int64)
+        placed[order] = array
+        out[key] = placed
+    if not np.isfinite(out["logprob"]).all():
+        raise NumericalError(
+            f"{lm.name} gives log-probabilities that are not finite numbers (NaN or infinity): its weights are broken "
+            "or overflow in this dtype (try float32); nothing was scored."
+        )
+    return out
+
+
+def _entries(starts: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Entries `starts[r]` to `starts[r + 1]` of each of `rows`, row by row: (which of `rows` each is, its index)."""
+    first, counts = starts[rows], starts[rows + 1] - starts[rows]
+    which = np.repeat(np.arange(len(rows)), counts)
+    return which, np.arange(int(counts.sum())) + np.repeat(first - (np.cumsum(counts) - counts), counts)
+
+
+def _attention_received(att: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    """Attention each key receives, averaged over layers, heads and the real query rows: (B, L).
+
+    Summed layer by layer (no (layers, B, heads, L, L) stack). Pad columns carry exactly
+    zero probability; pad rows are left out of the average.
+    """
+    total = None
+    for layer in att:
+        summed = layer.float().sum(dim=1)  # over heads -> (B, L, L)
+        total = summed if total is None else total.add_(summed)
+    averaged = total / (len(att) * att[0].shape[1])
+    query_mask = mask.to(device=averaged.device, dtype=averaged.dtype)[:, :, None]
+    return (averaged * query_mask).sum(dim=1) / query_mask.sum(dim=1)
+
+
+# ---------------------------------------------------------------------------------------
+# The unmasked pass (AUL, AULA, token accuracy, shuffle sensitivity, the inspector)
+# ---------------------------------------------------------------------------------------
+
+
+def unmasked_pass(
+    lm: MaskedLM,
+    encodings: Sequence[Encoding],
+    *,
+    attention: bool = True,
+    top_k: int = 0,
+    attention_matrices: bool = False,
+    batch_tokens: int | None = None,
+    progress: Progress | None = None,
+) -> list[UnmaskedResult]:
+    """Score every token of every sentence at its own position, nothing masked.
+
+    `attention=True` also returns the attention each token receives (needs eager
+    attention, so it costs a little more); `attention_matrices=True` keeps the full
+    per-layer, per-head matrices (meant for the one pair on screen).
+    """
+    if not encodings:
+        return []
+    need_att = attention or attention_matrices
+    sizes = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))
+    starts = np.concatenate([[0], np.cumsum(sizes)])  # each sentence's tokens, in input order
+    matrices: dict[int, np.ndarray] = {}
+
+    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+        input_ids, mask = _pad([encodings[i].ids for i in batch], lm.pad_id)
+        flat = np.flatnonzero(mask)
+        ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, input_ids.reshape(-1)[flat])
+        read, att = _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, None, top_k, need_att)
+        if att is not None:  # asked for (need_att)
+            read["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
+            if attention_matrices:  # the inspector's pair: (layers, B, heads, L, L) -> (B, layers, heads, L, L), copied now
+                stacked = torch.stack([a.float() for a in att]).transpose(0, 1).cpu().numpy()
+                for b, i in enumerate(batch):
+                    matrices[i] = stacked[b, :, :, : sizes[i], : sizes[i]]
+        return read, _entries(starts, np.asarray(batch))[1]
+
+    budget = batch_tokens or default_batch_tokens(lm)
+    with torch.inference_mode():
+        done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        read = _collect(lm, done)
+    return [
+        UnmaskedResult(
+            encoding=encoding,
+            logprob=read["logprob"][a:b],
+            rank=read["rank"][a:b],
+            attention=read["attention"][a:b] if need_att else None,
+            top_ids=read["top_ids"][a:b] if top_k else None,
+            top_logprob=read["top_lp"][a:b] if top_k else None,
+            attention_matrices=matrices.get(i),
+        )
+        for i, (encoding, a, b) in enumerate(zip(encodings, starts[:-1].tolist(), starts[1:].tolist()))
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Masked passes (CPS, SSS, All Masked, PLL, Kurita templates)
+# ---------------------------------------------------------------------------------------
+
+
+def masked_pass(
+    lm: MaskedLM,
+    queries: Sequence[MaskedQuery],
+    *,
+    top_k: int = 0,
+    batch_tokens: int | None = None,
+    progress: Progress | None = None,
+) -> list[MaskedResult]:
+    """Run every masked query: one row of a batch each, or one per masked position (`MaskedQuery.singly`)."""
+    if not queries:
+        return []
+    # The rows, query by query (a singly query's one per masked position), and the positions each row masks and
+    # reads, as entries start[r] to start[r + 1] of one array: every batch gathers its own at once (`_entries`).
+    query_of = np.repeat(np.arange(len(queries)), np.fromiter((q.rows for q in queries), dtype=np.int64, count=len(queries)))
+    mask_start, mask_at = _row_positions(queries, lambda q: q.mask)
+    read_start, read_at = _row_positions(queries, lambda q: q.read)
+    n_cand = max(len(q.candidates) for q in queries)
+    candidates = np.array([list(q.candidates) + [-1] * (n_cand - len(q.candidates)) for q in queries], dtype=np.int64) if n_cand else None
+
+    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+        rows = np.asarray(batch)
+        owner = query_of[rows]
+        input_ids, mask = _pad([queries[i].ids for i in owner.tolist()], lm.pad_id)
+        reading, entries = _entries(read_start, rows)
+        flat = reading * input_ids.shape[1] + read_at[entries]
+        gold = input_ids.reshape(-1)[flat]
+        masking, masked = _entries(mask_start, rows)
+        input_ids[masking, mask_at[masked]] = lm.mask_id
+        ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, gold)
+        cand_d = _to_device(lm, candidates[owner[reading]])[0] if candidates is not None else None
+        return _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, cand_d, top_k, False)[0], entries
+
+    budget = batch_tokens or default_batch_tokens(lm)
+    lengths = np.fromiter((len(q.ids) for q in queries), dtype=np.int64, count=len(queries))[query_of]
+    with torch.inference_mode():
+        done = _run_batched(lengths.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        read = _collect(lm, done) if done else _nothing_read(n_cand, top_k)  # (every query singly, with no position)
+    no_candidates = np.zeros((len(read["logprob"]), 0))
+    results, end = [], 0
+    for q in queries:  # each query's reads, in order, are entries `start` to `end`
+        start, end = end, end + len(q.read)
+        results.append(
+            MaskedResult(
+                query=q,
+                logprob=read["logprob"][start:end],
+                rank=read["rank"][start:end],
+                candidate_logprob=read["cand"][start:end, : len(q.candidates)] if n_cand else no_candidates[start:end],
+                top_ids=read["top_ids"][start:end] if top_k else None,
+                top_logprob=read["top_lp"][start:end] if top_k else None,
+            )
+        )
+    return results
+
+
+def _row_positions(queries: Sequence[MaskedQuery], positions: Callable[[MaskedQuery], tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's `positions` (a query's, or one of a singly query's per row) as entries start[r] to start[r + 1]: (start, entries)."""
+    counts = np.fromiter(itertools.chain.from_iterable((1,) * q.rows if q.singly else (len(positions(q)),) for q in queries), dtype=np.int64)
+    entries = np.fromiter(itertools.chain.from_iterable(map(positions, queries)), dtype=np.int64, count=int(counts.sum()))
+    return np.concatenate([[0], np.cumsum(counts)]), entries
+
+
+def _nothing_read(n_cand: int, top_k: int) -> dict[str, np.ndarray]:
+    """What `_collect` gives for no rows at all."""
+    return {
+        "logprob": np.zeros(0),
+        "rank": np.zeros(0, dtype=np.int64),
+        "cand": np.zeros((0, n_cand)),
+        "top_ids": np.zeros((0, top_k), dtype=np.int64),
+        "top_lp": np.zeros((0, top_k)),
+    }
+
+
+__all__ = [
+    "DEFAULT_BATCH_TOKENS",
+    "MaskedQuery",
+    "MaskedResult",
+    "UnmaskedResult",
+    "default_batch_tokens",
+    "masked_pass",
+    "plan_batches",
+    "unmasked_pass",
+]

@@ -1,0 +1,98 @@
+"""Results in a Jupyter notebook: the HTML that `PairInspection`, `EvaluationResult` and `explore.ModelComparison` show.
+
+Importing this module registers the renderers with `biaslens.engine.display`; the package root does it the first time
+a result is shown (`_repr_html_`). The HTML is the app's (`figures.html`: the aligned tokens, the aligned token
+chart, its small tables), self-contained (inline CSS, no script, nothing fetched) and escaped: sentences, tokens,
+labels and model names are text, never markup.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from biaslens.analyses import explore
+from biaslens.engine import display
+from biaslens.engine.evaluation import EvaluationResult, PairInspection
+from biaslens.engine.metrics import METRICS
+from biaslens.figures.charts import aligned_token_frame
+from biaslens.figures.formatting import MARGIN, SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, column_formats, column_label, format_margin
+from biaslens.figures.html import CellFormat, aligned_tokens_html, shade_legend_html, table_html, token_bars_html
+
+#: The aligned token chart's measures in a notebook (the inspector's defaults), those the pair has.
+MEASURES = ("logprob", "aula_contribution")
+#: The summary's columns of a dataset run and of a comparison: the bias score, its interval, N, token accuracy.
+SUMMARY_COLUMNS = ("bias_score", "ci_low", "ci_high", "n", "ties", "undecidable", "token_accuracy")
+_WRAP = '<div class="bl-notebook" style="max-width:60rem">{}</div>'
+
+
+def _table(
+    frame: pd.DataFrame, columns: Sequence[str], *, key: int = 1, labels: Mapping[str, str] | None = None, formats: Mapping[str, str] | None = None
+) -> str:
+    """`frame`'s `columns` as the app's small table: headers for people, numbers written as in the app."""
+    names = {c: (labels or {}).get(c) or column_label(str(c)) for c in columns}
+    cells: dict[str, CellFormat] = {names[c]: (format_margin if f == MARGIN else f) for c, f in column_formats(frame, columns, formats).items()}
+    return table_html(frame.loc[:, list(columns)].set_axis([names[c] for c in columns], axis=1), cells, key=key)
+
+
+def _line(label: str, fields: Mapping[str, Any]) -> str:
+    """One line of "key value" fields (missing ones left out), escaped."""
+    parts = " · ".join(f"{html.escape(k)} <code>{html.escape(str(v))}</code>" for k, v in fields.items() if v not in (None, ""))
+    return f'<div style="font-size:0.85rem;color:#555;margin:0.2rem 0 0.4rem 0">{html.escape(label)}: {parts}</div>'
+
+
+def manifest_line(manifest: Mapping[str, Any]) -> str:
+    """What made a result: model, revision, dtype, device and scoring mode."""
+    return _line("Made with", {k: manifest.get(k) for k in ("model", "revision", "dtype", "device", "compat")})
+
+
+def _notes(notes: Sequence[str]) -> str:
+    return "".join(f'<div style="font-size:0.85rem;color:#8a5300">{html.escape(n)}</div>' for n in notes)
+
+
+def pair_inspection_html(inspection: PairInspection) -> str:
+    """One pair: its two sentences aligned token by token, the aligned token chart and the sentence scores table."""
+    columns = explore.aligned_columns(inspection)
+    aligned = aligned_token_frame(columns, explore.token_table(inspection))
+    measures = [m for m in MEASURES if m in aligned and bool(aligned[m].notna().any())]
+    scores = inspection.summary_frame()
+    scores["verdict"] = [VERDICTS[v] for v in scores["verdict"]]
+    shown = [*SCORE_KEY, "stereo", "anti", "accuracy_stereo", "accuracy_anti"]
+    parts = [
+        aligned_tokens_html(columns),
+        _table(scores, shown, key=len(SCORE_KEY), labels=SCORE_LABELS, formats=SCORE_FORMATS),
+        *([shade_legend_html(), token_bars_html(aligned, measures)] if measures else []),
+        _notes(inspection.notes),
+        manifest_line(inspection.manifest),
+    ]
+    return _WRAP.format("".join(parts))
+
+
+def evaluation_html(result: EvaluationResult) -> str:
+    """A dataset run: each metric's bias score with its 95% interval, N and token accuracy, and what made it."""
+    summary = explore.summary_table(result.summary)
+    dataset = result.manifest.get("dataset") or {}
+    head = _line("Dataset", {"name": dataset.get("name"), "pairs scored": dataset.get("pairs_scored")})
+    return _WRAP.format(head + _table(summary, ["name", *SUMMARY_COLUMNS]) + _notes(result.warnings) + manifest_line(result.manifest))
+
+
+def comparison_html(comparison: explore.ModelComparison) -> str:
+    """Several models on one metric: each one's bias score with its interval, and per bias type."""
+    name = METRICS[comparison.metric].name
+    parts = [
+        f'<div class="bl-ftitle" style="font-weight:600">{html.escape(name)} bias score</div>',
+        _table(comparison.scores, ["model", *SUMMARY_COLUMNS]),
+    ]
+    if not comparison.by_type.empty:
+        parts += ['<div style="font-weight:600">Per bias type</div>', _table(comparison.by_type, list(comparison.by_type.columns))]
+    parts.append(f"<div>Pairs whose verdict flips between models: {len(comparison.flips):,} of {len(comparison.margins):,}.</div>")
+    return _WRAP.format("".join(parts))
+
+
+display.register(PairInspection, pair_inspection_html)
+display.register(EvaluationResult, evaluation_html)
+display.register(explore.ModelComparison, comparison_html)
+
+__all__ = ["MEASURES", "SUMMARY_COLUMNS", "comparison_html", "evaluation_html", "manifest_line", "pair_inspection_html"]
