@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from tests.support.browser import TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle
+from tests.support.browser import TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle, start_scoring
 
 RUN_TIMEOUT_MS = 180_000
 
@@ -45,11 +45,8 @@ def _run(page) -> None:
     are there) and wait for its scores."""
     from playwright.sync_api import expect
 
-    run = page.get_by_role("button", name=re.compile(r"^(Run|Resume)$"))
     done = page.get_by_text("AUL bias score")
-    expect(run.or_(done).first).to_be_visible()
-    if run.is_visible():
-        run.click()
+    start_scoring(page, "Run", done=done)
     expect(done).to_be_visible(timeout=RUN_TIMEOUT_MS)
     settle(page)
 
@@ -168,7 +165,7 @@ def test_the_comparison_gets_a_second_model_from_the_page(page, server, model_di
     _type(page, box, albert)  # a folder typed and entered
     assert query(page)["models"] == [bert, roberta, albert]
     main = page.locator('[data-testid="stMain"]')
-    main.get_by_role("button", name="Score them").click()
+    start_scoring(page, "Score them", main)
     expect(main.get_by_role("heading", name=re.compile(r"^Pairs whose verdict flips"))).to_be_visible(timeout=RUN_TIMEOUT_MS)
     settle(page)
     scores = main.get_by_role("table").filter(has_text="Bias score").first

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import ARTIFACTS, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle
+from tests.support.browser import ARTIFACTS, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle, start_scoring
 
 
 def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server):
@@ -80,10 +80,8 @@ def _finished_run(page, server):
     from playwright.sync_api import expect
 
     open_app(page, server, "explorer", **EXPLORER_LINK)
-    run, done = page.get_by_role("button", name="Run"), page.get_by_text("CPS bias score")
-    expect(run.or_(done).first).to_be_visible(timeout=TIMEOUT_MS)
-    if run.is_visible():
-        run.click()
+    done = page.get_by_text("CPS bias score")
+    start_scoring(page, "Run", done=done)
     expect(done).to_be_visible(timeout=180_000)
     settle(page)
 
@@ -107,6 +105,7 @@ def test_a_dataset_run_shows_progress_then_the_breakdown(page, server):
 def test_an_export_downloads_a_file(page, server):
     _finished_run(page, server)
     page.get_by_role("tab", name="Export").click()
+    settle(page)  # a tab click reruns the page (the open tab goes into the link), renewing the download buttons
     with page.expect_download() as download:
         page.get_by_role("button", name="Pairs (CSV)").click()
     target = ARTIFACTS / "explorer-pairs.csv"
@@ -140,7 +139,7 @@ def test_model_comparison_page(page, server, model_dirs):
 
     models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
     open_app(page, server, "compare", models=models, metric="aul", sample="12")
-    page.get_by_role("button", name="Score them").click()
+    start_scoring(page, "Score them")
     expect(page.get_by_role("heading", name=re.compile(r"^Pairs whose verdict flips"))).to_be_visible(timeout=180_000)
     settle(page)
     expect(page.locator('[data-testid="stVegaLiteChart"]')).to_have_count(3)
@@ -230,13 +229,6 @@ def assert_readable(page, where: str) -> None:
     assert not report["none"], f"{where}: a literal None is shown"
 
 
-def _click_if_visible(page, name: str) -> None:
-    button = page.get_by_role("button", name=name)
-    if button.count() and button.first.is_visible():
-        button.first.click()
-        settle(page)
-
-
 @pytest.mark.parametrize("width", [1400, 1024])
 def test_every_page_is_readable_at_projector_and_laptop_widths(browser, server, model_dirs, width):
     """Every page with its results, at a projector's and a laptop's width: nothing cut off, no error, no None."""
@@ -268,8 +260,9 @@ def test_every_page_is_readable_at_projector_and_laptop_widths(browser, server, 
 
         models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
         open_app(page, server, "compare", models=models, metric="aul", sample="12")
-        _click_if_visible(page, "Score them")
-        expect(page.get_by_role("heading", name=re.compile(r"^Pairs whose verdict flips"))).to_be_visible(timeout=180_000)
+        flips = page.get_by_role("heading", name=re.compile(r"^Pairs whose verdict flips"))
+        start_scoring(page, "Score them", done=flips)
+        expect(flips).to_be_visible(timeout=180_000)
         settle_charts(page)
         assert_readable(page, f"compare at {width}px")
 
@@ -283,7 +276,7 @@ def test_every_page_is_readable_at_projector_and_laptop_widths(browser, server, 
         assert_readable(page, f"kurita's WEAT tab at {width}px")
 
         open_app(page, server, "analyses", sample="6")
-        _click_if_visible(page, "Run the analyses")
+        start_scoring(page, "Run the analyses", done=page.get_by_text("Accuracy (%); SSS counted per StereoSet instance"))
         expect(page.get_by_role("tab", name="Token accuracy · T1")).to_be_visible()
         expect(page.get_by_text("Not run yet")).to_have_count(0, timeout=300_000)
         settle_charts(page)

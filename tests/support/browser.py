@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -130,6 +131,21 @@ def settle(page) -> None:
 #: The page scrolled back to its top (Streamlit scrolls its main area, not the window), for the docs' screenshots.
 SCROLL_TO_TOP = """() => { window.scrollTo(0, 0);
   for (const el of document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"]')) el.scrollTo(0, 0); }"""
+
+
+def start_scoring(page, label: str, scope=None, done=None) -> None:
+    """Press the page's start button: `label` ("Run", "Score them"), or Resume when an earlier run on this server left
+    some of the pairs in the result cache (the cache is shared by pages, so which one shows depends on test order).
+    With `done` (a locator of the finished results), first wait for the button or the results, and press nothing when
+    the results are already there."""
+    from playwright.sync_api import expect
+
+    run = (scope or page).get_by_role("button", name=re.compile(rf"^({re.escape(label)}|Resume)$")).first
+    if done is not None:
+        expect(run.or_(done).first).to_be_visible()
+        if not run.is_visible():
+            return
+    run.click()
 
 
 def screenshot(page, name: str) -> None:
