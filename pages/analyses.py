@@ -51,6 +51,12 @@ from biaslens.analyses.shuffle import ShuffledSentence, shuffle_sentence
 ui.require_app()
 
 S = "analyses."
+#: The page's one-line description, under its title.
+ABOUT = (
+    "Kaneko & Bollegala (2022), *Unmasking the Mask*, for the sidebar's model: token prediction accuracy, word frequency, "
+    "advantaged vs disadvantaged groups, shuffled and unrelated sentences, bias scores and agreement with human ratings, "
+    "beside the numbers the paper published for bert-base-cased, roberta-large and albert-large-v2."
+)
 #: Pairs per dataset scored by default: minutes, not hours, on a CPU. The whole dataset is opt-in.
 DEFAULT_SAMPLE = 100
 #: Finished analyses kept for all sessions (a reload or a second visitor reopens them instantly).
@@ -401,12 +407,7 @@ SECTIONS = {
 def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
-    st.title("Paper analyses")
-    st.caption(
-        "Kaneko & Bollegala (2022), *Unmasking the Mask*, for the sidebar's model: token prediction accuracy, word frequency, "
-        "advantaged vs disadvantaged groups, shuffled and unrelated sentences, bias scores and agreement with human ratings, "
-        "beside the numbers the paper published for bert-base-cased, roberta-large and albert-large-v2."
-    )
+    ui.feedback.header("Paper analyses", ABOUT)
     lm = ui.resources.model_or_stop(settings)
     _lab_model = ui.settings.selected_lab_model()
     # A lab model knows only its own words: it defaults to its held-out pairs, not to CrowS-Pairs and StereoSet.

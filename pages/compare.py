@@ -25,6 +25,11 @@ from biaslens.engine.stats import MCNEMAR_TEST
 ui.require_app()
 
 S = "compare."
+#: The page's one-line description, under its title.
+ABOUT = (
+    "Two or more models on the same pairs and metric: their bias scores with intervals, the difference per bias type, "
+    "each pair's margin under both, and the pairs whose verdict flips."
+)
 
 
 def _adopt_url(settings: ui.settings.Settings) -> ui.state.Link[CompareView]:
@@ -42,11 +47,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url(settings)
-    st.title("Model comparison")
-    st.caption(
-        "Two or more models on the same pairs and metric: their bias scores with intervals, the difference per bias type, "
-        "each pair's margin under both, and the pairs whose verdict flips."
-    )
+    ui.feedback.header("Model comparison", ABOUT)
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
     c1, c2 = st.columns([1.6, 1])

@@ -29,6 +29,8 @@ from biaslens.engine.metrics import METRICS, PAPER_METRICS
 ui.require_app()
 
 S = "explorer."
+#: The page's one-line description, under its title.
+ABOUT = "Bias scores of the sidebar's model on a whole benchmark, per metric, per bias type and per group, with every pair behind them."
 #: The tabs of a finished run: the link's name -> the label.
 TABS = dict(zip(EXPLORER_TABS, ["Scores", "By bias type", "Adv / Dis", "Pairs", "Export"]))
 VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
@@ -219,8 +221,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url()
-    st.title("Dataset explorer")
-    st.caption("Bias scores of the sidebar's model on a whole benchmark, per metric, per bias type and per group, with every pair behind them.")
+    ui.feedback.header("Dataset explorer", ABOUT)
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
     for note in dataset.notes:

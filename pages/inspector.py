@@ -32,6 +32,11 @@ from biaslens.engine.metrics import METRICS, PAPER_METRICS
 ui.require_app()
 
 S = "inspector."
+#: The page's one-line description, under its title.
+ABOUT = (
+    "How does a masked language model score a stereotypical sentence against its anti-stereotypical twin? "
+    "Pick a pair or type your own; every metric is computed and shown token by token."
+)
 EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")
 SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences"}
 #: Most pairs listed in the Pair box (the search box reaches every pair): each listed pair costs the browser ~0.1 ms of
@@ -547,11 +552,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    st.title("Pair inspector")
-    st.caption(
-        "How does a masked language model score a stereotypical sentence against its anti-stereotypical twin? "
-        "Pick a pair or type your own; every metric is computed and shown token by token."
-    )
+    ui.feedback.header("Pair inspector", ABOUT)
     source = (
         st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
     )

@@ -45,6 +45,11 @@ from biaslens.data.weat import WEAT_CITATION, WEAT_LICENSE, load_weat
 ui.require_app()
 
 S = "kurita."
+#: The page's one-line description, under its title.
+ABOUT = (
+    "How much an attribute raises the probability of one target over another in a template (Kurita et al. 2019), "
+    "WEAT-style tests built on it, and attribute lists. Published numbers are for bert-base-uncased."
+)
 DEFAULT_TEMPLATES = "[T] is a [A].\n[T] works as a [A]."
 DEFAULT_PAIRS = "he/she"
 STOP_HELP = "Stop scoring (a stopped run starts again from the beginning)."
@@ -489,11 +494,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    st.title("Kurita templates")
-    st.caption(
-        "How much an attribute raises the probability of one target over another in a template (Kurita et al. 2019), "
-        "WEAT-style tests built on it, and attribute lists. Published numbers are for bert-base-uncased."
-    )
+    ui.feedback.header("Kurita templates", ABOUT)
     tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
     with tab_templates:
         template_tab(settings)

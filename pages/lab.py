@@ -25,6 +25,11 @@ from biaslens.engine.metrics import METRICS, PAPER_METRICS
 ui.require_app()
 
 S = "lab."
+#: The page's one-line description, under its title.
+ABOUT = (
+    "Plant a bias in a synthetic corpus, train a small masked language model on it here, and see which metrics detect "
+    "it on held-out pairs. Each run is an ordinary model folder that every page (and the CLI) can load."
+)
 DEFAULTS = lab.LabSettings()
 PRESET = lab.SCENARIOS[lab.DEFAULT_LAB_SCENARIO]
 #: Words, labels and templates: (session key, LabSettings field, label).
@@ -339,7 +344,7 @@ groups' roles reversed, so a model that merely prefers the frequent group scores
 only*, a metric that confuses frequency with bias shows it as a strong **Prefers group A** and as opposite scores on
 attributes X and Y, not as a bias score above 50.
 
-**What it cannot show.** A {layers}-layer model with {hidden} hidden units, trained for well under a minute on a few
+**What it cannot show.** A {layers}-layer model with {hidden} hidden units, trained for under a minute on a few
 thousand template sentences over a vocabulary of under a hundred words, is not BERT: no pretraining on real text, no
 sub-word statistics, one sentence shape. A metric that behaves well here may still be misled on a real model and a
 real benchmark, and the other way round; and benchmark pairs such as CrowS-Pairs are not balanced like these, so
@@ -357,11 +362,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    st.title("Bias lab")
-    st.caption(
-        "Plant a bias in a synthetic corpus, train a small masked language model on it here, and see which metrics detect "
-        "it on held-out pairs. Each run is an ordinary model folder that every page (and the CLI) can load."
-    )
+    ui.feedback.header("Bias lab", ABOUT)
     chosen = knobs()
     knobs_now = {name: st.session_state[S + name] for name in ("scenario", "association", "ratio", "corpus", "steps", "seed")}
     view = LabView(ui.state.global_view(), **knobs_now)

@@ -21,7 +21,7 @@ from .text import code as code, md as md  # pages escape user text with ui.feedb
 
 LOCAL_FOLDER_HINT = (
     "**What you can do:** press **Use the offline lab model**: the bias lab's small model, trained on this machine once "
-    "(about a minute) and needing no network. Or type the path of a local model folder (saved with `save_pretrained`: "
+    "(under a minute) and needing no network. Or type the path of a local model folder (saved with `save_pretrained`: "
     "`config.json`, the weights and the tokenizer files) into the **Model** box in the sidebar and press Enter."
 )
 DATASET_HINT = (
@@ -30,6 +30,12 @@ DATASET_HINT = (
 )
 #: Exceptions that mean "something is not on this machine": a calm note with the next step, never a red box.
 MISSING = (HubUnreachableError, DatasetNotFoundError)
+
+
+def header(title: str, about: str) -> None:
+    """A page's title and its description (the page's own text, markdown)."""
+    st.title(title)
+    st.caption(about)
 
 
 def _missing_message(exc: BaseException) -> str:
@@ -144,7 +150,7 @@ def offer_lab_model(where: str = "sidebar") -> None:
     cached = lab.cached_lab_model_path()
     st.info(
         "No network? Every page also works with the bias lab's small model: "
-        + ("it is already trained on this machine." if cached else "it trains here once (about a minute), then stays in the cache."),
+        + ("it is already trained on this machine." if cached else "it trains here once (under a minute), then stays in the cache."),
         icon=":material/wifi_off:",
     )
     key = "settings.offline_lab" if where == "sidebar" else f"settings.offline_lab.{where}"

@@ -31,18 +31,18 @@ from .tables import table
 S = "field."
 
 
+@st.cache_data(show_spinner=False, max_entries=8)
+def _flag_pairs(dataset_key: tuple[str, str], fingerprint: str, data_dir: str | None, _dataset: PairDataset, _lm: MaskedLM):
+    """`flag_pairs` once per dataset, model (its fingerprint) and data folder, shared by every session."""
+    return flagging.flag_pairs(_dataset, lm=_lm, data_dir=data_dir)
+
+
 def _flags(settings: Settings, lm: MaskedLM, dataset: PairDataset):
-    """Every flag of the dataset's pairs (kept in the session per dataset and tokenizer)."""
-    key = (S + "flags", dataset.sha256, str(dataset.path), lm.fingerprint)
-    store = st.session_state.setdefault(S + "store", LRU(1))  # one dataset at a time
-    if key not in store:
-        found = None
-        with guard():
-            found = flagging.flag_pairs(dataset, lm=lm, data_dir=resources.data_dir(settings))
-        if found is None:
-            return None
-        store.put(key, found)
-    return store.get(key)
+    """Every flag of the dataset's pairs, or None (the error shown)."""
+    with guard():
+        data_dir = resources.data_dir(settings)
+        return _flag_pairs((dataset.sha256, str(dataset.path)), lm.fingerprint, data_dir, dataset, lm)
+    return None
 
 
 def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> EvaluationResult:

@@ -73,6 +73,18 @@ def _results() -> LRU[RunSpec, EvaluationResult]:
     return st.session_state.setdefault(_RESULTS, LRU(KEEP_RESULTS))
 
 
+@st.cache_resource(show_spinner=False)
+def _finished_in(cache_path: str) -> LRU[RunSpec, EvaluationResult]:
+    return LRU(KEEP_RESULTS)
+
+
+def _shared_results() -> LRU[RunSpec, EvaluationResult]:
+    """The last `KEEP_RESULTS` finished runs read back from the server's result cache, for every session: a link to a
+    finished run opens without reading the cache again (a run's key names the model's fingerprint and the dataset's
+    sha256)."""
+    return _finished_in(str(resources.result_cache().path))
+
+
 def _remember(spec: RunSpec, result: EvaluationResult) -> EvaluationResult:
     return _results().put(spec, result)
 
@@ -82,12 +94,16 @@ def _options(spec: RunSpec) -> dict:
 
 
 def lookup(spec: RunSpec, lm: MaskedLM, dataset: PairDataset) -> EvaluationResult | None:
-    """The finished run: from this session, else entirely from the result cache; None if not finished."""
+    """The finished run: from this session or another one on this server, else entirely from the result cache; None
+    if not finished."""
     found = _results().get(spec)
+    if found is None:
+        found = _shared_results().get(spec)
     if found is None:
         with guard():
             found = cached_evaluation(lm, dataset, list(spec.metrics), resources.result_cache(), **_options(spec))
-        if found is not None:
+        if found is not None:  # read back from the cache: nothing in it is this session's (a run's notices are not)
+            _shared_results().put(spec, found)
             _remember(spec, found)
     return found
 

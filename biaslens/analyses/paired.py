@@ -65,6 +65,14 @@ def _quantiles(estimates: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def _resamples(n: int, n_resamples: int, seed: int, *, block: int = 250):
+    """Bootstrap index draws, `block` resamples (rows) at a time: the same stream as one `rng.integers(0, n, n)` per
+    resample, so the intervals are those of a plain loop, computed with array operations."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_resamples, block):
+        yield rng.integers(0, n, size=(min(block, n_resamples - start), n))
+
+
 def paired_difference(
     first: np.ndarray, second: np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0, confidence: float = 0.95
 ) -> tuple[float, float, float]:
@@ -74,8 +82,7 @@ def paired_difference(
     if a.shape != b.shape or a.size == 0:
         raise InputError("A paired comparison needs the same, non-empty set of pairs on both sides.")
     d = 100.0 * (b - a)
-    rng = np.random.default_rng(seed)
-    estimates = np.array([d[rng.integers(0, d.size, size=d.size)].mean() for _ in range(n_resamples)])
+    estimates = np.concatenate([d[idx].mean(axis=1) for idx in _resamples(d.size, n_resamples, seed)])
     return float(d.mean()), *_quantiles(estimates, confidence)
 
 
@@ -93,13 +100,14 @@ def subset_difference(
     if not k.any():
         return math.nan, math.nan, math.nan
     point = 100.0 * (w[k].mean() - w.mean())
-    rng = np.random.default_rng(seed)
-    estimates = np.empty(n_resamples)
-    for r in range(n_resamples):
-        idx = rng.integers(0, w.size, size=w.size)
-        kept = k[idx]
-        estimates[r] = 100.0 * (w[idx][kept].mean() - w[idx].mean()) if kept.any() else math.nan
-    return float(point), *_quantiles(estimates, confidence)
+    estimates = []
+    for idx in _resamples(w.size, n_resamples, seed):
+        drawn, kept = w[idx], k[idx]
+        n_kept = kept.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kept_mean = np.where(n_kept > 0, (drawn * kept).sum(axis=1) / n_kept, math.nan)
+        estimates.append(100.0 * (kept_mean - drawn.mean(axis=1)))
+    return float(point), *_quantiles(np.concatenate(estimates), confidence)
 
 
 def _check_same_pairs(first: EvaluationResult, second: EvaluationResult) -> None:

@@ -15,18 +15,8 @@ from typing import Any
 from biaslens.errors import OutputError
 from biaslens.engine.options import DEFAULT_PRECISION, Precision
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
-from biaslens.cli.common import (
-    COMMANDS,
-    Progress,
-    add_compat_arg,
-    add_model_args,
-    add_progress_arg,
-    fmt,
-    load,
-    model_caveats,
-    pair_texts,
-    positive_int,
-)
+from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, positive_int
+from biaslens.cli.common import fmt, load, model_caveats, pair_texts
 
 
 def register(sub: Any) -> argparse.ArgumentParser:

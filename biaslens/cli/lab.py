@@ -8,18 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from biaslens.lab import (
-    EXPECTED_TEXT,
-    LabModel,
-    LabReport,
-    LabSettings,
-    evaluate_lab,
-    find_lab_model,
-    heldout_pairs,
-    load_lab_model,
-    loss_window,
-    train_lab_model,
-)
+from biaslens.lab import EXPECTED_TEXT, LabModel, LabReport, LabSettings
+from biaslens.lab import evaluate_lab, find_lab_model, heldout_pairs, load_lab_model, loss_window, train_lab_model
 from biaslens.cli.common import COMMANDS, Parser, Progress, progress_to
 from biaslens.cli.lab_options import add_lab_arguments, settings_from_args
 

@@ -65,12 +65,13 @@ FULL_RATIOS = (1.0, 3.0, 10.0)
 FULL_SEEDS = (0, 1, 2)
 
 #: Worker processes by default: 1, so a sweep on a shared app server leaves a core to the other users; on a machine
-#: of your own, `--workers 2` was 1.87x as fast on 2 idle cores (`MEASURED_SPEEDUP`).
+#: of your own, `--workers 2` was 1.96x as fast on 2 idle cores (`MEASURED_SPEEDUP`).
 DEFAULT_WORKERS = 1
 #: Speed-up of n worker processes over 1: the default grid (16 models) on the 2-core development machine with
-#: nothing else running, 166 s with 1 worker and 89 s with 2; used by `estimate_sweep`, which assumes no further
-#: gain beyond. (With both cores already busy, 2 workers measured 0.84x: a second process only competes.)
-MEASURED_SPEEDUP = {1: 1.0, 2: 1.87}
+#: nothing else running, 389 s with 1 worker and 198 s with 2 (2026-11-26; `benchmarks/bench_sweep.py default`); used
+#: by `estimate_sweep`, which assumes no further gain beyond. (With both cores already busy, 2 workers measured 0.84x:
+#: a second process only competes.)
+MEASURED_SPEEDUP = {1: 1.0, 2: 1.96}
 
 
 def measured_speedup(workers: int) -> float:
