@@ -417,7 +417,7 @@ def main() -> None:
     st.session_state[S + "datasets_for"] = settings.model
     st.session_state.setdefault(S + "analyses", list(ANALYSES))
     st.session_state.setdefault(S + "shuffle_seed", 0)
-    st.session_state.setdefault(S + "sample_on", True)
+    st.session_state.setdefault(S + "sample_on", _lab_model is None)  # a lab model's 48 pairs: all of them
     st.session_state.setdefault(S + "sample_n", DEFAULT_SAMPLE)
     c1, c2 = st.columns([1.4, 1])
     with c1:

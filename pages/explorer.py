@@ -21,6 +21,7 @@ import ui.tables
 from ui.views import EXPLORER_TABS, ExplorerView
 from biaslens.analyses import explore
 from biaslens.figures import charts as figures
+from biaslens.figures.formatting import VERDICTS
 from biaslens.engine.evaluation import EvaluationResult
 from biaslens.engine.pairs import available_metrics, unavailable_note
 from biaslens.data.export import safe_csv, to_json
@@ -33,7 +34,6 @@ S = "explorer."
 ABOUT = "Bias scores of the sidebar's model on a whole benchmark, per metric, per bias type and per group, with every pair behind them."
 #: The tabs of a finished run: the link's name -> the label.
 TABS = dict(zip(EXPLORER_TABS, ["Scores", "By bias type", "Adv / Dis", "Pairs", "Export"]))
-VERDICTS = {"stereo": "stereotypical", "anti": "anti-stereotypical", "tie": "tie", "undecidable": "undecidable"}
 
 
 def _adopt_url() -> ui.state.Link[ExplorerView]:

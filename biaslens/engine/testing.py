@@ -207,6 +207,16 @@ def build_tokenizer(family: str, tokenizer_dir: str | Path | None) -> Any:
     raise ValueError(f"unknown family {family!r}; choose from {FAMILIES}")
 
 
+def _vocabulary(tokenizer: Any) -> dict[str, Any]:
+    """A trained tokenizer's vocabulary size and special ids (its [CLS] starts and its [SEP] ends a sequence)."""
+    return dict(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+    )
+
+
 def build_config(family: str, size: str = "tiny", tokenizer: Any = None, **overrides: Any) -> Any:
     """A config of the family's real architecture; the trained families need their `tokenizer` (vocabulary and special ids)."""
     from transformers import (
@@ -230,17 +240,6 @@ def build_config(family: str, size: str = "tiny", tokenizer: Any = None, **overr
     )
     if family in TRAINED_FAMILIES and tokenizer is None:
         raise ValueError(f"build_config({family!r}) needs the tokenizer the model is built for")
-    # A trained tokenizer's vocabulary and special ids (its [CLS] starts and [SEP] ends a sequence).
-    vocab = (
-        {}
-        if tokenizer is None
-        else dict(
-            vocab_size=len(tokenizer),
-            pad_token_id=tokenizer.pad_token_id,
-            bos_token_id=tokenizer.cls_token_id,
-            eos_token_id=tokenizer.sep_token_id,
-        )
-    )
     if family == "bert-cased":
         config = BertConfig(vocab_size=28996, **common)
     elif family == "bert-uncased":
@@ -261,7 +260,7 @@ def build_config(family: str, size: str = "tiny", tokenizer: Any = None, **overr
         # so the embeddings projection is exercised.
         config = ElectraConfig(vocab_size=30522, embedding_size=hidden + hidden // 2, **common)
     elif family == "xlm-roberta":
-        config = XLMRobertaConfig(type_vocab_size=1, **vocab, **{**common, "max_position_embeddings": 514})
+        config = XLMRobertaConfig(type_vocab_size=1, **_vocabulary(tokenizer), **{**common, "max_position_embeddings": 514})
     elif family == "deberta-v3":
         # deberta-v3-base's attention: relative positions in log buckets, c2p and p2c, no absolute positions, no
         # token types; legacy=False is the head DeBERTa's own checkpoints hold (lm_predictions.*). Few buckets, so
@@ -283,7 +282,7 @@ def build_config(family: str, size: str = "tiny", tokenizer: Any = None, **overr
     elif family == "modernbert":
         # ModernBERT alternates global and sliding-window attention; a narrow window so test sentences reach past it.
         config = ModernBertConfig(
-            **vocab,
+            **_vocabulary(tokenizer),
             cls_token_id=tokenizer.cls_token_id,
             sep_token_id=tokenizer.sep_token_id,
             global_attn_every_n_layers=2,
