@@ -1,4 +1,4 @@
-"""The app's one memo: a bounded, thread-safe least-recently-used map (finished analyses, runs, flags, StereoSet scores).
+"""The app's one memo: a bounded, thread-safe least-recently-used map (finished analyses, runs, StereoSet scores).
 
 Keep one in `st.cache_resource` to share it between sessions, or in `st.session_state` for one session.
 Models have their own pool (`biaslens.serving.server.ModelPool`): loading one must happen once even under concurrent requests.
