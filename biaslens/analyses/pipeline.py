@@ -330,7 +330,8 @@ def run_evaluation(
             note(text)
         run.steps[step.name] = output
     for output in run.steps.values():
-        run.result = output.result or run.result
+        if output.result is not None:  # a step that narrows the saved result (flags with exclude_flagged)
+            run.result = output.result
     run.result.summary.update({name: output.block for name, output in run.steps.items()})
     run.notes = notes
     return run
