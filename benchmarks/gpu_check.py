@@ -60,6 +60,7 @@ from biaslens.engine.pairs import score_encoded_pairs  # noqa: E402
 from biaslens.engine.exact import bfloat16_twin  # noqa: E402
 from biaslens.engine.metrics import METRICS, PAPER_METRICS  # noqa: E402
 from biaslens.engine.models import MaskedLM, load_model, resolve_device  # noqa: E402
+from biaslens.engine.presets import DEFAULT_DTYPE  # noqa: E402
 from biaslens.engine.scoring import default_batch_tokens  # noqa: E402
 
 #: The issue's goals (one H100 or H200): end-to-end seconds for all five metrics over both datasets, per size.
@@ -112,9 +113,10 @@ def run_evaluate(lm: MaskedLM, pairs: Sequence[Any], precision: str, repeat: int
 def end_to_end(models: dict[str, MaskedLM], datasets: dict[str, list], repeat: int, budget: Budget, per_pair: dict[str, float]) -> dict[str, Any]:
     """`evaluate` per precision and dataset; verdicts against float32; exact-bf16's re-scored pairs; bfloat16 in one chunk.
 
-    `per_pair`: the seconds a pair is expected to take in each precision (what `budget` is asked for).
+    `per_pair`: the seconds a pair is expected to take in each precision (what `budget` is asked for), refined as runs are timed.
     """
     out: dict[str, Any] = {"datasets": {}, "totals": {}}
+    measured: set[str] = set()
     for name, pairs in datasets.items():
         block: dict[str, Any] = {"pairs": len(pairs), "seconds": {}, "peak_memory_bytes": {}}
         results = {}
@@ -123,6 +125,7 @@ def end_to_end(models: dict[str, MaskedLM], datasets: dict[str, list], repeat: i
                 continue
             results[label], t = run_evaluate(models[model], pairs, precision, repeat)
             block["seconds"][label], block["peak_memory_bytes"][label] = t.seconds, t.memory
+            refine(per_pair, measured, label, t.seconds / len(pairs))
         if budget.allows(f"{name} bfloat16 in one chunk", per_pair["bfloat16"] * len(pairs)):
             _, t = run_evaluate(models["bfloat16"], pairs, "model", 1, chunk_pairs=len(pairs))
             block["seconds"]["bfloat16, one chunk"] = t.seconds
@@ -138,6 +141,16 @@ def end_to_end(models: dict[str, MaskedLM], datasets: dict[str, list], repeat: i
     labels = {label for b in out["datasets"].values() for label in b["seconds"]}
     out["totals"] = {label: sum(b["seconds"].get(label, math.nan) for b in out["datasets"].values()) for label in sorted(labels)}
     return out
+
+
+def refine(per_pair: dict[str, float], measured: set[str], label: str, seconds_per_pair: float) -> None:
+    """Replace the guessed seconds per pair of `label` with the measured ones (and, from bfloat16's, the guesses not yet measured)."""
+    if label == "bfloat16":
+        for other, factor in (("float32", 6.0), ("exact-bf16", 8.0)):  # at most, as measured on an H200
+            if other not in measured:
+                per_pair[other] = factor * seconds_per_pair
+    per_pair[label] = 1.2 * seconds_per_pair
+    measured.add(label)
 
 
 def engine_mfu(lm: MaskedLM, pairs: Sequence[Any], peak: float, repeat: int) -> dict[str, Any]:
@@ -178,7 +191,11 @@ def oom_check(lm: MaskedLM, pairs: Sequence[Any], free_mb: int) -> dict[str, Any
     """With the GPU filled but for `free_mb`, a run at the empty GPU's budget must run out of memory, halve, and agree."""
     metrics = ["aula", "cps"]
     budget = default_batch_tokens(lm)
+    torch.cuda.reset_peak_memory_stats(lm.device)
+    before = torch.cuda.memory_allocated(lm.device)
     reference = evaluate(lm, pairs, metrics, cache=None, batch_tokens=budget)
+    needed = torch.cuda.max_memory_allocated(lm.device) - before
+    free_mb = min(free_mb, max(1, needed // 4 // 2**20))  # a quarter of what the run needed: it must run out
     torch.cuda.empty_cache()  # what torch keeps cached counts as free from here on
     filler = []  # blocks of 1 GiB, then the rest, until `free_mb` is left
     while (extra := torch.cuda.mem_get_info(lm.device)[0] - free_mb * 2**20) > 2**20:
@@ -200,6 +217,7 @@ def oom_check(lm: MaskedLM, pairs: Sequence[Any], free_mb: int) -> dict[str, Any
     diff = float(np.nanmax(np.abs(squeezed.pairs[columns].to_numpy(float) - reference.pairs[columns].to_numpy(float))))
     return {
         "pairs": len(pairs),
+        "needed_mb": needed // 2**20,
         "budget_tokens": budget,
         "free_mb_left": free_mb,
         "halvings": len(halvings),
@@ -242,8 +260,8 @@ def check_model(
     # Expected seconds per pair (for the time budget): bfloat16's first timing, float32 up to 3x slower (roberta-large on an H200).
     bf16 = 1.5 * (warm or 1.0) / 64
     per_pair = {"bfloat16": bf16, "float32": 3 * bf16, "exact-bf16": 2 * bf16}
-    per_run = bf16 * max(len(p) for p in datasets.values())  # one bfloat16 run of the larger dataset
     result["end_to_end"] = attempt(errors, "end to end", lambda: end_to_end(models, datasets, args.repeat, budget, per_pair))
+    per_run = per_pair["bfloat16"] * max(len(p) for p in datasets.values())  # one bfloat16 run of the larger dataset
     log(f"  end to end: {json.dumps((result['end_to_end'] or {}).get('totals'))}")
     first = datasets[next(iter(datasets))]
     if budget.allows(f"{size} engine MFU", 4 * per_run):
@@ -252,10 +270,12 @@ def check_model(
         result["cpu_overhead"] = attempt(errors, "CPU-side overhead", lambda: bench.cpu_overhead(fast, first))
     if cuda and budget.allows(f"{size} GPU busy", 2 * per_run):
         result["busy"] = attempt(errors, "GPU busy", lambda: busy(fast, first, out, f"gpu-check-{size}"))
+    if cuda and budget.allows(f"{size} GPU busy, float32", per_pair["float32"] * len(first) * 1.5):
+        result["busy_float32"] = attempt(errors, "GPU busy, float32", lambda: busy(lm, first, out, f"gpu-check-{size}-float32"))
+    if cuda:
+        result["peak_memory_bytes"] = torch.cuda.max_memory_allocated(lm.device)  # before the out-of-memory check fills the GPU
     if cuda and budget.allows(f"{size} out-of-memory check", 2 * per_run):
         result["oom"] = attempt(errors, "out-of-memory check", lambda: oom_check(fast, first[:OOM_PAIRS], args.oom_free_mb))
-    if cuda:
-        result["peak_memory_bytes"] = torch.cuda.max_memory_allocated(lm.device)
     result["seconds"] = time.perf_counter() - started
     return result
 
@@ -269,7 +289,8 @@ def goals(report: dict[str, Any]) -> dict[str, Any]:
         e2e = (model.get("end_to_end") or {}).get("totals", {})
         for label in PRECISIONS:
             if label in e2e:
-                out[f"{size}: all five, both datasets, {label} <= {GOAL_SECONDS[size]:g} s"] = {
+                default = " (the default)" if PRECISIONS[label] == (DEFAULT_DTYPE, "model") else ""
+                out[f"{size}: all five, both datasets, {label}{default} <= {GOAL_SECONDS[size]:g} s"] = {
                     "value": round(e2e[label], 3),
                     "met": e2e[label] <= GOAL_SECONDS[size],
                 }
@@ -326,11 +347,16 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(
                 f"- GPU busy: {b['busy']:.0%} ({b['kernel_s']:.2f} s of kernels in {b['wall_s_under_profiler']:.2f} s; kernels: {b['kernels_table']})"
             )
+        if model.get("busy_float32"):
+            b = model["busy_float32"]
+            lines.append(f"- GPU busy, float32: {b['busy']:.0%} ({b['kernel_s']:.2f} s of kernels in {b['wall_s_under_profiler']:.2f} s; "
+                         f"kernels: {b['kernels_table']})")  # fmt: skip
         if model.get("cpu_overhead"):
             lines.append(f"- CPU-side overhead: {model['cpu_overhead']['non_model_s_per_1000_pairs']:.2f} non-model s per 1,000 pairs")
         if model.get("oom"):
             o = model["oom"]
-            lines.append(f"- out of memory, {o['free_mb_left']} MB left free: {o['halvings']} halvings of a {o['budget_tokens']}-token budget; "
+            lines.append(f"- out of memory, {o['free_mb_left']} MB left free (the run needed {o.get('needed_mb', '?')} MB): "
+                         f"{o['halvings']} halvings of a {o['budget_tokens']}-token budget; "
                          f"verdicts that differ {o['verdicts_differ']}, largest score difference {o['max_abs_diff']:.1e}")  # fmt: skip
         lines.append(f"- batch budget {model.get('batch_tokens')}; peak memory {model.get('peak_memory_bytes', 0) / 2**30:.2f} GiB")
         for error in model.get("errors", []):
