@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, Unpack
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,7 @@ from biaslens.engine.evaluation import EvaluationResult, select_pairs
 from biaslens.engine.pairs import score_encoded_pairs
 from biaslens.engine.metrics import METRICS, sss_instance_accuracy
 from biaslens.engine.models import MaskedLM
+from biaslens.engine.options import SELECTION, RunKeywords, run_keywords
 from biaslens.engine.runner import Progress, run_chunked
 from biaslens.data.published import BIAS_SCORES, GROUP_SCORES, TOKEN_ACCURACY
 from biaslens.engine.stats import McNemarResult, mcnemar, wilson_interval
@@ -170,32 +171,22 @@ def _token_records(masked_metric: str, batch_tokens: int | None) -> RecordFn:
     return compute
 
 
-def token_ranks(
-    lm: MaskedLM,
-    dataset: PairDataset | Sequence[Pair],
-    masked_metric: str | None = None,
-    *,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    cache: ResultCache | None = None,
-    batch_tokens: int | None = None,
-    chunk_pairs: int | None = None,
-    progress: Progress | None = None,
-) -> TokenRun:
+def token_ranks(lm: MaskedLM, dataset: PairDataset | Sequence[Pair], masked_metric: str | None = None, **run: Unpack[RunKeywords]) -> TokenRun:
     """Per-token ranks of the unmasked pass and of a masked metric over a dataset's pairs.
 
     `masked_metric` defaults to the paper's choice for the dataset (CPS on CrowS-Pairs,
-    SSS on StereoSet). The ranks do not depend on the compat mode. Resumable through
-    `cache`; `progress(done_pairs, total_pairs)`.
+    SSS on StereoSet). The ranks do not depend on the compat mode. `run`: which pairs and
+    how, as for `evaluate` (`RunKeywords`: limit, sample, seed, cache, batch_tokens,
+    chunk_pairs, progress); resumable through `cache`.
     """
-    pairs = dataset_pairs(dataset, limit=limit, sample=sample, seed=seed)
+    pairs = dataset_pairs(dataset, **run_keywords("token_ranks", run, *SELECTION))
     name = pairs[0].dataset if not isinstance(dataset, PairDataset) else dataset.name
     metric = masked_metric or MASKED_METRIC.get(name, "cps")
     if metric not in PAIRED_TOKENS:
         raise InputError(f"Token accuracy compares AUL with {' or '.join(PAIRED_TOKENS)}, not {metric!r}.")
+    compute = _token_records(metric, run.get("batch_tokens"))
     records, from_cache = cached_pair_records(
-        lm, pairs, f"{_TOKEN_RECORD}/{metric}", _token_records(metric, batch_tokens), cache=cache, chunk_pairs=chunk_pairs, progress=progress
+        lm, pairs, f"{_TOKEN_RECORD}/{metric}", compute, **run_keywords("token_ranks", run, "cache", "chunk_pairs", "progress")
     )
     return TokenRun(lm.name, name, metric, token_frame(pairs, records), from_cache)
 

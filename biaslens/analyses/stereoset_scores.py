@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence, Unpack
 
 import pandas as pd
 
-from biaslens.engine.cache import ResultCache
 from biaslens.data.datasets import Pair, PairDataset
 from biaslens.errors import InputError
 from biaslens.engine.evaluation import EvaluationResult, evaluate, select_pairs
 from biaslens.engine.metrics import parse_metrics
 from biaslens.engine.models import MaskedLM
+from biaslens.engine.options import SELECTION, RunKeywords, run_keywords
 
 CITATION = "Nadeem et al. (2021), StereoSet: Measuring stereotypical bias in pretrained language models, ACL."
 SCORE_COLUMNS = ("metric", "bias_type", "n", "targets", "lms", "ss", "icat")
@@ -98,21 +98,19 @@ def stereoset_scores(
     metrics: Sequence[str] | str | None = None,
     *,
     compat: str | None = "default",
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    cache: ResultCache | None = None,
-    batch_tokens: int | None = None,
     main: EvaluationResult | None = None,
-    progress: Callable[[float, int], None] | None = None,
+    **run: Unpack[RunKeywords],
 ) -> StereoSetScores:
     """Score the intrasentence examples' three comparisons with each metric; StereoSet's numbers per bias type.
 
     `main`: an evaluation of the same selection already made (stereotype vs anti-stereotype), reused.
+    `run`: which pairs and how, as for `evaluate` (`RunKeywords`: limit, sample, seed, cache,
+    batch_tokens, chunk_pairs, progress); progress counts the three comparisons' pairs.
     """
     keys = parse_metrics(metrics)
     pairs = list(dataset.pairs if isinstance(dataset, PairDataset) else dataset)
-    pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
+    pairs = select_pairs(pairs, **run_keywords("stereoset_scores", run, *SELECTION))
+    progress, scoring = run.get("progress"), run_keywords("stereoset_scores", run, "cache", "batch_tokens", "chunk_pairs")
     usable = with_unrelated(pairs)
     runs: dict[str, EvaluationResult] = {}
     comparisons = {
@@ -136,7 +134,7 @@ def stereoset_scores(
                 if progress is not None:
                     progress(offset + d, 3 * len(usable))
 
-            runs[name] = evaluate(lm, chosen, keys, compat=compat, cache=cache, batch_tokens=batch_tokens, progress=step)
+            runs[name] = evaluate(lm, chosen, keys, compat=compat, progress=step, **scoring)
         done += len(usable)
     tables, examples = [], []
     for m in keys:

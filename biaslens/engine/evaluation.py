@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -132,41 +132,39 @@ def _ratio(score: SentenceScore) -> float:
     return 100.0 * score.hits / score.total if score.total else math.nan
 
 
+class InspectionKeywords(TypedDict, total=False):
+    """What `inspect_pair` scores, for the functions that take it as `**options`: `metrics`, `compat`, `top_k` (`prepare_inspection`'s defaults)."""
+
+    metrics: Sequence[str] | str | None
+    compat: str | None
+    top_k: int
+
+
 def inspect_pair(
-    lm: MaskedLM,
-    sent_stereo: str,
-    sent_anti: str,
-    *,
-    metrics: Sequence[str] | str | None = None,
-    compat: str | None = "default",
-    top_k: int = 5,
-    attention_matrices: bool = False,
+    lm: MaskedLM, sent_stereo: str, sent_anti: str, *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
 ) -> PairInspection:
     """Score one pair with every metric and keep the per-token detail.
 
-    With `metrics=None` (the paper's five), a metric the model cannot give is left out and named in
-    `notes`; asked for by name, it is refused with the reason (`MetricUnavailableError`).
+    `options` (`InspectionKeywords`): `metrics` (default None: the paper's five), `compat`
+    ("default" or "kaneko2022") and `top_k` (5: the predictions kept per token). With
+    `metrics=None` a metric the model cannot give is left out and named in `notes`; asked for
+    by name, it is refused with the reason (`MetricUnavailableError`). `attention_matrices`
+    keeps every layer's attention for the attention views.
     """
-    request = prepare_inspection(lm, sent_stereo, sent_anti, metrics=metrics, compat=compat, top_k=top_k)
-    (inspection,) = inspect_prepared(lm, [request], attention_matrices=attention_matrices)
+    (inspection,) = inspect_prepared(lm, [prepare_inspection(lm, sent_stereo, sent_anti, **options)], attention_matrices=attention_matrices)
     return inspection
 
 
 def inspect_pairs(
-    lm: MaskedLM,
-    pairs: Sequence[tuple[str, str]],
-    *,
-    metrics: Sequence[str] | str | None = None,
-    compat: str | None = "default",
-    top_k: int = 5,
-    attention_matrices: bool = False,
+    lm: MaskedLM, pairs: Sequence[tuple[str, str]], *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
 ) -> list[PairInspection]:
     """`inspect_pair` for several pairs at once, their sentences scored in shared batches.
 
-    Each result equals `inspect_pair`'s for the same pair up to float rounding (the batches are
-    padded differently); every pair is checked before anything is scored.
+    `options`: `inspect_pair`'s `metrics`, `compat` and `top_k`. Each result equals
+    `inspect_pair`'s for the same pair up to float rounding (the batches are padded
+    differently); every pair is checked before anything is scored.
     """
-    requests = [prepare_inspection(lm, a, b, metrics=metrics, compat=compat, top_k=top_k) for a, b in pairs]
+    requests = [prepare_inspection(lm, a, b, **options) for a, b in pairs]
     return inspect_prepared(lm, requests, attention_matrices=attention_matrices)
 
 
@@ -591,6 +589,7 @@ def _dataset_info(dataset: PairDataset | Sequence[Pair], pairs: Sequence[Pair]) 
 
 __all__ = [
     "EvaluationResult",
+    "InspectionKeywords",
     "InspectionRequest",
     "PairInspection",
     "SentenceDetail",

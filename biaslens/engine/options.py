@@ -8,6 +8,9 @@
 * `RunOptions`: what a dataset run scores (metrics, compat, limit, sample, seed,
   batch_tokens, chunk_pairs, precision); `RunOptions.from_args` reads the CLI's namespace and
   `evaluate_kwargs` gives what `biaslens.evaluate` takes.
+* `RunKeywords`: the keywords every dataset run takes as `biaslens.evaluate` names them (which
+  pairs, the cache, batch and chunk sizes, progress), for the functions that take them as
+  `**run`; `run_keywords` picks some of them out and refuses any other.
 
 Defaults are written here once: `DEFAULT_DEVICE`, `DEFAULT_DTYPE` (`biaslens.load_model`
 uses them too) and `DEFAULT_COMPAT`.
@@ -15,13 +18,17 @@ uses them too) and `DEFAULT_COMPAT`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from biaslens.engine.metrics import DEFAULT_COMPAT, Compat, parse_choice
 from biaslens.engine.presets import DEFAULT_DEVICE, DEFAULT_DTYPE
 from biaslens.errors import InputError
+
+if TYPE_CHECKING:
+    from biaslens.engine.cache import ResultCache
 
 
 class Precision(StrEnum):
@@ -171,4 +178,46 @@ class RunOptions:
         return out
 
 
-__all__ = ["DEFAULT_COMPAT", "DEFAULT_DEVICE", "DEFAULT_DTYPE", "DEFAULT_PRECISION", "Compat", "ModelSpec", "Precision", "RunOptions"]
+class RunKeywords(TypedDict, total=False):
+    """The keywords of a dataset run besides the model, the dataset and the metrics, named and meant as `biaslens.evaluate`'s.
+
+    `limit` keeps the first N pairs, `sample` a random sample of N drawn with `seed`; `cache`
+    (a `ResultCache`) keeps finished chunks, so a stopped run resumes; `batch_tokens` caps the
+    tokens of a batch (default: from the device's memory); `chunk_pairs` fixes the pairs of a
+    chunk (default: sized by time); `progress(done_pairs, total_pairs)` is called as chunks
+    finish. A function that takes `**run` refuses any other keyword.
+    """
+
+    limit: int | None
+    sample: int | None
+    seed: int
+    cache: ResultCache | None
+    batch_tokens: int | None
+    chunk_pairs: int | None
+    progress: Callable[[float, int], None] | None
+
+
+#: The keywords of `RunKeywords` that choose the pairs.
+SELECTION = ("limit", "sample", "seed")
+
+
+def run_keywords(function: str, run: Mapping[str, Any], *names: str) -> dict[str, Any]:
+    """Those of `names` given in `run`; a keyword `RunKeywords` lacks is refused as Python refuses an unknown argument."""
+    if unknown := sorted(set(run) - set(RunKeywords.__annotations__)):
+        raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}")
+    return {name: run[name] for name in names if name in run}
+
+
+__all__ = [
+    "DEFAULT_COMPAT",
+    "DEFAULT_DEVICE",
+    "DEFAULT_DTYPE",
+    "DEFAULT_PRECISION",
+    "SELECTION",
+    "Compat",
+    "ModelSpec",
+    "Precision",
+    "RunKeywords",
+    "RunOptions",
+    "run_keywords",
+]

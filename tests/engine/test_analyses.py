@@ -152,6 +152,8 @@ def test_token_ranks_resume_from_the_cache(tiny_bert, tmp_path):
     assert token_ranks(tiny_bert, PAIRS, "sss", cache=cache).cached == 0  # another record kind
     with pytest.raises(InputError):
         token_ranks(tiny_bert, PAIRS, "aul")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'limt'"):  # a typo is refused, not ignored
+        token_ranks(tiny_bert, PAIRS, "cps", limt=1)  # type: ignore[call-arg]
 
 
 def test_token_ranks_report_progress(tiny_bert):

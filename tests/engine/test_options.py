@@ -11,7 +11,7 @@ import pytest
 from biaslens.errors import InputError
 from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS, check_compat
 from biaslens.engine.models import DTYPES
-from biaslens.engine.options import DEFAULT_DEVICE, DEFAULT_DTYPE, Compat, ModelSpec, Precision, RunOptions
+from biaslens.engine.options import DEFAULT_DEVICE, DEFAULT_DTYPE, SELECTION, Compat, ModelSpec, Precision, RunOptions, run_keywords
 
 
 def test_compat_is_the_one_list_of_modes():
@@ -61,6 +61,14 @@ def test_run_options_from_a_namespace_take_defaults_for_what_a_command_lacks():
     run = RunOptions.from_args(argparse.Namespace(metrics=",".join(METRICS), compat="default", sample=4, seed=3))
     assert run.metrics == tuple(METRICS) and run.sample == 4 and run.seed == 3 and run.limit is None and run.chunk_pairs is None
     assert RunOptions.from_args(argparse.Namespace()) == RunOptions()
+
+
+def test_run_keywords_pick_what_was_given_and_refuse_unknown_keywords():
+    run = {"limit": 3, "seed": 0, "cache": None}
+    assert run_keywords("f", run, *SELECTION) == {"limit": 3, "seed": 0}
+    assert run_keywords("f", run, "cache", "progress") == {"cache": None}
+    with pytest.raises(TypeError, match=r"^token_ranks\(\) got an unexpected keyword argument 'limt'$"):
+        run_keywords("token_ranks", {"limt": 3}, *SELECTION)
 
 
 def test_model_spec():

@@ -61,6 +61,8 @@ def test_stereoset_scores_match_a_naive_count(tiny_bert):
     pairs.append(Pair(9, "custom", "gender", "stereo", "He is kind.", "She is kind."))  # no unrelated: skipped
     scores = stereoset_scores(tiny_bert, pairs, ["aul", "sss"])
     assert scores.skipped == 1
+    in_chunks = stereoset_scores(tiny_bert, pairs, ["aul", "sss"], chunk_pairs=1)  # evaluate's keywords pass through
+    pd.testing.assert_frame_equal(in_chunks.table, scores.table, atol=1e-6)
     f = {text: _naive_aul(tiny_bert, text) for _, _, _, *sentences in EXAMPLES for text in sentences}
     per_target: dict[str, list[tuple[bool, int]]] = {}
     for _, target, _, s, a, u in EXAMPLES:
