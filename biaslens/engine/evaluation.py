@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypedDict, Unpack
+from typing import Any, Callable, Iterable, Mapping, Sequence, Unpack
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ from biaslens.errors import InputError
 from biaslens.engine.exact import CALIBRATION_PAIRS, SAFETY, ExactBf16
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
-from biaslens.engine.options import Compat, Precision
+from biaslens.engine.options import Compat, InspectionKeywords, Precision
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
 from biaslens.engine.models import Encoding, MaskedLM
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
@@ -130,14 +130,6 @@ class PairInspection(HtmlRepr):
 
 def _ratio(score: SentenceScore) -> float:
     return 100.0 * score.hits / score.total if score.total else math.nan
-
-
-class InspectionKeywords(TypedDict, total=False):
-    """What `inspect_pair` scores, for the functions that take it as `**options`: `metrics`, `compat`, `top_k` (`prepare_inspection`'s defaults)."""
-
-    metrics: Sequence[str] | str | None
-    compat: str | None
-    top_k: int
 
 
 def inspect_pair(
@@ -589,7 +581,6 @@ def _dataset_info(dataset: PairDataset | Sequence[Pair], pairs: Sequence[Pair]) 
 
 __all__ = [
     "EvaluationResult",
-    "InspectionKeywords",
     "InspectionRequest",
     "PairInspection",
     "SentenceDetail",

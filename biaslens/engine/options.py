@@ -11,6 +11,8 @@
 * `RunKeywords`: the keywords every dataset run takes as `biaslens.evaluate` names them (which
   pairs, the cache, batch and chunk sizes, progress), for the functions that take them as
   `**run`; `run_keywords` picks some of them out and refuses any other.
+* `InspectionKeywords`: what `biaslens.inspect_pair` / `inspect_pairs` score (metrics, compat,
+  top_k), taken as `**options`.
 
 Defaults are written here once: `DEFAULT_DEVICE`, `DEFAULT_DTYPE` (`biaslens.load_model`
 uses them too) and `DEFAULT_COMPAT`.
@@ -18,7 +20,7 @@ uses them too) and `DEFAULT_COMPAT`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -197,6 +199,17 @@ class RunKeywords(TypedDict, total=False):
     progress: Callable[[float, int], None] | None
 
 
+class InspectionKeywords(TypedDict, total=False):
+    """What `inspect_pair` scores, for the functions that take it as `**options`: `metrics`, `compat`, `top_k`.
+
+    Their defaults are `biaslens.engine.evaluation.prepare_inspection`'s (the paper's five, "default", 5).
+    """
+
+    metrics: Sequence[str] | str | None
+    compat: str | None
+    top_k: int
+
+
 #: The keywords of `RunKeywords` that choose the pairs.
 SELECTION = ("limit", "sample", "seed")
 
@@ -215,6 +228,7 @@ __all__ = [
     "DEFAULT_PRECISION",
     "SELECTION",
     "Compat",
+    "InspectionKeywords",
     "ModelSpec",
     "Precision",
     "RunKeywords",
