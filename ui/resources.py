@@ -2,7 +2,7 @@
 
 A model is loaded once per (model, revision, device, dtype) for all sessions into the
 `MODELS` pool (at most $BIASLENS_MAX_MODELS, least recently used evicted) and never
-mutated afterwards (the engine's `MaskedLM` is safe to share between threads). The
+mutated afterwards (the engine's `LanguageModel` is safe to share between threads). The
 operator's limits (`biaslens.serving.server.ServerSettings`: which model folders, longest
 sentence, rows per uploaded file) are applied here. A failed load is remembered for `FAILURE_TTL_S` seconds, so an
 unreachable hub costs its timeout once rather than on every rerun; the sidebar's Retry
@@ -24,7 +24,7 @@ from biaslens.data.datasets import PairDataset, canonical_name, load_dataset
 from biaslens.errors import BiaslensError, ServerConfigError
 from biaslens.engine.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
-from biaslens.engine.models import MaskedLM, load_model
+from biaslens.engine.models import LanguageModel, load_model
 from biaslens.analyses.sanity import SanityReport, VocabularyReport, vocabulary_report
 from biaslens.lab.sanity_verdict import model_verdict
 from biaslens.serving.server import InspectionBatcher, ModelPool, Priority, ServerSettings
@@ -103,19 +103,19 @@ def confined() -> Iterator[None]:
         yield
 
 
-def _load_model(model: str, revision: str | None, device: str, dtype: str) -> MaskedLM:
+def _load_model(model: str, revision: str | None, device: str, dtype: str) -> LanguageModel:
     """The pooled model (refused if its folder is not allowed), refusing sentences over the server's limit."""
     server = server_settings()
     server.check_model(model)
 
-    def load() -> MaskedLM:
+    def load() -> LanguageModel:
         with server.in_effect():  # (also where no page run is around it: a fragment's rerun)
             return server.limit(load_model(model, revision=revision, device=device, dtype=dtype))
 
     return MODELS.get((model, revision, device, dtype, server.max_tokens), load, capacity=server.max_models)
 
 
-def get_model(settings: Settings, model: str | None = None) -> MaskedLM:
+def get_model(settings: Settings, model: str | None = None) -> LanguageModel:
     """The cached model of `settings` (or another `model` with the same device and dtype); raises on failure."""
     key = settings.model_key if model is None else (model, None, settings.device, settings.dtype)
     return _remembering_failures(("model", *key), lambda: _load_model(*key))
@@ -126,7 +126,7 @@ def forget_failure(settings: Settings) -> None:
     _failures().forget(("model", *settings.model_key))
 
 
-def model_or_none(settings: Settings, model: str | None = None, *, where=None) -> MaskedLM | None:
+def model_or_none(settings: Settings, model: str | None = None, *, where=None) -> LanguageModel | None:
     """The cached model, or None after showing why it could not be loaded."""
     try:
         with st.spinner(f"Loading {md(model_label(model or settings.model))}…"):
@@ -136,7 +136,7 @@ def model_or_none(settings: Settings, model: str | None = None, *, where=None) -
         return None
 
 
-def model_or_stop(settings: Settings) -> MaskedLM:
+def model_or_stop(settings: Settings) -> LanguageModel:
     """The cached model, or the reason it failed shown in the page, and the page stops there."""
     lm = model_or_none(settings)
     if lm is None:
@@ -144,7 +144,7 @@ def model_or_stop(settings: Settings) -> MaskedLM:
     return lm
 
 
-def sanity(settings: Settings, lm: MaskedLM) -> SanityReport:
+def sanity(settings: Settings, lm: LanguageModel) -> SanityReport:
     """The model's one sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`: computed once per model, shared by every page)."""
     return model_verdict(lm)
 
@@ -154,7 +154,7 @@ def _vocabulary(model_key: tuple, fingerprint: str, texts: tuple[str, ...]) -> V
     return vocabulary_report(_load_model(*model_key), texts)
 
 
-def vocabulary(settings: Settings, lm: MaskedLM, texts) -> VocabularyReport:
+def vocabulary(settings: Settings, lm: LanguageModel, texts) -> VocabularyReport:
     """Which words of `texts` the model does not know (cached per model and texts)."""
     return _vocabulary(settings.model_key, lm.fingerprint, tuple(str(t) for t in texts))
 
@@ -265,7 +265,7 @@ def _inspection(model_key: tuple, fingerprint: str, max_length: int, compat: str
         return inspection_batcher().inspect(lm, stereo, anti, metrics=None, compat=compat, top_k=5, attention_matrices=True)
 
 
-def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> PairInspection:
+def inspection(settings: Settings, lm: LanguageModel, stereo: str, anti: str) -> PairInspection:
     """`inspect_pair` with every paper metric, top-5 and attention matrices, cached per model and pair; requests of
     several sessions that arrive together are scored in shared batches (`InspectionBatcher`).
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from biaslens.data.datasets import Pair, PairDataset
     from biaslens.engine.cache import ResultCache
     from biaslens.engine.evaluation import EvaluationResult
-    from biaslens.engine.models import MaskedLM
+    from biaslens.engine.models import LanguageModel
 
 
 def parse_checks(text: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -93,7 +93,7 @@ class StepInput:
 
     plan: EvaluationPlan
     options: RunOptions
-    lm: MaskedLM
+    lm: LanguageModel
     dataset: PairDataset
     result: EvaluationResult
     cache: ResultCache | None
@@ -266,12 +266,12 @@ def _no_progress(*_: Any, **__: Any) -> ContextManager[Callable[..., None]]:
 def run_evaluation(
     plan: EvaluationPlan,
     *,
-    lm: MaskedLM | None = None,
+    lm: LanguageModel | None = None,
     cache: ResultCache | None = None,
     progress: RunProgress | None = None,
-    caveats: Callable[[MaskedLM, list[Pair]], Mapping[str, Any]] | None = None,
+    caveats: Callable[[LanguageModel, list[Pair]], Mapping[str, Any]] | None = None,
     say: Callable[[str], None] | None = None,
-    load: Callable[[ModelSpec], MaskedLM] | None = None,
+    load: Callable[[ModelSpec], LanguageModel] | None = None,
 ) -> EvaluationRun:
     """Load the plan's dataset (and model, unless `lm` is given), score it, run the post-steps that apply.
 

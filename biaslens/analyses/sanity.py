@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.scoring import unmasked_pass
 
 #: Plain sentences any trained English masked LM finds easy (nothing masked).
@@ -78,7 +78,7 @@ def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subje
     return "ok", f"Predicts {subject} well: {numbers}."
 
 
-def check_model(lm: MaskedLM, sentences: Sequence[str] = SANITY_SENTENCES, subject: str = "plain English") -> SanityReport:
+def check_model(lm: LanguageModel, sentences: Sequence[str] = SANITY_SENTENCES, subject: str = "plain English") -> SanityReport:
     """Token prediction accuracy and mean log-probability of `lm` on plain sentences (or other `sentences` of `subject`)."""
     results = unmasked_pass(lm, [lm.encode(s) for s in sentences], attention=False)
     logprob = np.concatenate([r.logprob[r.encoding.scored_positions] for r in results])
@@ -129,7 +129,7 @@ def _word_unknown(word: str, pieces: Sequence[str], unk: str | None) -> bool:
     return sum(c.isalpha() for c in word) >= 3 and len(pieces) > 1 and all(len(p) <= 1 for p in letters)
 
 
-def vocabulary_report(lm: MaskedLM, texts: Iterable[str]) -> VocabularyReport:
+def vocabulary_report(lm: LanguageModel, texts: Iterable[str]) -> VocabularyReport:
     """Which distinct words (letters only, at least 2) of `texts` the model does not know (see `VocabularyReport`)."""
     import re
 

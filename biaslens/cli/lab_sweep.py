@@ -27,7 +27,7 @@ def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
     """Add `sweep` to the `lab` subcommands; returns its parser."""
     from biaslens import lab
     from biaslens.lab import sweep
-    from biaslens.engine.metrics import METRICS
+    from biaslens.engine.metrics import MASKED_METRICS
 
     d = lab.LabSettings()
     p = lab_subparsers.add_parser(
@@ -56,7 +56,7 @@ def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
         default=sweep.DEFAULT_WORKERS,
         help=f"models trained at once, each in its own process (default {sweep.DEFAULT_WORKERS}; docs/lab.md gives the measured speed-up)",
     )
-    p.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
+    p.add_argument("--metrics", default=",".join(MASKED_METRICS), help=f"comma-separated, from: {' '.join(MASKED_METRICS)}")
     add_compat_arg(p)
     p.add_argument(
         "--models-dir", default=None, help="folder of the lab models (default <cache>/lab, cache = $BIASLENS_CACHE_DIR or ~/.cache/biaslens)"

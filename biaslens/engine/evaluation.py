@@ -30,7 +30,8 @@ from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
 from biaslens.engine.options import Compat, InspectionKeywords, Precision
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
-from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.lm import Encoding, LanguageModel
+from biaslens.engine.conventions import Convention, convention_block, parse_convention
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
 from biaslens.data.sentences import check_pair
 from biaslens.engine.stats import bias_score
@@ -53,7 +54,9 @@ class SentenceDetail:
     def token_frame(self) -> pd.DataFrame:
         """One row per token: what each metric reads at that position."""
         enc, u = self.encoding, self.unmasked
-        n = int((~np.asarray(enc.special)).sum())
+        n = len(enc.scored_positions)
+        unscored = np.ones(len(enc), dtype=bool)
+        unscored[enc.scored_positions] = False
         frame = pd.DataFrame(
             {
                 "position": np.arange(len(enc)),
@@ -66,8 +69,8 @@ class SentenceDetail:
                 "attention": u.attention if u.attention is not None else np.full(len(enc), np.nan),
             }
         )
-        frame["aula_contribution"] = np.where(frame["special"], np.nan, frame["attention"] * frame["logprob"] / n)
-        frame["aul_contribution"] = np.where(frame["special"], np.nan, frame["logprob"] / n)
+        frame["aula_contribution"] = np.where(unscored, np.nan, frame["attention"] * frame["logprob"] / n)
+        frame["aul_contribution"] = np.where(unscored, np.nan, frame["logprob"] / n)
         if u.top_ids is not None:
             frame["top_tokens"] = [[str(t) for t in row] for row in u.top_ids]
             frame["top_logprobs"] = [list(map(float, row)) for row in u.top_logprob]
@@ -133,7 +136,7 @@ def _ratio(score: SentenceScore) -> float:
 
 
 def inspect_pair(
-    lm: MaskedLM, sent_stereo: str, sent_anti: str, *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
+    lm: LanguageModel, sent_stereo: str, sent_anti: str, *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
 ) -> PairInspection:
     """Score one pair with every metric and keep the per-token detail.
 
@@ -148,7 +151,7 @@ def inspect_pair(
 
 
 def inspect_pairs(
-    lm: MaskedLM, pairs: Sequence[tuple[str, str]], *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
+    lm: LanguageModel, pairs: Sequence[tuple[str, str]], *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
 ) -> list[PairInspection]:
     """`inspect_pair` for several pairs at once, their sentences scored in shared batches.
 
@@ -177,7 +180,7 @@ class InspectionRequest:
 
 
 def prepare_inspection(
-    lm: MaskedLM,
+    lm: LanguageModel,
     sent_stereo: str,
     sent_anti: str,
     *,
@@ -187,7 +190,7 @@ def prepare_inspection(
 ) -> InspectionRequest:
     """Check `inspect_pair`'s arguments (`InputError` in one line) and encode the pair; nothing is scored."""
     keys, notes = _usable_metrics(lm, metrics)
-    is_compat = Compat.parse(compat).reference_code
+    is_compat = scoring_mode(lm, compat).reference_code
     check_pair(sent_stereo, sent_anti)
     _check_int("top_k", top_k, minimum=0)
     a, b = lm.encode(sent_stereo), lm.encode(sent_anti)
@@ -199,7 +202,15 @@ def prepare_inspection(
     return InspectionRequest(a, b, tuple(keys), is_compat, int(top_k), tuple(notes))
 
 
-def inspect_prepared(lm: MaskedLM, requests: Sequence[InspectionRequest], *, attention_matrices: bool = False) -> list[PairInspection]:
+def scoring_mode(lm: LanguageModel, compat: Compat | str | None) -> Compat:
+    """The scoring mode `compat` names, for `lm`: kaneko2022 reproduces a masked-LM paper's code, so a causal model refuses it."""
+    mode = Compat.parse(compat)
+    if mode.reference_code and lm.kind != "masked":
+        raise InputError("The kaneko2022 mode reproduces Kaneko & Bollegala's masked-LM code; a causal model scores in the default mode.")
+    return mode
+
+
+def inspect_prepared(lm: LanguageModel, requests: Sequence[InspectionRequest], *, attention_matrices: bool = False) -> list[PairInspection]:
     """Score prepared pairs (same options) in one call of the batched passes; one `PairInspection` each."""
     if not requests:
         return []
@@ -260,7 +271,7 @@ class EvaluationResult(HtmlRepr):
 
 
 def evaluate(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     metrics: Sequence[str] | str | None = None,
     *,
@@ -275,8 +286,15 @@ def evaluate(
     progress: Progress | None = None,
     cache_only: bool = False,
     precision: str | None = "model",
+    convention: str | Convention | None = None,
 ) -> EvaluationResult:
     """Score every pair of a dataset with the given metrics.
+
+    `metrics=None` scores the default metrics of the model's kind (the paper's five for a masked LM,
+    LL, AUL-c, AULA-c, CPS-c and SSS-c for a causal one). `convention` (a causal model's: "lm-eval",
+    "bias-bench", "oba2024"; `biaslens.engine.conventions`) reads the model as that peer tool does
+    (its first-token policy), adds the metric it compares, and puts its own statistics in the
+    summary's `convention` block beside biaslens's bias scores.
 
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
     done in chunks of about `chunk_seconds` of computation (or of `chunk_pairs` pairs, when
@@ -291,8 +309,11 @@ def evaluate(
     pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.exact`); the
     manifest's `precision` block says how many pairs each metric re-scored.
     """
+    lm, conv = _with_convention(lm, convention)
     keys, notes = _usable_metrics(lm, metrics)
-    mode = Compat.parse(compat)
+    if conv.metric is not None and conv.metric not in keys:
+        keys = [k for k in METRICS if k in {*keys, conv.metric}]
+    mode = scoring_mode(lm, compat)
     exact_mode = Precision.parse(precision) is Precision.EXACT_BF16
     _check_int("chunk_pairs", chunk_pairs, minimum=1, optional=True)
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
@@ -337,6 +358,7 @@ def evaluate(
     dataset_info = _dataset_info(dataset, pairs)
     manifest = lm.manifest(
         compat=mode.value,
+        **({"convention": conv.key} if lm.kind == "causal" else {}),
         metrics=keys,
         dataset=dataset_info,
         batch_tokens=budget,
@@ -349,6 +371,8 @@ def evaluate(
     warnings = [w for w in (None if cache_only else cache.pop_notice(), cache.warning) if w] if cache is not None else []
     warnings += notes
     summary = summarize(frame, keys, manifest)
+    if conv.metric is not None:
+        summary["convention"] = convention_block(conv, frame)
     summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
     if identical:
         warnings.append(identical_note(identical))
@@ -356,7 +380,7 @@ def evaluate(
 
 
 def scored_pairs(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     metrics: Sequence[str] | str | None,
     cache: ResultCache,
@@ -366,9 +390,11 @@ def scored_pairs(
     sample: int | None = None,
     seed: int = 0,
     precision: str | None = "model",
+    convention: str | None = None,
 ) -> int:
     """How many of the pairs `evaluate` (the same arguments) scores the result cache already holds under every metric:
     what an interrupted run kept, which running it again reads back instead of computing. Nothing is computed."""
+    lm, _ = _with_convention(lm, convention)
     keys, _ = _usable_metrics(lm, metrics)
     pairs = select_pairs(_pair_list(dataset), limit=limit, sample=sample, seed=seed)
     exact = Precision.EXACT_BF16 if Precision.parse(precision) is Precision.EXACT_BF16 else None
@@ -376,6 +402,14 @@ def scored_pairs(
     wanted = [[key(p, m) for m in keys] for p in pairs]
     held = cache.held(k for pair_keys in wanted for k in pair_keys)
     return sum(all(k in held for k in pair_keys) for pair_keys in wanted)
+
+
+def _with_convention(lm: LanguageModel, convention: str | Convention | None) -> tuple[LanguageModel, Convention]:
+    """`lm` reading its tokens as `convention` does (a causal model's first-token policy), and the convention."""
+    conv = parse_convention(convention, lm.kind)
+    if conv.first_token is not None:
+        lm = lm.with_first_token(conv.first_token)  # type: ignore[attr-defined]  # a causal model (parse_convention)
+    return lm, conv
 
 
 def identical_note(pair_ids: Sequence[int]) -> str:
@@ -387,7 +421,7 @@ def identical_note(pair_ids: Sequence[int]) -> str:
     )
 
 
-def token_identical_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[int]:
+def token_identical_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[int]:
     """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK])."""
     if not pairs:
         return []
@@ -440,20 +474,21 @@ def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | N
     return pairs
 
 
-def _record_key(lm: MaskedLM, mode: Compat, precision: Precision | None = None) -> Callable[[Pair, str], str]:
+def _record_key(lm: LanguageModel, mode: Compat, precision: Precision | None = None) -> Callable[[Pair, str], str]:
     """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid).
 
     An exact-bf16 record (bfloat16 values unless re-scored) is kept apart from the model's float32 ones by the precision.
     """
     computed = precision.value if precision is not None else str(lm.dtype)
+    reading = f"|{lm.scoring_tag}" if lm.scoring_tag else ""  # a causal model's first-token policy (a masked LM's keys are unchanged)
 
     def key(p: Pair, m: str) -> str:
-        return cache_key(lm.fingerprint, computed, METRICS[m].cache_tag(mode.value), mode.value, p.sent_stereo, p.sent_anti)
+        return cache_key(lm.fingerprint, computed, METRICS[m].cache_tag(mode.value) + reading, mode.value, p.sent_stereo, p.sent_anti)
 
     return key
 
 
-def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None) -> ComputeFn:
+def _metric_records(lm: LanguageModel, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None) -> ComputeFn:
     """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric.
 
     With `exact` (the exact-bf16 precision) a record also says whether it was scored in float32 (`"float32"`).
@@ -496,8 +531,8 @@ def _precision_block(
     return block
 
 
-def _encode_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[tuple[Encoding, Encoding]]:
-    """Both sentences of every pair, tokenized in one batch (`MaskedLM.encode_many`); a sentence refused is named by its pair."""
+def _encode_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[tuple[Encoding, Encoding]]:
+    """Both sentences of every pair, tokenized in one batch (`LanguageModel.encode_many`); a sentence refused is named by its pair."""
     try:
         encodings = lm.encode_many([text for p in pairs for text in (p.sent_stereo, p.sent_anti)])
     except InputError:
@@ -508,7 +543,7 @@ def _encode_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[tuple[Encoding, E
     return list(zip(encodings[::2], encodings[1::2]))
 
 
-def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:
+def _encode(lm: LanguageModel, pair: Pair, field_name: str) -> Encoding:
     try:
         return lm.encode(getattr(pair, field_name))
     except InputError as exc:

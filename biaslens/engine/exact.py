@@ -38,7 +38,7 @@ import torch
 
 from biaslens.errors import InputError
 from biaslens.engine.metrics import METRICS
-from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.scoring import default_batch_tokens
 
 if TYPE_CHECKING:
@@ -54,24 +54,29 @@ FLOOR = 2.0**-12
 #: `pairs.score_encoded_pairs`: (lm, encoded pairs, metrics, *, compat, batch_tokens, progress) -> scored pairs.
 ScoreFn = Callable[..., list["ScoredPair"]]
 
-_TWINS: weakref.WeakKeyDictionary[MaskedLM, MaskedLM] = weakref.WeakKeyDictionary()
+#: The bfloat16 twin of each loaded network (keyed by the torch module: the views of one model share it).
+_TWINS: weakref.WeakKeyDictionary[torch.nn.Module, LanguageModel] = weakref.WeakKeyDictionary()
 _TWINS_LOCK = threading.Lock()
 
 
-def bfloat16_twin(lm: MaskedLM) -> MaskedLM:
-    """A bfloat16 copy of a float32 model, made once and kept while the model lives (its weights, rounded, on its device)."""
+def bfloat16_twin(lm: LanguageModel) -> LanguageModel:
+    """A bfloat16 copy of a float32 model, made once and kept while the model lives (its weights, rounded, on its device).
+
+    It reads tokens as `lm` does (a causal model's first-token policy).
+    """
     _check_float32(lm)
     with _TWINS_LOCK:
-        twin = _TWINS.get(lm)
+        twin = _TWINS.get(lm.model)
         if twin is None:
             model = copy.deepcopy(lm.model).to(torch.bfloat16)
             fields = {"name": lm.name, "source": lm.source, "revision": lm.revision, "fingerprint": lm.fingerprint}
-            twin = MaskedLM(model, lm.tokenizer, **fields, device=lm.device, dtype=torch.bfloat16)
-            _TWINS[lm] = twin
-        return twin
+            twin = type(lm)(model, lm.tokenizer, **fields, device=lm.device, dtype=torch.bfloat16)
+            _TWINS[lm.model] = twin
+    first_token = getattr(lm, "first_token", None)  # a causal model's reading of its first token
+    return twin.with_first_token(first_token) if first_token is not None else twin  # type: ignore[attr-defined]
 
 
-def _check_float32(lm: MaskedLM) -> None:
+def _check_float32(lm: LanguageModel) -> None:
     if lm.dtype != torch.float32:
         dtype = str(lm.dtype).removeprefix("torch.")
         raise InputError(f"The exact-bf16 precision re-scores in float32: load the model in float32 (--dtype float32), not {dtype}.")
@@ -95,7 +100,7 @@ class ExactBf16:
 
     def __init__(
         self,
-        lm: MaskedLM,
+        lm: LanguageModel,
         metrics: Sequence[str],
         *,
         compat: bool,
@@ -111,11 +116,11 @@ class ExactBf16:
         self._known: dict[tuple[str, str], ScoredPair] = {}  # the calibration pairs' float32 scores, by their sentences
 
     @property
-    def fast(self) -> MaskedLM:
+    def fast(self) -> LanguageModel:
         """The bfloat16 copy (made when first needed: a run read from the cache needs none)."""
         return bfloat16_twin(self.lm)
 
-    def _run(self, lm: MaskedLM, pairs: Sequence[tuple[Encoding, Encoding]], metrics: Sequence[str], progress: Any = None) -> list[ScoredPair]:
+    def _run(self, lm: LanguageModel, pairs: Sequence[tuple[Encoding, Encoding]], metrics: Sequence[str], progress: Any = None) -> list[ScoredPair]:
         budget = self._batch_tokens or default_batch_tokens(lm)
         return self._score(lm, pairs, list(metrics), compat=self.compat, batch_tokens=budget, progress=progress)
 

@@ -3,8 +3,11 @@
 Two kinds of pass, one narrow interface:
 
 * `unmasked_pass(lm, encodings)`: one forward pass per sentence, nothing masked. Per token:
-  log p of the token at its own position, its rank, optionally the top-k predictions, and
-  the attention it receives (averaged over layers, heads and query rows).
+  log p of the token, its rank, optionally the top-k predictions, and the attention it
+  receives (averaged over layers, heads and query rows). A masked LM's distribution over a
+  token is read at the token's own position (AUL's reading); a causal LM's at the position
+  before it (`LanguageModel.reads_previous`: log P(w_i | w_<i)), so a causal sentence's first
+  position has no log p (NaN, rank 0) unless the model's `start_context` gives it.
 * `masked_pass(lm, queries)`: for each `MaskedQuery` (a sentence, the positions to
   replace by the mask token, the positions to read), log p and rank of the original
   token at each read position, plus log p of extra candidate tokens. The queries and
@@ -44,7 +47,7 @@ import numpy as np
 import torch
 
 from biaslens.errors import NumericalError
-from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.passes import MaskedQuery, MaskedResult, UnmaskedResult
 
 #: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
@@ -66,7 +69,7 @@ Progress = Callable[[int, int], None]
 T = TypeVar("T")
 
 
-def default_batch_tokens(lm: MaskedLM) -> int:
+def default_batch_tokens(lm: LanguageModel) -> int:
     """The token budget per forward pass for `lm`'s device.
 
     On CUDA it is found from the free memory and the model's size (activations of one
@@ -78,7 +81,7 @@ def default_batch_tokens(lm: MaskedLM) -> int:
     return DEFAULT_BATCH_TOKENS.get(lm.device.type, DEFAULT_BATCH_TOKENS["cpu"])
 
 
-def _cuda_batch_tokens(lm: MaskedLM) -> int:
+def _cuda_batch_tokens(lm: LanguageModel) -> int:
     config = lm.model.config
     hidden = int(getattr(config, "hidden_size", 1024))
     intermediate = int(getattr(config, "intermediate_size", 4 * hidden))
@@ -93,7 +96,7 @@ def _cuda_batch_tokens(lm: MaskedLM) -> int:
     return 1 << max(low, min(high, tokens)).bit_length() - 1
 
 
-def _overhead_tokens(lm: MaskedLM) -> int:
+def _overhead_tokens(lm: LanguageModel) -> int:
     return _BATCH_OVERHEAD_TOKENS.get(lm.device.type, _BATCH_OVERHEAD_TOKENS["cpu"])
 
 
@@ -206,7 +209,7 @@ def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.nda
     return ids, filled.astype(np.int64)
 
 
-def _to_device(lm: MaskedLM, *arrays: np.ndarray) -> list[torch.Tensor]:
+def _to_device(lm: LanguageModel, *arrays: np.ndarray) -> list[torch.Tensor]:
     """Host arrays as tensors on the model's device; on CUDA through pinned memory, without waiting for the copy."""
     if lm.device.type != "cuda":
         return [torch.from_numpy(array).to(lm.device) for array in arrays]
@@ -214,7 +217,7 @@ def _to_device(lm: MaskedLM, *arrays: np.ndarray) -> list[torch.Tensor]:
 
 
 def _readout(
-    lm: MaskedLM,
+    lm: LanguageModel,
     rows: torch.Tensor,
     gold: torch.Tensor,
     candidates: torch.Tensor | None,
@@ -248,7 +251,7 @@ def _readout(
 
 
 def _forward_and_read(
-    lm: MaskedLM,
+    lm: LanguageModel,
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     flat_positions: torch.Tensor,
@@ -267,7 +270,7 @@ def _forward_and_read(
     return _readout(lm, rows, gold, candidates, top_k, project=False), att
 
 
-def _collect(lm: MaskedLM, done: Sequence[tuple[list[int], tuple[dict[str, torch.Tensor], np.ndarray]]]) -> dict[str, np.ndarray]:
+def _collect(lm: LanguageModel, done: Sequence[tuple[list[int], tuple[dict[str, torch.Tensor], np.ndarray]]]) -> dict[str, np.ndarray]:
     """Every batch's read-outs, copied to the host at once and put in input order (floats as float64).
 
     Each batch returned its read-outs with the index, in input order, of each of their rows
@@ -317,7 +320,7 @@ def _attention_received(att: Sequence[torch.Tensor], mask: torch.Tensor) -> torc
 
 
 def unmasked_pass(
-    lm: MaskedLM,
+    lm: LanguageModel,
     encodings: Sequence[Encoding],
     *,
     attention: bool = True,
@@ -326,7 +329,7 @@ def unmasked_pass(
     batch_tokens: int | None = None,
     progress: Progress | None = None,
 ) -> list[UnmaskedResult]:
-    """Score every token of every sentence at its own position, nothing masked.
+    """Score every token of every sentence, nothing masked: at its own position (masked LM) or from the one before (causal LM).
 
     `attention=True` also returns the attention each token receives (needs eager
     attention, so it costs a little more); `attention_matrices=True` keeps the full
@@ -342,8 +345,14 @@ def unmasked_pass(
     def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
         input_ids, mask = _pad([encodings[i].ids for i in batch], lm.pad_id)
         flat = np.flatnonzero(mask)
-        ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, input_ids.reshape(-1)[flat])
-        read, att = _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, None, top_k, need_att)
+        gold = input_ids.reshape(-1)[flat]
+        if lm.reads_previous:  # token i from the hidden state at i - 1; a row's first position reads itself, overwritten below
+            read_at = np.where(flat % input_ids.shape[1] > 0, flat - 1, flat)
+            ids_d, mask_d, flat_d, read_d, gold_d = _to_device(lm, input_ids, mask, flat, read_at, gold)
+        else:
+            ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, gold)
+            read_d = flat_d
+        read, att = _forward_and_read(lm, ids_d, mask_d, read_d, gold_d, None, top_k, need_att)
         if att is not None:  # asked for (need_att)
             read["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
             if attention_matrices:  # the inspector's pair: (layers, B, heads, L, L) -> (B, layers, heads, L, L), copied now
@@ -356,6 +365,8 @@ def unmasked_pass(
     with torch.inference_mode():
         done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
         read = _collect(lm, done)
+        if lm.reads_previous:
+            _read_first_tokens(lm, read, [e.ids[0] for e in encodings], starts[:-1], top_k)
     return [
         UnmaskedResult(
             encoding=encoding,
@@ -370,13 +381,43 @@ def unmasked_pass(
     ]
 
 
+def _read_first_tokens(lm: LanguageModel, read: dict[str, np.ndarray], first_ids: Sequence[int], at: np.ndarray, top_k: int) -> None:
+    """A causal model's first position of each sentence (entries `at`): predicted by nothing of the sentence.
+
+    Without a `start_context`: no log p (NaN), rank 0, no predictions. With one (bias-bench's start token): the
+    distribution after that context, computed once for every sentence.
+    """
+    context = lm.start_context
+    if context is None:
+        read["logprob"][at] = np.nan
+        read["rank"][at] = 0
+        if top_k:
+            read["top_ids"][at] = -1
+            read["top_lp"][at] = np.nan
+        return
+    ids = torch.tensor([list(context)], device=lm.device)
+    if lm.project is not None:
+        hidden, _ = lm.hidden_states(ids, torch.ones_like(ids))
+        logits = lm.project(hidden[0, -1:])
+    else:
+        logits = lm.logits(ids, torch.ones_like(ids))[0][0, -1:]
+    logp = torch.log_softmax(logits.float(), dim=-1)[0].cpu().numpy().astype(np.float64)
+    gold = logp[np.asarray(first_ids, dtype=np.int64)]
+    read["logprob"][at] = gold
+    read["rank"][at] = (logp[None, :] > gold[:, None]).sum(axis=1) + 1
+    if top_k:
+        best = np.argsort(-logp, kind="stable")[:top_k]
+        read["top_ids"][at] = best
+        read["top_lp"][at] = logp[best]
+
+
 # ---------------------------------------------------------------------------------------
 # Masked passes (CPS, SSS, All Masked, PLL, Kurita templates)
 # ---------------------------------------------------------------------------------------
 
 
 def masked_pass(
-    lm: MaskedLM,
+    lm: LanguageModel,
     queries: Sequence[MaskedQuery],
     *,
     top_k: int = 0,

@@ -54,7 +54,7 @@ from biaslens.engine.evaluation import EvaluationResult, evaluate
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.analyses.frequency import WordFrequency, word_frequency
 from biaslens.engine.metrics import METRICS, PAPER_METRICS, parse_metrics
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.options import DEFAULT_COMPAT, Compat, RunOptions
 from biaslens.analyses.sanity import SanityReport
 from biaslens.lab.sanity_verdict import model_verdict
@@ -178,7 +178,7 @@ def reusable_scores(
 
 
 def analyse_model(
-    lm: MaskedLM,
+    lm: LanguageModel,
     datasets: Mapping[str, PairDataset],
     options: ReportOptions = ReportOptions(),
     *,

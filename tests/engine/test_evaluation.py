@@ -12,7 +12,7 @@ from biaslens.engine.cache import ResultCache
 from biaslens.data.datasets import Pair, load_dataset
 from biaslens.errors import InputError
 from biaslens.engine.evaluation import evaluate, inspect_pair, score_encoded_pairs
-from biaslens.engine.metrics import METRICS
+from biaslens.engine.metrics import MASKED_METRICS
 from tests.support import FIXTURE_DATA, shared
 
 PAIRS = [
@@ -24,7 +24,7 @@ PAIRS = [
     ("He was a black boy who liked to steal.", "He was a white young man who liked to steal."),  # |M| > 1
     ("She is a nurse.", "She is a nurse!"),
 ]
-ALL = list(METRICS)
+ALL = list(MASKED_METRICS)
 
 
 @pytest.mark.parametrize("compat", [False, True])

@@ -15,6 +15,7 @@ import pytest
 from safetensors.torch import load_file
 
 from biaslens import lab
+from biaslens.engine.metrics import MASKED_METRICS
 from biaslens.cli import main
 from biaslens.errors import InputError, ModelLoadError
 from biaslens.engine.evaluation import inspect_pair
@@ -266,7 +267,7 @@ def test_cached_lab_model_path_only_finds_the_default_model(tmp_path):
 def test_report_scores_every_metric_against_the_truth(quick_model, tmp_path):
     report = lab.evaluate_lab(quick_model)
     frame = report.frame()
-    assert list(frame["key"]) == list(lab.METRICS)
+    assert list(frame["key"]) == list(MASKED_METRICS)
     assert (frame["n"] == len(report.pairs)).all() and set(frame["expected"]) == {"none"}
     for row in frame.itertuples():
         stereo = report.result.pairs[f"{row.key}_stereo"].to_numpy()
@@ -280,10 +281,10 @@ def test_report_scores_every_metric_against_the_truth(quick_model, tmp_path):
     saved = pd.read_csv(pairs_path)
     assert {"planted_truth", "group_a_side", "aul_stereo"} <= set(saved.columns) and len(saved) == len(report.pairs)
     summary = json.loads(summary_path.read_text())
-    assert summary["lab"]["scenario"] == "neither" and len(summary["verdicts"]) == len(lab.METRICS)
+    assert summary["lab"]["scenario"] == "neither" and len(summary["verdicts"]) == len(MASKED_METRICS)
     assert summary["manifest"]["dataset"]["name"] == "lab"
     both = lab.compare_scenarios([report, report])
-    assert len(both) == 2 * len(lab.METRICS)
+    assert len(both) == 2 * len(MASKED_METRICS)
 
 
 def test_pairs_frame_and_the_pair_that_shows_a_result_best(quick_model):

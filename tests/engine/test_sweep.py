@@ -21,7 +21,7 @@ from biaslens.figures import charts
 from biaslens.lab import sweep
 from biaslens.cli import main
 from biaslens.errors import InputError
-from biaslens.engine.metrics import METRICS
+from biaslens.engine.metrics import MASKED_METRICS
 from biaslens.engine.models import load_model
 from biaslens.lab.sanity_verdict import model_verdict
 
@@ -53,7 +53,7 @@ def test_every_cell_is_a_lab_model_scored_as_lab_evaluate_scores_it(swept, tmp_p
     assert result.complete and not result.stopped and len(result.cells) == 4
     assert all(c.trained_here for c in result.cells)
     frame = result.frame()
-    assert len(frame) == 4 * len(METRICS)
+    assert len(frame) == 4 * len(MASKED_METRICS)
     for cell in result.cells:
         model = lab.find_lab_model(cell.settings, models)
         assert model is not None and str(model.path) == cell.frame["model"].iloc[0]
@@ -420,7 +420,7 @@ def test_cli_sweep_writes_every_file(swept, tmp_path, capsys):
     cells = pd.read_csv(out / "cells.csv")
     assert cells["bias_score"].tolist() == pytest.approx(result.frame()["bias_score"].tolist())
     ranking = pd.read_csv(out / "metrics.csv")
-    assert list(ranking.columns) == list(sweep.RANKING_COLUMNS) and sorted(ranking["key"]) == sorted(METRICS)
+    assert list(ranking.columns) == list(sweep.RANKING_COLUMNS) and sorted(ranking["key"]) == sorted(MASKED_METRICS)
     # 2 strengths x 1 seed: no verdict and no place for any metric, and the reason printed above the table.
     assert ranking["place"].isna().all() and set(ranking["tracks"]) == {sweep.NOT_ENOUGH}
     assert "Not enough models to say whether a metric tracks the planted association: 2 association strengths and 1 seed" in printed
@@ -431,7 +431,7 @@ def test_cli_sweep_writes_every_file(swept, tmp_path, capsys):
     assert saved["design"]["strengths"] == 2 and saved["design"]["min_strengths"] == sweep.MIN_STRENGTHS
     assert saved["manifest"]["grid"]["associations"] == [0.5, 1.0] and saved["manifest"]["finished"] == 4
     assert saved["manifest"]["grid"]["base"]["steps"] == 12 and "versions" in saved["manifest"]
-    assert {m["key"] for m in saved["metrics"]} == set(METRICS)
+    assert {m["key"] for m in saved["metrics"]} == set(MASKED_METRICS)
     assert (out / "dose_response.svg").read_text().lstrip().startswith("<svg")
     summary = (out / "summary.md").read_text()
     assert "| place | metric |" in summary and "What it cannot show" in summary
@@ -446,7 +446,7 @@ def test_cli_three_untrained_models_do_not_say_tracks(tmp_path, capsys):
     assert "3 of 3 models left out: their sanity check says they learned nothing" in printed
     assert "Not enough models to say whether a metric tracks the planted association: 0 association strengths and 0 seeds" in printed
     table = printed[printed.index("metric") : printed.index("\ntracks =")]
-    assert " yes " not in table and table.count(sweep.NOT_ENOUGH) == len(METRICS)
+    assert " yes " not in table and table.count(sweep.NOT_ENOUGH) == len(MASKED_METRICS)
     cells = pd.read_csv(tmp_path / "out" / "cells.csv")
     assert set(cells["sanity"]) == {sweep.UNTRAINED}
     assert not (tmp_path / "out" / "dose_response.svg").exists()  # nothing to draw: no model learned
