@@ -93,6 +93,21 @@ class Convention:
     statistics: Statistics | None = None
     #: Names and meanings of the statistics, for tables and the docs.
     reports: tuple[tuple[str, str], ...] = ()
+    #: A sum of log-probabilities (the `ll` metric) is accumulated in float32 with `torch.sum`, as the peer's code does
+    #: (lm-eval's `float(logits.sum())`), so its sentence scores and verdicts are the peer's to the last digit.
+    float32_sum: bool = False
+
+    def value_tag(self, metric: str) -> str:
+        """What a result-cache key must add for `metric` under this convention beyond the first-token policy ("" for nothing)."""
+        return f"@{self.key}" if self.float32_sum and metric == self.metric else ""
+
+    def sentence_value(self, metric: str, value: float, logprob: np.ndarray) -> float:
+        """The sentence score of `metric` as this convention computes it from the per-token log-probabilities."""
+        if self.float32_sum and metric == self.metric:
+            import torch
+
+            return float(torch.sum(torch.as_tensor(np.asarray(logprob, dtype=np.float32))).item())
+        return value
 
 
 DEFAULT_CONVENTION = "default"
@@ -120,6 +135,7 @@ CONVENTIONS: dict[str, Convention] = {
             "(empty context -> [prefix_token_id]); lm_eval/models/huggingface.py::HFLM._loglikelihood_tokens",
             statistics=lm_eval_statistics,
             reports=(("acc", "share of pairs with ll(sent_more) > ll(sent_less) (its pct_stereotype)"), ("likelihood_diff", "mean |ll difference|")),
+            float32_sum=True,
         ),
         Convention(
             key="bias-bench",

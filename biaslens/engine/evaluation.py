@@ -310,9 +310,7 @@ def evaluate(
     manifest's `precision` block says how many pairs each metric re-scored.
     """
     lm, conv = _with_convention(lm, convention)
-    keys, notes = _usable_metrics(lm, metrics)
-    if conv.metric is not None and conv.metric not in keys:
-        keys = [k for k in METRICS if k in {*keys, conv.metric}]
+    keys, notes = _convention_metrics(lm, metrics, conv)
     mode = scoring_mode(lm, compat)
     exact_mode = Precision.parse(precision) is Precision.EXACT_BF16
     _check_int("chunk_pairs", chunk_pairs, minimum=1, optional=True)
@@ -342,8 +340,8 @@ def evaluate(
     run = run_chunked(
         pairs,
         parts=keys,
-        key=_record_key(lm, mode, Precision.EXACT_BF16 if exact_mode else None),
-        compute=_metric_records(lm, mode, budget, exact),
+        key=_record_key(lm, mode, Precision.EXACT_BF16 if exact_mode else None, conv),
+        compute=_metric_records(lm, mode, budget, exact, conv),
         cache=cache,
         chunk_pairs=chunk_pairs,
         chunk_seconds=chunk_seconds,
@@ -394,11 +392,11 @@ def scored_pairs(
 ) -> int:
     """How many of the pairs `evaluate` (the same arguments) scores the result cache already holds under every metric:
     what an interrupted run kept, which running it again reads back instead of computing. Nothing is computed."""
-    lm, _ = _with_convention(lm, convention)
-    keys, _ = _usable_metrics(lm, metrics)
+    lm, conv = _with_convention(lm, convention)
+    keys, _ = _convention_metrics(lm, metrics, conv)
     pairs = select_pairs(_pair_list(dataset), limit=limit, sample=sample, seed=seed)
     exact = Precision.EXACT_BF16 if Precision.parse(precision) is Precision.EXACT_BF16 else None
-    key = _record_key(lm, Compat.parse(compat), exact)
+    key = _record_key(lm, Compat.parse(compat), exact, conv)
     wanted = [[key(p, m) for m in keys] for p in pairs]
     held = cache.held(k for pair_keys in wanted for k in pair_keys)
     return sum(all(k in held for k in pair_keys) for pair_keys in wanted)
@@ -410,6 +408,14 @@ def _with_convention(lm: LanguageModel, convention: str | Convention | None) -> 
     if conv.first_token is not None:
         lm = lm.with_first_token(conv.first_token)  # type: ignore[attr-defined]  # a causal model (parse_convention)
     return lm, conv
+
+
+def _convention_metrics(lm: LanguageModel, metrics: Sequence[str] | str | None, conv: Convention) -> tuple[list[str], list[str]]:
+    """`_usable_metrics`, with the metric the convention compares added when it is not asked for."""
+    keys, notes = _usable_metrics(lm, metrics)
+    if conv.metric is not None and conv.metric not in keys:
+        keys = [k for k in METRICS if k in {*keys, conv.metric}]
+    return keys, notes
 
 
 def identical_note(pair_ids: Sequence[int]) -> str:
@@ -474,7 +480,9 @@ def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | N
     return pairs
 
 
-def _record_key(lm: LanguageModel, mode: Compat, precision: Precision | None = None) -> Callable[[Pair, str], str]:
+def _record_key(
+    lm: LanguageModel, mode: Compat, precision: Precision | None = None, convention: Convention | None = None
+) -> Callable[[Pair, str], str]:
     """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid).
 
     An exact-bf16 record (bfloat16 values unless re-scored) is kept apart from the model's float32 ones by the precision.
@@ -483,12 +491,15 @@ def _record_key(lm: LanguageModel, mode: Compat, precision: Precision | None = N
     reading = f"|{lm.scoring_tag}" if lm.scoring_tag else ""  # a causal model's first-token policy (a masked LM's keys are unchanged)
 
     def key(p: Pair, m: str) -> str:
-        return cache_key(lm.fingerprint, computed, METRICS[m].cache_tag(mode.value) + reading, mode.value, p.sent_stereo, p.sent_anti)
+        tag = METRICS[m].cache_tag(mode.value) + reading + (convention.value_tag(m) if convention is not None else "")
+        return cache_key(lm.fingerprint, computed, tag, mode.value, p.sent_stereo, p.sent_anti)
 
     return key
 
 
-def _metric_records(lm: LanguageModel, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None) -> ComputeFn:
+def _metric_records(
+    lm: LanguageModel, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None, convention: Convention | None = None
+) -> ComputeFn:
     """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric.
 
     With `exact` (the exact-bf16 precision) a record also says whether it was scored in float32 (`"float32"`).
@@ -506,7 +517,11 @@ def _metric_records(lm: LanguageModel, mode: Compat, batch_tokens: int, exact: E
             by_metric = {}
             for m, (a, b) in result.scores.items():
                 hits, total = METRICS[m].pair_accuracy(a, b, mode.reference_code)
-                by_metric[m] = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
+                if convention is not None:  # e.g. lm-eval's float32 sums
+                    a_value, b_value = (convention.sentence_value(m, s.value, s.logprob) for s in (a, b))
+                else:
+                    a_value, b_value = a.value, b.value
+                by_metric[m] = {"stereo": a_value, "anti": b_value, "hits": hits, "total": total}
                 if rescored is not None:
                     by_metric[m]["float32"] = m in rescored[k]
             out.append(by_metric)

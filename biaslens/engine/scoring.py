@@ -67,6 +67,8 @@ _CUDA_BUDGET_RANGE = (4096, 1 << 19)
 
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
+#: Where a batch's read-outs go in the pass's arrays: one index array for all of them, or {read-out: indices} with "*" for the rest.
+Where = np.ndarray | dict[str, np.ndarray]
 
 
 def default_batch_tokens(lm: LanguageModel) -> int:
@@ -270,25 +272,31 @@ def _forward_and_read(
     return _readout(lm, rows, gold, candidates, top_k, project=False), att
 
 
-def _collect(lm: LanguageModel, done: Sequence[tuple[list[int], tuple[dict[str, torch.Tensor], np.ndarray]]]) -> dict[str, np.ndarray]:
+def _collect(
+    lm: LanguageModel, done: Sequence[tuple[list[int], tuple[dict[str, torch.Tensor], Where]]], total: int | None = None
+) -> dict[str, np.ndarray]:
     """Every batch's read-outs, copied to the host at once and put in input order (floats as float64).
 
     Each batch returned its read-outs with the index, in input order, of each of their rows
-    (`_entries`). Log-probabilities that are not finite numbers (broken weights, or overflow in
-    this dtype) are refused: nothing is scored.
+    (`_entries`): one array for every read-out, or per read-out (`Where`). With `total`, the
+    arrays hold that many entries and the ones no batch read stay empty (NaN; rank 0; top id -1).
+    Log-probabilities that are not finite numbers (broken weights, or overflow in this dtype) are
+    refused: nothing is scored.
     """
-    order = np.concatenate([where for _, (_, where) in done])
     out = {}
     for key in done[0][1][0]:
         array = torch.cat([read[key] for _, (read, _) in done]).cpu().numpy()
-        placed = np.empty(array.shape, dtype=np.float64 if array.dtype.kind == "f" else np.int64)
+        if key == "logprob" and not np.isfinite(array).all():
+            raise NumericalError(
+                f"{lm.name} gives log-probabilities that are not finite numbers (NaN or infinity): its weights are broken "
+                "or overflow in this dtype (try float32); nothing was scored."
+            )
+        order = np.concatenate([where.get(key, where["*"]) if isinstance(where, dict) else where for _, (_, where) in done])
+        floating = array.dtype.kind == "f"
+        empty = np.nan if floating else -1 if key == "top_ids" else 0
+        placed = np.full((total if total is not None else len(order), *array.shape[1:]), empty, dtype=np.float64 if floating else np.int64)
         placed[order] = array
         out[key] = placed
-    if not np.isfinite(out["logprob"]).all():
-        raise NumericalError(
-            f"{lm.name} gives log-probabilities that are not finite numbers (NaN or infinity): its weights are broken "
-            "or overflow in this dtype (try float32); nothing was scored."
-        )
     return out
 
 
@@ -342,30 +350,32 @@ def unmasked_pass(
     starts = np.concatenate([[0], np.cumsum(sizes)])  # each sentence's tokens, in input order
     matrices: dict[int, np.ndarray] = {}
 
-    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], Where]:
         input_ids, mask = _pad([encodings[i].ids for i in batch], lm.pad_id)
         flat = np.flatnonzero(mask)
-        gold = input_ids.reshape(-1)[flat]
-        if lm.reads_previous:  # token i from the hidden state at i - 1; a row's first position reads itself, overwritten below
-            read_at = np.where(flat % input_ids.shape[1] > 0, flat - 1, flat)
-            ids_d, mask_d, flat_d, read_d, gold_d = _to_device(lm, input_ids, mask, flat, read_at, gold)
+        entries = _entries(starts, np.asarray(batch))[1]  # in the order of `flat`: rows in batch order, positions ascending
+        where: Where = entries
+        if lm.reads_previous:  # token i from the hidden state at i - 1: a row's first position is predicted by nothing in it
+            read = flat[flat % input_ids.shape[1] > 0]
+            where = {"*": entries[flat % input_ids.shape[1] > 0], "attention": entries}
+            ids_d, mask_d, flat_d, read_d, gold_d = _to_device(lm, input_ids, mask, flat, read - 1, input_ids.reshape(-1)[read])
         else:
-            ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, gold)
+            ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, input_ids.reshape(-1)[flat])
             read_d = flat_d
-        read, att = _forward_and_read(lm, ids_d, mask_d, read_d, gold_d, None, top_k, need_att)
+        out, att = _forward_and_read(lm, ids_d, mask_d, read_d, gold_d, None, top_k, need_att)
         if att is not None:  # asked for (need_att)
-            read["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
+            out["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
             if attention_matrices:  # the inspector's pair: (layers, B, heads, L, L) -> (B, layers, heads, L, L), copied now
                 stacked = torch.stack([a.float() for a in att]).transpose(0, 1).cpu().numpy()
                 for b, i in enumerate(batch):
                     matrices[i] = stacked[b, :, :, : sizes[i], : sizes[i]]
-        return read, _entries(starts, np.asarray(batch))[1]
+        return out, where
 
     budget = batch_tokens or default_batch_tokens(lm)
     with torch.inference_mode():
         done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
-        read = _collect(lm, done)
-        if lm.reads_previous:
+        read = _collect(lm, done, int(starts[-1]))
+        if lm.start_context is not None:
             _read_first_tokens(lm, read, [e.ids[0] for e in encodings], starts[:-1], top_k)
     return [
         UnmaskedResult(
@@ -382,20 +392,9 @@ def unmasked_pass(
 
 
 def _read_first_tokens(lm: LanguageModel, read: dict[str, np.ndarray], first_ids: Sequence[int], at: np.ndarray, top_k: int) -> None:
-    """A causal model's first position of each sentence (entries `at`): predicted by nothing of the sentence.
-
-    Without a `start_context`: no log p (NaN), rank 0, no predictions. With one (bias-bench's start token): the
-    distribution after that context, computed once for every sentence.
-    """
-    context = lm.start_context
-    if context is None:
-        read["logprob"][at] = np.nan
-        read["rank"][at] = 0
-        if top_k:
-            read["top_ids"][at] = -1
-            read["top_lp"][at] = np.nan
-        return
-    ids = torch.tensor([list(context)], device=lm.device)
+    """A causal model's first position of each sentence (entries `at`), read from its `start_context`: the distribution
+    after that context (bias-bench's start token), computed once for every sentence."""
+    ids = torch.tensor([list(lm.start_context or ())], device=lm.device)
     if lm.project is not None:
         hidden, _ = lm.hidden_states(ids, torch.ones_like(ids))
         logits = lm.project(hidden[0, -1:])
