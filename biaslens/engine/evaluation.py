@@ -29,7 +29,7 @@ from biaslens.engine.exact import CALIBRATION_PAIRS, SAFETY, ExactBf16
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
 from biaslens.engine.options import Compat, InspectionKeywords, Precision
-from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
+from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, OVERLAP_CHUNKS, ComputeFn, Progress, run_chunked
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.conventions import Convention, convention_block, parse_convention
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
@@ -326,7 +326,8 @@ def evaluate(
             raise InputError(f"Every pair's two sentences encode to the same tokens for {lm.name}: there is nothing to compare.")
         left_out = set(identical)
         pairs = [p for p in pairs if p.pair_id not in left_out]
-    budget = batch_tokens or default_batch_tokens(lm)
+    overlap = lm.device.type == "cuda"  # two chunks in flight: the next one prepared while the device computes this one
+    budget = batch_tokens or default_batch_tokens(lm, concurrent=OVERLAP_CHUNKS if overlap else 1)
     started = time.perf_counter()
     exact = None
     if exact_mode:  # calibrated on the run's first pairs, when the first chunk is computed (never for a run read from the cache)
@@ -348,6 +349,7 @@ def evaluate(
         progress=progress,
         processes=state,
         cache_only=cache_only,
+        overlap=overlap,
     )
     records = {(p.pair_id, m): record for p, by_metric in zip(pairs, run.records) for m, record in by_metric.items()}
     cached = run.cached

@@ -54,7 +54,6 @@ _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 _PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
-
 def resolve_device(device: str | None = DEFAULT_DEVICE) -> torch.device:
     """`auto` picks cuda, then mps, then cpu; anything else is passed to torch."""
     if device in (None, "", "auto"):
@@ -81,7 +80,6 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     if name != "float32" and device.type == "cpu":
         raise InputError(f"dtype {name} is only supported on a GPU; use float32 on the CPU.")
     return DTYPES[name]
-
 
 
 class MaskedLM(LanguageModel):
@@ -123,8 +121,6 @@ class MaskedLM(LanguageModel):
         if model_type == "modernbert" and hasattr(model, "decoder") and hasattr(model, "head"):
             return lambda h: model.decoder(model.head(h))
         return None
-
-
 
 
 def _looks_like_path(name: str) -> bool:
@@ -315,7 +311,7 @@ _KINDS_HINT = "biaslens scores masked LMs (BERT, RoBERTa, ALBERT, ...) and causa
 
 
 def model_kind(config: Any, tokenizer: Any, name: str) -> str:
-    """"masked" or "causal", from the config (its architectures, else the auto classes that take it); else `UnsupportedModelError`.
+    """ "masked" or "causal", from the config (its architectures, else the auto classes that take it); else `UnsupportedModelError`.
 
     A checkpoint's own architecture decides (`BertForMaskedLM` is masked, `GPT2LMHeadModel` causal); a config naming
     none (or only a head-less or other-task class) is masked when `AutoModelForMaskedLM` takes it and the tokenizer has

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 from biaslens.errors import NumericalError
+from biaslens.engine import packing
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.passes import MaskedQuery, MaskedResult, UnmaskedResult
 
@@ -71,19 +72,20 @@ T = TypeVar("T")
 Where = np.ndarray | dict[str, np.ndarray]
 
 
-def default_batch_tokens(lm: LanguageModel) -> int:
+def default_batch_tokens(lm: LanguageModel, *, concurrent: int = 1) -> int:
     """The token budget per forward pass for `lm`'s device.
 
     On CUDA it is found from the free memory and the model's size (activations of one
-    layer plus every layer's attention probabilities per token, at half the free memory);
-    an out-of-memory error still halves it during a run.
+    layer plus every layer's attention probabilities per token, at half the free memory,
+    shared by the `concurrent` chunks a run keeps in flight); an out-of-memory error still
+    halves it during a run.
     """
     if lm.device.type == "cuda":
-        return _cuda_batch_tokens(lm)
+        return _cuda_batch_tokens(lm, concurrent)
     return DEFAULT_BATCH_TOKENS.get(lm.device.type, DEFAULT_BATCH_TOKENS["cpu"])
 
 
-def _cuda_batch_tokens(lm: LanguageModel) -> int:
+def _cuda_batch_tokens(lm: LanguageModel, concurrent: int = 1) -> int:
     config = lm.model.config
     hidden = int(getattr(config, "hidden_size", 1024))
     intermediate = int(getattr(config, "intermediate_size", 4 * hidden))
@@ -93,7 +95,7 @@ def _cuda_batch_tokens(lm: LanguageModel) -> int:
     # attention probabilities every layer keeps for AULA, at a typical width of 64 tokens.
     per_token = (8 * hidden + 2 * intermediate) * item + layers * heads * 64 * 4
     free, _total = torch.cuda.mem_get_info(lm.device)
-    tokens = int(free * _CUDA_MEMORY_SHARE // per_token)
+    tokens = int(free * _CUDA_MEMORY_SHARE / max(1, concurrent) // per_token)
     low, high = _CUDA_BUDGET_RANGE
     return 1 << max(low, min(high, tokens)).bit_length() - 1
 
@@ -151,8 +153,26 @@ def plan_batches(lengths: Sequence[int], batch_tokens: int, *, overhead_tokens: 
     return batches
 
 
-def _plan(lengths: Sequence[int], batch_tokens: int, overhead_tokens: int, same_length: bool) -> list[list[int]]:
-    """`plan_batches`, or with `same_length` batches of rows of one length only (nothing padded)."""
+def plan_packed(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
+    """Batches of rows laid end to end (`biaslens.engine.packing`): longest first, each up to `batch_tokens` real tokens.
+
+    Padding costs nothing in a packed batch, so rows of any lengths share one; a row longer than the budget runs alone.
+    """
+    batches: list[list[int]] = []
+    used = batch_tokens
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        if used + lengths[i] > batch_tokens:
+            batches.append([])
+            used = 0
+        batches[-1].append(i)
+        used += int(lengths[i])
+    return batches
+
+
+def _plan(lengths: Sequence[int], batch_tokens: int, overhead_tokens: int, same_length: bool, packed: bool = False) -> list[list[int]]:
+    """`plan_batches`, `plan_packed` for packed batches, or with `same_length` batches of rows of one length only (nothing padded)."""
+    if packed:
+        return plan_packed(lengths, batch_tokens)
     if not same_length:
         return plan_batches(lengths, batch_tokens, overhead_tokens=overhead_tokens)
     groups: dict[int, list[int]] = {}
@@ -168,6 +188,7 @@ def _run_batched(
     progress: Progress | None,
     overhead_tokens: int,
     same_length: bool = False,
+    packed: bool = False,
 ) -> list[tuple[list[int], T]]:
     """Run `run_batch` over the planned batches, longest first: [(batch, what it returned)], in the order run.
 
@@ -183,7 +204,7 @@ def _run_batched(
     done: list[tuple[list[int], T]] = []
     rows = 0
     while remaining:
-        plan = _plan([lengths[i] for i in remaining], batch_tokens, overhead_tokens, same_length)
+        plan = _plan([lengths[i] for i in remaining], batch_tokens, overhead_tokens, same_length, packed)
         plan = [[remaining[j] for j in batch] for batch in plan]
         remaining = []
         for k, batch in enumerate(plan):
@@ -254,22 +275,33 @@ def _readout(
 
 def _forward_and_read(
     lm: LanguageModel,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    flat_positions: torch.Tensor,
-    gold: torch.Tensor,
-    candidates: torch.Tensor | None,
+    input_ids: np.ndarray,
+    mask: np.ndarray,
+    read_at: np.ndarray,
+    gold: np.ndarray,
+    candidates: np.ndarray | None,
     top_k: int,
     attentions: bool,
-) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...] | None]:
-    """Forward a padded batch (on the device) and read the vocabulary distribution at flat positions; nothing leaves the device."""
-    if lm.project is not None:
-        hidden, att = lm.hidden_states(input_ids, attention_mask, attentions=attentions)
-        rows = hidden.reshape(-1, hidden.shape[-1])[flat_positions]
-        return _readout(lm, rows, gold, candidates, top_k, project=True), att
-    logits, att = lm.logits(input_ids, attention_mask, attentions=attentions)
-    rows = logits.reshape(-1, logits.shape[-1])[flat_positions]
-    return _readout(lm, rows, gold, candidates, top_k, project=False), att
+) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...] | None, torch.Tensor | None]:
+    """Forward a right-padded batch (host arrays) and read the vocabulary distribution at flat positions `read_at`.
+
+    Returns (read-outs, per-layer attention when asked, the attention mask on the device); nothing leaves the device.
+    Where the model packs its batches (`packing.decision`) and no attention weights are asked for, the batch runs as
+    one packed row of its real tokens (`biaslens.engine.packing`); its read-outs are the padded batch's.
+    """
+    project = lm.project is not None
+    if not attentions and packing.decision(lm)["pack"]:
+        packed = packing.pack(input_ids, mask, packing.position_offset(lm))
+        rows_d, gold_d, *cand = _to_device(lm, packed.index[read_at], gold, *([candidates] if candidates is not None else []))
+        body = packing.forward_packed(lm, packed, project=project)
+        return _readout(lm, body[rows_d], gold_d, cand[0] if cand else None, top_k, project=project), None, None
+    ids_d, mask_d, read_d, gold_d, *cand = _to_device(lm, input_ids, mask, read_at, gold, *([candidates] if candidates is not None else []))
+    if project:
+        out, att = lm.hidden_states(ids_d, mask_d, attentions=attentions)
+    else:
+        out, att = lm.logits(ids_d, mask_d, attentions=attentions)
+    rows = out.reshape(-1, out.shape[-1])[read_d]
+    return _readout(lm, rows, gold_d, cand[0] if cand else None, top_k, project=project), att, mask_d
 
 
 def _collect(
@@ -355,15 +387,14 @@ def unmasked_pass(
         flat = np.flatnonzero(mask)
         entries = _entries(starts, np.asarray(batch))[1]  # in the order of `flat`: rows in batch order, positions ascending
         where: Where = entries
+        read = flat
         if lm.reads_previous:  # token i from the hidden state at i - 1: a row's first position is predicted by nothing in it
             read = flat[flat % input_ids.shape[1] > 0]
             where = {"*": entries[flat % input_ids.shape[1] > 0], "attention": entries}
-            ids_d, mask_d, flat_d, read_d, gold_d = _to_device(lm, input_ids, mask, flat, read - 1, input_ids.reshape(-1)[read])
-        else:
-            ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, input_ids.reshape(-1)[flat])
-            read_d = flat_d
-        out, att = _forward_and_read(lm, ids_d, mask_d, read_d, gold_d, None, top_k, need_att)
-        if att is not None:  # asked for (need_att)
+        hidden_at = read - 1 if lm.reads_previous else read
+        out, att, mask_d = _forward_and_read(lm, input_ids, mask, hidden_at, input_ids.reshape(-1)[read], None, top_k, need_att)
+        if att is not None and mask_d is not None:  # asked for (need_att)
+            (flat_d,) = _to_device(lm, flat)
             out["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
             if attention_matrices:  # the inspector's pair: (layers, B, heads, L, L) -> (B, layers, heads, L, L), copied now
                 stacked = torch.stack([a.float() for a in att]).transpose(0, 1).cpu().numpy()
@@ -373,7 +404,8 @@ def unmasked_pass(
 
     budget = batch_tokens or default_batch_tokens(lm)
     with torch.inference_mode():
-        done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        packs = not need_att and packing.decision(lm)["pack"]
+        done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True), packs)
         read = _collect(lm, done, int(starts[-1]))
         if lm.start_context is not None:
             _read_first_tokens(lm, read, [e.ids[0] for e in encodings], starts[:-1], top_k)
@@ -442,15 +474,15 @@ def masked_pass(
         flat = reading * input_ids.shape[1] + read_at[entries]
         gold = input_ids.reshape(-1)[flat]
         masking, masked = _entries(mask_start, rows)
-        input_ids[masking, mask_at[masked]] = lm.mask_id
-        ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, gold)
-        cand_d = _to_device(lm, candidates[owner[reading]])[0] if candidates is not None else None
-        return _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, cand_d, top_k, False)[0], entries
+        input_ids[masking, mask_at[masked]] = lm.mask_id  # type: ignore[attr-defined]  # masked queries: a masked LM
+        cand = candidates[owner[reading]] if candidates is not None else None
+        return _forward_and_read(lm, input_ids, mask, flat, gold, cand, top_k, False)[0], entries
 
     budget = batch_tokens or default_batch_tokens(lm)
     lengths = np.fromiter((len(q.ids) for q in queries), dtype=np.int64, count=len(queries))[query_of]
     with torch.inference_mode():
-        done = _run_batched(lengths.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        packs = packing.decision(lm)["pack"]
+        done = _run_batched(lengths.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True), packs)
         read = _collect(lm, done) if done else _nothing_read(n_cand, top_k)  # (every query singly, with no position)
     no_candidates = np.zeros((len(read["logprob"]), 0))
     results, end = [], 0
@@ -489,6 +521,7 @@ def _nothing_read(n_cand: int, top_k: int) -> dict[str, np.ndarray]:
 
 __all__ = [
     "DEFAULT_BATCH_TOKENS",
+    "plan_packed",
     "MaskedQuery",
     "MaskedResult",
     "UnmaskedResult",

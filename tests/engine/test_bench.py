@@ -146,9 +146,12 @@ def test_the_gpu_check_runs_on_the_cpu_in_its_smoke_mode(tmp_path):
     tiny = report["models"]["tiny"]
     assert not tiny["errors"] and not report["skipped"]
     e2e = tiny["end_to_end"]
-    assert set(e2e["totals"]) == {"bfloat16", "float32", "exact-bf16", "bfloat16, one chunk"}
+    assert set(e2e["totals"]) == {"bfloat16", "bfloat16-padded", "float32", "exact-bf16", "bfloat16, one chunk"}
     for block in e2e["datasets"].values():
         assert block["pairs"] == 6 and not any(block["verdicts_differ"]["exact-bf16"].values())  # exact-bf16: float32's verdicts
         assert set(block["rescored"]) == set(PAPER)
     assert tiny["engine"]["masked"]["mfu"] > 0 and tiny["cpu_overhead"]["non_model_s"] > 0
     assert "## tiny" in (tmp_path / "gpu-check-cpu.md").read_text()
+    causal = report["causal"]["gpt2-tiny"]  # the causal part: every convention, and lm-eval's numbers where it is installed
+    assert set(causal["conventions"]) == {"default", "lm-eval", "bias-bench", "oba2024"} and causal["biaslens"]["seconds"] > 0
+    assert causal["packing"]["pack"] is False and all("lm-eval is not installed" in e for e in causal["errors"])

@@ -237,3 +237,60 @@ def test_the_garbage_collector_is_paused_while_chunks_compute_and_restored_after
     for t in threads:
         t.join(timeout=20)
     assert states == [False, False] and gc.isenabled()
+
+
+def test_overlapped_chunks_give_the_same_records_in_order_with_progress_and_cache_from_the_callers_thread(tmp_path):
+    """Two chunks in flight (what `evaluate` does on a GPU): the same records, cache and order as one at a time."""
+    import threading
+    import time as _time
+
+    class Slow(Counter):
+        def __init__(self):
+            super().__init__()
+            self.threads: set[str] = set()
+            self.running = self.most = 0
+            self.lock = threading.Lock()
+
+        def __call__(self, pairs, parts, progress):
+            with self.lock:
+                self.threads.add(threading.current_thread().name)
+                self.running += 1
+                self.most = max(self.most, self.running)
+            _time.sleep(0.15)  # long enough for the next chunk to start beside it
+            out = super().__call__(pairs, parts, progress)
+            with self.lock:
+                self.running -= 1
+            return out
+
+    caller = threading.current_thread().name
+    reported: list[str] = []
+    seen = []
+
+    def progress(done, total):
+        reported.append(threading.current_thread().name)
+        seen.append(done)
+
+    compute = Slow()
+    cache = ResultCache(tmp_path / "r.sqlite")
+    run = run_chunked(PAIRS, parts=("a", "bb"), key=key, compute=compute, cache=cache, chunk_pairs=3, progress=progress, overlap=True)
+    plain = run_chunked(PAIRS, parts=("a", "bb"), key=key, compute=Counter(), chunk_pairs=3)
+    assert run.records == plain.records and run.cached == 0
+    assert compute.most == 2 and all(t.startswith("biaslens-chunk") for t in compute.threads)  # two in flight, in workers
+    assert set(reported) == {caller} and seen == sorted(seen) and seen[-1] == 10  # progress: the caller's thread, monotonic
+    again = run_chunked(PAIRS, parts=("a", "bb"), key=key, compute=Counter(), cache=cache, overlap=True)
+    assert again.cached == 20 and again.records == run.records
+
+
+def test_an_overlapped_run_stops_between_chunks_and_keeps_what_finished(tmp_path):
+    cache = ResultCache(tmp_path / "r.sqlite")
+    calls = []
+
+    def stop():
+        calls.append(1)
+        return len(calls) > 2  # the first two chunks start, the third is refused
+
+    with pytest.raises(JobCancelled):
+        run_chunked(PAIRS, parts=("a",), key=key, compute=Counter(), cache=cache, chunk_pairs=3, stop=stop, overlap=True)
+    compute = Counter()
+    run_chunked(PAIRS, parts=("a",), key=key, compute=compute, cache=cache, chunk_pairs=3)
+    assert [ids for ids, _ in compute.calls] == [[6, 7, 8], [9]]  # the two chunks in flight finished and were cached
