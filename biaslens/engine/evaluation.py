@@ -10,6 +10,7 @@ log-probabilities, attention, top-k predictions and every metric's sentence scor
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -37,6 +38,9 @@ from biaslens.data.sentences import check_pair
 from biaslens.engine.stats import bias_score
 
 from biaslens.engine.pairs import _usable_metrics, has_attention_weights, score_encoded_pairs
+
+#: `BIASLENS_OVERLAP=on` keeps two chunks in flight on a GPU (`run_chunked(overlap=True)`); measured, not the default.
+OVERLAP_ENV = "BIASLENS_OVERLAP"
 
 
 # ---------------------------------------------------------------------------------------
@@ -326,7 +330,7 @@ def evaluate(
             raise InputError(f"Every pair's two sentences encode to the same tokens for {lm.name}: there is nothing to compare.")
         left_out = set(identical)
         pairs = [p for p in pairs if p.pair_id not in left_out]
-    overlap = lm.device.type == "cuda"  # two chunks in flight: the next one prepared while the device computes this one
+    overlap = lm.device.type == "cuda" and os.environ.get(OVERLAP_ENV, "").strip().lower() == "on"  # two chunks in flight (runner)
     budget = batch_tokens or default_batch_tokens(lm, concurrent=OVERLAP_CHUNKS if overlap else 1)
     started = time.perf_counter()
     exact = None

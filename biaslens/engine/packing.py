@@ -75,9 +75,11 @@ def varlen_attention(
     heads, kv_heads = query.shape[1], key.shape[1]
     kernel = _varlen_kernel()
     if query.is_cuda and kernel is not None and query.dtype in (torch.float16, torch.bfloat16):
+        if heads != kv_heads:  # grouped-query attention: each key/value head serves heads // kv_heads query heads
+            key, value = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (key, value))
         q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))  # (T, heads, dim)
         longest = int(kwargs["max_length_q"])
-        out = kernel(q, k, v, cu, cu, longest, longest, scale=scaling, window_size=(-1, 0) if causal else (-1, -1), enable_gqa=heads != kv_heads)
+        out = kernel(q, k, v, cu, cu, longest, longest, scale=scaling, window_size=(-1, 0) if causal else (-1, -1))
         return out.unsqueeze(0), None
     bounds = cu.tolist()
     parts = [

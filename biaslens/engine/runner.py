@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import numbers
+import sys
 import threading
 import time
 from collections import deque
@@ -149,6 +150,9 @@ def run_chunked(
     start = begin
     in_flight: deque[_Chunk] = deque()
     pool = ThreadPoolExecutor(max_workers=OVERLAP_CHUNKS, thread_name_prefix="biaslens-chunk") if overlap else None
+    switch = sys.getswitchinterval()
+    if pool is not None:  # the thread launching the device's kernels waits for the GIL at most this long
+        sys.setswitchinterval(OVERLAP_SWITCH_SECONDS)
     try:
         while start < end or in_flight:
             while start < end and len(in_flight) < (OVERLAP_CHUNKS if pool is not None else 1):
@@ -180,6 +184,7 @@ def run_chunked(
                 if chunk.future is not None:
                     chunk.future.cancel()
             pool.shutdown(wait=True)
+            sys.setswitchinterval(switch)
     gathered = parallel.gather(processes, (records, cached))
     merged = {i: r for part, _ in gathered for i, r in part.items()}
     return ChunkedResult(
@@ -193,6 +198,10 @@ def run_chunked(
 OVERLAP_CHUNKS = 2
 #: Seconds between progress reports while the caller waits for an overlapped chunk.
 _POLL_SECONDS = 0.1
+#: Python's thread switch interval during an overlapped run (its default is 5 ms): a thread that launches a batch's
+#: hundreds of kernels takes the GIL back for each, so with the default a thread busy on the next chunk's encoding would
+#: hold the device back for up to 5 ms per kernel.
+OVERLAP_SWITCH_SECONDS = 1e-4
 
 
 @dataclass
