@@ -56,7 +56,7 @@ from benchmarks import bench_engine as bench  # noqa: E402
 from biaslens.engine.alignment import align_pair  # noqa: E402
 from biaslens.data.datasets import load_dataset  # noqa: E402
 from biaslens.errors import InputError  # noqa: E402
-from biaslens.engine.evaluation import OVERLAP_ENV, EvaluationResult, evaluate  # noqa: E402
+from biaslens.engine.evaluation import EvaluationResult, evaluate  # noqa: E402
 from biaslens.engine.pairs import score_encoded_pairs  # noqa: E402
 from biaslens.engine.exact import bfloat16_twin  # noqa: E402
 from biaslens.engine.metrics import METRICS, PAPER_METRICS  # noqa: E402
@@ -77,7 +77,6 @@ GOAL_EXACT_OVER_BF16 = 1.3
 PRECISIONS = {
     "bfloat16": ("bfloat16", "model", None),
     "bfloat16-padded": ("bfloat16", "model", "off"),
-    "bfloat16-overlap": ("bfloat16", "model", "overlap"),
     "float32": ("float32", "model", None),
     "exact-bf16": ("float32", "exact-bf16", None),
 }
@@ -177,18 +176,18 @@ def end_to_end(
 
 
 class forced_packing:
-    """Within the block: `BIASLENS_PACKING` set to `value` ("on"/"off"), or "overlap": `BIASLENS_OVERLAP=on`; None: the defaults."""
+    """Within the block: `BIASLENS_PACKING` set to `value` ("on"/"off"); None leaves the probe to decide."""
 
     def __init__(self, value: str | None):
         self.value, self.old = value, None
-        self.name = OVERLAP_ENV if value == "overlap" else packing.ENV
+        self.name = packing.ENV
 
     def __enter__(self) -> None:
         import os
 
         self.old = os.environ.get(self.name)
         if self.value is not None:
-            os.environ[self.name] = "on" if self.value == "overlap" else self.value
+            os.environ[self.name] = self.value
 
     def __exit__(self, *exc: Any) -> None:
         import os
@@ -207,7 +206,6 @@ def refine(per_pair: dict[str, float], measured: set[str], label: str, seconds_p
             ("float32", 6.0),
             ("exact-bf16", 8.0),
             ("bfloat16-padded", 1.5),
-            ("bfloat16-overlap", 1.5),
         ):  # at most, as measured on an H200
             if other not in measured:
                 per_pair[other] = factor * seconds_per_pair
@@ -325,7 +323,7 @@ def check_model(
     warm = attempt(errors, "first timing", lambda: run_evaluate(fast, datasets[next(iter(datasets))][:64], "model", 1)[1].seconds)
     # Expected seconds per pair (for the time budget): bfloat16's first timing, float32 up to 3x slower (roberta-large on an H200).
     bf16 = 1.5 * (warm or 1.0) / 64
-    per_pair = {"bfloat16": bf16, "bfloat16-padded": 1.5 * bf16, "bfloat16-overlap": 1.5 * bf16, "float32": 3 * bf16, "exact-bf16": 2 * bf16}
+    per_pair = {"bfloat16": bf16, "bfloat16-padded": 1.5 * bf16, "float32": 3 * bf16, "exact-bf16": 2 * bf16}
     result["end_to_end"] = attempt(errors, "end to end", lambda: end_to_end(models, datasets, args.repeat, budget, per_pair, args.precisions))
     per_run = per_pair["bfloat16"] * max(len(p) for p in datasets.values())  # one bfloat16 run of the larger dataset
     log(f"  end to end: {json.dumps((result['end_to_end'] or {}).get('totals'))}")

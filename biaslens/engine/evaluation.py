@@ -10,7 +10,6 @@ log-probabilities, attention, top-k predictions and every metric's sentence scor
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,7 +29,7 @@ from biaslens.engine.exact import CALIBRATION_PAIRS, SAFETY, ExactBf16
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
 from biaslens.engine.options import Compat, InspectionKeywords, Precision
-from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, OVERLAP_CHUNKS, ComputeFn, Progress, run_chunked
+from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.conventions import Convention, convention_block, parse_convention
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
@@ -38,9 +37,6 @@ from biaslens.data.sentences import check_pair
 from biaslens.engine.stats import bias_score
 
 from biaslens.engine.pairs import _usable_metrics, has_attention_weights, score_encoded_pairs
-
-#: `BIASLENS_OVERLAP=on` keeps two chunks in flight on a GPU (`run_chunked(overlap=True)`); measured, not the default.
-OVERLAP_ENV = "BIASLENS_OVERLAP"
 
 
 # ---------------------------------------------------------------------------------------
@@ -324,14 +320,13 @@ def evaluate(
     pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
     if not pairs:
         raise InputError("No pairs to score.")
-    identical = token_identical_pairs(lm, pairs)
+    same = _token_identical(lm, pairs)
+    identical = [p.pair_id for p, alike in zip(pairs, same) if alike]
     if identical:
         if len(identical) == len(pairs):
             raise InputError(f"Every pair's two sentences encode to the same tokens for {lm.name}: there is nothing to compare.")
-        left_out = set(identical)
-        pairs = [p for p in pairs if p.pair_id not in left_out]
-    overlap = lm.device.type == "cuda" and os.environ.get(OVERLAP_ENV, "").strip().lower() == "on"  # two chunks in flight (runner)
-    budget = batch_tokens or default_batch_tokens(lm, concurrent=OVERLAP_CHUNKS if overlap else 1)
+        pairs = [p for p, alike in zip(pairs, same) if not alike]  # by position: pairs of two datasets can share an id
+    budget = batch_tokens or default_batch_tokens(lm)
     started = time.perf_counter()
     exact = None
     if exact_mode:  # calibrated on the run's first pairs, when the first chunk is computed (never for a run read from the cache)
@@ -353,12 +348,9 @@ def evaluate(
         progress=progress,
         processes=state,
         cache_only=cache_only,
-        overlap=overlap,
     )
-    records = {(p.pair_id, m): record for p, by_metric in zip(pairs, run.records) for m, record in by_metric.items()}
     cached = run.cached
-
-    frame = pairs_frame(pairs, keys, records)
+    frame = pairs_frame(pairs, keys, run.records)
     dataset_info = _dataset_info(dataset, pairs)
     manifest = lm.manifest(
         compat=mode.value,
@@ -435,6 +427,11 @@ def identical_note(pair_ids: Sequence[int]) -> str:
 
 def token_identical_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[int]:
     """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK])."""
+    return [p.pair_id for p, alike in zip(pairs, _token_identical(lm, pairs)) if alike]
+
+
+def _token_identical(lm: LanguageModel, pairs: Sequence[Pair]) -> list[bool]:
+    """Per pair, in order: whether its two sentences encode to the same token ids."""
     if not pairs:
         return []
     texts = [p.sent_stereo for p in pairs] + [p.sent_anti for p in pairs]
@@ -444,7 +441,7 @@ def token_identical_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[int]
     # Ids only (over-long sentences are for `encode` to refuse): one batch, nothing else asked of the tokenizer.
     ids = lm.tokenizer(texts, add_special_tokens=True, verbose=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
     n = len(pairs)
-    return [p.pair_id for i, p in enumerate(pairs) if ids[i] == ids[n + i]]
+    return [ids[i] == ids[n + i] for i in range(n)]
 
 
 def _type_name(value: Any) -> str:
@@ -571,10 +568,13 @@ def _encode(lm: LanguageModel, pair: Pair, field_name: str) -> Encoding:
         raise InputError(f"Pair {pair.pair_id} ({field_name}): {exc}") from exc
 
 
-def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[tuple[int, str], Mapping[str, Any]]) -> pd.DataFrame:
-    """The `pairs.csv` table: pair columns, then each metric's `Metric.columns` (`<metric>_stereo/_anti/_hits/_total`)."""
+def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Sequence[Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """The `pairs.csv` table: pair columns, then each metric's `Metric.columns` (`<metric>_stereo/_anti/_hits/_total`).
+
+    `records[k]` holds the k-th pair's record per metric (by position: pairs of two datasets can share a pair id).
+    """
     rows = []
-    for p in pairs:
+    for p, by_metric in zip(pairs, records, strict=True):
         row: dict[str, Any] = {
             "pair_id": p.pair_id,
             "dataset": p.dataset,
@@ -584,7 +584,7 @@ def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[
             "sent_anti": p.sent_anti,
         }
         for m in metrics:
-            r, columns = records[(p.pair_id, m)], pair_columns(m)
+            r, columns = by_metric[m], pair_columns(m)
             row[columns.stereo] = r["stereo"]
             row[columns.anti] = r["anti"]
             row[columns.hits] = int(r["hits"])

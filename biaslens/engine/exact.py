@@ -113,7 +113,6 @@ class ExactBf16:
         self.metrics, self.compat = list(metrics), compat
         self._score, self._sample, self._batch_tokens = score, sample, batch_tokens
         self.calibration: Calibration | None = None
-        self._calibrating = threading.Lock()  # chunks computed in two threads (overlap) calibrate once
         self._known: dict[tuple[str, str], ScoredPair] = {}  # the calibration pairs' float32 scores, by their sentences
 
     @property
@@ -127,10 +126,6 @@ class ExactBf16:
 
     def calibrate(self) -> Calibration:
         """Score the calibration pairs in both precisions (once) and measure bfloat16's error per metric."""
-        with self._calibrating:
-            return self._calibrate()
-
-    def _calibrate(self) -> Calibration:
         if self.calibration is None:
             sample = list(self._sample())
             fast, exact = self._run(self.fast, sample, self.metrics), self._run(self.lm, sample, self.metrics)

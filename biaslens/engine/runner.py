@@ -20,12 +20,7 @@ run (`cache_only=True`) all go through `run_chunked`:
   process gets the whole result back;
 * `progress(done_pairs, total_pairs)` is called within and after every chunk (fractions
   within a chunk); `stop()` is asked before every chunk and stops the run with
-  `JobCancelled`, finished chunks kept in the cache;
-* `overlap=True` (what `evaluate` asks on a GPU) keeps two chunks in flight, each computed
-  by a worker thread: while the device computes one chunk's batches (the thread waits on the
-  device with the GIL released), the other thread encodes, aligns and builds the next one's,
-  or turns the last one's read-outs into records. Results, cache writes, `progress` and
-  `stop()` stay in the caller's thread and in the chunks' order.
+  `JobCancelled`, finished chunks kept in the cache.
 
 The runner knows nothing of metrics or models: the caller's `key` and `compute` do.
 Scores do not depend on the chunks beyond float rounding (a chunk's pairs share batches:
@@ -37,11 +32,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import numbers
-import sys
 import threading
 import time
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -123,7 +115,6 @@ def run_chunked(
     processes: Any | None = None,
     cache_only: bool = False,
     clock: Callable[[], float] = time.perf_counter,
-    overlap: bool = False,
 ) -> ChunkedResult:
     """Every part of every pair: from the cache where present, else computed chunk by chunk and cached.
 
@@ -148,43 +139,25 @@ def run_chunked(
     records: dict[int, dict[str, Record]] = {}
     cached = done = 0
     start = begin
-    in_flight: deque[_Chunk] = deque()
-    pool = ThreadPoolExecutor(max_workers=OVERLAP_CHUNKS, thread_name_prefix="biaslens-chunk") if overlap else None
-    switch = sys.getswitchinterval()
-    if pool is not None:  # the thread launching the device's kernels waits for the GIL at most this long
-        sys.setswitchinterval(OVERLAP_SWITCH_SECONDS)
-    try:
-        while start < end or in_flight:
-            while start < end and len(in_flight) < (OVERLAP_CHUNKS if pool is not None else 1):
-                if stop is not None and stop():
-                    raise JobCancelled("The run was stopped; its finished chunks are in the result cache, so running it again resumes there.")
-                chunk = _Chunk(start, pairs[start : min(end, start + sizer.size)], clock())
-                if pool is None:  # in this thread: the chunk's progress goes straight to `progress`
+    while start < end:
+        if stop is not None and stop():
+            raise JobCancelled("The run was stopped; its finished chunks are in the result cache, so running it again resumes there.")
+        chunk = pairs[start : min(end, start + sizer.size)]
 
-                    def within_chunk(rows_done: int, rows_total: int, n: int = len(chunk.pairs), done: int = done) -> None:
-                        if progress is not None:
-                            progress(done + n * rows_done / max(rows_total, 1), own)
-
-                    chunk.result = _chunk_work(chunk.pairs, parts, key, compute, cache, within_chunk, cache_only)
-                else:
-                    chunk.future = pool.submit(_chunk_work, chunk.pairs, parts, key, compute, cache, chunk.note, cache_only)
-                in_flight.append(chunk)
-                start += len(chunk.pairs)
-            chunk = in_flight.popleft()
-            chunk_records, hits, computed = chunk.wait(lambda: progress(done + chunk.fraction() * len(chunk.pairs), own) if progress else None)
-            sizer.record(computed, clock() - chunk.started)
-            records.update((chunk.start + i, r) for i, r in enumerate(chunk_records))
-            cached += hits
-            done += len(chunk.pairs)
+        def within_chunk(rows_done: int, rows_total: int, n: int = len(chunk), done: int = done) -> None:
             if progress is not None:
-                progress(done, own)
-    finally:
-        if pool is not None:
-            for chunk in in_flight:  # stopped or failed: the chunks still running finish (and are cached); none is started
-                if chunk.future is not None:
-                    chunk.future.cancel()
-            pool.shutdown(wait=True)
-            sys.setswitchinterval(switch)
+                progress(done + n * rows_done / max(rows_total, 1), own)
+
+        started = clock()
+        with _collector_paused():
+            chunk_records, hits, computed = _run_chunk(chunk, parts, key, compute, cache, within_chunk, cache_only)
+        sizer.record(computed, clock() - started)
+        records.update((start + i, r) for i, r in enumerate(chunk_records))
+        cached += hits
+        done += len(chunk)
+        start += len(chunk)
+        if progress is not None:
+            progress(done, own)
     gathered = parallel.gather(processes, (records, cached))
     merged = {i: r for part, _ in gathered for i, r in part.items()}
     return ChunkedResult(
@@ -192,45 +165,6 @@ def run_chunked(
         sum(hits for _, hits in gathered),
         processes.num_processes if processes is not None else None,
     )
-
-
-#: Chunks in flight at once with `overlap=True`: one on the device, one being prepared or read out.
-OVERLAP_CHUNKS = 2
-#: Seconds between progress reports while the caller waits for an overlapped chunk.
-_POLL_SECONDS = 0.1
-#: Python's thread switch interval during an overlapped run (its default is 5 ms): a thread that launches a batch's
-#: hundreds of kernels takes the GIL back for each, so with the default a thread busy on the next chunk's encoding would
-#: hold the device back for up to 5 ms per kernel.
-OVERLAP_SWITCH_SECONDS = 1e-4
-
-
-@dataclass
-class _Chunk:
-    """One chunk of a run: its first pair's index, its pairs, when it started, and its work (done, or a worker's future)."""
-
-    start: int
-    pairs: Sequence[Pair]
-    started: float
-    result: tuple[list[dict[str, Record]], int, int] | None = None
-    future: Future | None = None
-    rows: tuple[int, int] = (0, 1)
-
-    def note(self, rows_done: int, rows_total: int) -> None:
-        """The worker's progress within the chunk, read by the caller's thread (`fraction`)."""
-        self.rows = (rows_done, max(rows_total, 1))
-
-    def fraction(self) -> float:
-        done, total = self.rows
-        return min(1.0, done / total)
-
-    def wait(self, report: Callable[[], None]) -> tuple[list[dict[str, Record]], int, int]:
-        """The chunk's (records, cache hits, pairs computed), reporting progress while a worker computes it."""
-        if self.future is None:
-            assert self.result is not None
-            return self.result
-        while not wait([self.future], timeout=_POLL_SECONDS).done:
-            report()
-        return self.future.result()
 
 
 _PAUSED = {"chunks": 0, "was_enabled": False}
@@ -267,20 +201,6 @@ def _share(processes: Any | None, n: int, chunk_pairs: int | None) -> tuple[int,
         return (mine[0], mine[-1] + 1) if mine else (n, n)
     starts = parallel.share(processes, range(0, n, chunk_pairs))
     return (starts[0], min(n, starts[-1] + chunk_pairs)) if starts else (n, n)
-
-
-def _chunk_work(
-    chunk: Sequence[Pair],
-    parts: Sequence[str],
-    key: KeyFn,
-    compute: ComputeFn,
-    cache: ResultCache | None,
-    progress: RowProgress,
-    cache_only: bool,
-) -> tuple[list[dict[str, Record]], int, int]:
-    """`_run_chunk` with Python's cyclic garbage collector paused (`_collector_paused`), in whichever thread runs it."""
-    with _collector_paused():
-        return _run_chunk(chunk, parts, key, compute, cache, progress, cache_only)
 
 
 def _run_chunk(

@@ -72,20 +72,19 @@ T = TypeVar("T")
 Where = np.ndarray | dict[str, np.ndarray]
 
 
-def default_batch_tokens(lm: LanguageModel, *, concurrent: int = 1) -> int:
+def default_batch_tokens(lm: LanguageModel) -> int:
     """The token budget per forward pass for `lm`'s device.
 
     On CUDA it is found from the free memory and the model's size (activations of one
-    layer plus every layer's attention probabilities per token, at half the free memory,
-    shared by the `concurrent` chunks a run keeps in flight); an out-of-memory error still
-    halves it during a run.
+    layer plus every layer's attention probabilities per token, at half the free memory);
+    an out-of-memory error still halves it during a run.
     """
     if lm.device.type == "cuda":
-        return _cuda_batch_tokens(lm, concurrent)
+        return _cuda_batch_tokens(lm)
     return DEFAULT_BATCH_TOKENS.get(lm.device.type, DEFAULT_BATCH_TOKENS["cpu"])
 
 
-def _cuda_batch_tokens(lm: LanguageModel, concurrent: int = 1) -> int:
+def _cuda_batch_tokens(lm: LanguageModel) -> int:
     config = lm.model.config
     hidden = int(getattr(config, "hidden_size", 1024))
     intermediate = int(getattr(config, "intermediate_size", 4 * hidden))
@@ -95,7 +94,7 @@ def _cuda_batch_tokens(lm: LanguageModel, concurrent: int = 1) -> int:
     # attention probabilities every layer keeps for AULA, at a typical width of 64 tokens.
     per_token = (8 * hidden + 2 * intermediate) * item + layers * heads * 64 * 4
     free, _total = torch.cuda.mem_get_info(lm.device)
-    tokens = int(free * _CUDA_MEMORY_SHARE / max(1, concurrent) // per_token)
+    tokens = int(free * _CUDA_MEMORY_SHARE // per_token)
     low, high = _CUDA_BUDGET_RANGE
     return 1 << max(low, min(high, tokens)).bit_length() - 1
 

@@ -105,7 +105,7 @@ def test_pair_accuracy_counts_what_the_registry_says():
 
 def test_pairs_frame_writes_each_metrics_columns():
     p = Pair(3, "test", "gender", "stereo", "a", "b")
-    records = {(3, m): {"stereo": -1.0, "anti": -2.0, "hits": 1, "total": 2} for m in METRICS}
+    records = [{m: {"stereo": -1.0, "anti": -2.0, "hits": 1, "total": 2} for m in METRICS}]
     frame = pairs_frame([p], list(METRICS), records)
     assert list(frame.columns[6:]) == [c for m in METRICS.values() for c in m.columns]
 
