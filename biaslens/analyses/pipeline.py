@@ -313,10 +313,10 @@ def run_evaluation(
     for text in dataset.notes:
         note(text)
     manifest = dict(caveats(lm, chosen)) if caveats is not None and main else {}
-    if plan.default_metrics:  # the default set, less what this model cannot give (asked for by name, it is refused)
-        keys, skipped = available_metrics(lm, list(options.metrics))
+    if plan.default_metrics:  # the default set of the model's kind, less what it cannot give (asked for by name, it is refused)
+        keys, skipped = available_metrics(lm, None)
+        options = dataclasses.replace(options, metrics=tuple(keys))
         if skipped:
-            options = dataclasses.replace(options, metrics=tuple(keys))
             note(unavailable_note(skipped))
     with bars(len(chosen), f"{dataset.name} {','.join(options.metrics)}", disable=not main) as bar:
         result = evaluate(lm, dataset, options.metrics, cache=cache, progress=bar, **options.evaluate_kwargs())

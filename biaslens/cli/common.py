@@ -43,6 +43,8 @@ COMMANDS: dict[str, str] = {
     "kurita": "Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests",
     "report": "reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML",
     "shuffle": "one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)",
+    "conventions": "one model's bias scores under every scoring convention (the peers' for causal models, the likelihood metrics for "
+    "masked ones) and the pairs that flip",
 }
 
 
@@ -80,6 +82,25 @@ def add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None
         help="auto: spread a model too large for one GPU over every GPU (then the CPU)",
     )  # fmt: skip
     p.add_argument("--allow-pickle", action="store_true", help="allow pickle (.bin) weights, which can run code: only for sources you trust")
+    from biaslens.engine.causal import FIRST_TOKEN_HELP
+
+    p.add_argument(
+        "--first-token",
+        default=None,
+        choices=[policy.value for policy in FIRST_TOKEN_HELP],
+        help="a causal model's first token: " + "; ".join(f"{k.value}: {v}" for k, v in FIRST_TOKEN_HELP.items()) + " (default bos)",
+    )
+
+
+def add_convention_arg(p: argparse.ArgumentParser) -> None:
+    from biaslens.engine.conventions import CONVENTIONS
+
+    p.add_argument(
+        "--convention",
+        default="default",
+        choices=list(CONVENTIONS),
+        help="a causal model's pairs scored as a peer does: " + "; ".join(f"{k}: {c.summary}" for k, c in CONVENTIONS.items()),
+    )
 
 
 def add_compat_arg(p: argparse.ArgumentParser) -> None:

@@ -72,10 +72,15 @@ class ModelSpec:
     dtype: str = DEFAULT_DTYPE
     device_map: str | None = None
     allow_pickle: bool = False
+    #: A causal model's first-token policy (`biaslens.engine.causal.FirstToken`); None: the model's default.
+    first_token: str | None = None
 
     def __post_init__(self) -> None:
+        from biaslens.engine.causal import FirstToken
         from biaslens.engine.models import DEVICE_MAPS, DTYPES
 
+        if self.first_token is not None:
+            object.__setattr__(self, "first_token", FirstToken.parse(self.first_token).value)
         if not str(self.model).strip():
             raise InputError("No model given: name a hub id (e.g. bert-base-cased) or a local folder.")
         if self.dtype not in DTYPES:
@@ -98,6 +103,7 @@ class ModelSpec:
             dtype=getattr(args, "dtype", None) or DEFAULT_DTYPE,
             device_map=getattr(args, "device_map", None),
             allow_pickle=bool(getattr(args, "allow_pickle", False)),
+            first_token=getattr(args, "first_token", None),
         )
 
     def with_model(self, model: str) -> "ModelSpec":
@@ -114,6 +120,7 @@ class ModelSpec:
             "revision": self.revision,
             "allow_pickle": self.allow_pickle,
             "device_map": self.device_map,
+            **({"first_token": self.first_token} if self.first_token is not None else {}),
         }
 
     def load(self):
@@ -140,9 +147,17 @@ class RunOptions:
     batch_tokens: int | None = None
     chunk_pairs: int | None = None
     precision: Precision = DEFAULT_PRECISION
+    #: How a causal model's pairs are scored (`biaslens.engine.conventions`: default, lm-eval, bias-bench, oba2024).
+    convention: str = "default"
 
     def __post_init__(self) -> None:
+        from biaslens.engine.conventions import CONVENTIONS
         from biaslens.engine.metrics import parse_metrics
+
+        convention = str(self.convention or "default").strip().lower()
+        if convention not in CONVENTIONS:
+            raise InputError(f"Unknown convention {self.convention!r}: choose from {', '.join(CONVENTIONS)}.")
+        object.__setattr__(self, "convention", convention)
 
         raw = self.metrics
         object.__setattr__(self, "metrics", tuple(parse_metrics(None if isinstance(raw, tuple) and not raw else raw)))
@@ -164,6 +179,7 @@ class RunOptions:
             batch_tokens=getattr(args, "batch_tokens", None),
             chunk_pairs=getattr(args, "chunk_pairs", None),
             precision=getattr(args, "precision", None) or DEFAULT_PRECISION,
+            convention=getattr(args, "convention", None) or "default",
         )
 
     def selection(self) -> dict[str, Any]:
@@ -177,6 +193,8 @@ class RunOptions:
             out["chunk_pairs"] = self.chunk_pairs
         if self.precision is not DEFAULT_PRECISION:
             out["precision"] = self.precision.value
+        if self.convention != "default":
+            out["convention"] = self.convention
         return out
 
 
