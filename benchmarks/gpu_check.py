@@ -5,10 +5,10 @@ from `--tokenizers`) over all of CrowS-Pairs and StereoSet (`--data-dir`), on th
 
 * end to end: `evaluate` with the five paper metrics (tokenization, alignment, frames and
   summaries included; no cache) per dataset and in total, in bfloat16, float32 and
-  exact-bf16 (the fastest of `--repeat`), with chunks sized by time (the default) and, in
+  bf16-rescore (the fastest of `--repeat`), with chunks sized by time (the default) and, in
   bfloat16, with each dataset in one chunk;
-* verdicts against float32, per metric: how many differ in bfloat16 and in exact-bf16
-  (none should), and how many pairs exact-bf16 re-scored in float32;
+* verdicts against float32, per metric: how many differ in bfloat16 and in bf16-rescore
+  (none should), and how many pairs bf16-rescore re-scored in float32;
 * GPU busy: the device's kernel time (`torch.profiler`) over the wall time of a bfloat16
   run of CrowS-Pairs, and the kernels that took the most of it;
 * MFU: model FLOPs on the real tokens per second (`bench_engine.forward_flops`) over the
@@ -58,7 +58,7 @@ from biaslens.data.datasets import load_dataset  # noqa: E402
 from biaslens.errors import InputError  # noqa: E402
 from biaslens.engine.evaluation import EvaluationResult, evaluate  # noqa: E402
 from biaslens.engine.pairs import score_encoded_pairs  # noqa: E402
-from biaslens.engine.exact import bfloat16_twin  # noqa: E402
+from biaslens.engine.rescore import bfloat16_twin  # noqa: E402
 from biaslens.engine.metrics import METRICS, PAPER_METRICS  # noqa: E402
 from biaslens.engine import packing  # noqa: E402
 from biaslens.engine.causal import CausalLM  # noqa: E402
@@ -78,7 +78,7 @@ PRECISIONS = {
     "bfloat16": ("bfloat16", "model", None),
     "bfloat16-padded": ("bfloat16", "model", "off"),
     "float32": ("float32", "model", None),
-    "exact-bf16": ("float32", "exact-bf16", None),
+    "bf16-rescore": ("float32", "bf16-rescore", None),
 }
 #: Causal shapes: name -> (biaslens.engine.testing causal family, size, tokenizer folder). The Llama-7B shape reads the
 #: GPT-NeoX tokenizer (no Llama tokenizer is shared): a 50k BPE, so its token counts are a real tokenizer's.
@@ -142,7 +142,7 @@ def end_to_end(
     per_pair: dict[str, float],
     chosen: Sequence[str] = tuple(PRECISIONS),
 ) -> dict[str, Any]:
-    """`evaluate` per precision and dataset; verdicts against float32; exact-bf16's re-scored pairs; bfloat16 in one chunk.
+    """`evaluate` per precision and dataset; verdicts against float32; bf16-rescore's re-scored pairs; bfloat16 in one chunk.
 
     `per_pair`: the seconds a pair is expected to take in each precision (what `budget` is asked for), refined as runs are timed.
     """
@@ -166,9 +166,9 @@ def end_to_end(
             block["verdicts_differ"] = {
                 label: {m: int((verdicts(r, m) != reference[m]).sum()) for m in PAPER_METRICS} for label, r in results.items() if label != "float32"
             }
-        if "exact-bf16" in results:
-            block["rescored"] = results["exact-bf16"].manifest["precision"]["rescored"]
-            block["calibration"] = results["exact-bf16"].manifest["precision"].get("calibration")
+        if "bf16-rescore" in results:
+            block["rescored"] = results["bf16-rescore"].manifest["precision"]["rescored"]
+            block["calibration"] = results["bf16-rescore"].manifest["precision"].get("calibration")
         out["datasets"][name] = block
     labels = {label for b in out["datasets"].values() for label in b["seconds"]}
     out["totals"] = {label: sum(b["seconds"].get(label, math.nan) for b in out["datasets"].values()) for label in sorted(labels)}
@@ -204,7 +204,7 @@ def refine(per_pair: dict[str, float], measured: set[str], label: str, seconds_p
     if label == "bfloat16":
         for other, factor in (
             ("float32", 6.0),
-            ("exact-bf16", 8.0),
+            ("bf16-rescore", 8.0),
             ("bfloat16-padded", 1.5),
         ):  # at most, as measured on an H200
             if other not in measured:
@@ -323,7 +323,7 @@ def check_model(
     warm = attempt(errors, "first timing", lambda: run_evaluate(fast, datasets[next(iter(datasets))][:64], "model", 1)[1].seconds)
     # Expected seconds per pair (for the time budget): bfloat16's first timing, float32 up to 3x slower (roberta-large on an H200).
     bf16 = 1.5 * (warm or 1.0) / 64
-    per_pair = {"bfloat16": bf16, "bfloat16-padded": 1.5 * bf16, "float32": 3 * bf16, "exact-bf16": 2 * bf16}
+    per_pair = {"bfloat16": bf16, "bfloat16-padded": 1.5 * bf16, "float32": 3 * bf16, "bf16-rescore": 2 * bf16}
     result["end_to_end"] = attempt(errors, "end to end", lambda: end_to_end(models, datasets, args.repeat, budget, per_pair, args.precisions))
     per_run = per_pair["bfloat16"] * max(len(p) for p in datasets.values())  # one bfloat16 run of the larger dataset
     log(f"  end to end: {json.dumps((result['end_to_end'] or {}).get('totals'))}")
@@ -451,13 +451,13 @@ def goals(report: dict[str, Any]) -> dict[str, Any]:
                     "value": round(e2e[label], 3),
                     "met": e2e[label] <= GOAL_SECONDS[size],
                 }
-        if "exact-bf16" in e2e and "bfloat16" in e2e:
-            ratio = e2e["exact-bf16"] / e2e["bfloat16"]
-            out[f"{size}: exact-bf16 <= {GOAL_EXACT_OVER_BF16}x bfloat16"] = {"value": round(ratio, 3), "met": ratio <= GOAL_EXACT_OVER_BF16}
-        differ = [b.get("verdicts_differ", {}).get("exact-bf16", {}) for b in (model.get("end_to_end") or {}).get("datasets", {}).values()]
+        if "bf16-rescore" in e2e and "bfloat16" in e2e:
+            ratio = e2e["bf16-rescore"] / e2e["bfloat16"]
+            out[f"{size}: bf16-rescore <= {GOAL_EXACT_OVER_BF16}x bfloat16"] = {"value": round(ratio, 3), "met": ratio <= GOAL_EXACT_OVER_BF16}
+        differ = [b.get("verdicts_differ", {}).get("bf16-rescore", {}) for b in (model.get("end_to_end") or {}).get("datasets", {}).values()]
         if differ and all(differ):
             wrong = sum(sum(d.values()) for d in differ)
-            out[f"{size}: exact-bf16 verdicts = float32 verdicts"] = {"value": wrong, "met": wrong == 0}
+            out[f"{size}: bf16-rescore verdicts = float32 verdicts"] = {"value": wrong, "met": wrong == 0}
         if model.get("busy"):
             out[f"{size}: GPU busy >= {GOAL_BUSY:.0%}"] = {"value": round(model["busy"]["busy"], 3), "met": model["busy"]["busy"] >= GOAL_BUSY}
         if size == "base" and model.get("engine"):
@@ -509,7 +509,7 @@ def markdown(report: dict[str, Any]) -> str:
                     )
                 if b.get("rescored"):
                     lines.append(
-                        f"- {name}, pairs exact-bf16 re-scored in float32: " + ", ".join(f"{METRICS[k].name} {v}" for k, v in b["rescored"].items())
+                        f"- {name}, pairs bf16-rescore re-scored in float32: " + ", ".join(f"{METRICS[k].name} {v}" for k, v in b["rescored"].items())
                     )
         if model.get("engine"):
             eng = model["engine"]

@@ -68,8 +68,8 @@ class EvaluationPlan:
     def __post_init__(self) -> None:
         if self.flags is not None or self.exclude_flagged:
             object.__setattr__(self, "flags", parse_checks(self.flags))
-        if self.options.precision is Precision.EXACT_BF16 and self.model.dtype != "float32":
-            raise InputError(f"--precision exact-bf16 re-scores in float32: load the model in float32 (leave out --dtype {self.model.dtype}).")
+        if self.options.precision is Precision.BF16_RESCORE and self.model.dtype != "float32":
+            raise InputError(f"--precision bf16-rescore re-scores in float32: load the model in float32 (leave out --dtype {self.model.dtype}).")
 
     @classmethod
     def from_args(cls, args: Any) -> "EvaluationPlan":

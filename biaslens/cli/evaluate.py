@@ -53,8 +53,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
         "--precision",
         default=DEFAULT_PRECISION.value,
         choices=[p.value for p in Precision],
-        help="model: compute in --dtype; exact-bf16 (a float32 model): score in bfloat16 and re-score in float32 the pairs whose "
-        "margin is within bfloat16's error, for float32's verdicts and bias scores at about bfloat16's speed (meant for GPUs)",
+        help="model: compute in --dtype; bf16-rescore (a float32 model, meant for GPUs): score in bfloat16 and re-score in float32 the "
+        "pairs whose margin is within a calibrated estimate of bfloat16's error; not exact (the other pairs keep bfloat16's verdict)",
     )
     ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
@@ -142,11 +142,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def precision_line(block: dict) -> str:
-    """An exact-bf16 run's pairs re-scored in float32, per metric, in one line (the manifest's `precision` block)."""
+    """A bf16-rescore run's pairs re-scored in float32, per metric, in one line (the manifest's `precision` block)."""
     from biaslens.engine.metrics import METRICS
 
     counts = ", ".join(f"{METRICS[m].name} {n:,}" for m, n in block["rescored"].items())
-    return f"exact-bf16: scored in bfloat16; re-scored in float32 (margin within bfloat16's error), of {block['pairs']:,} pairs: {counts}"
+    return (
+        f"bf16-rescore: scored in bfloat16; re-scored in float32 (margin within bfloat16's calibrated error), of {block['pairs']:,} pairs: "
+        f"{counts}; not exact: the other pairs keep bfloat16's verdict"
+    )
 
 
 def convention_line(block: dict) -> str:

@@ -25,7 +25,7 @@ from biaslens.engine.alignment import Alignment
 from biaslens.engine.cache import ResultCache, cache_key
 from biaslens.data.datasets import Pair, PairDataset
 from biaslens.errors import InputError
-from biaslens.engine.exact import CALIBRATION_PAIRS, SAFETY, ExactBf16
+from biaslens.engine.rescore import CALIBRATION_PAIRS, SAFETY, Bf16Rescore
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
 from biaslens.engine.options import Compat, InspectionKeywords, Precision
@@ -305,14 +305,14 @@ def evaluate(
     `cache_only=True` computes nothing: every score comes from `cache`, else
     `biaslens.engine.runner.NotCached` is raised (`explore.cached_evaluation` turns that into None).
     The chunked, cached, resumable loop itself is `biaslens.engine.runner.run_chunked`.
-    `precision="exact-bf16"` (a float32 model) scores in bfloat16 and re-scores in float32 the
-    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.exact`); the
+    `precision="bf16-rescore"` (a float32 model) scores in bfloat16 and re-scores in float32 the
+    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.rescore`); the
     manifest's `precision` block says how many pairs each metric re-scored.
     """
     lm, conv = _with_convention(lm, convention)
     keys, notes = _convention_metrics(lm, metrics, conv)
     mode = scoring_mode(lm, compat)
-    exact_mode = Precision.parse(precision) is Precision.EXACT_BF16
+    exact_mode = Precision.parse(precision) is Precision.BF16_RESCORE
     _check_int("chunk_pairs", chunk_pairs, minimum=1, optional=True)
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
     _check_int("seed", seed, minimum=0)
@@ -331,7 +331,7 @@ def evaluate(
     exact = None
     if exact_mode:  # calibrated on the run's first pairs, when the first chunk is computed (never for a run read from the cache)
         calibration = pairs[:CALIBRATION_PAIRS]
-        exact = ExactBf16(
+        exact = Bf16Rescore(
             lm, keys, compat=mode.reference_code, score=score_encoded_pairs, sample=lambda: _encode_pairs(lm, calibration), batch_tokens=batch_tokens
         )
 
@@ -340,7 +340,7 @@ def evaluate(
     run = run_chunked(
         pairs,
         parts=keys,
-        key=_record_key(lm, mode, Precision.EXACT_BF16 if exact_mode else None, conv),
+        key=_record_key(lm, mode, Precision.BF16_RESCORE if exact_mode else None, conv),
         compute=_metric_records(lm, mode, budget, exact, conv),
         cache=cache,
         chunk_pairs=chunk_pairs,
@@ -393,7 +393,7 @@ def scored_pairs(
     lm, conv = _with_convention(lm, convention)
     keys, _ = _convention_metrics(lm, metrics, conv)
     pairs = select_pairs(_pair_list(dataset), limit=limit, sample=sample, seed=seed)
-    exact = Precision.EXACT_BF16 if Precision.parse(precision) is Precision.EXACT_BF16 else None
+    exact = Precision.BF16_RESCORE if Precision.parse(precision) is Precision.BF16_RESCORE else None
     key = _record_key(lm, Compat.parse(compat), exact, conv)
     wanted = [[key(p, m) for m in keys] for p in pairs]
     held = cache.held(k for pair_keys in wanted for k in pair_keys)
@@ -488,7 +488,7 @@ def _record_key(
 ) -> Callable[[Pair, str], str]:
     """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid).
 
-    An exact-bf16 record (bfloat16 values unless re-scored) is kept apart from the model's float32 ones by the precision.
+    A bf16-rescore record (bfloat16 values unless re-scored) is kept apart from the model's float32 ones by the precision.
     """
     computed = precision.value if precision is not None else str(lm.dtype)
     reading = f"|{lm.scoring_tag}" if lm.scoring_tag else ""  # a causal model's first-token policy (a masked LM's keys are unchanged)
@@ -501,11 +501,11 @@ def _record_key(
 
 
 def _metric_records(
-    lm: LanguageModel, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None, convention: Convention | None = None
+    lm: LanguageModel, mode: Compat, batch_tokens: int, exact: Bf16Rescore | None = None, convention: Convention | None = None
 ) -> ComputeFn:
     """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric.
 
-    With `exact` (the exact-bf16 precision) a record also says whether it was scored in float32 (`"float32"`).
+    With `exact` (the bf16-rescore precision) a record also says whether it was scored in float32 (`"float32"`).
     """
 
     def compute(pairs: Sequence[Pair], metrics: Sequence[str], progress: Callable[[int, int], None]) -> list[dict[str, dict[str, Any]]]:
@@ -534,13 +534,15 @@ def _metric_records(
 
 
 def _precision_block(
-    exact: ExactBf16, pairs: Sequence[Pair], records: Sequence[Mapping[str, Mapping[str, Any]]], metrics: Sequence[str]
+    exact: Bf16Rescore, pairs: Sequence[Pair], records: Sequence[Mapping[str, Mapping[str, Any]]], metrics: Sequence[str]
 ) -> dict[str, Any]:
-    """The manifest's account of an exact-bf16 run: per metric, the pairs scored in float32 (cached ones included)."""
+    """The manifest's account of a bf16-rescore run: per metric, the pairs scored in float32 (cached ones included)."""
     block: dict[str, Any] = {
-        "mode": Precision.EXACT_BF16.value,
+        "mode": Precision.BF16_RESCORE.value,
         "scored_in": "bfloat16",
         "rescored_in": "float32",
+        "promise": "float32's verdict on the pairs re-scored; bfloat16's on the rest, whose margins exceed a calibrated (not proven) "
+        "estimate of bfloat16's error: not exact",
         "pairs": len(pairs),
         "rescored": {m: sum(bool(r[m].get("float32")) for r in records) for m in metrics},
     }

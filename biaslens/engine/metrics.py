@@ -421,7 +421,7 @@ class Metric:
     #: records of an older meaning are never read back.
     cache_tags: tuple[tuple[str, str], ...] = ()
     #: kaneko2022 mode rounds the sentence score to this step (CPS: 0.001), so that two scores within it tie; the
-    #: exact-bf16 precision (`biaslens.engine.exact`) widens its error bound by it.
+    #: bf16-rescore precision (`biaslens.engine.rescore`) widens its error bound by it.
     compat_rounding: float = 0.0
     #: The kinds of model the metric reads (`LanguageModel.kind`): "masked", "causal".
     kinds: tuple[str, ...] = ("masked",)
@@ -446,8 +446,8 @@ class Metric:
         """How far the sentence score can move when each of its per-token log-probabilities moves by at most 1.
 
         The 1-norm of the score's derivative in `score.logprob`: 1 for a mean, sum |w| / n for AULA's weighted
-        mean, n for a sum (and for a score with no `reduction`). The exact-bf16 precision bounds a score's
-        bfloat16 error by this times the error per token (`biaslens.engine.exact`).
+        mean, n for a sum (and for a score with no `reduction`). The bf16-rescore precision bounds a score's
+        bfloat16 error by this times the error per token (`biaslens.engine.rescore`).
         """
         n = len(score.logprob)
         if self.reduction == "mean":

@@ -4,7 +4,7 @@
   released reference code). `Compat.parse` accepts the enum, its value or None.
 * `ModelSpec`: which model to load and how (model, revision, device, dtype, device_map,
   allow_pickle); `ModelSpec.from_args` reads the CLI's namespace, `load` loads it.
-* `Precision`: how a run computes (the model's dtype, or `exact-bf16`).
+* `Precision`: how a run computes (the model's dtype, or `bf16-rescore`).
 * `RunOptions`: what a dataset run scores (metrics, compat, limit, sample, seed,
   batch_tokens, chunk_pairs, precision); `RunOptions.from_args` reads the CLI's namespace and
   `evaluate_kwargs` gives what `biaslens.evaluate` takes.
@@ -34,22 +34,32 @@ if TYPE_CHECKING:
 
 
 class Precision(StrEnum):
-    """How a dataset run computes: in the model's own dtype, or `exact-bf16` (`biaslens.engine.exact`).
+    """How a dataset run computes: in the model's own dtype, or `bf16-rescore` (`biaslens.engine.rescore`).
 
-    `exact-bf16` scores in bfloat16 a copy of a float32 model, then re-scores in float32 only the pairs whose
-    margin is within bfloat16's error bound, so every verdict and every bias score equals the float32 run's.
+    `bf16-rescore` scores in bfloat16 a copy of a float32 model, then re-scores in float32 the pairs whose margin is
+    within a calibrated estimate of bfloat16's error: float32's verdict on those, bfloat16's on the rest. It is not
+    exact (`biaslens.engine.rescore` says what it promises); float32 is.
     """
 
     MODEL = "model"
-    EXACT_BF16 = "exact-bf16"
+    BF16_RESCORE = "bf16-rescore"
 
     @classmethod
     def parse(cls, value: "Precision | str | None") -> "Precision":
         """The precision named by `value` (None or "" = model); an unknown name is an `InputError`."""
+        if isinstance(value, str) and value.strip().lower() == RENAMED:
+            raise InputError(
+                f"The {RENAMED} precision was renamed bf16-rescore: it is not exact (its float32 re-scoring threshold is calibrated "
+                "on the run's first pairs, not proven); use bf16-rescore knowing that, or float32 for float32's verdicts."
+            )
         return parse_choice(cls, value, "precision")
 
 
-#: The model's own dtype; `exact-bf16` is not the default anywhere yet (its GPU speed is still to be measured).
+#: The old name of `bf16-rescore`, refused with the reason.
+RENAMED = "exact-bf16"
+
+
+#: The model's own dtype; `bf16-rescore` is not the default anywhere yet (its GPU speed is still to be measured).
 DEFAULT_PRECISION = Precision.MODEL
 
 
