@@ -31,6 +31,9 @@ def add_corpus_and_model_arguments(p: Any) -> None:
     p.add_argument("--heads", type=int, default=d.num_heads)
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    p.add_argument(
+        "--kind", default=d.kind, choices=["masked", "causal"], help="the model trained: a small BERT (masked) or a small GPT-2 (causal)"
+    )
 
 
 def add_lab_arguments(p: Any) -> Any:
@@ -85,6 +88,7 @@ def settings_from_args(args: Any) -> list[LabSettings]:
         num_heads=args.heads,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
+        kind=getattr(args, "kind", "masked"),
     )
     names = list(SCENARIOS) if args.preset == "all" else [args.preset]
     return [scenario_settings(name, base, association=args.association, frequency_ratio=args.frequency_ratio) for name in names]

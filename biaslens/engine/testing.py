@@ -190,8 +190,9 @@ def _train_bpe(corpus: Iterable[str]) -> Any:
     return wrap_tokenizer(tok, 8192)
 
 
-def wrap_tokenizer(tok: Any, max_length: int) -> Any:
-    """A `tokenizers` object with BERT's special tokens as a transformers tokenizer that `AutoTokenizer` reloads."""
+def wrap_tokenizer(tok: Any, max_length: int, **special: str) -> Any:
+    """A `tokenizers` object with BERT's special tokens (and any `special` ones, e.g. bos_token) as a transformers tokenizer
+    that `AutoTokenizer` reloads."""
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
@@ -202,6 +203,7 @@ def wrap_tokenizer(tok: Any, max_length: int) -> Any:
         sep_token="[SEP]",
         mask_token="[MASK]",
         model_max_length=max_length,
+        **special,
     )
 
 

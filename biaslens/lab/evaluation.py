@@ -12,7 +12,7 @@ import pandas as pd
 
 from biaslens.engine.cache import ResultCache
 from biaslens.engine.evaluation import EvaluationResult, evaluate
-from biaslens.engine.metrics import MASKED_METRICS, METRICS, parse_metrics
+from biaslens.engine.metrics import METRICS, metrics_for, parse_metrics
 from biaslens.engine.models import LanguageModel, load_model
 from biaslens.engine.stats import bias_score
 from biaslens.lab.corpus import LabPair, heldout_pairs
@@ -141,7 +141,7 @@ def evaluate_lab(
     scoring mode, as for `evaluate`.
     """
     lab = model if isinstance(model, LabModel) else load_lab_model(model)
-    keys = parse_metrics(metrics if metrics is not None else list(MASKED_METRICS))
+    keys = parse_metrics(metrics if metrics is not None else metrics_for(lab.settings.kind), lab.settings.kind)
     if lm is None:
         lm = load_model(str(lab.path))
     pairs = heldout_pairs(lab.settings)

@@ -166,7 +166,7 @@ def train_lab_model(
     cache_dir: str | Path | None = None,
     progress: TrainingProgress | None = None,
 ) -> LabModel:
-    """Train (or find in the cache) the tokenizer and masked LM of these settings.
+    """Train (or find in the cache) the tokenizer and the (masked or causal) LM of these settings.
 
     The folder is written under a temporary name and renamed into place when complete,
     so a killed training leaves no half-written model; a folder that another process
@@ -188,7 +188,8 @@ def train_lab_model(
         corpus = _encode_corpus(tok, sentences)
         model, losses = _train(settings, corpus, tok.get_vocab_size(), tok.token_to_id("[MASK]"), progress)
         seconds = time.perf_counter() - started
-        _save_quietly(model, wrap_tokenizer(tok, MAX_LENGTH), tmp)
+        causal = {"bos_token": "[CLS]", "eos_token": "[SEP]"} if settings.kind == "causal" else {}  # a causal model reads after its BOS
+        _save_quietly(model, wrap_tokenizer(tok, MAX_LENGTH, **causal), tmp)
         (tmp / CORPUS_FILE).write_text("".join(s.text + "\n" for s in sentences), encoding="utf-8")
         (tmp / PAIRS_FILE).write_text(safe_csv(heldout_frame(settings)), encoding="utf-8")
         training = {

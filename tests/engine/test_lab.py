@@ -418,3 +418,35 @@ def test_without_association_or_imbalance_aul_and_cps_stay_within_the_interval_o
         inside = [f.loc[metric, "ci_low"] <= 50 <= f.loc[metric, "ci_high"] for f in frames]
         assert sum(inside) >= 2, (metric, [(f.loc[metric, "bias_score"], f.loc[metric, "ci_low"], f.loc[metric, "ci_high"]) for f in frames])
         assert all(f.loc[metric, "expected"] == "none" for f in frames)
+
+
+def test_a_masked_lab_models_folder_name_is_unchanged_by_the_causal_kind():
+    """Lab models trained before causal ones existed keep their folders: a masked model's key leaves `kind` out."""
+    import hashlib
+
+    from biaslens.lab.settings import LAB_FORMAT
+
+    masked, causal = lab.LabSettings(), lab.LabSettings(kind="causal")
+    old = {k: v for k, v in masked.to_dict().items() if k != "kind"}
+    assert masked.key() == hashlib.sha256(json.dumps({"format": LAB_FORMAT, **old}, sort_keys=True).encode()).hexdigest()[:16]
+    assert causal.key() != masked.key() and "a causal model" in lab.describe_settings(causal)
+    from biaslens.errors import InputError
+
+    with pytest.raises(InputError, match="Unknown lab model kind 'seq2seq'"):
+        lab.LabSettings(kind="seq2seq")
+
+
+@pytest.mark.slow
+def test_a_causal_lab_model_learns_the_planted_association_and_its_metrics_find_it(tmp_path):
+    """A small GPT-2 trained on the planted-association corpus: LL and AUL-c find the bias; with nothing planted, they do not."""
+    from biaslens.engine.metrics import CAUSAL_METRICS
+
+    found = {}
+    for scenario in ("association", "neither"):
+        settings = lab.scenario_settings(scenario, lab.LabSettings(kind="causal", corpus_size=3000, steps=600))
+        report = lab.run_lab(settings, cache_dir=tmp_path)
+        assert report.model.settings.kind == "causal" and report.result.summary["manifest"]["kind"] == "causal"
+        assert list(report.result.summary["metrics"]) == list(CAUSAL_METRICS)
+        found[scenario] = {row.key: row.verdict for row in report.frame().itertuples()}
+    assert found["association"]["ll"] == found["association"]["aul_c"] == "detected"
+    assert all(v.startswith("no bias") for v in found["neither"].values()), found["neither"]
