@@ -18,8 +18,11 @@ _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 # replaces shortcodes after markdown has removed backslash escapes, so a zero-width space after the colon breaks them.
 _COLON = re.compile(r":(?=\S)")
 _SHORTCODE = re.compile(r":(?=[A-Za-z0-9_+/-])")
-# Bare web addresses and e-mail addresses that GitHub-flavoured markdown turns into links.
-_WWW = re.compile(r"(?i)\b(www)\.")
+# Bare web addresses (www.x, http://x) and e-mail addresses (x@y.z, mailto:x@y.z, xmpp:x@y.z) that GitHub-flavoured
+# markdown turns into links. Streamlit's markdown (remark-gfm) finds them in the text *after* backslash escapes are
+# removed, so an escape cannot stop them: a zero-width space where the pattern needs a character breaks them
+# ("www" then ".", "@" then a letter; the colon of "http://" gets one above, as every colon before text does).
+_WWW = re.compile(r"(?i)(www)(?=\.)")
 _AT = re.compile(r"@")
 # What makes a line a heading, quote, list item or thematic break when it starts the text.
 _LINE_START = re.compile(r"^(\s*)(\d*)([#>+=.)-])")
@@ -36,8 +39,8 @@ def md(text: Any) -> str:
     out = _EDGE_UNDERSCORE.sub(r"\\_", out)
     out = _SHORTCODE.sub(":\u200b", out)
     out = _COLON.sub(r"\\:", out)
-    out = _WWW.sub(r"\1\\.", out)
-    out = _AT.sub(r"\\@", out)
+    out = _WWW.sub("\\1\u200b", out)
+    out = _AT.sub("@\u200b", out)
     return _LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), out)
 
 
