@@ -501,7 +501,8 @@ def show_side_by_side(settings: ui.settings.Settings, current: tuple[str, str, s
     """The pinned inspection and this pair under the other chosen models, next to this one (LIT's pin and compare): each
     one's margin and verdict per metric in one table, then each one's tokens (their tokenizers may split them apart)."""
     stereo, anti, _ = current
-    extra = [m for m in dict.fromkeys(view.models) if m != settings.model]
+    distinct = ui.resources.distinct_models([settings.model, *view.models], "This side by side") if view.models else [settings.model]
+    extra = (distinct or [settings.model])[1:]  # each other model once (not the sidebar's under another spelling), at most the server's cap
     pinned_settings = None if view.pin is None else ui.settings.settings_of(view.pin.g)
     if view.pin is not None and pinned_settings == settings and (view.pin.pair, view.pin.s1, view.pin.s2) == (view.pair, view.s1, view.s2):
         st.caption(
