@@ -478,8 +478,10 @@ def pinned_inspection(pinned: InspectorView, names: dict[str, str], here: ui.set
     settings = ui.settings.settings_of(pinned.g)
     if pinned.pair is not None:
         dataset = ui.resources.dataset_or_none(settings)
-        pair = None if dataset is None else next((p for p in dataset.pairs if p.pair_id == pinned.pair), None)
-        if dataset is None or pair is None:
+        if dataset is None:  # why it cannot be read is shown (a refused data folder): no second, wrong message
+            return None
+        pair = next((p for p in dataset.pairs if p.pair_id == pinned.pair), None)
+        if pair is None:
             st.warning(f"The pinned pair #{pinned.pair:d} is not in {ui.feedback.md(settings.dataset)}: pin another.", icon=":material/push_pin:")
             return None
         stereo, anti, label = pair.sent_stereo, pair.sent_anti, pair_title(dataset, pair)

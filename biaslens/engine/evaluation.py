@@ -329,6 +329,7 @@ def evaluate(
         progress=progress,
         processes=state,
         cache_only=cache_only,
+        valid=metric_record_ok,
     )
     records = {(p.pair_id, m): record for p, by_metric in zip(pairs, run.records) for m, record in by_metric.items()}
     cached = run.cached
@@ -388,16 +389,25 @@ def identical_note(pair_ids: Sequence[int]) -> str:
 
 
 def token_identical_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[int]:
-    """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK])."""
+    """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK]).
+    A pair with a sentence longer than the model takes is refused (`InputError` naming the pair)."""
     if not pairs:
         return []
     texts = [p.sent_stereo for p in pairs] + [p.sent_anti for p in pairs]
     if not all(isinstance(t, str) for t in texts):
         bad = next(p for p in pairs if not isinstance(p.sent_stereo, str) or not isinstance(p.sent_anti, str))
         raise InputError(f"Pair {bad.pair_id}: both sentences must be text (str).")
-    # Ids only (over-long sentences are for `encode` to refuse): one batch, nothing else asked of the tokenizer.
+    # Ids only: one batch, nothing else asked of the tokenizer.
     ids = lm.tokenizer(texts, add_special_tokens=True, verbose=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
     n = len(pairs)
+    # Lengths too, before anything is scored (`evaluate` calls this before its first chunk): a sentence over the model's
+    # limit is refused now, in `encode`'s words with its pair, not when its chunk is reached hours into a run.
+    longest = getattr(lm, "max_length", None)
+    if longest is not None:
+        for i, p in enumerate(pairs):
+            for field_name, k in (("sent_stereo", i), ("sent_anti", n + i)):
+                if len(ids[k]) > longest:
+                    _encode(lm, p, field_name)
     return [p.pair_id for i, p in enumerate(pairs) if ids[i] == ids[n + i]]
 
 
@@ -451,6 +461,27 @@ def _record_key(lm: MaskedLM, mode: Compat, precision: Precision | None = None) 
         return cache_key(lm.fingerprint, computed, METRICS[m].cache_tag(mode.value), mode.value, p.sent_stereo, p.sent_anti)
 
     return key
+
+
+def metric_record_ok(record: Mapping[str, Any]) -> bool:
+    """Whether a cached record is one `_metric_records` writes: {stereo, anti: finite numbers, hits <= total: whole numbers
+    >= 0, float32: a flag if present}. Anything else (an empty object, strings, an infinite score) is computed again."""
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    return (
+        isinstance(record, Mapping)
+        and number(record.get("stereo"))
+        and number(record.get("anti"))
+        and whole(record.get("hits"))
+        and whole(record.get("total"))
+        and record["hits"] <= record["total"]
+        and isinstance(record.get("float32", False), bool)
+    )
 
 
 def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None) -> ComputeFn:

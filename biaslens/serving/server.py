@@ -110,6 +110,13 @@ def _folders(environ: Mapping[str, str], name: str) -> tuple[Path, ...] | None:
     return dirs
 
 
+def _no_nul(name: str | Path, what: str) -> None:
+    """Refuse a path with a NUL character (a link's `%00`): no file or folder has one, and the OS refuses it with a
+    ValueError that would read as a crash."""
+    if "\0" in str(name):
+        raise InputError(f"{what} holds a NUL character, which no file or folder name holds: remove it.")
+
+
 def _inside(path: Path, roots: list[Path]) -> bool:
     """Whether `path` (resolved: links and `..` followed) is one of `roots` or inside one."""
     resolved = path.resolve()
@@ -235,6 +242,7 @@ class ServerSettings:
         from biaslens.engine.identity import looks_like_path
 
         name = str(name).strip()
+        _no_nul(name, "The model name")
         local = Path(os.path.expanduser(name))
         if not name or self.model_dirs is None or not (os.path.exists(local) or looks_like_path(name)):
             return
@@ -281,6 +289,7 @@ class ServerSettings:
 
     def check_data(self, path: str | Path) -> None:
         """Refuse a dataset file or data folder outside the allowed folders (links and `..` resolved)."""
+        _no_nul(path, "The dataset or data folder")
         local = Path(os.path.expanduser(str(path).strip()))
         if self.data_dirs is None or _inside(local, self.allowed_data_dirs()):
             return
