@@ -257,7 +257,7 @@ def test_a_strength_the_preset_does_not_plant_is_refused_not_ignored(option, pre
 # -- 8. cache entries are checked when read ------------------------------------------------------
 
 
-def test_cache_entries_of_the_wrong_shape_or_infinite_are_scored_again(tiny_bert, tmp_path, caplog):
+def test_cache_entries_of_the_wrong_shape_or_infinite_are_scored_again(tiny_bert, tmp_path, caplog, monkeypatch):
     path = tmp_path / "c.sqlite"
     first = evaluate(tiny_bert, _pairs(6), ["aul"], cache=ResultCache(path))
     with sqlite3.connect(path) as db:
@@ -266,8 +266,14 @@ def test_cache_entries_of_the_wrong_shape_or_infinite_are_scored_again(tiny_bert
         values = ["{}", '"a string"', "[1, 2]", '{"stereo": "x", "anti": 1, "hits": 0, "total": 1}', json.dumps({**record, "stereo": float("inf")})]
         for key, value in zip(keys, values):  # well-formed, with a checksum that matches
             db.execute("UPDATE scores SET value = ?, checksum = ? WHERE key = ?", (value, hashlib.sha256(value.encode()).hexdigest()[:16], key))
-    with caplog.at_level(logging.WARNING, logger="biaslens"):
-        second = evaluate(tiny_bert, _pairs(6), ["aul"], cache=ResultCache(path))
+    logger = logging.getLogger("biaslens")
+    monkeypatch.setattr(logger, "disabled", False)  # (a library's logging set-up, earlier in a run, may have disabled it)
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger="biaslens"):
+            second = evaluate(tiny_bert, _pairs(6), ["aul"], cache=ResultCache(path))
+    finally:
+        logger.removeHandler(caplog.handler)
     pd.testing.assert_frame_equal(first.pairs, second.pairs)
     assert second.cached == 1  # only the untouched entry was read back
     assert "dropped" in caplog.text
