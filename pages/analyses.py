@@ -309,36 +309,46 @@ def _summary(settings: ui.settings.Settings, lm: LanguageModel, datasets: dict[s
     if not models:
         st.info("Choose at least one model.", icon=":material/group_add:")
         return
+    distinct = ui.resources.distinct_models(models, "This analysis")  # each model once, at most $BIASLENS_MAX_COMPARE_MODELS
+    if distinct is None:
+        return
+    models = distinct
     names = ui.settings.model_names(models)
     results: dict[str, dict[str, EvaluationResult]] = {}
-    missing: list[tuple[str, LanguageModel]] = []
+    scores_only = dataclasses.replace(options, analyses=("scores",))
+    missing: list[tuple[str, tuple]] = []  # (model, its analysis' key): no model is held between models
     for model in models:
         model_lm = lm if model == settings.model else ui.resources.model_or_none(settings, model)
         if model_lm is None:
             continue
         found = _scores_of(model_lm, datasets, options)
         if found is None:
-            missing.append((model, model_lm))
+            missing.append((model, _key(model_lm, datasets, scores_only)))
         else:
             results[names[model]] = found
+        del model_lm
     if missing:
-        scores_only = dataclasses.replace(options, analyses=("scores",))
         waiting = ", ".join(names[m] for m, _ in missing)
-        if ui.runs.offer(
+        with ui.feedback.guard() as over:  # every model it has to score, against the server's one cap
+            pairs = sum(min(options.sample or len(d), options.limit or len(d), len(d)) for d in datasets.values())
+            ui.resources.server_settings().check_run(pairs, len(options.metrics), "Scoring these models", models=len(missing))
+        if not over.failed and ui.runs.offer(
             "Score them",
             key=S + "score_models",
-            pending=any(ui.runs.is_pending(_key(model_lm, datasets, scores_only)) for _, model_lm in missing),
+            pending=any(ui.runs.is_pending(key) for _, key in missing),
             notice=lambda: st.info(f"Not scored yet with these options: {ui.feedback.md(waiting)}.", icon=":material/hourglass_empty:"),
         ):
-            for model, model_lm in missing:
-                analysed = _analyse(model_lm, datasets, scores_only, names[model])
+            for model, key in missing:
+                model_lm = lm if model == settings.model else ui.resources.model_or_none(settings, model)
+                analysed = None if model_lm is None else _analyse(model_lm, datasets, scores_only, names[model])
+                del model_lm
                 report = None
                 if analysed is not None:
                     with ui.feedback.guard():
                         report = build_report([analysed], datasets, scores_only)
                 if report is None:
                     break
-                _store().put(_key(model_lm, datasets, scores_only), (analysed, report))
+                _store().put(key, (analysed, report))
                 results[names[model]] = analysed.evaluations
     results = {names[m]: results[names[m]] for m in models if names[m] in results}
     table = None

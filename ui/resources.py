@@ -24,6 +24,7 @@ from biaslens.data.datasets import PairDataset, canonical_name, load_dataset
 from biaslens.errors import BiaslensError, ServerConfigError
 from biaslens.engine.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
+from biaslens.engine.identity import distinct_models as _distinct_models, model_identity
 from biaslens.engine.models import LanguageModel, load_model
 from biaslens.analyses.sanity import SanityReport, VocabularyReport, vocabulary_report
 from biaslens.lab.sanity_verdict import model_verdict
@@ -104,15 +105,18 @@ def confined() -> Iterator[None]:
 
 
 def _load_model(model: str, revision: str | None, device: str, dtype: str) -> LanguageModel:
-    """The pooled model (refused if its folder is not allowed), refusing sentences over the server's limit."""
+    """The pooled model (refused if its folder is not allowed), refusing sentences over the server's limit. The pool keys
+    it by identity (`model_identity`: the resolved folder, or the hub id and revision), so every spelling of one folder
+    (`M/mid`, `M/./mid`, `M/mid/`) is one loaded model."""
     server = server_settings()
     server.check_model(model)
+    identity = model_identity(model, revision)
 
     def load() -> LanguageModel:
         with server.in_effect():  # (also where no page run is around it: a fragment's rerun)
             return server.limit(load_model(model, revision=revision, device=device, dtype=dtype))
 
-    return MODELS.get((model, revision, device, dtype, server.max_tokens), load, capacity=server.max_models)
+    return MODELS.get((identity, device, dtype, server.max_tokens), load, capacity=server.max_models)
 
 
 def get_model(settings: Settings, model: str | None = None) -> LanguageModel:
@@ -144,19 +148,39 @@ def model_or_stop(settings: Settings) -> LanguageModel:
     return lm
 
 
+def distinct_models(models: list[str], what: str = "This comparison", *, where=None) -> list[str] | None:
+    """The models of a comparison, each once: names that mean one model (`M/mid`, `M/./mid`, `M/mid/`, a link to it;
+    `biaslens.engine.identity`) are one, the first spelling kept and the others named in a caption. None (the message
+    shown) when more distinct models are named than the server compares at once ($BIASLENS_MAX_COMPARE_MODELS)."""
+    kept, repeats = _distinct_models(models)
+    repeats = {r: first for r, first in repeats.items() if r.strip() != first.strip()}  # (the same name twice needs no note)
+    target = where if where is not None else st
+    if repeats:
+        named = "; ".join(f"{md(r)} is {md(first)}" for r, first in list(repeats.items())[:5])
+        more = f" and {len(repeats) - 5:,} more" if len(repeats) > 5 else ""
+        target.caption(f"The same model named twice, compared once: {named}{more}.")
+    try:
+        server_settings().check_models(len(kept), what)
+    except BiaslensError as exc:
+        show_error(exc, where=where)
+        return None
+    return kept
+
+
 def sanity(settings: Settings, lm: LanguageModel) -> SanityReport:
     """The model's one sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`: computed once per model, shared by every page)."""
     return model_verdict(lm)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _vocabulary(model_key: tuple, fingerprint: str, texts: tuple[str, ...]) -> VocabularyReport:
-    return vocabulary_report(_load_model(*model_key), texts)
+def _vocabulary(_lm: LanguageModel, name: str, fingerprint: str, texts: tuple[str, ...]) -> VocabularyReport:
+    return vocabulary_report(_lm, texts)
 
 
 def vocabulary(settings: Settings, lm: LanguageModel, texts) -> VocabularyReport:
-    """Which words of `texts` the model does not know (cached per model and texts)."""
-    return _vocabulary(settings.model_key, lm.fingerprint, tuple(str(t) for t in texts))
+    """Which words of `texts` the model `lm` does not know (cached per model and texts; the model itself, not the
+    sidebar's: a comparison asks it of each of its models)."""
+    return _vocabulary(lm, lm.name, lm.fingerprint, tuple(str(t) for t in texts))
 
 
 # ---------------------------------------------------------------------------------------
@@ -278,6 +302,7 @@ __all__ = [
     "BiaslensError",
     "confined",
     "data_dir",
+    "distinct_models",
     "dataset_or_none",
     "dataset_or_stop",
     "forget_failure",

@@ -303,8 +303,9 @@ def speed_key(spec: RunSpec) -> tuple:
     return ("run", spec.fingerprint, spec.dtype, spec.compat, spec.dataset_sha256, spec.metrics)
 
 
-def time_estimate(spec: RunSpec, lm: LanguageModel, dataset: PairDataset, n_pairs: int, *, key: str) -> None:
-    """Before a long run: the time it will take from the throughput measured here, or a button that measures it."""
+def time_estimate(spec: RunSpec, lm: LanguageModel | Callable[[], LanguageModel], dataset: PairDataset, n_pairs: int, *, key: str) -> None:
+    """Before a long run: the time it will take from the throughput measured here, or a button that measures it. `lm`:
+    the model, or how to get it when the button is pressed (a comparison holds no model while it shows its notice)."""
     from .progress import estimate, measure
 
     text = estimate(speed_key(spec), n_pairs)
@@ -319,7 +320,15 @@ def time_estimate(spec: RunSpec, lm: LanguageModel, dataset: PairDataset, n_pair
             with guard():
                 measure(
                     speed_key(spec),
-                    lambda: evaluate(lm, dataset, list(spec.metrics), cache=None, compat=spec.compat, sample=probe, seed=spec.seed),
+                    lambda: evaluate(
+                        lm if isinstance(lm, LanguageModel) else lm(),
+                        dataset,
+                        list(spec.metrics),
+                        cache=None,
+                        compat=spec.compat,
+                        sample=probe,
+                        seed=spec.seed,
+                    ),
                     probe,
                 )
         st.rerun()

@@ -55,15 +55,48 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+#: The largest whole number an option takes unless it says less: what numpy and torch hold in 64 bits, with room.
+MAX_WHOLE = 2**62
+#: The largest seed (numpy's and torch's seeds are 32-bit without a sign).
+MAX_SEED = 2**32 - 1
+
+
+def bounded_int(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
+    """argparse type: a whole number from `low` to `high`, else one line before any work ("expected a seed from 0 to ...")."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(str(text).strip().replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low:,} to {high:,}, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low:,} to {high:,}, got {text!r}")
+        return value
+
+    parse.__name__ = what  # (argparse names the type in its own messages)
+    return parse
+
+
+#: argparse type: an integer from 1 to `MAX_WHOLE`.
+positive_int = bounded_int(1, MAX_WHOLE, "a positive integer")
+#: argparse type: a seed, 0 to `MAX_SEED`.
+seed_int = bounded_int(0, MAX_SEED, "a seed")
+
+
+def bounded_float(low: float, high: float, what: str) -> Callable[[str], float]:
+    """argparse type: a finite number from `low` to `high` (no nan, no inf), else one line before any work."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low:g} to {high:g}, got {text!r}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"expected {what} from {low:g} to {high:g}, got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
 
 
 def add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None:

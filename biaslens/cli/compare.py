@@ -9,8 +9,24 @@ from typing import Any
 
 from biaslens.errors import InputError
 from biaslens.engine.options import ModelSpec, RunOptions
-from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, fmt, load, positive_int, progress_to
+from biaslens.cli.common import (
+    COMMANDS,
+    Progress,
+    add_compat_arg,
+    add_model_args,
+    add_progress_arg,
+    fmt,
+    load,
+    bounded_int,
+    positive_int,
+    progress_to,
+    seed_int,
+)
+from biaslens.engine.stats import MAX_RESAMPLES
 from biaslens.cli.evaluate import result_cache
+
+#: argparse type of --resamples: 1 to `MAX_RESAMPLES` (a billion resamples took 22 GB before it was refused).
+resamples_int = bounded_int(1, MAX_RESAMPLES, "a number of resamples")
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -24,8 +40,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None)
     p.add_argument("--limit", type=positive_int, default=None)
     p.add_argument("--sample", type=positive_int, default=None)
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample and of the bootstrap")
-    p.add_argument("--resamples", type=positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of --sample and of the bootstrap")
+    p.add_argument("--resamples", type=resamples_int, default=2000, help=f"bootstrap resamples (default 2000, at most {MAX_RESAMPLES:,})")
     p.add_argument("--batch-tokens", type=positive_int, default=None)
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--no-cache", action="store_true")
@@ -43,11 +59,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from biaslens.analyses.paired import bootstrap_method, paired_comparison
     from biaslens.engine.stats import MCNEMAR_TEST
 
+    from biaslens.engine.identity import model_identity
+    from biaslens.engine.models import check_model_source, resolve_device
+
     models = args.model or []
     if len(models) != 2:
         raise InputError(f"compare needs exactly two models (--model A B), got {len(models)}.")
     run = RunOptions.from_args(args)
     spec = ModelSpec.from_args(args, model=models[0])
+    resolve_device(spec.device)
+    for name in models:  # every model checked (name, folder, config) before the first is loaded and scored
+        check_model_source(name, allow_pickle=spec.allow_pickle)
+    if model_identity(models[0], spec.revision) == model_identity(models[1], spec.revision):
+        raise InputError(f"{models[0]} and {models[1]} are the same model: compare two different ones.")
     progress = Progress.from_args(args)
     with progress.download(args.dataset) as bar:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, download=not args.no_download, progress=bar)

@@ -15,7 +15,7 @@ from typing import Any
 from biaslens.errors import OutputError
 from biaslens.engine.options import DEFAULT_PRECISION, Precision
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
-from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_convention_arg, add_model_args, add_progress_arg, positive_int
+from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_convention_arg, add_model_args, add_progress_arg, positive_int, seed_int
 from biaslens.cli.common import fmt, load, model_caveats, pair_texts
 
 
@@ -41,7 +41,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     ev.add_argument("--data-dir", default=None, help="folder searched (recursively) for the dataset files; else $BIASLENS_DATA_DIR")
     ev.add_argument("--limit", type=positive_int, default=None, help="score only the first N pairs")
     ev.add_argument("--sample", type=positive_int, default=None, help="score a seeded random sample of N pairs")
-    ev.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    ev.add_argument("--seed", type=seed_int, default=0, help="seed of --sample")
     ev.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
     ev.add_argument(
         "--chunk-pairs",

@@ -12,8 +12,11 @@ from typing import Any
 
 from biaslens.errors import InputError
 from biaslens.engine.runner import format_duration
-from biaslens.cli.common import Progress, add_compat_arg, add_progress_arg, fmt
+from biaslens.cli.common import Progress, add_compat_arg, add_progress_arg, bounded_int, fmt
 from biaslens.cli.lab_options import add_corpus_and_model_arguments, settings_from_args
+
+#: The most worker processes a sweep starts (each trains one model on one thread).
+MAX_WORKERS = 64
 
 
 def _list(text: str, name: str) -> list[str]:
@@ -52,7 +55,7 @@ def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
     add_corpus_and_model_arguments(p)
     p.add_argument(
         "--workers",
-        type=int,
+        type=bounded_int(1, MAX_WORKERS, "a number of workers"),
         default=sweep.DEFAULT_WORKERS,
         help=f"models trained at once, each in its own process (default {sweep.DEFAULT_WORKERS}; docs/lab.md gives the measured speed-up)",
     )

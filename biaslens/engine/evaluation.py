@@ -348,6 +348,7 @@ def evaluate(
         progress=progress,
         processes=state,
         cache_only=cache_only,
+        valid=metric_record_ok,
     )
     cached = run.cached
     frame = pairs_frame(pairs, keys, run.records)
@@ -426,21 +427,30 @@ def identical_note(pair_ids: Sequence[int]) -> str:
 
 
 def token_identical_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[int]:
-    """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK])."""
+    """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK]).
+    A pair with a sentence longer than the model takes is refused (`InputError` naming the pair)."""
     return [p.pair_id for p, alike in zip(pairs, _token_identical(lm, pairs)) if alike]
 
 
 def _token_identical(lm: LanguageModel, pairs: Sequence[Pair]) -> list[bool]:
-    """Per pair, in order: whether its two sentences encode to the same token ids."""
+    """Per pair, in order: whether its two sentences encode to the same token ids (an over-long sentence is refused)."""
     if not pairs:
         return []
     texts = [p.sent_stereo for p in pairs] + [p.sent_anti for p in pairs]
     if not all(isinstance(t, str) for t in texts):
         bad = next(p for p in pairs if not isinstance(p.sent_stereo, str) or not isinstance(p.sent_anti, str))
         raise InputError(f"Pair {bad.pair_id}: both sentences must be text (str).")
-    # Ids only (over-long sentences are for `encode` to refuse): one batch, nothing else asked of the tokenizer.
+    # Ids only: one batch, nothing else asked of the tokenizer.
     ids = lm.tokenizer(texts, add_special_tokens=True, verbose=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
     n = len(pairs)
+    # Lengths too, before anything is scored (`evaluate` calls this before its first chunk): a sentence over the model's
+    # limit is refused now, in `encode`'s words with its pair, not when its chunk is reached hours into a run.
+    longest = getattr(lm, "max_length", None)
+    if longest is not None:
+        for i, p in enumerate(pairs):
+            for field_name, k in (("sent_stereo", i), ("sent_anti", n + i)):
+                if len(ids[k]) > longest:
+                    _encode(lm, p, field_name)
     return [ids[i] == ids[n + i] for i in range(n)]
 
 
@@ -498,6 +508,28 @@ def _record_key(
         return cache_key(lm.fingerprint, computed, tag, mode.value, p.sent_stereo, p.sent_anti)
 
     return key
+
+
+def metric_record_ok(record: Mapping[str, Any]) -> bool:
+    """Whether a cached record is one `_metric_records` writes: {stereo, anti: numbers, finite or NaN (undecidable: SSS
+    without a modified token), hits <= total: whole numbers >= 0, float32: a flag if present}. Anything else (an empty
+    object, strings, an infinite score) is computed again."""
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isinf(v)
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    return (
+        isinstance(record, Mapping)
+        and number(record.get("stereo"))
+        and number(record.get("anti"))
+        and whole(record.get("hits"))
+        and whole(record.get("total"))
+        and record["hits"] <= record["total"]
+        and isinstance(record.get("float32", False), bool)
+    )
 
 
 def _metric_records(

@@ -11,12 +11,9 @@ callers fall back to the full forward pass.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import hashlib
 import json
 import os
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -26,7 +23,6 @@ from typing import Any, Callable, Sequence
 import torch
 
 from biaslens.errors import HubUnreachableError, InputError, ModelLoadError, NotMaskedLMError, NumericalError, UnsupportedModelError
-from biaslens.paths import default_cache_dir
 from biaslens.engine.presets import (
     DEFAULT_DEVICE,
     DEFAULT_DTYPE,
@@ -37,6 +33,8 @@ from biaslens.engine.presets import (
 from biaslens.engine.causal import CausalLM, FirstToken
 from biaslens.engine.lm import Encoding, LanguageModel, first_line as _first_line, library_versions, word_ids_of
 from biaslens.data.confine import confine_model_folder
+from biaslens.engine.identity import looks_like_path as _looks_like_path  # (one rule: what a comparison de-duplicates by)
+from biaslens.engine.fingerprint import folder_fingerprint  # (re-exported: `biaslens.engine.models.folder_fingerprint`)
 
 #: `device_map` values `load_model` accepts (None: the whole model on `device`).
 DEVICE_MAPS = (None, "auto")
@@ -66,6 +64,8 @@ def resolve_device(device: str | None = DEFAULT_DEVICE) -> torch.device:
         dev = torch.device(device)
     except RuntimeError as exc:
         raise InputError(f"Unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.") from exc
+    if dev.type not in ("cpu", "cuda", "mps"):  # meta, xla, xpu, ...: torch knows them, biaslens does not run on them
+        raise InputError(f"Device {device!r} is not one biaslens runs on: use auto, cpu, cuda, cuda:N or mps.")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError(f"Device {device!r} requested but CUDA is not available on this machine.")
     if dev.type == "mps" and not torch.backends.mps.is_available():
@@ -123,11 +123,6 @@ class MaskedLM(LanguageModel):
         return None
 
 
-def _looks_like_path(name: str) -> bool:
-    """Hub ids are `name` or `org/name`; anything else is meant as a folder."""
-    return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
-
-
 #: The longest hub id part (the hub's own rule).
 _HUB_PART_MAX = 96
 #: The most characters of a refused name a message repeats.
@@ -161,6 +156,29 @@ def check_model_name(name: str) -> None:
     name = str(name).strip()
     if not (_looks_like_path(name) or os.path.exists(os.path.expanduser(name))):
         check_hub_id(name)
+
+
+def check_model_source(name: str, *, allow_pickle: bool = False) -> None:
+    """What can be known of a model before it loads, refused in one line: the name (`check_model_name`); a local folder
+    that exists, holds a `config.json` that is a model's config (a JSON object with a `model_type`), weights (pickle only
+    with `allow_pickle`) and tokenizer files (`_check_local_folder`). A hub id is checked when it loads (that needs the
+    network). A comparison checks every model so before the first is loaded."""
+    name = str(name).strip()
+    check_model_name(name)
+    local = Path(os.path.expanduser(name))
+    if os.path.isdir(local):
+        _require_config(local)
+        _check_local_folder(local, allow_pickle)
+        try:
+            config = json.loads((local / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"{local}: config.json is unreadable or not JSON ({_first_line(exc)}); copy the model's own config.json.") from exc
+        if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
+            raise ModelLoadError(f"{local}: config.json names no model_type, so it is no model's config; copy the model's own config.json.")
+    elif _looks_like_path(name) and not os.path.exists(local):
+        raise ModelLoadError(f"Model folder {name} does not exist.")
+    elif os.path.exists(local):
+        raise ModelLoadError(f"{name} is a file; give the folder that holds config.json and the weights.")
 
 
 def check_finite_weights(model: torch.nn.Module, name: str) -> None:
@@ -210,7 +228,9 @@ def load_model(
     # os.path: a name the filesystem refuses (too long, a NUL) is no folder, never an OSError.
     local = Path(os.path.expanduser(name))
     if os.path.isdir(local):
+        _require_config(local)  # before anything is listed or hashed: an allowed root that is no model folder is refused at once
         confine_model_folder(local)
+        _check_local_folder(local, allow_pickle)  # (then the files are hashed)
         source, target, rev, files_only = "local", str(local.resolve()), None, True
         fingerprint = folder_fingerprint(local)
         name = str(local.resolve())
@@ -440,6 +460,15 @@ def _other_deberta_head(config: Any, info: dict[str, Any]) -> bool:
 _TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 
 
+def _require_config(folder: Path) -> None:
+    """Refuse a folder without a `config.json`, from its name alone (nothing is read, listed or hashed)."""
+    if not os.path.lexists(folder / "config.json"):
+        raise ModelLoadError(
+            f"{folder} is not a model folder: config.json is missing (a folder saved with save_pretrained holds config.json, "
+            "model.safetensors and the tokenizer files)."
+        )
+
+
 def _check_local_folder(folder: Path, allow_pickle: bool) -> None:
     """A clear message, before transformers tries, for an incomplete or corrupted model folder.
 
@@ -492,59 +521,6 @@ def _check_safetensors(folder: Path, names: set[str]) -> None:
             ) from exc
 
 
-# ---------------------------------------------------------------------------------------
-# Fingerprints of local folders
-# ---------------------------------------------------------------------------------------
-
-
-def folder_fingerprint(folder: Path) -> str:
-    """sha256 over the names and contents of a model folder's files.
-
-    Hashing a large model takes seconds, so digests are remembered per (path, size,
-    mtime) in the cache folder; any change to a file changes the fingerprint.
-    """
-    folder = folder.resolve()
-    memo_path = default_cache_dir() / "fingerprints.json"
-    memo = _read_json(memo_path)
-    digest = hashlib.sha256()
-    changed = False
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        stat = path.stat()
-        key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
-        file_hash = memo.get(key)
-        if file_hash is None:
-            file_hash = _sha256_file(path)
-            memo[key] = file_hash
-            changed = True
-        digest.update(f"{path.relative_to(folder)}\0{file_hash}\0".encode())
-    if changed:
-        _write_json_quietly(memo_path, memo)
-    return "sha256:" + digest.hexdigest()
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_json_quietly(path: Path, data: dict[str, Any]) -> None:
-    """Best effort: a read-only cache folder only costs re-hashing next time."""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
 
 
 __all__ = [
@@ -558,6 +534,7 @@ __all__ = [
     "MaskedLM",
     "PRESETS",
     "VERIFIED_ARCHITECTURES",
+    "check_model_source",
     "folder_fingerprint",
     "library_versions",
     "load_model",

@@ -8,6 +8,7 @@ import string
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from biaslens.data.sentences import control_character, describe_control
 from biaslens.errors import InputError
 
 
@@ -93,6 +94,13 @@ class LabSettings:
                 raise InputError(f"{name} contains an empty word.")
             if any("{" in w or "}" in w for w in words):
                 raise InputError(f"{name} contains a brace; words may not contain {{ or }}.")
+            if any("[" in w or "]" in w for w in words):  # checked before training: a lab model's tokenizer reads [MASK] as its mask
+                bad = next(w for w in words if "[" in w or "]" in w)
+                raise InputError(f"{name} contains {bad!r}; words may not contain [ or ] (the model's special tokens are written [MASK], [SEP]).")
+            for word in words:
+                at = control_character(word)
+                if at is not None:
+                    raise InputError(f"{name} contains a word with the control character {describe_control(word[at])}: remove it.")
         if len(self.group_a) != len(self.group_b):
             raise InputError(
                 f"group_a and group_b need the same number of words (each pair swaps word i of one group for word i of the other), "
@@ -116,6 +124,7 @@ class LabSettings:
             ("batch_size", 1, 4096),
             ("hidden_size", 8, 1024),
             ("num_layers", 1, 24),
+            ("seed", 0, 2**32 - 1),
         ):
             value = getattr(self, name)
             if not low <= value <= high:

@@ -373,7 +373,7 @@ def test_cli_evaluate_all_presets_with_custom_words(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["lab", "train", "--association", "2"], "association must lie between 0 and 1"),
+        (["lab", "train", "--association", "2"], "expected an association strength from 0 to 1"),
         (["lab", "train", "--group-b", "Mary,Anna"], "same number of words"),
         (["lab", "train", "--labels", "a,b"], "--labels needs four"),
         (["lab", "train", "--preset", "strong"], "invalid choice"),
