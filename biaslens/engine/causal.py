@@ -73,6 +73,7 @@ class CausalLM(LanguageModel):
 
     kind = "causal"
     reads_previous = True
+    needs_padding_mask = False  # right padding comes after every real token: a causal model never sees it
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, first_token: FirstToken | str | None = None, **fields: Any):
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id

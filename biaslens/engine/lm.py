@@ -129,6 +129,9 @@ class LanguageModel:
     kind: ClassVar[str] = ""
     #: True when the distribution over token i is read at position i - 1 (a causal LM), False when at i.
     reads_previous: ClassVar[bool] = False
+    #: Whether a right-padded batch needs its padding mask: a causal model's tokens never see the padding after them, so it
+    #: runs without one (the attention then takes its fast causal kernels instead of a materialised mask).
+    needs_padding_mask: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -252,7 +255,8 @@ class LanguageModel:
         """Last hidden states (B, L, H) and, if asked, the per-layer attention probabilities."""
         self._check_attentions(attentions)
         model = self._eager_model() if attentions else self.model
-        out = model.base_model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions)
+        mask = attention_mask if self.needs_padding_mask else None
+        out = model.base_model(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
         return out.last_hidden_state, (tuple(out.attentions) if attentions else None)
 
     def logits(
@@ -261,7 +265,8 @@ class LanguageModel:
         """Full forward pass (B, L, V): the fallback when the head cannot be split off."""
         self._check_attentions(attentions)
         model = self._eager_model() if attentions else self.model
-        out = model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions)
+        mask = attention_mask if self.needs_padding_mask else None
+        out = model(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
         return out.logits, (tuple(out.attentions) if attentions else None)
 
     def _check_attentions(self, attentions: bool) -> None:
