@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                 score = mine.scores.set_index("measure").loc[m, "bias_score"]
                 same = math.isclose(theirs, score, rel_tol=1e-12)
                 failures += not same
-                print(f"model {seed} batching={batching!s:<5} {m:<4} bias score: package {theirs:.4f}, biaslens {score:.4f}{'' if same else '  <-- differs'}")
+                verdict = "" if same else "  <-- differs"
+                print(f"model {seed} batching={batching!s:<5} {m:<4} bias score: package {theirs:.4f}, biaslens {score:.4f}{verdict}")
     for batching in (False, True):
         rel = mlm_bias.RelativeBiasMLMs(package_results[0, batching], package_results[1, batching]).evaluate()
         table = relative_bias(ours[0, batching], ours[1, batching], formulas=("published",))

@@ -253,9 +253,7 @@ class MlmBiasResult:
             "path": "batching=True (padded pairs)" if self.padded else "batching=False (each sentence alone)",
             "pairs": len(self.pairs),
             "notes": list(self.notes),
-            "measures": {
-                r["measure"]: {k: v for k, v in r.items() if k != "measure"} for r in self.scores.to_dict(orient="records")
-            },
+            "measures": {r["measure"]: {k: v for k, v in r.items() if k != "measure"} for r in self.scores.to_dict(orient="records")},
             "by_bias_type": self.by_bias_type.to_dict(orient="records"),
         }
 
@@ -293,7 +291,7 @@ def measure_scores_by_type(pairs: pd.DataFrame, measures: Sequence[str] = MEASUR
     """One row per measure and bias type (`compute_mlm_bias.py:82, 89-91`), bias types in order of first appearance."""
     rows = []
     for bias_type in dict.fromkeys(pairs["bias_type"]):
-        part = pairs[pairs["bias_type"] == bias_type]
+        part = pairs.loc[(pairs["bias_type"] == bias_type).to_numpy()]
         rows += [{"bias_type": bias_type, **_score_row(part, m)} for m in measures]
     return pd.DataFrame(rows, columns=["bias_type", *SCORE_COLUMNS])
 
@@ -340,13 +338,13 @@ def mlm_bias_scores(
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(PAIR_COLUMNS))
     notes = []
-    touched = int(frame["letters_removed"].sum())
+    touched = int(np.count_nonzero(frame["letters_removed"].to_numpy(bool)))
     if touched:
         notes.append(
             f"{touched:,} of {len(frame):,} pairs have letters outside A-Z (accents, other scripts) that mlm-bias's filter removes "
             "before masking (it keeps ASCII letters, digits, space, _ and -): its measures read other words than those sentences"
         )
-    empty = int(((frame["tokens_stereo"] == 0) | (frame["tokens_anti"] == 0)).sum())
+    empty = int(np.count_nonzero((frame["tokens_stereo"].to_numpy() == 0) | (frame["tokens_anti"].to_numpy() == 0)))
     if empty:
         notes.append(f"{empty:,} pairs have a sentence with no token left after the filter: undefined (no win), as in mlm-bias")
     return MlmBiasResult(frame, padded, cached, notes)
