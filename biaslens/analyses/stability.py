@@ -65,10 +65,10 @@ class RankStability:
 
     def probability(self, a: str, b: str) -> float:
         """P(model `a` scores above model `b`) over the resamples (ties count half)."""
-        row = self.pairwise[(self.pairwise["model_a"] == a) & (self.pairwise["model_b"] == b)]
-        if row.empty:
-            raise KeyError(f"no pair {a!r}, {b!r}")
-        return float(row["p_a_above_b"].iloc[0])
+        for row in self.pairwise.to_dict(orient="records"):
+            if row["model_a"] == a and row["model_b"] == b:
+                return float(row["p_a_above_b"])
+        raise KeyError(f"no pair {a!r}, {b!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {

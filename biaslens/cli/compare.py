@@ -97,11 +97,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if len(models) > 2:
             print(f"B = {name}")
         print(f"{'metric':<14}{'A':>8}{'B':>8}{'B − A':>9}   {'95% CI (paired bootstrap)':<27}{'McNemar b/c':>13}{'p':>10}")
-        for row in part.itertuples(index=False):
+        for row in pd.DataFrame(part).to_dict(orient="records"):
+            ci, counts = f"[{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]", f"{row['mcnemar_b']}/{row['mcnemar_c']}"
             print(
-                f"{row.metric:<14}{fmt(row.score_first):>8}{fmt(row.score_second):>8}{fmt(row.difference):>9}   "
-                f"{'[' + fmt(row.ci_low) + ', ' + fmt(row.ci_high) + ']':<27}{f'{row.mcnemar_b}/{row.mcnemar_c}':>13}"
-                f"{row.p_value:>10.3g}"
+                f"{row['metric']:<14}{fmt(row['score_first']):>8}{fmt(row['score_second']):>8}{fmt(row['difference']):>9}   "
+                f"{ci:<27}{counts:>13}{row['p_value']:>10.3g}"
             )
     interval = bootstrap_method(args.resamples, run.seed)
     print(f"95% CI: {interval}.\nb: pairs only A calls stereotypical-preferred; c: only B. p: {MCNEMAR_TEST}.")
@@ -195,9 +195,11 @@ def _mlm_bias(args: argparse.Namespace, spec: ModelSpec, models: list[str], data
     print("Relative bias of model 2 against model 1 (the first): % of pairs with (M2(S1) − M1(S1)) − (M2(S2) − M2(S1)) > 0 (published)")
     print("and with (M2(S1) − M1(S1)) − (M2(S2) − M1(S2)) > 0 (symmetric, biaslens's reading)")
     print(f"{'model 2':<28}{'measure':<10}{'published':>11}{'symmetric':>11}")
-    for (other, measure), part in overall.groupby(["model_2", "measure"], sort=False):
-        values = part.set_index("formula")["relative_bias"]
-        print(f"{str(other)[-26:]:<28}{MEASURE_NAMES[str(measure)]:<10}{fmt(values['published']):>11}{fmt(values['symmetric']):>11}")
+    values = {(r["model_2"], r["measure"], r["formula"]): r["relative_bias"] for r in pd.DataFrame(overall).to_dict(orient="records")}
+    for other in models[1:]:
+        for measure, label in MEASURE_NAMES.items():
+            published, symmetric = values[other, measure, "published"], values[other, measure, "symmetric"]
+            print(f"{other[-26:]:<28}{label:<10}{fmt(published):>11}{fmt(symmetric):>11}")
     return {
         "relative": relative,
         "json": {"models": {m: f.summary() for m, f in found.items()}, "relative": relative.to_dict(orient="records")},
