@@ -92,7 +92,7 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame, controls: dic
             st.caption(
                 f"95% CI {row.ci_low:.1f}–{row.ci_high:.1f} (Wilson) · N {row.n:,} · ties {row.ties:,} · "
                 f"undecidable {row.undecidable:,} · token accuracy {row.token_accuracy:.1f}%"
-                + ui.trust.control_caption((controls or {}).get(row.metric))
+                + ui.feedback.md(ui.trust.control_caption((controls or {}).get(row.metric)))
             )
 
 

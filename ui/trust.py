@@ -140,11 +140,11 @@ def _summary_rows(result: EvaluationResult) -> list[dict[str, Any]]:
 
 
 def control_caption(entry: Mapping[str, Any] | None) -> str:
-    """The card's line for a metric's control score: ' · control 49.0 [44.1–53.9]' (and 'off 50'), or ''."""
+    """The card's line for a metric's control score: ' · control 49.0 (44.1–53.9)' (and ', off 50'), or ''."""
     if not entry:
         return ""
-    text = f" · control {entry['bias_score']:.1f} [{entry['ci_low']:.1f}–{entry['ci_high']:.1f}]"
-    return text + (" **off 50**" if entry.get("off_50") else "")
+    text = f" · control {entry['bias_score']:.1f} ({entry['ci_low']:.1f}–{entry['ci_high']:.1f})"
+    return text + (", off 50" if entry.get("off_50") else "")
 
 
 # ---------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def test_the_explorer_shows_the_control_score_beside_each_bias_score(app_env, ti
     for key, name in (("aul", "AUL"), ("cps", "CPS")):
         assert float(shown.loc[name, "Control score"]) == pytest.approx(want.loc[key, "bias_score"], abs=0.006)
         # Beside the bias score on the metric's card, and in the scores table.
-        assert f"control {want.loc[key, 'bias_score']:.1f} [{want.loc[key, 'ci_low']:.1f}–{want.loc[key, 'ci_high']:.1f}]" in texts(at.caption)
+        assert f"control {want.loc[key, 'bias_score']:.1f} ({want.loc[key, 'ci_low']:.1f}–{want.loc[key, 'ci_high']:.1f})" in texts(at.caption)
     scores = next(t for t in static_tables(at) if "Metric" in t.columns and "Bias score" in t.columns and "Control bias score" in t.columns)
     assert list(scores["Metric"]) == ["AUL", "CPS"]
 
