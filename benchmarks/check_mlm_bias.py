@@ -13,7 +13,9 @@ The package builds its model from the config with random weights (`AutoModelForM
 `BiasMLM` is made on the model folder and its `model` then replaced by the one biaslens loaded (the eager twin: the
 same weights): the formulas are compared on one loaded model. Both of its paths run (`evaluate(batching=False)` and
 the default `batching=True`) against biaslens's `padded=False` and `padded=True`; then `RelativeBiasMLMs` on two
-models against `relative_bias`. Prints the largest differences and exits 1 if any exceeds `--tolerance`.
+models against `relative_bias`. Last, the package's AUL, AULA, CSPS and SSS against biaslens's AUL, AULA, CPS (default mode)
+and SSS (kaneko2022 mode). Prints the largest differences (relative where a value exceeds 1) and exits 1 if any
+exceeds `--tolerance` or a bias score differs.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ sys.path.insert(0, str(HERE.parent))
 
 
 def _largest(a, b) -> float:
+    """The largest difference, relative to the value where it exceeds 1 (a sum of 15 log-probabilities in float32
+    carries about 1e-5 of rounding)."""
     worst = 0.0
     for x, y in zip(a, b):
         if (math.isnan(x) and math.isnan(y)) or x == y:
             continue
-        worst = max(worst, abs(x - y))
+        worst = max(worst, abs(x - y) / max(1.0, abs(y)))
     return worst
 
 
@@ -77,13 +81,30 @@ def main(argv: list[str] | None = None) -> int:
                     worst = _largest(result.eval(s, m), mine.pairs[f"{m}_{side}"].tolist())
                     flag = "" if worst <= args.tolerance else "  <-- over the tolerance"
                     failures += bool(flag)
-                    print(f"model {seed} batching={batching!s:<5} {m:<4} S{s}: largest |difference| {worst:.3g}{flag}")
+                    print(f"model {seed} batching={batching!s:<5} {m:<4} S{s}: largest difference {worst:.3g}{flag}")
                 theirs = result["bias_scores"][m]["total"]
                 score = mine.scores.set_index("measure").loc[m, "bias_score"]
                 same = math.isclose(theirs, score, rel_tol=1e-12)
                 failures += not same
                 verdict = "" if same else "  <-- differs"
                 print(f"model {seed} batching={batching!s:<5} {m:<4} bias score: package {theirs:.4f}, biaslens {score:.4f}{verdict}")
+    # The package's other measures against biaslens's metrics: AUL, AULA and CSPS (= CPS) in the default mode, SSS in
+    # kaneko2022 mode (its |M| x |M| mean, cross terms included).
+    from biaslens.engine.evaluation import evaluate
+
+    lm = load_model(str(folders[0]))
+    evaluator = mlm_bias.BiasMLM(str(folders[0]), dataset)
+    evaluator.model = lm._eager_model()
+    evaluator.model.config.output_attentions = True
+    others = evaluator.evaluate(measures=["aul", "csps", "sss"], attention=True, batching=False)
+    default = evaluate(lm, pairs, ["aul", "aula", "cps"]).pairs
+    compat = evaluate(lm, pairs, ["sss"], compat="kaneko2022").pairs
+    for theirs_name, ours, frame in (("aul", "aul", default), ("aula", "aula", default), ("csps", "cps", default), ("sss", "sss", compat)):
+        for side, s in (("stereo", 1), ("anti", 2)):
+            worst = _largest(others.eval(s, theirs_name), frame[f"{ours}_{side}"].tolist())
+            flag = "" if worst <= args.tolerance else "  <-- over the tolerance"
+            failures += bool(flag)
+            print(f"package {theirs_name:<5} vs biaslens {ours:<4} S{s}: largest difference {worst:.3g}{flag}")
     for batching in (False, True):
         rel = mlm_bias.RelativeBiasMLMs(package_results[0, batching], package_results[1, batching]).evaluate()
         table = relative_bias(ours[0, batching], ours[1, batching], formulas=("published",))

@@ -9,8 +9,8 @@ How a control pair is made (`control_pairs`), deterministically for a `seed`, of
    differ in the attribute) swaps the target's words, the same control word in both sentences, so the attribute
    difference stays and the group becomes a thing. Any other pair (CrowS-Pairs and CSV pairs: the sentences differ in
    the group) swaps the words a word-level diff finds modified (`difflib` over the lower-cased words, as
-   `biaslens.analyses.frequency` does), on each side its own; function words (articles, auxiliaries, ...:
-   `frequency.FUNCTION_WORDS`) stay, pronouns are group words. A pair with no such word is skipped, and counted.
+   `biaslens.analyses.frequency` does), on each side its own; function words (articles, auxiliaries, negations, ...:
+   `frequency.FUNCTION_WORDS`), numbers and a few adverbs (`_KEPT`) stay, pronouns are group words. A pair with no such word is skipped, and counted.
 2. **Part of speech, without a tagger.** A word in `biaslens.data.control_words.GROUP_POS` (the group words of the
    benchmarks, tagged by hand) takes its tag there ("her": a possessive before a content word, else a pronoun);
    any other word gets one from its form (`guess_pos`): capitalized inside the sentence → proper noun; -ly adverb,
@@ -70,7 +70,10 @@ SKIPPED_COLUMNS = ("pair_id", "reason")
 SCORE_COLUMNS = ("metric", "n", "wins", "ties", "bias_score", "ci_low", "ci_high", "off_50")
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
-_CLITIC = re.compile(r"(['’](?:s|d|ll|re|ve|m|t))$", re.IGNORECASE)
+_CLITIC = re.compile(r"(['’](?:s|d|ll|re|ve|m))$", re.IGNORECASE)
+#: Words a diff may find modified that name no group and stay as they are, besides the function words: numbers and a
+#: few adverbs and conjunctions (biaslens's list).
+_KEPT = frozenset("one two three four five six seven eight nine ten yet still even only really quite rather much more most less".split())
 _ADJ_SUFFIXES = ("ous", "ful", "ive", "ish", "ese", "ic", "able", "ible", "less")
 
 
@@ -116,10 +119,17 @@ def _words(text: str) -> list[_Word]:
     return [_Word(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(text)]
 
 
+@functools.lru_cache(maxsize=1)
 def _function_words() -> frozenset[str]:
+    """Words never swapped: the function words of Table 2 (`frequency.FUNCTION_WORDS`) and `_KEPT`, less any group word."""
     from biaslens.analyses.frequency import FUNCTION_WORDS
 
-    return frozenset(FUNCTION_WORDS) - set(GROUP_POS)
+    return (frozenset(FUNCTION_WORDS) | _KEPT) - set(GROUP_POS)
+
+
+def _kept(word: _Word) -> bool:
+    function = _function_words()
+    return word.lower in function or _CLITIC.sub("", word.lower) in function or word.lower.replace("’", "'") in function
 
 
 def _pos(word: _Word, words: list[_Word], index: int) -> tuple[str, str]:
@@ -180,8 +190,7 @@ def _modified(a: list[_Word], b: list[_Word]) -> tuple[list[int], list[int]]:
         if tag != "equal":
             out_a += range(i1, i2)
             out_b += range(j1, j2)
-    function = _function_words()
-    return [i for i in out_a if _CLITIC.sub("", a[i].lower) not in function], [j for j in out_b if _CLITIC.sub("", b[j].lower) not in function]
+    return [i for i in out_a if not _kept(a[i])], [j for j in out_b if not _kept(b[j])]
 
 
 def _substitute(text: str, words: list[_Word], chosen: dict[int, str]) -> str:

@@ -129,3 +129,11 @@ def test_control_scores_against_an_independent_count(tiny_bert):
     assert controls.control_text({"bias_score": 30.0, "ci_low": 20.0, "ci_high": 41.0, "off_50": True}) == "30.0 [20.0, 41.0] off 50"
     with pytest.raises(InputError, match="no control pairs"):
         controls.score_controls(tiny_bert, controls.control_pairs([_pair(1, "A a.", "An a.")]), ["aul"])
+
+
+def test_function_words_negations_and_numbers_stay():
+    got = controls.control_pairs([_pair(15, "Women don't know how to drive.", "Men know how to drive.")])
+    assert got.swaps["word"].tolist() == ["Women", "Men"]  # "don't" is modified too, but names no group
+    assert got.pairs[0].sent_stereo.split()[1:] == ["don't", "know", "how", "to", "drive."]
+    got = controls.control_pairs([_pair(17, "A wedding of two women.", "A wedding of a man and woman.")])
+    assert set(got.swaps["word"]) == {"women", "man", "woman"}
