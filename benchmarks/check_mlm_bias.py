@@ -99,12 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     others = evaluator.evaluate(measures=["aul", "csps", "sss"], attention=True, batching=False)
     default = evaluate(lm, pairs, ["aul", "aula", "cps"]).pairs
     compat = evaluate(lm, pairs, ["sss"], compat="kaneko2022").pairs
-    for theirs_name, ours, frame in (("aul", "aul", default), ("aula", "aula", default), ("csps", "cps", default), ("sss", "sss", compat)):
+    for theirs_name, mine_name, frame in (("aul", "aul", default), ("aula", "aula", default), ("csps", "cps", default), ("sss", "sss", compat)):
         for side, s in (("stereo", 1), ("anti", 2)):
-            worst = _largest(others.eval(s, theirs_name), frame[f"{ours}_{side}"].tolist())
+            worst = _largest(others.eval(s, theirs_name), frame[f"{mine_name}_{side}"].tolist())
             flag = "" if worst <= args.tolerance else "  <-- over the tolerance"
             failures += bool(flag)
-            print(f"package {theirs_name:<5} vs biaslens {ours:<4} S{s}: largest difference {worst:.3g}{flag}")
+            print(f"package {theirs_name:<5} vs biaslens {mine_name:<4} S{s}: largest difference {worst:.3g}{flag}")
     for batching in (False, True):
         rel = mlm_bias.RelativeBiasMLMs(package_results[0, batching], package_results[1, batching]).evaluate()
         table = relative_bias(ours[0, batching], ours[1, batching], formulas=("published",))

@@ -136,6 +136,9 @@ class Step:
     applies: Callable[[EvaluationPlan], bool]
     compute: Callable[[StepInput], StepOutput]
     check: Callable[[EvaluationPlan, "list[Pair]"], None] = lambda plan, pairs: None
+    #: The step gets the result an earlier step narrowed (the pairs saved: flags with exclude_flagged), not every
+    #: scored pair: what it puts beside the bias scores is then of the same pairs.
+    sees_saved: bool = False
 
 
 def _fmt(x: Any) -> str:
@@ -273,8 +276,8 @@ def _mlm_bias(step: StepInput) -> StepOutput:
 STEPS: dict[str, Step] = {
     "stereoset": Step("stereoset", ("stereoset_scores.csv",), lambda plan: plan.stereoset_scores, _stereoset, _stereoset_check),
     "flags": Step("flags", ("flags.csv", "flagged.csv"), lambda plan: plan.flags is not None, _flags),
-    "controls": Step("controls", ("controls.csv", "control_swaps.csv"), lambda plan: plan.controls, _controls, _controls_check),
-    "mlm_bias": Step("mlm_bias", ("mlm_bias.csv", "mlm_bias_scores.csv"), lambda plan: plan.mlm_bias, _mlm_bias),
+    "controls": Step("controls", ("controls.csv", "control_swaps.csv"), lambda plan: plan.controls, _controls, _controls_check, sees_saved=True),
+    "mlm_bias": Step("mlm_bias", ("mlm_bias.csv", "mlm_bias_scores.csv"), lambda plan: plan.mlm_bias, _mlm_bias, sees_saved=True),
 }
 """The post-steps, in the order they run; each one's output is `summary.json[name]`."""
 
@@ -391,8 +394,8 @@ def run_evaluation(
         return run
     result.summary["manifest"].update(manifest)
     current = result
-    for step in steps:  # a step after one that narrows the result (flags with exclude_flagged) gets the narrowed one
-        output = step.compute(StepInput(plan, options, lm, dataset, current, cache))
+    for step in steps:  # every step sees the scored pairs, but one that `sees_saved` gets what an earlier step narrowed
+        output = step.compute(StepInput(plan, options, lm, dataset, current if step.sees_saved else result, cache))
         for text in output.notes:
             note(text)
         run.steps[step.name] = output
