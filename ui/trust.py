@@ -97,7 +97,8 @@ def controls_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resul
         kept = runs.kept(spec, lm, data)
 
         def notice() -> None:
-            st.caption(f"{len(controls.pairs):,} control pairs, not scored yet: as long as the run above" + (f" ({kept:,} kept)." if kept else "."))
+            kept_text = f"; {kept:,} of them kept in the result cache" if kept else ""
+            st.caption(f"{len(controls.pairs):,} control pairs to score, about as long as the run above{kept_text}.")
 
         if not runs.offer("Score the control pairs", key=S + "controls_run", pending=runs.is_pending(spec), notice=notice):
             return
