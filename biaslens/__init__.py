@@ -1,8 +1,8 @@
-"""biaslens: token-level social bias in masked language models.
+"""biaslens: token-level social bias in masked and causal language models.
 
 The public API, importable from the package root:
 
-    load_model, MaskedLM          biaslens.engine.models
+    load_model, LanguageModel     biaslens.engine.models (MaskedLM, CausalLM: the two kinds)
     load_dataset, Pair            biaslens.data.datasets
     inspect_pair, evaluate        biaslens.engine.evaluation
     available_metrics             biaslens.engine.pairs (what a model can give, and why not)
@@ -24,13 +24,17 @@ if TYPE_CHECKING:  # the names below, for type checkers and the API reference (g
     from .engine.evaluation import EvaluationResult as EvaluationResult, PairInspection as PairInspection
     from .engine.evaluation import evaluate as evaluate, inspect_pair as inspect_pair
     from .engine.metrics import METRICS as METRICS
-    from .engine.models import MaskedLM as MaskedLM, load_model as load_model
+    from .engine.models import CausalLM as CausalLM, LanguageModel as LanguageModel, MaskedLM as MaskedLM, load_model as load_model
+    from .engine.conventions import CONVENTIONS as CONVENTIONS
     from .engine.pairs import available_metrics as available_metrics
     from .engine.presets import PRESETS as PRESETS
 
 _EXPORTS = {
     "load_model": "engine.models",
     "MaskedLM": "engine.models",
+    "CausalLM": "engine.models",
+    "LanguageModel": "engine.models",
+    "CONVENTIONS": "engine.conventions",
     "PRESETS": "engine.presets",
     "load_dataset": "data.datasets",
     "Pair": "data.datasets",

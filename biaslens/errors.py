@@ -15,8 +15,12 @@ class HubUnreachableError(ModelLoadError):
     """The Hugging Face hub cannot be reached and the model is not cached locally."""
 
 
-class NotMaskedLMError(ModelLoadError):
-    """The model has no (trained) masked-language-model head."""
+class UnsupportedModelError(ModelLoadError):
+    """The model is neither a masked nor a causal language model (a sequence-to-sequence model, an encoder without a head, ...)."""
+
+
+class NotMaskedLMError(UnsupportedModelError):
+    """The model has no (trained) language-model head: a masked LM without its MLM head, a causal LM without its LM head."""
 
 
 class ModelNotAllowedError(ModelLoadError):

@@ -30,7 +30,7 @@ from biaslens.data.datasets import DATASETS, PairDataset
 from biaslens.engine.evaluation import EvaluationResult
 from biaslens.data.export import safe_csv
 from biaslens.engine.metrics import METRICS
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.report.reproduction import (
     ANALYSES,
     DEFAULT_DATASETS,
@@ -83,13 +83,13 @@ def _store() -> ui.memo.LRU[tuple, tuple[ModelAnalyses, ReproductionReport]]:
     return ui.memo.LRU(KEEP)
 
 
-def _key(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> tuple:
+def _key(lm: LanguageModel, datasets: dict[str, PairDataset], options: ReportOptions) -> tuple:
     """Everything an analysis depends on: the model's weights and dtype, the data files, the options."""
     return (lm.name, lm.fingerprint, str(lm.dtype), tuple((name, d.sha256) for name, d in datasets.items()), options)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _shuffled(_lm: MaskedLM, fingerprint: str, dtype: str, max_length: int, text: str, seed: int) -> ShuffledSentence:
+def _shuffled(_lm: LanguageModel, fingerprint: str, dtype: str, max_length: int, text: str, seed: int) -> ShuffledSentence:
     return shuffle_sentence(_lm, text, seed)
 
 
@@ -128,7 +128,7 @@ class _StageBars:
         self.box.empty()
 
 
-def _analyse(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, label: str) -> ModelAnalyses | None:
+def _analyse(lm: LanguageModel, datasets: dict[str, PairDataset], options: ReportOptions, label: str) -> ModelAnalyses | None:
     """`analyse_model` with a Stop button and a progress bar (`ui.runs.stoppable`: the job is `_key`); None (message shown)
     if it failed."""
     analysed = None
@@ -143,7 +143,7 @@ def _analyse(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOpti
     return analysed
 
 
-def _run(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions, key: tuple, label: str):
+def _run(settings: ui.settings.Settings, lm: LanguageModel, datasets: dict[str, PairDataset], options: ReportOptions, key: tuple, label: str):
     analysed = _analyse(lm, datasets, options, label)
     found = None
     if analysed is not None:
@@ -213,7 +213,7 @@ def _default_sentence() -> str:
 
 
 @st.fragment
-def _shuffle_box(settings: ui.settings.Settings, lm: MaskedLM) -> None:
+def _shuffle_box(settings: ui.settings.Settings, lm: LanguageModel) -> None:
     """One sentence before and after shuffling; "Shuffle again" reruns only this part."""
     st.markdown("**One sentence, shuffled**")
     default = _default_sentence()
@@ -270,7 +270,7 @@ def _shuffle_box(settings: ui.settings.Settings, lm: MaskedLM) -> None:
     )
 
 
-def _scores_of(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> dict[str, EvaluationResult] | None:
+def _scores_of(lm: LanguageModel, datasets: dict[str, PairDataset], options: ReportOptions) -> dict[str, EvaluationResult] | None:
     """A model's runs with the options' metrics on every dataset: from a finished analysis or the result cache, else None."""
 
     def finished(key_options: ReportOptions) -> ModelAnalyses | None:
@@ -293,7 +293,7 @@ def _scores_of(lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOp
     return out
 
 
-def _summary(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, PairDataset], options: ReportOptions) -> None:
+def _summary(settings: ui.settings.Settings, lm: LanguageModel, datasets: dict[str, PairDataset], options: ReportOptions) -> None:
     """Table 5 for every model the user has run with these options (this session or the result cache)."""
     st.caption(
         f"{TITLES['scores']}: percentage of pairs whose stereotypical sentence scores higher (50 = no preference), for every model "
@@ -309,36 +309,46 @@ def _summary(settings: ui.settings.Settings, lm: MaskedLM, datasets: dict[str, P
     if not models:
         st.info("Choose at least one model.", icon=":material/group_add:")
         return
+    distinct = ui.resources.distinct_models(models, "This analysis")  # each model once, at most $BIASLENS_MAX_COMPARE_MODELS
+    if distinct is None:
+        return
+    models = distinct
     names = ui.settings.model_names(models)
     results: dict[str, dict[str, EvaluationResult]] = {}
-    missing: list[tuple[str, MaskedLM]] = []
+    scores_only = dataclasses.replace(options, analyses=("scores",))
+    missing: list[tuple[str, tuple]] = []  # (model, its analysis' key): no model is held between models
     for model in models:
         model_lm = lm if model == settings.model else ui.resources.model_or_none(settings, model)
         if model_lm is None:
             continue
         found = _scores_of(model_lm, datasets, options)
         if found is None:
-            missing.append((model, model_lm))
+            missing.append((model, _key(model_lm, datasets, scores_only)))
         else:
             results[names[model]] = found
+        del model_lm
     if missing:
-        scores_only = dataclasses.replace(options, analyses=("scores",))
         waiting = ", ".join(names[m] for m, _ in missing)
-        if ui.runs.offer(
+        with ui.feedback.guard() as over:  # every model it has to score, against the server's one cap
+            pairs = sum(min(options.sample or len(d), options.limit or len(d), len(d)) for d in datasets.values())
+            ui.resources.server_settings().check_run(pairs, len(options.metrics), "Scoring these models", models=len(missing))
+        if not over.failed and ui.runs.offer(
             "Score them",
             key=S + "score_models",
-            pending=any(ui.runs.is_pending(_key(model_lm, datasets, scores_only)) for _, model_lm in missing),
+            pending=any(ui.runs.is_pending(key) for _, key in missing),
             notice=lambda: st.info(f"Not scored yet with these options: {ui.feedback.md(waiting)}.", icon=":material/hourglass_empty:"),
         ):
-            for model, model_lm in missing:
-                analysed = _analyse(model_lm, datasets, scores_only, names[model])
+            for model, key in missing:
+                model_lm = lm if model == settings.model else ui.resources.model_or_none(settings, model)
+                analysed = None if model_lm is None else _analyse(model_lm, datasets, scores_only, names[model])
+                del model_lm
                 report = None
                 if analysed is not None:
                     with ui.feedback.guard():
                         report = build_report([analysed], datasets, scores_only)
                 if report is None:
                     break
-                _store().put(_key(model_lm, datasets, scores_only), (analysed, report))
+                _store().put(key, (analysed, report))
                 results[names[model]] = analysed.evaluations
     results = {names[m]: results[names[m]] for m in models if names[m] in results}
     table = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import streamlit as st
 
@@ -20,6 +22,7 @@ from ui.views import CompareView
 from biaslens.analyses import explore, paired
 from biaslens.figures import charts as figures
 from biaslens.data.export import safe_csv
+from biaslens.engine.evaluation import EvaluationResult
 from biaslens.engine.metrics import METRICS
 from biaslens.engine.stats import MCNEMAR_TEST
 
@@ -70,20 +73,38 @@ def main() -> None:
     if len(models) < 2:
         st.info("Choose at least two models to compare (type a folder path to add a local model).", icon=":material/group_add:")
         st.stop()
-    loaded, missing = {}, []
-    for model in models:
+    distinct = ui.resources.distinct_models(models)  # every spelling of one model once; at most $BIASLENS_MAX_COMPARE_MODELS
+    if distinct is None:
+        st.stop()
+    if len(distinct) < 2:
+        st.info("These names are one model: choose another to compare it with.", icon=":material/group_add:")
+        st.stop()
+    # One model at a time: each is loaded (from the server's pool), looked up or noted, and let go before the next, so a
+    # comparison never holds more models than the pool keeps ($BIASLENS_MAX_MODELS).
+    loaded: dict[str, EvaluationResult] = {}
+    missing: list[tuple[str, ui.runs.RunSpec, int]] = []
+    banners = st.container()
+    texts = [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)]
+    for model in distinct:
         lm = ui.resources.model_or_none(settings, model)
         if lm is None:
             continue
+        with banners:  # a model that looks untrained or does not know these words: said once, above its scores
+            ui.honesty.model_banner(settings, lm, texts, name=ui.settings.model_label(model))
         spec = ui.runs.spec_for(settings, lm, dataset, [metric], sample, seed)
         result = ui.runs.lookup(spec, lm, dataset)
         if result is None:
-            missing.append((model, lm, spec))
+            missing.append((model, spec, ui.runs.kept(spec, lm, dataset)))
         else:
             loaded[model] = result
+        del lm
     if missing:
-        n_pairs = missing[0][2].sample or len(dataset)
-        kept = {model: ui.runs.kept(spec, model_lm, dataset) for model, model_lm, spec in missing}
+        n_pairs = missing[0][1].sample or len(dataset)
+        kept = {model: n for model, _, n in missing}
+        with ui.feedback.guard() as over:  # the whole comparison against the server's cap, not each model alone
+            ui.resources.server_settings().check_run(n_pairs, 1, "This comparison", models=len(missing))
+        if over.failed:
+            st.stop()
 
         def notice() -> None:
             waiting = [ui.settings.model_label(m) + (f" ({kept[m]:,} of {n_pairs:,} pairs kept)" if kept[m] else "") for m, _, _ in missing]
@@ -91,16 +112,22 @@ def main() -> None:
                 f"Not scored yet with {METRICS[metric].name} on {n_pairs:,} pairs: {ui.feedback.md(', '.join(waiting))}.",
                 icon=":material/hourglass_empty:",
             )
-            for i, (model, model_lm, model_spec) in enumerate(missing):
+            for i, (model, model_spec, _) in enumerate(missing):
                 st.caption(f"{ui.feedback.md(ui.settings.model_label(model))}:")
-                ui.runs.time_estimate(model_spec, model_lm, dataset, n_pairs - kept[model], key=f"{S}estimate.{i}")
+                ui.runs.time_estimate(
+                    model_spec, functools.partial(ui.resources.get_model, settings, model), dataset, n_pairs - kept[model], key=f"{S}estimate.{i}"
+                )
 
-        pending = any(ui.runs.is_pending(spec) for _, _, spec in missing)
+        pending = any(ui.runs.is_pending(spec) for _, spec, _ in missing)
         if not ui.runs.offer("Resume" if any(kept.values()) else "Score them", key=S + "run", pending=pending, notice=notice):
             st.stop()
-        for model, lm, spec in missing:
+        for model, spec, _ in missing:
+            lm = ui.resources.model_or_none(settings, model)
+            if lm is None:
+                st.stop()
             label = f"Scoring {ui.settings.short_dataset_name(dataset)} with {ui.settings.model_label(model)}"
             result = ui.runs.run(spec, lm, dataset, label, kept=kept[model])
+            del lm
             if result is None:
                 st.stop()
             loaded[model] = result
@@ -108,10 +135,7 @@ def main() -> None:
         st.warning("Fewer than two of the chosen models could be loaded: nothing to compare.")
         st.stop()
     names = ui.settings.model_names(list(loaded))
-    _texts = [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)]
-    for _model in loaded:  # a model that looks untrained or does not know these words: said here, beside its scores
-        ui.honesty.model_banner(settings, ui.resources.get_model(settings, _model), _texts, name=ui.settings.model_label(_model))
-    results = {names[m]: loaded[m] for m in models if m in loaded}
+    results = {names[m]: loaded[m] for m in distinct if m in loaded}
     comparison = None
     with ui.feedback.guard():
         comparison = explore.compare_models(results, metric)

@@ -478,8 +478,10 @@ def pinned_inspection(pinned: InspectorView, names: dict[str, str], here: ui.set
     settings = ui.settings.settings_of(pinned.g)
     if pinned.pair is not None:
         dataset = ui.resources.dataset_or_none(settings)
-        pair = None if dataset is None else next((p for p in dataset.pairs if p.pair_id == pinned.pair), None)
-        if dataset is None or pair is None:
+        if dataset is None:  # why it cannot be read is shown (a refused data folder): no second, wrong message
+            return None
+        pair = next((p for p in dataset.pairs if p.pair_id == pinned.pair), None)
+        if pair is None:
             st.warning(f"The pinned pair #{pinned.pair:d} is not in {ui.feedback.md(settings.dataset)}: pin another.", icon=":material/push_pin:")
             return None
         stereo, anti, label = pair.sent_stereo, pair.sent_anti, pair_title(dataset, pair)
@@ -501,7 +503,8 @@ def show_side_by_side(settings: ui.settings.Settings, current: tuple[str, str, s
     """The pinned inspection and this pair under the other chosen models, next to this one (LIT's pin and compare): each
     one's margin and verdict per metric in one table, then each one's tokens (their tokenizers may split them apart)."""
     stereo, anti, _ = current
-    extra = [m for m in dict.fromkeys(view.models) if m != settings.model]
+    distinct = ui.resources.distinct_models([settings.model, *view.models], "This side by side") if view.models else [settings.model]
+    extra = (distinct or [settings.model])[1:]  # each other model once (not the sidebar's under another spelling), at most the server's cap
     pinned_settings = None if view.pin is None else ui.settings.settings_of(view.pin.g)
     if view.pin is not None and pinned_settings == settings and (view.pin.pair, view.pin.s1, view.pin.s2) == (view.pair, view.s1, view.s2):
         st.caption(

@@ -81,3 +81,25 @@ def tiny_bert(tiny_models):
 def any_model(request, tiny_models):
     """Each family, with its tiny tokenizer."""
     return tiny_models[request.param]
+
+
+@pytest.fixture(scope="session")
+def causal_dirs(tmp_path_factory) -> dict[str, Path]:
+    """Tiny random causal LMs of each causal family (GPT-2, Pythia, Llama, Qwen2), tokenizers trained in the suite."""
+    from biaslens.engine.testing import CAUSAL_FAMILIES, build_random_causal_model
+
+    root = tmp_path_factory.mktemp("causal")
+    return {family: build_random_causal_model(family, None, root / family) for family in CAUSAL_FAMILIES}
+
+
+@pytest.fixture(scope="session")
+def tiny_causal(causal_dirs):
+    """The tiny causal models loaded through the product's normal path."""
+    from biaslens.engine.models import load_model
+
+    return {family: load_model(str(path)) for family, path in causal_dirs.items()}
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tiny_causal):
+    return tiny_causal["gpt2"]

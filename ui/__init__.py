@@ -16,7 +16,7 @@ Conventions for a page (see pages/inspector.py for a complete one):
   hook for new defaults, e.g. a lab model); `ui.sidebar.pick_models` is the one list of several
   models (the comparison's, the analyses', the inspector's "Compare under another model").
 * **Heavy resources** come from `ui.resources`: `model_or_stop(settings)` returns the cached
-  `MaskedLM` (loaded once per (model, revision, device, dtype) for all sessions and never
+  `LanguageModel` (loaded once per (model, revision, device, dtype) for all sessions and never
   mutated) or shows why it failed in the page and stops it; `dataset_or_stop(settings)` /
   `dataset_or_none(settings)` likewise for datasets; `result_cache()` is the shared
   `ResultCache`; `inspection(settings, stereo, anti)` is a cached `inspect_pair`.

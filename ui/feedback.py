@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import streamlit as st
+from streamlit.errors import StreamlitDuplicateElementKey
 
 from biaslens import lab
 from biaslens.data.datasets import DATASETS, PairDataset, canonical_name
@@ -146,15 +147,23 @@ def content_warning(dataset: PairDataset) -> None:
 
 
 def offer_lab_model(where: str = "sidebar") -> None:
-    """No hub: offer the bias lab's model, trained here once (no download) and then cached; `where` keys the button."""
+    """No hub: offer the bias lab's model, trained here once (no download) and then cached; `where` keys the button. Offered
+    once per place and page run: a page with several models not on this machine (a comparison) shows one offer."""
     cached = lab.cached_lab_model_path()
-    st.info(
-        "No network? Every page also works with the bias lab's small model: "
-        + ("it is already trained on this machine." if cached else "it trains here once (under a minute), then stays in the cache."),
-        icon=":material/wifi_off:",
-    )
     key = "settings.offline_lab" if where == "sidebar" else f"settings.offline_lab.{where}"
-    if st.button("Use the offline lab model", key=key, type="primary", icon=":material/model_training:"):
+    slot = st.empty()
+    with slot.container():
+        st.info(
+            "No network? Every page also works with the bias lab's small model: "
+            + ("it is already trained on this machine." if cached else "it trains here once (under a minute), then stays in the cache."),
+            icon=":material/wifi_off:",
+        )
+        try:
+            pressed = st.button("Use the offline lab model", key=key, type="primary", icon=":material/model_training:")
+        except StreamlitDuplicateElementKey:  # already offered above, in this run: this second offer goes
+            slot.empty()
+            return
+    if pressed:
         if not cached:
             bar = ProgressBar("Training the lab model", unit="steps")
             model = None

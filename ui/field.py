@@ -16,7 +16,7 @@ from biaslens.data import flags as flagging
 from biaslens.data.datasets import PairDataset
 from biaslens.engine.evaluation import EvaluationResult
 from biaslens.engine.metrics import METRICS
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.analyses.paired import N_RESAMPLES, with_and_without
 from biaslens.analyses.pipeline import scored_flags, without_flagged
 from biaslens.analyses.stereoset_scores import stereoset_scores
@@ -32,12 +32,12 @@ S = "field."
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _flag_pairs(dataset_key: tuple[str, str], fingerprint: str, data_dir: str | None, _dataset: PairDataset, _lm: MaskedLM):
+def _flag_pairs(dataset_key: tuple[str, str], fingerprint: str, data_dir: str | None, _dataset: PairDataset, _lm: LanguageModel):
     """`flag_pairs` once per dataset, model (its fingerprint) and data folder, shared by every session."""
     return flagging.flag_pairs(_dataset, lm=_lm, data_dir=data_dir)
 
 
-def _flags(settings: Settings, lm: MaskedLM, dataset: PairDataset):
+def _flags(settings: Settings, lm: LanguageModel, dataset: PairDataset):
     """Every flag of the dataset's pairs, or None (the error shown)."""
     with guard():
         data_dir = resources.data_dir(settings)
@@ -45,7 +45,7 @@ def _flags(settings: Settings, lm: MaskedLM, dataset: PairDataset):
     return None
 
 
-def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> EvaluationResult:
+def flag_filter(settings: Settings, lm: LanguageModel, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> EvaluationResult:
     """The flagged-rows panel; returns `result` without the flagged pairs when the user excludes them."""
     with st.expander("Flagged rows: pairs that may not be minimal pairs", icon=":material/flag:"):
         st.caption(
@@ -93,7 +93,7 @@ def flag_filter(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: 
     return without_flagged(result, keep, metrics)
 
 
-def stereoset_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> None:
+def stereoset_panel(settings: Settings, lm: LanguageModel, dataset: PairDataset, result: EvaluationResult, metrics: list[str]) -> None:
     """StereoSet's LMS, SS and ICAT per bias type under each metric, computed on request."""
     by_id = {p.pair_id: p for p in dataset.pairs}
     chosen = [by_id[i] for i in result.pairs["pair_id"] if i in by_id]

@@ -12,7 +12,7 @@ from typing import Iterable
 
 import streamlit as st
 
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 
 from . import resources
 from .feedback import md
@@ -31,7 +31,7 @@ def settings_banner(settings: Settings, texts: Iterable[str] | None = None) -> s
     return model_banner(settings, lm, texts)
 
 
-def model_banner(settings: Settings, lm: MaskedLM, texts: Iterable[str] | None = None, *, name: str | None = None) -> str:
+def model_banner(settings: Settings, lm: LanguageModel, texts: Iterable[str] | None = None, *, name: str | None = None) -> str:
     """A warning in the page when the model looks untrained or weak, or when `texts` are mostly out of its vocabulary.
 
     Returns the model's sanity status ("ok", "weak", "untrained"; "unknown" if the check itself failed).

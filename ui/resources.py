@@ -2,7 +2,7 @@
 
 A model is loaded once per (model, revision, device, dtype) for all sessions into the
 `MODELS` pool (at most $BIASLENS_MAX_MODELS, least recently used evicted) and never
-mutated afterwards (the engine's `MaskedLM` is safe to share between threads). The
+mutated afterwards (the engine's `LanguageModel` is safe to share between threads). The
 operator's limits (`biaslens.serving.server.ServerSettings`: which model folders, longest
 sentence, rows per uploaded file) are applied here. A failed load is remembered for `FAILURE_TTL_S` seconds, so an
 unreachable hub costs its timeout once rather than on every rerun; the sidebar's Retry
@@ -24,7 +24,8 @@ from biaslens.data.datasets import PairDataset, canonical_name, load_dataset
 from biaslens.errors import BiaslensError, ServerConfigError
 from biaslens.engine.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
-from biaslens.engine.models import MaskedLM, load_model
+from biaslens.engine.identity import distinct_models as _distinct_models, model_identity
+from biaslens.engine.models import LanguageModel, load_model
 from biaslens.analyses.sanity import SanityReport, VocabularyReport, vocabulary_report
 from biaslens.lab.sanity_verdict import model_verdict
 from biaslens.serving.server import InspectionBatcher, ModelPool, Priority, ServerSettings
@@ -103,19 +104,22 @@ def confined() -> Iterator[None]:
         yield
 
 
-def _load_model(model: str, revision: str | None, device: str, dtype: str) -> MaskedLM:
-    """The pooled model (refused if its folder is not allowed), refusing sentences over the server's limit."""
+def _load_model(model: str, revision: str | None, device: str, dtype: str) -> LanguageModel:
+    """The pooled model (refused if its folder is not allowed), refusing sentences over the server's limit. The pool keys
+    it by identity (`model_identity`: the resolved folder, or the hub id and revision), so every spelling of one folder
+    (`M/mid`, `M/./mid`, `M/mid/`) is one loaded model."""
     server = server_settings()
     server.check_model(model)
+    identity = model_identity(model, revision)
 
-    def load() -> MaskedLM:
+    def load() -> LanguageModel:
         with server.in_effect():  # (also where no page run is around it: a fragment's rerun)
             return server.limit(load_model(model, revision=revision, device=device, dtype=dtype))
 
-    return MODELS.get((model, revision, device, dtype, server.max_tokens), load, capacity=server.max_models)
+    return MODELS.get((identity, device, dtype, server.max_tokens), load, capacity=server.max_models)
 
 
-def get_model(settings: Settings, model: str | None = None) -> MaskedLM:
+def get_model(settings: Settings, model: str | None = None) -> LanguageModel:
     """The cached model of `settings` (or another `model` with the same device and dtype); raises on failure."""
     key = settings.model_key if model is None else (model, None, settings.device, settings.dtype)
     return _remembering_failures(("model", *key), lambda: _load_model(*key))
@@ -126,7 +130,7 @@ def forget_failure(settings: Settings) -> None:
     _failures().forget(("model", *settings.model_key))
 
 
-def model_or_none(settings: Settings, model: str | None = None, *, where=None) -> MaskedLM | None:
+def model_or_none(settings: Settings, model: str | None = None, *, where=None) -> LanguageModel | None:
     """The cached model, or None after showing why it could not be loaded."""
     try:
         with st.spinner(f"Loading {md(model_label(model or settings.model))}…"):
@@ -136,7 +140,7 @@ def model_or_none(settings: Settings, model: str | None = None, *, where=None) -
         return None
 
 
-def model_or_stop(settings: Settings) -> MaskedLM:
+def model_or_stop(settings: Settings) -> LanguageModel:
     """The cached model, or the reason it failed shown in the page, and the page stops there."""
     lm = model_or_none(settings)
     if lm is None:
@@ -144,19 +148,39 @@ def model_or_stop(settings: Settings) -> MaskedLM:
     return lm
 
 
-def sanity(settings: Settings, lm: MaskedLM) -> SanityReport:
+def distinct_models(models: list[str], what: str = "This comparison", *, where=None) -> list[str] | None:
+    """The models of a comparison, each once: names that mean one model (`M/mid`, `M/./mid`, `M/mid/`, a link to it;
+    `biaslens.engine.identity`) are one, the first spelling kept and the others named in a caption. None (the message
+    shown) when more distinct models are named than the server compares at once ($BIASLENS_MAX_COMPARE_MODELS)."""
+    kept, repeats = _distinct_models(models)
+    repeats = {r: first for r, first in repeats.items() if r.strip() != first.strip()}  # (the same name twice needs no note)
+    target = where if where is not None else st
+    if repeats:
+        named = "; ".join(f"{md(r)} is {md(first)}" for r, first in list(repeats.items())[:5])
+        more = f" and {len(repeats) - 5:,} more" if len(repeats) > 5 else ""
+        target.caption(f"The same model named twice, compared once: {named}{more}.")
+    try:
+        server_settings().check_models(len(kept), what)
+    except BiaslensError as exc:
+        show_error(exc, where=where)
+        return None
+    return kept
+
+
+def sanity(settings: Settings, lm: LanguageModel) -> SanityReport:
     """The model's one sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`: computed once per model, shared by every page)."""
     return model_verdict(lm)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _vocabulary(model_key: tuple, fingerprint: str, texts: tuple[str, ...]) -> VocabularyReport:
-    return vocabulary_report(_load_model(*model_key), texts)
+def _vocabulary(_lm: LanguageModel, name: str, fingerprint: str, texts: tuple[str, ...]) -> VocabularyReport:
+    return vocabulary_report(_lm, texts)
 
 
-def vocabulary(settings: Settings, lm: MaskedLM, texts) -> VocabularyReport:
-    """Which words of `texts` the model does not know (cached per model and texts)."""
-    return _vocabulary(settings.model_key, lm.fingerprint, tuple(str(t) for t in texts))
+def vocabulary(settings: Settings, lm: LanguageModel, texts) -> VocabularyReport:
+    """Which words of `texts` the model `lm` does not know (cached per model and texts; the model itself, not the
+    sidebar's: a comparison asks it of each of its models)."""
+    return _vocabulary(lm, lm.name, lm.fingerprint, tuple(str(t) for t in texts))
 
 
 # ---------------------------------------------------------------------------------------
@@ -265,7 +289,7 @@ def _inspection(model_key: tuple, fingerprint: str, max_length: int, compat: str
         return inspection_batcher().inspect(lm, stereo, anti, metrics=None, compat=compat, top_k=5, attention_matrices=True)
 
 
-def inspection(settings: Settings, lm: MaskedLM, stereo: str, anti: str) -> PairInspection:
+def inspection(settings: Settings, lm: LanguageModel, stereo: str, anti: str) -> PairInspection:
     """`inspect_pair` with every paper metric, top-5 and attention matrices, cached per model and pair; requests of
     several sessions that arrive together are scored in shared batches (`InspectionBatcher`).
 
@@ -278,6 +302,7 @@ __all__ = [
     "BiaslensError",
     "confined",
     "data_dir",
+    "distinct_models",
     "dataset_or_none",
     "dataset_or_stop",
     "forget_failure",

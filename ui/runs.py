@@ -28,7 +28,7 @@ from biaslens.data.datasets import PairDataset
 from biaslens.engine.evaluation import EvaluationResult, evaluate, scored_pairs
 from biaslens.analyses.explore import cached_evaluation
 from biaslens.errors import BiaslensError, JobCancelled
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.runner import INTERACTIVE_CHUNK_SECONDS
 from biaslens.serving.server import ENV_MAX_JOBS, JobSlots
 
@@ -63,7 +63,7 @@ class RunSpec:
     seed: int
 
 
-def spec_for(settings: Settings, lm: MaskedLM, dataset: PairDataset, metrics, sample: int | None, seed: int) -> RunSpec:
+def spec_for(settings: Settings, lm: LanguageModel, dataset: PairDataset, metrics, sample: int | None, seed: int) -> RunSpec:
     sample = sample if sample is not None and sample < len(dataset) else None
     return RunSpec(lm.name, lm.fingerprint, str(lm.dtype), settings.compat, str(dataset.path), dataset.sha256, tuple(metrics), sample, int(seed))
 
@@ -93,7 +93,7 @@ def _options(spec: RunSpec) -> dict:
     return {"compat": spec.compat, "sample": spec.sample, "seed": spec.seed}
 
 
-def lookup(spec: RunSpec, lm: MaskedLM, dataset: PairDataset) -> EvaluationResult | None:
+def lookup(spec: RunSpec, lm: LanguageModel, dataset: PairDataset) -> EvaluationResult | None:
     """The finished run: from this session or another one on this server, else entirely from the result cache; None
     if not finished."""
     found = _results().get(spec)
@@ -108,7 +108,7 @@ def lookup(spec: RunSpec, lm: MaskedLM, dataset: PairDataset) -> EvaluationResul
     return found
 
 
-def kept(spec: RunSpec, lm: MaskedLM, dataset: PairDataset) -> int:
+def kept(spec: RunSpec, lm: LanguageModel, dataset: PairDataset) -> int:
     """How many of the run's pairs the result cache already holds under every metric: what a stopped (or earlier, or
     overlapping) run kept, which running it reads back instead of computing. Nothing is computed."""
     with contextlib.suppress(BiaslensError):  # e.g. a metric this model cannot give: `lookup` has said so already
@@ -286,7 +286,7 @@ def _stop(job: Hashable) -> None:
     st.session_state.setdefault(_PENDING, set()).discard(job)
 
 
-def run(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, label: str, *, kept: int = 0) -> EvaluationResult | None:
+def run(spec: RunSpec, lm: LanguageModel, dataset: PairDataset, label: str, *, kept: int = 0) -> EvaluationResult | None:
     """Score the run with a progress bar (from `kept`, the pairs the cache holds) and a Stop button; None (message
     shown) if it failed."""
     result = None
@@ -303,8 +303,9 @@ def speed_key(spec: RunSpec) -> tuple:
     return ("run", spec.fingerprint, spec.dtype, spec.compat, spec.dataset_sha256, spec.metrics)
 
 
-def time_estimate(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, n_pairs: int, *, key: str) -> None:
-    """Before a long run: the time it will take from the throughput measured here, or a button that measures it."""
+def time_estimate(spec: RunSpec, lm: LanguageModel | Callable[[], LanguageModel], dataset: PairDataset, n_pairs: int, *, key: str) -> None:
+    """Before a long run: the time it will take from the throughput measured here, or a button that measures it. `lm`:
+    the model, or how to get it when the button is pressed (a comparison holds no model while it shows its notice)."""
     from .progress import estimate, measure
 
     text = estimate(speed_key(spec), n_pairs)
@@ -319,13 +320,21 @@ def time_estimate(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, n_pairs: in
             with guard():
                 measure(
                     speed_key(spec),
-                    lambda: evaluate(lm, dataset, list(spec.metrics), cache=None, compat=spec.compat, sample=probe, seed=spec.seed),
+                    lambda: evaluate(
+                        lm if isinstance(lm, LanguageModel) else lm(),
+                        dataset,
+                        list(spec.metrics),
+                        cache=None,
+                        compat=spec.compat,
+                        sample=probe,
+                        seed=spec.seed,
+                    ),
                     probe,
                 )
         st.rerun()
 
 
-def _run_job(spec: RunSpec, lm: MaskedLM, dataset: PairDataset, bar: ProgressBar) -> EvaluationResult:
+def _run_job(spec: RunSpec, lm: LanguageModel, dataset: PairDataset, bar: ProgressBar) -> EvaluationResult:
     """`evaluate` within the server's limits: pairs × metrics capped, in a job slot, stopped when the session goes away."""
     pairs = min(spec.sample or len(dataset), len(dataset))
     resources.server_settings().check_run(pairs, len(spec.metrics))

@@ -20,7 +20,7 @@ from biaslens import lab
 from biaslens.figures import charts as figures
 from biaslens.lab import sweep
 from biaslens.data.export import safe_csv, to_json
-from biaslens.engine.metrics import METRICS
+from biaslens.engine.metrics import MASKED_METRICS, METRICS
 
 from . import charts, feedback, resources, runs, tables
 from .progress import format_duration
@@ -257,7 +257,7 @@ def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult 
         with runs.heavy_job("The sweep"):
             return sweep.run_sweep(
                 grid,
-                metrics=list(METRICS),
+                metrics=list(MASKED_METRICS),
                 compat=compat,
                 result_cache=resources.result_cache().path,
                 workers=workers,
@@ -277,7 +277,7 @@ def _run(grid: sweep.SweepGrid, compat: str, workers: int) -> sweep.SweepResult 
 def _finished_cells(grid: sweep.SweepGrid, compat: str) -> sweep.SweepResult | None:
     """The cells of the grid already in the lab cache, scored (nothing trained)."""
     with feedback.guard():
-        return sweep.run_sweep(grid, metrics=list(METRICS), compat=compat, result_cache=resources.result_cache().path, train=False)
+        return sweep.run_sweep(grid, metrics=list(MASKED_METRICS), compat=compat, result_cache=resources.result_cache().path, train=False)
     return None
 
 

@@ -9,36 +9,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# Characters that can start markdown (or HTML) anywhere in a line: links and images ([ ]), HTML and
-# autolinks (< >), entities (&), emphasis and strikethrough (* ~), code (`), LaTeX ($), escapes (\\).
-_ALWAYS = re.compile(r"([\\`*\[\]<>&~$|])")
-# An underscore opens emphasis only at a word's edge (not inside snake_case names).
-_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# A colon followed by text: emoji and icon shortcodes (:smile:, :material/x:) and URL schemes (http://). Streamlit
-# replaces shortcodes after markdown has removed backslash escapes, so a zero-width space after the colon breaks them.
-_COLON = re.compile(r":(?=\S)")
-_SHORTCODE = re.compile(r":(?=[A-Za-z0-9_+/-])")
-# Bare web addresses and e-mail addresses that GitHub-flavoured markdown turns into links.
-_WWW = re.compile(r"(?i)\b(www)\.")
-_AT = re.compile(r"@")
-# What makes a line a heading, quote, list item or thematic break when it starts the text.
-_LINE_START = re.compile(r"^(\s*)(\d*)([#>+=.)-])")
+from biaslens.data.export import escape_markdown
 
 
 def md(text: Any) -> str:
     """User-supplied text (a sentence, file or model name, URL value, an engine message quoting them) made safe to put into
-    Streamlit markdown: it shows as itself, never as a link, image, HTML, emphasis, icon or formula. One line: newlines become spaces.
+    Streamlit markdown: it shows as itself, never as a link, automatic link (www.x, x@y.z), image, HTML, emphasis, icon or
+    formula. One line: newlines become spaces. The rules are `biaslens.data.export.escape_markdown` (the report's markdown
+    uses them too).
 
     Every message path of the app uses this helper (`show_error`, page warnings and captions).
     """
-    out = re.sub(r"\s*[\r\n]+\s*", " ", str(text))
-    out = _ALWAYS.sub(r"\\\1", out)
-    out = _EDGE_UNDERSCORE.sub(r"\\_", out)
-    out = _SHORTCODE.sub(":\u200b", out)
-    out = _COLON.sub(r"\\:", out)
-    out = _WWW.sub(r"\1\\.", out)
-    out = _AT.sub(r"\\@", out)
-    return _LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), out)
+    return escape_markdown(text)
 
 
 def code(text: Any) -> str:

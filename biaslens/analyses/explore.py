@@ -32,7 +32,7 @@ from biaslens.data.datasets import Pair, PairDataset
 from biaslens.errors import InputError
 from biaslens.engine.evaluation import EvaluationResult, PairInspection, evaluate
 from biaslens.engine.metrics import METRICS, pair_columns
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.runner import NotCached
 
 SIDES = ("stereo", "anti")
@@ -52,7 +52,7 @@ def display_token(token: str) -> str:
 def token_table(inspection: PairInspection, decode: Callable[[int], str] | None = None) -> pd.DataFrame:
     """Both sentences' token frames stacked, with `sentence` ("stereo"/"anti") and a display `label`.
 
-    `decode` (e.g. `MaskedLM.decode_token`) turns the top-k ids into tokens in `top_tokens`
+    `decode` (e.g. `LanguageModel.decode_token`) turns the top-k ids into tokens in `top_tokens`
     and fills `top5`, a readable "token (log p)" list for tooltips.
     """
     frames = []
@@ -306,7 +306,7 @@ def filter_pairs(
 
 
 def cached_evaluation(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     metrics: Sequence[str] | str | None,
     cache: ResultCache,

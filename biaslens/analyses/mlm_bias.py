@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -54,6 +54,7 @@ from biaslens.engine.stats import wilson_interval
 if TYPE_CHECKING:
     from biaslens.data.datasets import Pair, PairDataset
     from biaslens.engine.cache import ResultCache
+    from biaslens.engine.lm import LanguageModel
     from biaslens.engine.models import MaskedLM
 
 #: What biaslens reproduces, to the line.
@@ -195,8 +196,10 @@ def sentence_measures(lm: MaskedLM, text: str, *, pad_to: int | None = None, bat
 
 
 def _check_masked(lm: Any) -> None:
-    if getattr(lm, "mask_id", None) is None:
-        raise InputError(f"mlm-bias's measures mask one token at a time: {getattr(lm, 'name', 'this model')} has no mask token.")
+    if getattr(lm, "kind", "masked") != "masked" or getattr(lm, "mask_id", None) is None:
+        raise InputError(
+            f"mlm-bias's measures mask one token at a time: {getattr(lm, 'name', 'this model')} is not a masked language model."
+        )
     if getattr(lm, "attention_unavailable", None):
         raise InputError(f"mlm-bias's CRRA and ΔPA need attention weights: {lm.attention_unavailable}")
 
@@ -297,7 +300,7 @@ def measure_scores_by_type(pairs: pd.DataFrame, measures: Sequence[str] = MEASUR
 
 
 def mlm_bias_scores(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     *,
     padded: bool = False,
@@ -320,10 +323,10 @@ def mlm_bias_scores(
     pairs = dataset_pairs(dataset, limit=limit, sample=sample, seed=seed)
     tag = f"{_TAG}/{'padded' if padded else 'alone'}"
 
-    def compute(model: MaskedLM, chunk: Sequence[Pair], within: Callable[[int, int], None]) -> list[dict[str, Any]]:
+    def compute(model: LanguageModel, chunk: Sequence[Pair], within: Callable[[int, int], None]) -> list[dict[str, Any]]:
         out = []
         for i, pair in enumerate(chunk):
-            out.append(pair_record(model, pair, padded=padded, batch_tokens=batch_tokens))
+            out.append(pair_record(cast("MaskedLM", model), pair, padded=padded, batch_tokens=batch_tokens))
             within(i + 1, len(chunk))
         return out
 

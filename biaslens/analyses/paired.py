@@ -21,7 +21,7 @@ import pandas as pd
 
 from biaslens.errors import InputError
 from biaslens.engine.evaluation import EvaluationResult
-from biaslens.engine.stats import bias_score, mcnemar
+from biaslens.engine.stats import MAX_RESAMPLES, bias_score, check_count, check_seed, mcnemar
 
 #: Resamples of the bootstrap intervals.
 N_RESAMPLES = 2000
@@ -67,7 +67,9 @@ def _quantiles(estimates: np.ndarray, confidence: float) -> tuple[float, float]:
 
 def _resamples(n: int, n_resamples: int, seed: int, *, block: int = 250):
     """Bootstrap index draws, `block` resamples (rows) at a time: the same stream as one `rng.integers(0, n, n)` per
-    resample, so the intervals are those of a plain loop, computed with array operations."""
+    resample, so the intervals are those of a plain loop, computed with array operations. The count and the seed are
+    checked first (`stats.check_count`, `stats.check_seed`)."""
+    n_resamples, seed = check_count(n_resamples, MAX_RESAMPLES, "The number of resamples"), check_seed(seed)
     rng = np.random.default_rng(seed)
     for start in range(0, n_resamples, block):
         yield rng.integers(0, n, size=(min(block, n_resamples - start), n))
@@ -127,6 +129,8 @@ def paired_comparison(
 ) -> pd.DataFrame:
     """One row per metric: both bias scores, second − first with a paired bootstrap 95% interval (`bootstrap_method`),
     McNemar's exact test on the verdicts (`stats.MCNEMAR_TEST`)."""
+    check_count(n_resamples, MAX_RESAMPLES, "The number of resamples")  # before any work
+    check_seed(seed)
     _check_same_pairs(first, second)
     keys = list(metrics) if metrics is not None else common_metrics(first, second)
     missing = [m for m in keys if m not in first.summary["metrics"] or m not in second.summary["metrics"]]

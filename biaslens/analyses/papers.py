@@ -31,7 +31,7 @@ from biaslens.errors import InputError
 from biaslens.engine.evaluation import EvaluationResult, select_pairs
 from biaslens.engine.pairs import score_encoded_pairs
 from biaslens.engine.metrics import METRICS, sss_instance_accuracy
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.options import SELECTION, RunKeywords, run_keywords
 from biaslens.engine.runner import Progress, run_chunked
 from biaslens.data.published import BIAS_SCORES, GROUP_SCORES, TOKEN_ACCURACY
@@ -60,7 +60,7 @@ _TOKEN_RECORD = "token-ranks/1"
 
 _RECORD = "record"  # the runner's one part per pair
 #: compute(lm, pairs, progress(rows_done, rows_total)) -> one JSON-able record per pair.
-RecordFn = Callable[[MaskedLM, Sequence[Pair], Callable[[int, int], None]], list[dict[str, Any]]]
+RecordFn = Callable[[LanguageModel, Sequence[Pair], Callable[[int, int], None]], list[dict[str, Any]]]
 
 
 # ---------------------------------------------------------------------------------------
@@ -69,7 +69,7 @@ RecordFn = Callable[[MaskedLM, Sequence[Pair], Callable[[int, int], None]], list
 
 
 def cached_pair_records(
-    lm: MaskedLM,
+    lm: LanguageModel,
     pairs: Sequence[Pair],
     tag: str,
     compute: RecordFn,
@@ -96,7 +96,7 @@ def cached_pair_records(
     return [r[_RECORD] for r in run.records], run.cached
 
 
-def encode_sentence(lm: MaskedLM, pair: Pair, field_name: str):
+def encode_sentence(lm: LanguageModel, pair: Pair, field_name: str):
     """`lm.encode` of one sentence of a pair; a failure names the pair and the field."""
     try:
         return lm.encode(getattr(pair, field_name))
@@ -150,7 +150,7 @@ class TokenRun:
 
 
 def _token_records(masked_metric: str, batch_tokens: int | None) -> RecordFn:
-    def compute(lm: MaskedLM, pairs: Sequence[Pair], progress: Callable[[int, int], None]) -> list[dict[str, Any]]:
+    def compute(lm: LanguageModel, pairs: Sequence[Pair], progress: Callable[[int, int], None]) -> list[dict[str, Any]]:
         encoded = [(encode_sentence(lm, p, "sent_stereo"), encode_sentence(lm, p, "sent_anti")) for p in pairs]
         scored = score_encoded_pairs(lm, encoded, ["aul", masked_metric], batch_tokens=batch_tokens, progress=progress)
         records = []
@@ -171,7 +171,7 @@ def _token_records(masked_metric: str, batch_tokens: int | None) -> RecordFn:
     return compute
 
 
-def token_ranks(lm: MaskedLM, dataset: PairDataset | Sequence[Pair], masked_metric: str | None = None, **run: Unpack[RunKeywords]) -> TokenRun:
+def token_ranks(lm: LanguageModel, dataset: PairDataset | Sequence[Pair], masked_metric: str | None = None, **run: Unpack[RunKeywords]) -> TokenRun:
     """Per-token ranks of the unmasked pass and of a masked metric over a dataset's pairs.
 
     `masked_metric` defaults to the paper's choice for the dataset (CPS on CrowS-Pairs,

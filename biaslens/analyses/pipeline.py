@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from biaslens.data.datasets import Pair, PairDataset
     from biaslens.engine.cache import ResultCache
     from biaslens.engine.evaluation import EvaluationResult
-    from biaslens.engine.models import MaskedLM
+    from biaslens.engine.models import LanguageModel
 
 
 def parse_checks(text: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -75,8 +75,8 @@ class EvaluationPlan:
     def __post_init__(self) -> None:
         if self.flags is not None or self.exclude_flagged:
             object.__setattr__(self, "flags", parse_checks(self.flags))
-        if self.options.precision is Precision.EXACT_BF16 and self.model.dtype != "float32":
-            raise InputError(f"--precision exact-bf16 re-scores in float32: load the model in float32 (leave out --dtype {self.model.dtype}).")
+        if self.options.precision is Precision.BF16_RESCORE and self.model.dtype != "float32":
+            raise InputError(f"--precision bf16-rescore re-scores in float32: load the model in float32 (leave out --dtype {self.model.dtype}).")
 
     @classmethod
     def from_args(cls, args: Any) -> "EvaluationPlan":
@@ -104,7 +104,7 @@ class StepInput:
 
     plan: EvaluationPlan
     options: RunOptions
-    lm: MaskedLM
+    lm: LanguageModel
     dataset: PairDataset
     result: EvaluationResult
     cache: ResultCache | None
@@ -335,12 +335,12 @@ def _no_progress(*_: Any, **__: Any) -> ContextManager[Callable[..., None]]:
 def run_evaluation(
     plan: EvaluationPlan,
     *,
-    lm: MaskedLM | None = None,
+    lm: LanguageModel | None = None,
     cache: ResultCache | None = None,
     progress: RunProgress | None = None,
-    caveats: Callable[[MaskedLM, list[Pair]], Mapping[str, Any]] | None = None,
+    caveats: Callable[[LanguageModel, list[Pair]], Mapping[str, Any]] | None = None,
     say: Callable[[str], None] | None = None,
-    load: Callable[[ModelSpec], MaskedLM] | None = None,
+    load: Callable[[ModelSpec], LanguageModel] | None = None,
 ) -> EvaluationRun:
     """Load the plan's dataset (and model, unless `lm` is given), score it, run the post-steps that apply.
 
@@ -382,10 +382,10 @@ def run_evaluation(
     for text in dataset.notes:
         note(text)
     manifest = dict(caveats(lm, chosen)) if caveats is not None and main else {}
-    if plan.default_metrics:  # the default set, less what this model cannot give (asked for by name, it is refused)
-        keys, skipped = available_metrics(lm, list(options.metrics))
+    if plan.default_metrics:  # the default set of the model's kind, less what it cannot give (asked for by name, it is refused)
+        keys, skipped = available_metrics(lm, None)
+        options = dataclasses.replace(options, metrics=tuple(keys))
         if skipped:
-            options = dataclasses.replace(options, metrics=tuple(keys))
             note(unavailable_note(skipped))
     with bars(len(chosen), f"{dataset.name} {','.join(options.metrics)}", disable=not main) as bar:
         result = evaluate(lm, dataset, options.metrics, cache=cache, progress=bar, **options.evaluate_kwargs())

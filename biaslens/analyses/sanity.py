@@ -22,10 +22,10 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.scoring import unmasked_pass
 
-#: Plain sentences any trained English masked LM finds easy (nothing masked).
+#: Plain sentences any trained English language model finds easy (nothing masked; a causal model reads them left to right).
 SANITY_SENTENCES: tuple[str, ...] = (
     "The capital of France is Paris.",
     "She opened the door and walked into the room.",
@@ -44,6 +44,9 @@ NEAR_UNIFORM_FRACTION = 0.5
 #: Below this accuracy (%) or mean log-probability a model is flagged as weak.
 WEAK_ACCURACY = 50.0
 WEAK_LOGPROB = -4.0
+#: The same for a causal model, which predicts each token from the ones before it only: a trained GPT-2 gets about a
+#: third of plain English's next tokens right at about -3.5 nats a token (an unmasked masked LM sees the token itself).
+CAUSAL_THRESHOLDS = {"untrained_accuracy": 5.0, "weak_accuracy": 15.0, "weak_logprob": -6.0}
 
 
 @dataclass(frozen=True)
@@ -65,20 +68,25 @@ class SanityReport:
         return self.status == "ok"
 
 
-def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subject: str = "plain English") -> tuple[str, str]:
-    """(status, message) for the numbers of a sanity run on sentences of `subject`."""
+def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subject: str = "plain English", kind: str = "masked") -> tuple[str, str]:
+    """(status, message) for the numbers of a sanity run on sentences of `subject` by a model of `kind`."""
     numbers = f"token accuracy {accuracy:.0f}%, mean log p {mean_logprob:.2f} (uniform: {uniform_logprob:.2f})"
-    if accuracy < UNTRAINED_ACCURACY and mean_logprob < NEAR_UNIFORM_FRACTION * uniform_logprob:
+    untrained, weak_accuracy, weak_logprob = (
+        (CAUSAL_THRESHOLDS["untrained_accuracy"], CAUSAL_THRESHOLDS["weak_accuracy"], CAUSAL_THRESHOLDS["weak_logprob"])
+        if kind == "causal"
+        else (UNTRAINED_ACCURACY, WEAK_ACCURACY, WEAK_LOGPROB)
+    )
+    if accuracy < untrained and mean_logprob < NEAR_UNIFORM_FRACTION * uniform_logprob:
         return "untrained", (
             f"Looks untrained: {numbers}. Its predictions are close to random, so its bias scores mean nothing; "
-            "check that the checkpoint is a trained masked LM."
+            f"check that the checkpoint is a trained {kind} language model."
         )
-    if accuracy < WEAK_ACCURACY or mean_logprob < WEAK_LOGPROB:
+    if accuracy < weak_accuracy or mean_logprob < weak_logprob:
         return "weak", (f"Predicts {subject} poorly: {numbers}. It may be undertrained or trained on other text; read its bias scores with care.")
     return "ok", f"Predicts {subject} well: {numbers}."
 
 
-def check_model(lm: MaskedLM, sentences: Sequence[str] = SANITY_SENTENCES, subject: str = "plain English") -> SanityReport:
+def check_model(lm: LanguageModel, sentences: Sequence[str] = SANITY_SENTENCES, subject: str = "plain English") -> SanityReport:
     """Token prediction accuracy and mean log-probability of `lm` on plain sentences (or other `sentences` of `subject`)."""
     results = unmasked_pass(lm, [lm.encode(s) for s in sentences], attention=False)
     logprob = np.concatenate([r.logprob[r.encoding.scored_positions] for r in results])
@@ -86,7 +94,7 @@ def check_model(lm: MaskedLM, sentences: Sequence[str] = SANITY_SENTENCES, subje
     accuracy = 100.0 * float(np.mean(rank == 1))
     mean_logprob = float(np.mean(logprob))
     uniform = -math.log(len(lm.tokenizer))
-    status, message = classify(accuracy, mean_logprob, uniform, subject)
+    status, message = classify(accuracy, mean_logprob, uniform, subject, lm.kind)
     return SanityReport(accuracy, mean_logprob, uniform, int(logprob.size), len(sentences), status, message, subject)
 
 
@@ -129,7 +137,7 @@ def _word_unknown(word: str, pieces: Sequence[str], unk: str | None) -> bool:
     return sum(c.isalpha() for c in word) >= 3 and len(pieces) > 1 and all(len(p) <= 1 for p in letters)
 
 
-def vocabulary_report(lm: MaskedLM, texts: Iterable[str]) -> VocabularyReport:
+def vocabulary_report(lm: LanguageModel, texts: Iterable[str]) -> VocabularyReport:
     """Which distinct words (letters only, at least 2) of `texts` the model does not know (see `VocabularyReport`)."""
     import re
 

@@ -41,7 +41,7 @@ from biaslens.analyses.papers import (
 from biaslens.engine.cache import ResultCache
 from biaslens.data.datasets import Pair, PairDataset
 from biaslens.errors import InputError
-from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.models import Encoding, LanguageModel
 from biaslens.data.published import SHUFFLE_ACCURACY, TOKEN_ACCURACY
 from biaslens.engine.scoring import unmasked_pass
 from biaslens.engine.stats import McNemarResult, mcnemar, wilson_interval
@@ -104,7 +104,7 @@ class ShuffledSentence:
         return 100.0 * float((rank == 1).mean()) if len(rows) else math.nan
 
 
-def shuffle_sentence(lm: MaskedLM, text: str, seed: int = 0) -> ShuffledSentence:
+def shuffle_sentence(lm: LanguageModel, text: str, seed: int = 0) -> ShuffledSentence:
     """Shuffle one sentence with `sentence_rng(seed, text)` and score it before and after (unmasked pass)."""
     original = lm.encode(text)
     shuffled, new_position = shuffle_encoding(original, sentence_rng(seed, text))
@@ -163,7 +163,7 @@ class SensitivityRun:
 
 
 def _sensitivity_records(seed: int, batch_tokens: int | None) -> RecordFn:
-    def compute(lm: MaskedLM, pairs: Sequence[Pair], progress: Callable[[int, int], None]) -> list[dict[str, Any]]:
+    def compute(lm: LanguageModel, pairs: Sequence[Pair], progress: Callable[[int, int], None]) -> list[dict[str, Any]]:
         originals: list[Encoding] = []
         shuffled: list[Encoding] = []
         moves: list[np.ndarray] = []
@@ -200,7 +200,7 @@ def _sensitivity_records(seed: int, batch_tokens: int | None) -> RecordFn:
 
 
 def sensitivity_run(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     *,
     seed: int = 0,

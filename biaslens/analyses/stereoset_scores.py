@@ -25,7 +25,7 @@ from biaslens.data.datasets import Pair, PairDataset
 from biaslens.errors import InputError
 from biaslens.engine.evaluation import EvaluationResult, evaluate, select_pairs
 from biaslens.engine.metrics import parse_metrics
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.options import SELECTION, RunKeywords, run_keywords
 
 CITATION = "Nadeem et al. (2021), StereoSet: Measuring stereotypical bias in pretrained language models, ACL."
@@ -93,7 +93,7 @@ def with_unrelated(pairs: Sequence[Pair]) -> list[Pair]:
 
 
 def stereoset_scores(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     metrics: Sequence[str] | str | None = None,
     *,

@@ -43,6 +43,8 @@ COMMANDS: dict[str, str] = {
     "kurita": "Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests",
     "report": "reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML",
     "shuffle": "one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)",
+    "conventions": "one model's bias scores under every scoring convention (the peers' for causal models, the likelihood metrics for "
+    "masked ones) and the pairs that flip",
 }
 
 
@@ -53,15 +55,48 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+#: The largest whole number an option takes unless it says less: what numpy and torch hold in 64 bits, with room.
+MAX_WHOLE = 2**62
+#: The largest seed (numpy's and torch's seeds are 32-bit without a sign).
+MAX_SEED = 2**32 - 1
+
+
+def bounded_int(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
+    """argparse type: a whole number from `low` to `high`, else one line before any work ("expected a seed from 0 to ...")."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(str(text).strip().replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low:,} to {high:,}, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low:,} to {high:,}, got {text!r}")
+        return value
+
+    parse.__name__ = what  # (argparse names the type in its own messages)
+    return parse
+
+
+#: argparse type: an integer from 1 to `MAX_WHOLE`.
+positive_int = bounded_int(1, MAX_WHOLE, "a positive integer")
+#: argparse type: a seed, 0 to `MAX_SEED`.
+seed_int = bounded_int(0, MAX_SEED, "a seed")
+
+
+def bounded_float(low: float, high: float, what: str) -> Callable[[str], float]:
+    """argparse type: a finite number from `low` to `high` (no nan, no inf), else one line before any work."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low:g} to {high:g}, got {text!r}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"expected {what} from {low:g} to {high:g}, got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
 
 
 def add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None:
@@ -80,6 +115,25 @@ def add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None
         help="auto: spread a model too large for one GPU over every GPU (then the CPU)",
     )  # fmt: skip
     p.add_argument("--allow-pickle", action="store_true", help="allow pickle (.bin) weights, which can run code: only for sources you trust")
+    from biaslens.engine.causal import FIRST_TOKEN_HELP
+
+    p.add_argument(
+        "--first-token",
+        default=None,
+        choices=[policy.value for policy in FIRST_TOKEN_HELP],
+        help="a causal model's first token: " + "; ".join(f"{k.value}: {v}" for k, v in FIRST_TOKEN_HELP.items()) + " (default bos)",
+    )
+
+
+def add_convention_arg(p: argparse.ArgumentParser) -> None:
+    from biaslens.engine.conventions import CONVENTIONS
+
+    p.add_argument(
+        "--convention",
+        default="default",
+        choices=list(CONVENTIONS),
+        help="a causal model's pairs scored as a peer does: " + "; ".join(f"{k}: {c.summary}" for k, c in CONVENTIONS.items()),
+    )
 
 
 def add_compat_arg(p: argparse.ArgumentParser) -> None:

@@ -11,11 +11,27 @@ from typing import TYPE_CHECKING, Any
 
 from biaslens.errors import InputError
 from biaslens.engine.options import ModelSpec, RunOptions
-from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, fmt, load, positive_int, progress_to
+from biaslens.cli.common import (
+    COMMANDS,
+    Progress,
+    add_compat_arg,
+    add_model_args,
+    add_progress_arg,
+    fmt,
+    load,
+    bounded_int,
+    positive_int,
+    progress_to,
+    seed_int,
+)
+from biaslens.engine.stats import MAX_RESAMPLES
 from biaslens.cli.evaluate import result_cache
 
 if TYPE_CHECKING:
     from biaslens.analyses.stability import RankStability
+
+#: argparse type of --resamples: 1 to `MAX_RESAMPLES` (a billion resamples took 22 GB before it was refused).
+resamples_int = bounded_int(1, MAX_RESAMPLES, "a number of resamples")
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -29,8 +45,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None)
     p.add_argument("--limit", type=positive_int, default=None)
     p.add_argument("--sample", type=positive_int, default=None)
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample and of the bootstrap")
-    p.add_argument("--resamples", type=positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of --sample and of the bootstrap")
+    p.add_argument("--resamples", type=resamples_int, default=2000, help=f"bootstrap resamples (default 2000, at most {MAX_RESAMPLES:,})")
     p.add_argument("--batch-tokens", type=positive_int, default=None)
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--no-cache", action="store_true")
@@ -62,13 +78,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from biaslens.analyses.stability import rank_stability_of
     import pandas as pd
 
+    from biaslens.engine.identity import model_identity
+    from biaslens.engine.models import check_model_source, resolve_device
+
     models = args.model or []
     if len(models) < 2:
         raise InputError(f"compare needs at least two models (--model A B ...), got {len(models)}.")
-    if len(set(models)) != len(models):
-        raise InputError("compare got the same model twice: name each model once.")
     run = RunOptions.from_args(args)
     spec = ModelSpec.from_args(args, model=models[0])
+    resolve_device(spec.device)
+    for name in models:  # every model checked (name, folder, config) before the first is loaded and scored
+        check_model_source(name, allow_pickle=spec.allow_pickle)
+    seen: dict[Any, str] = {}
+    for name in models:
+        identity = model_identity(name, spec.revision)
+        if identity in seen:
+            raise InputError(f"{seen[identity]} and {name} are the same model: compare different ones.")
+        seen[identity] = name
     progress = Progress.from_args(args)
     with progress.download(args.dataset) as bar:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, download=not args.no_download, progress=bar)

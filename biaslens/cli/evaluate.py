@@ -15,12 +15,12 @@ from typing import Any
 from biaslens.errors import OutputError
 from biaslens.engine.options import DEFAULT_PRECISION, Precision
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
-from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_model_args, add_progress_arg, positive_int
+from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_convention_arg, add_model_args, add_progress_arg, positive_int, seed_int
 from biaslens.cli.common import fmt, load, model_caveats, pair_texts
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    from biaslens.engine.metrics import METRICS, PAPER_METRICS
+    from biaslens.engine.metrics import CAUSAL_METRICS, METRICS, PAPER_METRICS
 
     ev = sub.add_parser("evaluate", help=COMMANDS["evaluate"])
     add_model_args(ev)
@@ -32,15 +32,16 @@ def register(sub: Any) -> argparse.ArgumentParser:
     ev.add_argument(
         "--metrics",
         default=None,
-        help=f"comma-separated, from: {' '.join(METRICS)} (default: {','.join(PAPER_METRICS)}, "
-        "less any the model cannot give, e.g. AULA without attention weights)",
+        help=f"comma-separated, from: {' '.join(METRICS)} (default: {','.join(PAPER_METRICS)} for a masked model, "
+        f"{','.join(CAUSAL_METRICS)} for a causal one, less any the model cannot give, e.g. AULA without attention weights)",
     )
     ev.add_argument("--out", required=True, help="output folder")
     add_compat_arg(ev)
+    add_convention_arg(ev)
     ev.add_argument("--data-dir", default=None, help="folder searched (recursively) for the dataset files; else $BIASLENS_DATA_DIR")
     ev.add_argument("--limit", type=positive_int, default=None, help="score only the first N pairs")
     ev.add_argument("--sample", type=positive_int, default=None, help="score a seeded random sample of N pairs")
-    ev.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    ev.add_argument("--seed", type=seed_int, default=0, help="seed of --sample")
     ev.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
     ev.add_argument(
         "--chunk-pairs",
@@ -52,8 +53,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
         "--precision",
         default=DEFAULT_PRECISION.value,
         choices=[p.value for p in Precision],
-        help="model: compute in --dtype; exact-bf16 (a float32 model): score in bfloat16 and re-score in float32 the pairs whose "
-        "margin is within bfloat16's error, for float32's verdicts and bias scores at about bfloat16's speed (meant for GPUs)",
+        help="model: compute in --dtype; bf16-rescore (a float32 model, meant for GPUs): score in bfloat16 and re-score in float32 the "
+        "pairs whose margin is within a calibrated estimate of bfloat16's error; not exact (the other pairs keep bfloat16's verdict)",
     )
     ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
@@ -152,17 +153,30 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if warning not in said:
             print(f"warning: {warning}", file=sys.stderr)
     print(summary_table(run.result.summary))
+    if "convention" in run.result.summary:
+        print(convention_line(run.result.summary["convention"]))
     print(f"wrote {pairs_path} and {summary_path}")
     run.finish()
     return 0
 
 
 def precision_line(block: dict) -> str:
-    """An exact-bf16 run's pairs re-scored in float32, per metric, in one line (the manifest's `precision` block)."""
+    """A bf16-rescore run's pairs re-scored in float32, per metric, in one line (the manifest's `precision` block)."""
     from biaslens.engine.metrics import METRICS
 
     counts = ", ".join(f"{METRICS[m].name} {n:,}" for m, n in block["rescored"].items())
-    return f"exact-bf16: scored in bfloat16; re-scored in float32 (margin within bfloat16's error), of {block['pairs']:,} pairs: {counts}"
+    return (
+        f"bf16-rescore: scored in bfloat16; re-scored in float32 (margin within bfloat16's calibrated error), of {block['pairs']:,} pairs: "
+        f"{counts}; not exact: the other pairs keep bfloat16's verdict"
+    )
+
+
+def convention_line(block: dict) -> str:
+    """A convention's own statistics, as the peer reports them (summary.json's `convention` block), in one line."""
+    from biaslens.engine.metrics import METRICS
+
+    stats = ", ".join(f"{k} {fmt(v) if isinstance(v, float) and abs(v) >= 1 else v}" for k, v in (block.get("statistics") or {}).items())
+    return f"{block['name']} ({block['key']}, {METRICS[block['metric']].name}, first token: {block['first_token']}): {stats}"
 
 
 def summary_table(summary: dict) -> str:
@@ -185,4 +199,4 @@ def summary_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["cmd_evaluate", "precision_line", "register", "result_cache", "summary_table"]
+__all__ = ["cmd_evaluate", "convention_line", "precision_line", "register", "result_cache", "summary_table"]

@@ -30,7 +30,8 @@ from biaslens.kurita import (
     weat_test,
 )
 from biaslens.engine.options import ModelSpec
-from biaslens.cli.common import Progress, add_command, add_data_args, add_progress_arg, load, model_caveats, positive_int, progress_to
+from biaslens.engine.stats import MAX_PERMUTATIONS
+from biaslens.cli.common import Progress, add_command, add_data_args, add_progress_arg, load, model_caveats, bounded_int, progress_to, seed_int
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -51,8 +52,13 @@ def add_kurita_arguments(p: Any) -> Any:
         help=f"run the paper's WEAT-style tests (Table 3): {', '.join(KURITA_CATEGORIES)}; no name = all five",
     )  # fmt: skip
     p.add_argument("--permute", default="attributes", choices=["attributes", "targets"], help="what the WEAT permutation test re-partitions")
-    p.add_argument("--permutations", type=positive_int, default=10000, help="random partitions when exact enumeration is too large (default 10000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the permutation test")
+    p.add_argument(
+        "--permutations",
+        type=bounded_int(1, MAX_PERMUTATIONS, "a number of permutations"),
+        default=10000,
+        help=f"random partitions when exact enumeration is too large (default 10000, at most {MAX_PERMUTATIONS:,})",
+    )
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the permutation test")
     add_data_args(p, files="weat*.jsonl", download="the WEAT files")
     p.add_argument("--out", required=True, help="output folder")
     add_progress_arg(p)

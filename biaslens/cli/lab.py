@@ -15,14 +15,16 @@ from biaslens.cli.lab_options import add_lab_arguments, settings_from_args
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    from biaslens.engine.metrics import METRICS
+    from biaslens.engine.metrics import MASKED_METRICS
 
     lab = sub.add_parser("lab", help=COMMANDS["lab"])
     lab_sub = lab.add_subparsers(dest="lab_command", required=True, parser_class=Parser)
     add_lab_arguments(lab_sub.add_parser("train", help="train (or find in the cache) the lab model of a scenario")).set_defaults(func=cmd_lab_train)
     lev = add_lab_arguments(lab_sub.add_parser("evaluate", help="score the held-out pairs with every metric against the planted truth"))
     lev.add_argument("--model", default=None, help="a lab model folder (default: the one the options describe, trained if needed)")
-    lev.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
+    lev.add_argument(
+        "--metrics", default=None, help=f"comma-separated (default: every metric of the model's kind; masked: {' '.join(MASKED_METRICS)})"
+    )
     lev.add_argument("--out", default=None, help="write pairs.csv and summary.json here (one subfolder per scenario with --preset all)")
     lev.set_defaults(func=cmd_lab_evaluate)
     from biaslens.cli.lab_sweep import add_sweep_parser
@@ -84,7 +86,7 @@ def format_report(report: LabReport) -> str:
 def cmd_lab_evaluate(args: Any) -> int:
     from biaslens.engine.metrics import parse_metrics
 
-    metrics = parse_metrics(args.metrics)
+    metrics = parse_metrics(args.metrics) if args.metrics else None
     progress = Progress.from_args(args)
     if args.model:
         models = [load_lab_model(args.model)]

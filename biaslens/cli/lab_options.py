@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from biaslens.cli.common import add_progress_arg
+from biaslens.cli.common import add_progress_arg, bounded_float, seed_int
 from biaslens.errors import InputError
 from biaslens.lab import DEFAULT_LAB_SCENARIO, SCENARIOS, LabSettings, scenario_settings
 
@@ -30,7 +30,8 @@ def add_corpus_and_model_arguments(p: Any) -> None:
     p.add_argument("--layers", type=int, default=d.num_layers)
     p.add_argument("--heads", type=int, default=d.num_heads)
     p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    p.add_argument("--learning-rate", type=bounded_float(0.0, 1.0, "a learning rate"), default=d.learning_rate)
+    p.add_argument("--kind", default=d.kind, choices=["masked", "causal"], help="the model trained: a small BERT (masked) or a small GPT-2 (causal)")
 
 
 def add_lab_arguments(p: Any) -> Any:
@@ -44,19 +45,19 @@ def add_lab_arguments(p: Any) -> Any:
     )
     p.add_argument(
         "--association",
-        type=float,
+        type=bounded_float(0.0, 1.0, "an association strength"),
         default=None,
         help="strength of the planted association, P(attributes X | group A) = P(Y | B): 0.5 = none, 1 = total (default: the preset's)",
     )
     p.add_argument(
         "--frequency-ratio",
-        type=float,
+        type=bounded_float(1.0, 100.0, "a frequency ratio"),
         default=None,
         help="strength of the frequency imbalance: each group-A word appears k times as often as a group-B word (default: the preset's)",
     )
     p.add_argument("--corpus-size", type=int, default=d.corpus_size, help=f"training sentences (default {d.corpus_size})")
     p.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default {d.steps})")
-    p.add_argument("--seed", type=int, default=d.seed, help="seed of the corpus, the initial weights and the batches")
+    p.add_argument("--seed", type=seed_int, default=d.seed, help="seed of the corpus, the initial weights and the batches")
     add_corpus_and_model_arguments(p)
     p.add_argument(
         "--models-dir", default=None, help="folder of the lab models (default <cache>/lab, cache = $BIASLENS_CACHE_DIR or ~/.cache/biaslens)"
@@ -85,8 +86,21 @@ def settings_from_args(args: Any) -> list[LabSettings]:
         num_heads=args.heads,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
+        kind=getattr(args, "kind", "masked"),
     )
     names = list(SCENARIOS) if args.preset == "all" else [args.preset]
+    if args.preset != "all":  # a strength of what the preset does not plant would be ignored: refused instead
+        preset = SCENARIOS[args.preset]
+        if args.frequency_ratio is not None and preset.frequency_ratio == 1.0:
+            raise InputError(
+                f"--frequency-ratio does not apply to --preset {args.preset}, which plants no frequency imbalance: "
+                "use --preset frequency or both, or leave it out."
+            )
+        if args.association is not None and preset.association == 0.5:
+            raise InputError(
+                f"--association does not apply to --preset {args.preset}, which plants no association: "
+                "use --preset association or both, or leave it out."
+            )
     return [scenario_settings(name, base, association=args.association, frequency_ratio=args.frequency_ratio) for name in names]
 
 

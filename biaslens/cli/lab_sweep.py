@@ -12,8 +12,11 @@ from typing import Any
 
 from biaslens.errors import InputError
 from biaslens.engine.runner import format_duration
-from biaslens.cli.common import Progress, add_compat_arg, add_progress_arg, fmt
+from biaslens.cli.common import Progress, add_compat_arg, add_progress_arg, bounded_int, fmt
 from biaslens.cli.lab_options import add_corpus_and_model_arguments, settings_from_args
+
+#: The most worker processes a sweep starts (each trains one model on one thread).
+MAX_WORKERS = 64
 
 
 def _list(text: str, name: str) -> list[str]:
@@ -27,7 +30,7 @@ def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
     """Add `sweep` to the `lab` subcommands; returns its parser."""
     from biaslens import lab
     from biaslens.lab import sweep
-    from biaslens.engine.metrics import METRICS
+    from biaslens.engine.metrics import MASKED_METRICS
 
     d = lab.LabSettings()
     p = lab_subparsers.add_parser(
@@ -52,11 +55,11 @@ def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
     add_corpus_and_model_arguments(p)
     p.add_argument(
         "--workers",
-        type=int,
+        type=bounded_int(1, MAX_WORKERS, "a number of workers"),
         default=sweep.DEFAULT_WORKERS,
         help=f"models trained at once, each in its own process (default {sweep.DEFAULT_WORKERS}; docs/lab.md gives the measured speed-up)",
     )
-    p.add_argument("--metrics", default=",".join(METRICS), help=f"comma-separated, from: {' '.join(METRICS)}")
+    p.add_argument("--metrics", default=",".join(MASKED_METRICS), help=f"comma-separated, from: {' '.join(MASKED_METRICS)}")
     add_compat_arg(p)
     p.add_argument(
         "--models-dir", default=None, help="folder of the lab models (default <cache>/lab, cache = $BIASLENS_CACHE_DIR or ~/.cache/biaslens)"

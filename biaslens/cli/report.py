@@ -12,7 +12,18 @@ import pandas as pd
 from biaslens.errors import InputError
 from biaslens.engine.options import ModelSpec, RunOptions
 from biaslens.report.reproduction import ANALYSES, DEFAULT_DATASETS, ReportOptions, analyse_model, build_report
-from biaslens.cli.common import Progress, add_command, add_compat_arg, add_data_args, add_progress_arg, load, model_caveats, pair_texts, positive_int
+from biaslens.cli.common import (
+    Progress,
+    add_command,
+    add_compat_arg,
+    add_data_args,
+    add_progress_arg,
+    load,
+    model_caveats,
+    pair_texts,
+    positive_int,
+    seed_int,
+)
 from biaslens.cli.evaluate import result_cache
 
 
@@ -31,8 +42,8 @@ def add_report_arguments(p: Any) -> Any:
     add_compat_arg(p)
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N pairs of each dataset")
     p.add_argument("--sample", type=positive_int, default=None, help="a seeded random sample of N pairs of each dataset")
-    p.add_argument("--seed", type=int, default=0, help="seed of --sample")
-    p.add_argument("--shuffle-seed", type=int, default=0, help="seed of the shuffle experiment (Table 4)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of --sample")
+    p.add_argument("--shuffle-seed", type=seed_int, default=0, help="seed of the shuffle experiment (Table 4)")
     add_data_args(p)
     p.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from biaslens.engine.options import ModelSpec
-from biaslens.cli.common import add_command, load
+from biaslens.cli.common import add_command, load, seed_int
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -19,7 +19,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
 def add_shuffle_arguments(p: Any) -> Any:
     """Options of `biaslens shuffle` besides the model ones (argparse); returns the parser."""
     p.add_argument("sentence", help="the sentence to shuffle")
-    p.add_argument("--seed", type=int, default=0, help="shuffle seed (the same sentence and seed always shuffle alike)")
+    p.add_argument("--seed", type=seed_int, default=0, help="shuffle seed (the same sentence and seed always shuffle alike)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return p
 

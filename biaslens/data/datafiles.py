@@ -12,9 +12,10 @@ through here, in the same order:
    into place; nothing is left behind on failure.
 
 `locate` runs steps 1-2; `read_text` reads a file as UTF-8 text with the sha256 of its
-bytes. Every file is read through `read_bytes`, which refuses, before reading anything, a
-file above `MAX_FILE_MB` and, in the app, a file that resolves (links followed) outside the
-server's allowed folders (`serving.ServerSettings.in_effect`). Problems are one-line
+bytes. Every file is read through `read_bytes`, which applies the one rule of `check_data_file`
+before reading anything: in the app, inside the server's allowed folders (links followed;
+`serving.ServerSettings.in_effect`), then a regular file (no folder, FIFO, device or socket),
+at most `MAX_FILE_MB`, readable. Problems are one-line
 `DatasetError` / `DatasetNotFoundError` messages.
 """
 
@@ -24,6 +25,7 @@ import codecs
 import hashlib
 import http.client
 import os
+import stat
 import tempfile
 import urllib.request
 from pathlib import Path
@@ -44,19 +46,68 @@ DOWNLOAD_TIMEOUT_S = 10.0
 MAX_FILE_MB = 100
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """A data file's bytes, read on a user's behalf. Refused as a one-line error before anything is read: a file
-    above `MAX_FILE_MB`, and one outside the allowed folders of the server settings in effect (links followed)."""
+def _not_regular(mode: int) -> str | None:
+    """What a file that is not a regular file is ("a folder", "a FIFO (named pipe)", ...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, kind in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a file"
+
+
+def check_data_file(path: str | Path) -> os.stat_result:
+    """The one rule for every file read on a user's behalf (a dataset, WEAT stimuli, a flag, attribute, template or target
+    list), checked before a byte is read, each a one-line `DatasetError` naming the file:
+
+    inside the allowed folders of the server settings in effect (the app; links followed), present, a regular file (not a
+    folder, FIFO, device or socket: reading a FIFO waits forever, /dev/zero never ends), at most `MAX_FILE_MB`, readable.
+    Returns the file's `os.stat` (links followed)."""
     path = Path(path)
     confine_data_file(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise DatasetError("no such file", path=str(path)) from None
+    except (OSError, ValueError) as exc:  # a name too long, a NUL, a loop of links
+        raise DatasetError(f"cannot read the file ({getattr(exc, 'strerror', None) or exc})", path=str(path)) from exc
+    kind = _not_regular(info.st_mode)
+    if kind is not None:
+        raise DatasetError(f"it is {kind}, not a regular file: name a data file (.csv, .json, .jsonl or .txt)", path=str(path))
+    limit = MAX_FILE_MB * 1_000_000
+    if info.st_size > limit:
+        raise DatasetError(
+            f"the file is {info.st_size / 1e6:,.1f} MB; biaslens reads data files up to {MAX_FILE_MB:,} MB: split it or use a sample", path=str(path)
+        )
+    if not os.access(path, os.R_OK):
+        raise DatasetError("the file is not readable (permission denied): change its permissions or copy it", path=str(path))
+    return info
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A data file's bytes, read on a user's behalf, after `check_data_file` (the one rule: allowed folders, a regular
+    file, its size, readable). Opened without waiting (a file swapped for a FIFO after the check is refused, not waited on)."""
+    path = Path(path)
+    check_data_file(path)
     limit = MAX_FILE_MB * 1_000_000
     try:
-        with path.open("rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            kind = _not_regular(info.st_mode)
+            if kind is not None:
+                raise DatasetError(f"it is {kind}, not a regular file: name a data file (.csv, .json, .jsonl or .txt)", path=str(path))
+            size = info.st_size
             raw = handle.read(limit + 1) if size <= limit else b""
     except OSError as exc:
         raise DatasetError(f"cannot read the file ({exc.strerror or exc})", path=str(path)) from exc
-    if size > limit or len(raw) > limit:  # (a file that grew while read, or a device that reports no size)
+    if size > limit or len(raw) > limit:  # (a file that grew while read)
         shown = f"{size / 1e6:,.1f} MB" if size > limit else f"over {MAX_FILE_MB:,} MB"
         raise DatasetError(f"the file is {shown}; biaslens reads data files up to {MAX_FILE_MB:,} MB: split it or use a sample", path=str(path))
     return raw
@@ -207,6 +258,7 @@ __all__ = [
     "MAX_FILE_MB",
     "Progress",
     "cache_folder",
+    "check_data_file",
     "data_folder",
     "download",
     "fetch",

@@ -545,7 +545,9 @@ def load_dataset(
 ) -> PairDataset:
     """A dataset from a file path, or by name ("crows-pairs", "stereoset"): data folder, cache, else download."""
     path = Path(os.path.expanduser(name_or_path))
-    if os.path.isfile(path):  # (os.path: a name too long for a path is no file, never an OSError)
+    # (os.path: a name too long for a path, or with a NUL, is no file, never an OSError.) Anything there but a folder is read
+    # as a pairs file, so a FIFO or a device is refused as one (`datafiles.check_data_file`), not called "no file".
+    if os.path.exists(path) and not os.path.isdir(path):
         return read_pairs_file(path)
     key = canonical_name(str(name_or_path))
     if key is None:

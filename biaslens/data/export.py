@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -130,4 +131,42 @@ def atomic_write(path: str | Path, text: str) -> Path:
     return path
 
 
-__all__ = ["atomic_write", "check_output_dir", "current_umask", "json_safe", "neutralize_cell", "safe_csv", "to_json"]
+# ---------------------------------------------------------------------------------------
+# Text in markdown
+# ---------------------------------------------------------------------------------------
+
+# Characters that can start markdown (or HTML) anywhere in a line: links and images ([ ]), HTML and
+# autolinks (< >), entities (&), emphasis and strikethrough (* ~), code (`), LaTeX ($), escapes (\\), table cells (|).
+_ALWAYS = re.compile(r"([\\`*\[\]<>&~$|])")
+# An underscore opens emphasis only at a word's edge (not inside snake_case names).
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# A colon followed by text: emoji and icon shortcodes (:smile:, :material/x:) and URL schemes (http://). Streamlit
+# replaces shortcodes after markdown has removed backslash escapes, so a zero-width space after the colon breaks them.
+_COLON = re.compile(r":(?=\S)")
+_SHORTCODE = re.compile(r":(?=[A-Za-z0-9_+/-])")
+# Bare web addresses (www.x, http://x) and e-mail addresses (x@y.z, mailto:x@y.z, xmpp:x@y.z) that GitHub-flavoured
+# markdown turns into links. Its renderers (GitHub's, Streamlit's remark-gfm) find them in the text *after* backslash
+# escapes are removed, so an escape cannot stop them: a zero-width space where the pattern needs a character breaks them
+# ("www" then ".", "@" then a letter; the colon of "http://" gets one above, as every colon before text does).
+_WWW = re.compile(r"(?i)(www)(?=\.)")
+_AT = re.compile(r"@")
+# What makes a line a heading, quote, list item or thematic break when it starts the text.
+_LINE_START = re.compile(r"^(\s*)(\d*)([#>+=.)-])")
+
+
+def escape_markdown(text: Any) -> str:
+    """Text from a user, a file or a model (a sentence, a file, folder or model name, a label) made safe to put into
+    markdown: it shows as itself, never as a link, automatic link, image, HTML, emphasis, icon, formula or table cell
+    break. One line: newlines become spaces. The app's `ui.feedback.md` and the reproduction report's `report.md` use it.
+    """
+    out = re.sub(r"\s*[\r\n]+\s*", " ", str(text))
+    out = _ALWAYS.sub(r"\\\1", out)
+    out = _EDGE_UNDERSCORE.sub(r"\\_", out)
+    out = _SHORTCODE.sub(":\u200b", out)
+    out = _COLON.sub(r"\\:", out)
+    out = _WWW.sub("\\1\u200b", out)
+    out = _AT.sub("@\u200b", out)
+    return _LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), out)
+
+
+__all__ = ["atomic_write", "check_output_dir", "current_umask", "escape_markdown", "json_safe", "neutralize_cell", "safe_csv", "to_json"]

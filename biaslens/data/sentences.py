@@ -5,7 +5,7 @@ and C1 controls (tab, line feed and carriage return excepted) are invisible, tok
 them silently (the sentence would be scored as if they were absent), and they would be
 written raw into `pairs.csv`. The two sentences of a pair must also differ.
 
-`MaskedLM.encode`, `inspect_pair`, the CLI (before it loads a model) and so the app's typed
+`LanguageModel.encode`, `inspect_pair`, the CLI (before it loads a model) and so the app's typed
 sentences go through `check_sentence` / `check_pair`; data files are refused when read if
 they hold a control character (`datafiles.read_text`, with its line).
 """

@@ -4,8 +4,11 @@ One SQLite file (`<cache dir>/results.sqlite`). A key is the sha256 of (model
 fingerprint, dtype, metric, compat mode, both sentences); the value is a small JSON record
 stored with its own checksum. SQLite transactions make every write atomic, so a run
 killed at any point leaves only whole entries; an entry whose checksum does not match is
-treated as missing and recomputed; a file that is not a database at all (a damaged disk,
-a half-copied file) is set aside as `results.sqlite.corrupt-<time>` and a fresh cache
+treated as missing and recomputed, and so is one that `_encode` cannot have written (not a
+JSON object, NaN or ±Infinity; callers check the shape of their records too, e.g. the runner's
+`valid`); each such case is logged. A file that is not a database at all (a damaged disk,
+a half-copied file), found at start-up or while in use (`database disk image is malformed`
+during a run on a server), is set aside as `results.sqlite.corrupt-<time>` and a fresh cache
 started (`notice` says so, and the next run's warnings). If the folder is read-only or the disk is full the
 cache switches itself off, says why in `warning`, and the run goes on without it.
 """
@@ -42,8 +45,21 @@ def _encode(record: Mapping[str, Any]) -> str:
     return json.dumps(clean, sort_keys=True)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} in a cached record")  # `_encode` never writes NaN or Infinity: a record holding one was not ours
+
+
 def _decode(value: str) -> dict[str, Any]:
-    return {k: (math.nan if v is None else v) for k, v in json.loads(value).items()}
+    """A stored record; `ValueError` for anything `_encode` cannot have written: not a JSON object, NaN or ±Infinity."""
+    data = json.loads(value, parse_constant=_no_constant)
+    if not isinstance(data, dict):
+        raise ValueError(f"a cached record is a {type(data).__name__}, not an object")
+    return {k: (math.nan if v is None else v) for k, v in data.items()}
+
+
+def _corrupted(exc: BaseException) -> bool:
+    """An SQLite error that means the file is damaged (malformed, not a database), not busy, read-only or full."""
+    return isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
 
 
 class ResultCache:
@@ -54,18 +70,37 @@ class ResultCache:
         self.warning: str | None = None
         #: Set when a corrupted cache file was set aside and a fresh one started.
         self.notice: str | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        #: How many times the file was set aside and started afresh (a failure seen under an older one is already handled).
+        self._generation = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 self._create()
             except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, disk full: not corruption
+                if not _corrupted(exc):  # locked, read-only, disk full: not corruption
                     raise
                 self._set_aside(exc)
                 self._create()
         except (OSError, sqlite3.Error) as exc:
             self._disable(exc)
+
+    def _failed(self, exc: BaseException, generation: int) -> None:
+        """An operation failed: a file damaged while in use (`database disk image is malformed`) is set aside and a fresh
+        cache started, as at start-up, so caching goes on for every user; anything else (read-only, disk full) switches the
+        cache off with a warning. `generation`: the file the operation used (another thread may have replaced it since)."""
+        if _corrupted(exc):
+            with self._lock:
+                if generation != self._generation:  # already set aside by another thread
+                    return
+                try:
+                    self._set_aside(exc)
+                    self._create()
+                    self._generation += 1
+                    return
+                except (OSError, sqlite3.Error) as again:
+                    exc = again
+        self._disable(exc)
 
     def _create(self) -> None:
         with self._connect() as db:
@@ -74,6 +109,9 @@ class ResultCache:
 
     def _set_aside(self, exc: BaseException) -> None:
         aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        n = 1
+        while aside.exists():  # (set aside twice within a second: keep both)
+            aside, n = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}-{n}"), n + 1
         self.path.replace(aside)
         for suffix in ("-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
@@ -110,6 +148,7 @@ class ResultCache:
             return {}
         found: dict[str, dict[str, Any]] = {}
         broken: list[str] = []
+        generation = self._generation
         try:
             with self._connect() as db:
                 for start in range(0, len(keys), 500):
@@ -117,7 +156,7 @@ class ResultCache:
                     marks = ",".join("?" * len(chunk))
                     for key, value, checksum in db.execute(f"SELECT key, value, checksum FROM scores WHERE key IN ({marks})", chunk):
                         try:
-                            if _checksum(value) != checksum:
+                            if not isinstance(value, str) or _checksum(value) != checksum:
                                 raise ValueError("checksum mismatch")
                             found[key] = _decode(value)
                         except ValueError:
@@ -125,9 +164,24 @@ class ResultCache:
                 if broken:
                     db.executemany("DELETE FROM scores WHERE key = ?", [(k,) for k in broken])
         except sqlite3.Error as exc:
-            self._disable(exc)
+            self._failed(exc, generation)
             return {}
+        if broken:
+            logging.getLogger("biaslens").warning("Result cache %s: %d damaged entries dropped; they are computed again.", self.path, len(broken))
         return found
+
+    def drop(self, keys: Iterable[str], why: str) -> None:
+        """Remove entries a caller found unusable (of the wrong shape), logging `why`: they are computed again."""
+        keys = list(keys)
+        if not self.enabled or not keys:
+            return
+        logging.getLogger("biaslens").warning("Result cache %s: %d entries dropped (%s); they are computed again.", self.path, len(keys), why)
+        generation = self._generation
+        try:
+            with self._lock, self._connect() as db:
+                db.executemany("DELETE FROM scores WHERE key = ?", [(k,) for k in keys])
+        except sqlite3.Error as exc:
+            self._failed(exc, generation)
 
     def held(self, keys: Iterable[str]) -> set[str]:
         """Which of `keys` the cache holds (nothing is read back or checked: `get_many` does that)."""
@@ -135,23 +189,28 @@ class ResultCache:
         if not self.enabled or not keys:
             return set()
         held: set[str] = set()
+        generation = self._generation
         try:
             with self._connect() as db:
                 for start in range(0, len(keys), 500):
                     chunk = keys[start : start + 500]
                     held.update(k for (k,) in db.execute(f"SELECT key FROM scores WHERE key IN ({','.join('?' * len(chunk))})", chunk))
         except sqlite3.Error as exc:
-            self._disable(exc)
+            self._failed(exc, generation)
             return set()
         return held
 
     def put_many(self, records: Mapping[str, Mapping[str, Any]]) -> None:
         if not self.enabled or not records:
             return
+        generation = self._generation
         try:
             self._write(records)
         except sqlite3.Error as exc:
-            self._disable(exc)
+            self._failed(exc, generation)
+            if self.enabled and generation != self._generation:  # a fresh file took the damaged one's place: write there
+                with contextlib.suppress(sqlite3.Error):
+                    self._write(records)
 
     def _write(self, records: Mapping[str, Mapping[str, Any]]) -> None:
         rows = []

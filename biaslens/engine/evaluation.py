@@ -25,12 +25,13 @@ from biaslens.engine.alignment import Alignment
 from biaslens.engine.cache import ResultCache, cache_key
 from biaslens.data.datasets import Pair, PairDataset
 from biaslens.errors import InputError
-from biaslens.engine.exact import CALIBRATION_PAIRS, SAFETY, ExactBf16
+from biaslens.engine.rescore import CALIBRATION_PAIRS, SAFETY, Bf16Rescore
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
 from biaslens.engine.options import Compat, InspectionKeywords, Precision
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
-from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.lm import Encoding, LanguageModel
+from biaslens.engine.conventions import Convention, convention_block, parse_convention
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
 from biaslens.data.sentences import check_pair
 from biaslens.engine.stats import bias_score
@@ -53,7 +54,9 @@ class SentenceDetail:
     def token_frame(self) -> pd.DataFrame:
         """One row per token: what each metric reads at that position."""
         enc, u = self.encoding, self.unmasked
-        n = int((~np.asarray(enc.special)).sum())
+        n = len(enc.scored_positions)
+        unscored = np.ones(len(enc), dtype=bool)
+        unscored[enc.scored_positions] = False
         frame = pd.DataFrame(
             {
                 "position": np.arange(len(enc)),
@@ -66,8 +69,8 @@ class SentenceDetail:
                 "attention": u.attention if u.attention is not None else np.full(len(enc), np.nan),
             }
         )
-        frame["aula_contribution"] = np.where(frame["special"], np.nan, frame["attention"] * frame["logprob"] / n)
-        frame["aul_contribution"] = np.where(frame["special"], np.nan, frame["logprob"] / n)
+        frame["aula_contribution"] = np.where(unscored, np.nan, frame["attention"] * frame["logprob"] / n)
+        frame["aul_contribution"] = np.where(unscored, np.nan, frame["logprob"] / n)
         if u.top_ids is not None:
             frame["top_tokens"] = [[str(t) for t in row] for row in u.top_ids]
             frame["top_logprobs"] = [list(map(float, row)) for row in u.top_logprob]
@@ -133,7 +136,7 @@ def _ratio(score: SentenceScore) -> float:
 
 
 def inspect_pair(
-    lm: MaskedLM, sent_stereo: str, sent_anti: str, *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
+    lm: LanguageModel, sent_stereo: str, sent_anti: str, *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
 ) -> PairInspection:
     """Score one pair with every metric and keep the per-token detail.
 
@@ -148,7 +151,7 @@ def inspect_pair(
 
 
 def inspect_pairs(
-    lm: MaskedLM, pairs: Sequence[tuple[str, str]], *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
+    lm: LanguageModel, pairs: Sequence[tuple[str, str]], *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
 ) -> list[PairInspection]:
     """`inspect_pair` for several pairs at once, their sentences scored in shared batches.
 
@@ -177,7 +180,7 @@ class InspectionRequest:
 
 
 def prepare_inspection(
-    lm: MaskedLM,
+    lm: LanguageModel,
     sent_stereo: str,
     sent_anti: str,
     *,
@@ -187,7 +190,7 @@ def prepare_inspection(
 ) -> InspectionRequest:
     """Check `inspect_pair`'s arguments (`InputError` in one line) and encode the pair; nothing is scored."""
     keys, notes = _usable_metrics(lm, metrics)
-    is_compat = Compat.parse(compat).reference_code
+    is_compat = scoring_mode(lm, compat).reference_code
     check_pair(sent_stereo, sent_anti)
     _check_int("top_k", top_k, minimum=0)
     a, b = lm.encode(sent_stereo), lm.encode(sent_anti)
@@ -199,7 +202,15 @@ def prepare_inspection(
     return InspectionRequest(a, b, tuple(keys), is_compat, int(top_k), tuple(notes))
 
 
-def inspect_prepared(lm: MaskedLM, requests: Sequence[InspectionRequest], *, attention_matrices: bool = False) -> list[PairInspection]:
+def scoring_mode(lm: LanguageModel, compat: Compat | str | None) -> Compat:
+    """The scoring mode `compat` names, for `lm`: kaneko2022 reproduces a masked-LM paper's code, so a causal model refuses it."""
+    mode = Compat.parse(compat)
+    if mode.reference_code and lm.kind != "masked":
+        raise InputError("The kaneko2022 mode reproduces Kaneko & Bollegala's masked-LM code; a causal model scores in the default mode.")
+    return mode
+
+
+def inspect_prepared(lm: LanguageModel, requests: Sequence[InspectionRequest], *, attention_matrices: bool = False) -> list[PairInspection]:
     """Score prepared pairs (same options) in one call of the batched passes; one `PairInspection` each."""
     if not requests:
         return []
@@ -260,7 +271,7 @@ class EvaluationResult(HtmlRepr):
 
 
 def evaluate(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     metrics: Sequence[str] | str | None = None,
     *,
@@ -275,8 +286,15 @@ def evaluate(
     progress: Progress | None = None,
     cache_only: bool = False,
     precision: str | None = "model",
+    convention: str | Convention | None = None,
 ) -> EvaluationResult:
     """Score every pair of a dataset with the given metrics.
+
+    `metrics=None` scores the default metrics of the model's kind (the paper's five for a masked LM,
+    LL, AUL-c, AULA-c, CPS-c and SSS-c for a causal one). `convention` (a causal model's: "lm-eval",
+    "bias-bench", "oba2024"; `biaslens.engine.conventions`) reads the model as that peer tool does
+    (its first-token policy), adds the metric it compares, and puts its own statistics in the
+    summary's `convention` block beside biaslens's bias scores.
 
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
     done in chunks of about `chunk_seconds` of computation (or of `chunk_pairs` pairs, when
@@ -287,13 +305,14 @@ def evaluate(
     `cache_only=True` computes nothing: every score comes from `cache`, else
     `biaslens.engine.runner.NotCached` is raised (`explore.cached_evaluation` turns that into None).
     The chunked, cached, resumable loop itself is `biaslens.engine.runner.run_chunked`.
-    `precision="exact-bf16"` (a float32 model) scores in bfloat16 and re-scores in float32 the
-    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.exact`); the
+    `precision="bf16-rescore"` (a float32 model) scores in bfloat16 and re-scores in float32 the
+    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.rescore`); the
     manifest's `precision` block says how many pairs each metric re-scored.
     """
-    keys, notes = _usable_metrics(lm, metrics)
-    mode = Compat.parse(compat)
-    exact_mode = Precision.parse(precision) is Precision.EXACT_BF16
+    lm, conv = _with_convention(lm, convention)
+    keys, notes = _convention_metrics(lm, metrics, conv)
+    mode = scoring_mode(lm, compat)
+    exact_mode = Precision.parse(precision) is Precision.BF16_RESCORE
     _check_int("chunk_pairs", chunk_pairs, minimum=1, optional=True)
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
     _check_int("seed", seed, minimum=0)
@@ -301,18 +320,18 @@ def evaluate(
     pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
     if not pairs:
         raise InputError("No pairs to score.")
-    identical = token_identical_pairs(lm, pairs)
+    same = _token_identical(lm, pairs)
+    identical = [p.pair_id for p, alike in zip(pairs, same) if alike]
     if identical:
         if len(identical) == len(pairs):
             raise InputError(f"Every pair's two sentences encode to the same tokens for {lm.name}: there is nothing to compare.")
-        left_out = set(identical)
-        pairs = [p for p in pairs if p.pair_id not in left_out]
+        pairs = [p for p, alike in zip(pairs, same) if not alike]  # by position: pairs of two datasets can share an id
     budget = batch_tokens or default_batch_tokens(lm)
     started = time.perf_counter()
     exact = None
     if exact_mode:  # calibrated on the run's first pairs, when the first chunk is computed (never for a run read from the cache)
         calibration = pairs[:CALIBRATION_PAIRS]
-        exact = ExactBf16(
+        exact = Bf16Rescore(
             lm, keys, compat=mode.reference_code, score=score_encoded_pairs, sample=lambda: _encode_pairs(lm, calibration), batch_tokens=batch_tokens
         )
 
@@ -321,22 +340,22 @@ def evaluate(
     run = run_chunked(
         pairs,
         parts=keys,
-        key=_record_key(lm, mode, Precision.EXACT_BF16 if exact_mode else None),
-        compute=_metric_records(lm, mode, budget, exact),
+        key=_record_key(lm, mode, Precision.BF16_RESCORE if exact_mode else None, conv),
+        compute=_metric_records(lm, mode, budget, exact, conv),
         cache=cache,
         chunk_pairs=chunk_pairs,
         chunk_seconds=chunk_seconds,
         progress=progress,
         processes=state,
         cache_only=cache_only,
+        valid=metric_record_ok,
     )
-    records = {(p.pair_id, m): record for p, by_metric in zip(pairs, run.records) for m, record in by_metric.items()}
     cached = run.cached
-
-    frame = pairs_frame(pairs, keys, records)
+    frame = pairs_frame(pairs, keys, run.records)
     dataset_info = _dataset_info(dataset, pairs)
     manifest = lm.manifest(
         compat=mode.value,
+        **({"convention": conv.key} if lm.kind == "causal" else {}),
         metrics=keys,
         dataset=dataset_info,
         batch_tokens=budget,
@@ -349,6 +368,8 @@ def evaluate(
     warnings = [w for w in (None if cache_only else cache.pop_notice(), cache.warning) if w] if cache is not None else []
     warnings += notes
     summary = summarize(frame, keys, manifest)
+    if conv.metric is not None:
+        summary["convention"] = convention_block(conv, frame)
     summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
     if identical:
         warnings.append(identical_note(identical))
@@ -356,7 +377,7 @@ def evaluate(
 
 
 def scored_pairs(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     metrics: Sequence[str] | str | None,
     cache: ResultCache,
@@ -366,16 +387,34 @@ def scored_pairs(
     sample: int | None = None,
     seed: int = 0,
     precision: str | None = "model",
+    convention: str | None = None,
 ) -> int:
     """How many of the pairs `evaluate` (the same arguments) scores the result cache already holds under every metric:
     what an interrupted run kept, which running it again reads back instead of computing. Nothing is computed."""
-    keys, _ = _usable_metrics(lm, metrics)
+    lm, conv = _with_convention(lm, convention)
+    keys, _ = _convention_metrics(lm, metrics, conv)
     pairs = select_pairs(_pair_list(dataset), limit=limit, sample=sample, seed=seed)
-    exact = Precision.EXACT_BF16 if Precision.parse(precision) is Precision.EXACT_BF16 else None
-    key = _record_key(lm, Compat.parse(compat), exact)
+    exact = Precision.BF16_RESCORE if Precision.parse(precision) is Precision.BF16_RESCORE else None
+    key = _record_key(lm, Compat.parse(compat), exact, conv)
     wanted = [[key(p, m) for m in keys] for p in pairs]
     held = cache.held(k for pair_keys in wanted for k in pair_keys)
     return sum(all(k in held for k in pair_keys) for pair_keys in wanted)
+
+
+def _with_convention(lm: LanguageModel, convention: str | Convention | None) -> tuple[LanguageModel, Convention]:
+    """`lm` reading its tokens as `convention` does (a causal model's first-token policy), and the convention."""
+    conv = parse_convention(convention, lm.kind)
+    if conv.first_token is not None:
+        lm = lm.with_first_token(conv.first_token)  # type: ignore[attr-defined]  # a causal model (parse_convention)
+    return lm, conv
+
+
+def _convention_metrics(lm: LanguageModel, metrics: Sequence[str] | str | None, conv: Convention) -> tuple[list[str], list[str]]:
+    """`_usable_metrics`, with the metric the convention compares added when it is not asked for."""
+    keys, notes = _usable_metrics(lm, metrics)
+    if conv.metric is not None and conv.metric not in keys:
+        keys = [k for k in METRICS if k in {*keys, conv.metric}]
+    return keys, notes
 
 
 def identical_note(pair_ids: Sequence[int]) -> str:
@@ -387,18 +426,32 @@ def identical_note(pair_ids: Sequence[int]) -> str:
     )
 
 
-def token_identical_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[int]:
-    """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK])."""
+def token_identical_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[int]:
+    """Ids of the pairs whose two sentences the model's tokenizer turns into the same token ids (e.g. both all [UNK]).
+    A pair with a sentence longer than the model takes is refused (`InputError` naming the pair)."""
+    return [p.pair_id for p, alike in zip(pairs, _token_identical(lm, pairs)) if alike]
+
+
+def _token_identical(lm: LanguageModel, pairs: Sequence[Pair]) -> list[bool]:
+    """Per pair, in order: whether its two sentences encode to the same token ids (an over-long sentence is refused)."""
     if not pairs:
         return []
     texts = [p.sent_stereo for p in pairs] + [p.sent_anti for p in pairs]
     if not all(isinstance(t, str) for t in texts):
         bad = next(p for p in pairs if not isinstance(p.sent_stereo, str) or not isinstance(p.sent_anti, str))
         raise InputError(f"Pair {bad.pair_id}: both sentences must be text (str).")
-    # Ids only (over-long sentences are for `encode` to refuse): one batch, nothing else asked of the tokenizer.
+    # Ids only: one batch, nothing else asked of the tokenizer.
     ids = lm.tokenizer(texts, add_special_tokens=True, verbose=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
     n = len(pairs)
-    return [p.pair_id for i, p in enumerate(pairs) if ids[i] == ids[n + i]]
+    # Lengths too, before anything is scored (`evaluate` calls this before its first chunk): a sentence over the model's
+    # limit is refused now, in `encode`'s words with its pair, not when its chunk is reached hours into a run.
+    longest = getattr(lm, "max_length", None)
+    if longest is not None:
+        for i, p in enumerate(pairs):
+            for field_name, k in (("sent_stereo", i), ("sent_anti", n + i)):
+                if len(ids[k]) > longest:
+                    _encode(lm, p, field_name)
+    return [ids[i] == ids[n + i] for i in range(n)]
 
 
 def _type_name(value: Any) -> str:
@@ -440,23 +493,51 @@ def select_pairs(pairs: list[Pair], *, limit: int | None = None, sample: int | N
     return pairs
 
 
-def _record_key(lm: MaskedLM, mode: Compat, precision: Precision | None = None) -> Callable[[Pair, str], str]:
+def _record_key(
+    lm: LanguageModel, mode: Compat, precision: Precision | None = None, convention: Convention | None = None
+) -> Callable[[Pair, str], str]:
     """The result-cache key of one metric's record of a pair (`Metric.cache_tag` names the metric: older caches stay valid).
 
-    An exact-bf16 record (bfloat16 values unless re-scored) is kept apart from the model's float32 ones by the precision.
+    A bf16-rescore record (bfloat16 values unless re-scored) is kept apart from the model's float32 ones by the precision.
     """
     computed = precision.value if precision is not None else str(lm.dtype)
+    reading = f"|{lm.scoring_tag}" if lm.scoring_tag else ""  # a causal model's first-token policy (a masked LM's keys are unchanged)
 
     def key(p: Pair, m: str) -> str:
-        return cache_key(lm.fingerprint, computed, METRICS[m].cache_tag(mode.value), mode.value, p.sent_stereo, p.sent_anti)
+        tag = METRICS[m].cache_tag(mode.value) + reading + (convention.value_tag(m) if convention is not None else "")
+        return cache_key(lm.fingerprint, computed, tag, mode.value, p.sent_stereo, p.sent_anti)
 
     return key
 
 
-def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int, exact: ExactBf16 | None = None) -> ComputeFn:
+def metric_record_ok(record: Mapping[str, Any]) -> bool:
+    """Whether a cached record is one `_metric_records` writes: {stereo, anti: numbers, finite or NaN (undecidable: SSS
+    without a modified token), hits <= total: whole numbers >= 0, float32: a flag if present}. Anything else (an empty
+    object, strings, an infinite score) is computed again."""
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isinf(v)
+
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+    return (
+        isinstance(record, Mapping)
+        and number(record.get("stereo"))
+        and number(record.get("anti"))
+        and whole(record.get("hits"))
+        and whole(record.get("total"))
+        and record["hits"] <= record["total"]
+        and isinstance(record.get("float32", False), bool)
+    )
+
+
+def _metric_records(
+    lm: LanguageModel, mode: Compat, batch_tokens: int, exact: Bf16Rescore | None = None, convention: Convention | None = None
+) -> ComputeFn:
     """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric.
 
-    With `exact` (the exact-bf16 precision) a record also says whether it was scored in float32 (`"float32"`).
+    With `exact` (the bf16-rescore precision) a record also says whether it was scored in float32 (`"float32"`).
     """
 
     def compute(pairs: Sequence[Pair], metrics: Sequence[str], progress: Callable[[int, int], None]) -> list[dict[str, dict[str, Any]]]:
@@ -471,7 +552,11 @@ def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int, exact: ExactB
             by_metric = {}
             for m, (a, b) in result.scores.items():
                 hits, total = METRICS[m].pair_accuracy(a, b, mode.reference_code)
-                by_metric[m] = {"stereo": a.value, "anti": b.value, "hits": hits, "total": total}
+                if convention is not None:  # e.g. lm-eval's float32 sums
+                    a_value, b_value = (convention.sentence_value(m, s.value, s.logprob) for s in (a, b))
+                else:
+                    a_value, b_value = a.value, b.value
+                by_metric[m] = {"stereo": a_value, "anti": b_value, "hits": hits, "total": total}
                 if rescored is not None:
                     by_metric[m]["float32"] = m in rescored[k]
             out.append(by_metric)
@@ -481,13 +566,15 @@ def _metric_records(lm: MaskedLM, mode: Compat, batch_tokens: int, exact: ExactB
 
 
 def _precision_block(
-    exact: ExactBf16, pairs: Sequence[Pair], records: Sequence[Mapping[str, Mapping[str, Any]]], metrics: Sequence[str]
+    exact: Bf16Rescore, pairs: Sequence[Pair], records: Sequence[Mapping[str, Mapping[str, Any]]], metrics: Sequence[str]
 ) -> dict[str, Any]:
-    """The manifest's account of an exact-bf16 run: per metric, the pairs scored in float32 (cached ones included)."""
+    """The manifest's account of a bf16-rescore run: per metric, the pairs scored in float32 (cached ones included)."""
     block: dict[str, Any] = {
-        "mode": Precision.EXACT_BF16.value,
+        "mode": Precision.BF16_RESCORE.value,
         "scored_in": "bfloat16",
         "rescored_in": "float32",
+        "promise": "float32's verdict on the pairs re-scored; bfloat16's on the rest, whose margins exceed a calibrated (not proven) "
+        "estimate of bfloat16's error: not exact",
         "pairs": len(pairs),
         "rescored": {m: sum(bool(r[m].get("float32")) for r in records) for m in metrics},
     }
@@ -496,8 +583,8 @@ def _precision_block(
     return block
 
 
-def _encode_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[tuple[Encoding, Encoding]]:
-    """Both sentences of every pair, tokenized in one batch (`MaskedLM.encode_many`); a sentence refused is named by its pair."""
+def _encode_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[tuple[Encoding, Encoding]]:
+    """Both sentences of every pair, tokenized in one batch (`LanguageModel.encode_many`); a sentence refused is named by its pair."""
     try:
         encodings = lm.encode_many([text for p in pairs for text in (p.sent_stereo, p.sent_anti)])
     except InputError:
@@ -508,17 +595,20 @@ def _encode_pairs(lm: MaskedLM, pairs: Sequence[Pair]) -> list[tuple[Encoding, E
     return list(zip(encodings[::2], encodings[1::2]))
 
 
-def _encode(lm: MaskedLM, pair: Pair, field_name: str) -> Encoding:
+def _encode(lm: LanguageModel, pair: Pair, field_name: str) -> Encoding:
     try:
         return lm.encode(getattr(pair, field_name))
     except InputError as exc:
         raise InputError(f"Pair {pair.pair_id} ({field_name}): {exc}") from exc
 
 
-def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[tuple[int, str], Mapping[str, Any]]) -> pd.DataFrame:
-    """The `pairs.csv` table: pair columns, then each metric's `Metric.columns` (`<metric>_stereo/_anti/_hits/_total`)."""
+def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Sequence[Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
+    """The `pairs.csv` table: pair columns, then each metric's `Metric.columns` (`<metric>_stereo/_anti/_hits/_total`).
+
+    `records[k]` holds the k-th pair's record per metric (by position: pairs of two datasets can share a pair id).
+    """
     rows = []
-    for p in pairs:
+    for p, by_metric in zip(pairs, records, strict=True):
         row: dict[str, Any] = {
             "pair_id": p.pair_id,
             "dataset": p.dataset,
@@ -528,7 +618,7 @@ def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Mapping[
             "sent_anti": p.sent_anti,
         }
         for m in metrics:
-            r, columns = records[(p.pair_id, m)], pair_columns(m)
+            r, columns = by_metric[m], pair_columns(m)
             row[columns.stereo] = r["stereo"]
             row[columns.anti] = r["anti"]
             row[columns.hits] = int(r["hits"])

@@ -67,6 +67,8 @@ NANGIA = "Nangia et al. (2020), CrowS-Pairs: A Challenge Dataset for Measuring S
 NADEEM = "Nadeem et al. (2021), StereoSet: Measuring stereotypical bias in pretrained language models, ACL."
 SALAZAR = "Salazar et al. (2020), Masked Language Model Scoring, ACL."
 KAUF = "Kauf & Ivanova (2023), A Better Way to Do Masked Language Model Scoring, ACL."
+GAO = "Gao et al., The Language Model Evaluation Harness (lm-evaluation-harness), EleutherAI: its crows_pairs task."
+OBA = "Oba, Kaneko & Bollegala (2024), In-Contextual Gender Bias Suppression for Large Language Models, Findings of EACL."
 
 
 # ---------------------------------------------------------------------------------------
@@ -148,6 +150,16 @@ def all_masked(logprob: np.ndarray) -> float:
 def pll(logprob: np.ndarray) -> float:
     """PLL: sum over non-special tokens of log p with only that token masked."""
     return float(np.sum(logprob))
+
+
+def sentence_ll(logprob: np.ndarray) -> float:
+    """LL: a causal model's sentence log-likelihood, the sum of log P(w_i | w_<i) over the scored tokens."""
+    return float(np.sum(logprob))
+
+
+def span_mean(logprob: np.ndarray) -> float:
+    """Mean of the given log-probabilities; NaN (undecidable) for none: AUL-c and SSS-c."""
+    return float(np.mean(logprob)) if len(logprob) else math.nan
 
 
 # ---------------------------------------------------------------------------------------
@@ -301,6 +313,47 @@ def _score_all_masked(s: SentenceInput, r: PassResults, compat: bool) -> Sentenc
 
 
 # ---------------------------------------------------------------------------------------
+# Causal metrics: one left-to-right pass, log P(w_i | w_<i) at every scored position
+# ---------------------------------------------------------------------------------------
+
+
+def _scored(s: SentenceInput, positions: Sequence[int]) -> np.ndarray:
+    """Those of `positions` the causal pass scores (a first token with nothing before it is context only), in order."""
+    unscored = set(s.encoding.unscored)
+    return np.asarray([p for p in positions if p not in unscored], dtype=np.int64)
+
+
+def _causal_score(s: SentenceInput, r: PassResults, positions: np.ndarray, value: Callable[[np.ndarray], float]) -> SentenceScore:
+    u = r.unmasked
+    logprob, rank = u.logprob[positions], u.rank[positions]
+    hits, total = _accuracy(rank)
+    return SentenceScore(value(logprob), tuple(positions.tolist()), logprob, hits, total, rank=rank)
+
+
+def _score_ll(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    return _causal_score(s, r, s.encoding.scored_positions, sentence_ll)
+
+
+def _score_aul_c(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    return _causal_score(s, r, s.encoding.scored_positions, span_mean)
+
+
+def _score_aula_c(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    u = r.unmasked
+    pos = s.encoding.scored_positions
+    hits, total = _accuracy(u.rank[pos])
+    return SentenceScore(aula(u.logprob[pos], u.attention[pos]), tuple(pos.tolist()), u.logprob[pos], hits, total, u.attention[pos], u.rank[pos])
+
+
+def _score_cps_c(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    return _causal_score(s, r, _scored(s, sorted(s.unmodified)), sentence_ll)
+
+
+def _score_sss_c(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
+    return _causal_score(s, r, _scored(s, sorted(s.modified)), span_mean)
+
+
+# ---------------------------------------------------------------------------------------
 # The registry
 # ---------------------------------------------------------------------------------------
 
@@ -368,8 +421,12 @@ class Metric:
     #: records of an older meaning are never read back.
     cache_tags: tuple[tuple[str, str], ...] = ()
     #: kaneko2022 mode rounds the sentence score to this step (CPS: 0.001), so that two scores within it tie; the
-    #: exact-bf16 precision (`biaslens.engine.exact`) widens its error bound by it.
+    #: bf16-rescore precision (`biaslens.engine.rescore`) widens its error bound by it.
     compat_rounding: float = 0.0
+    #: The kinds of model the metric reads (`LanguageModel.kind`): "masked", "causal".
+    kinds: tuple[str, ...] = ("masked",)
+    #: The metric of the other kind that reads the same tokens the same way (AUL <-> AUL-c), for the refusal's hint.
+    analogue: str = ""
 
     @property
     def columns(self) -> PairColumns:
@@ -389,8 +446,8 @@ class Metric:
         """How far the sentence score can move when each of its per-token log-probabilities moves by at most 1.
 
         The 1-norm of the score's derivative in `score.logprob`: 1 for a mean, sum |w| / n for AULA's weighted
-        mean, n for a sum (and for a score with no `reduction`). The exact-bf16 precision bounds a score's
-        bfloat16 error by this times the error per token (`biaslens.engine.exact`).
+        mean, n for a sum (and for a score with no `reduction`). The bf16-rescore precision bounds a score's
+        bfloat16 error by this times the error per token (`biaslens.engine.rescore`).
         """
         n = len(score.logprob)
         if self.reduction == "mean":
@@ -424,6 +481,7 @@ METRICS: dict[str, Metric] = {
             accuracy_positions="every non-special token of the unmasked sentence (kaneko2022: every position, special tokens included)",
             score=_score_aul,
             reduction="mean",
+            analogue="aul_c",
         ),
         Metric(
             key="aula",
@@ -439,6 +497,7 @@ METRICS: dict[str, Metric] = {
             needs_attention=True,
             reduction="weighted_mean",
             token_measure="aula_contribution",
+            analogue="aula_c",
         ),
         Metric(
             key="cps",
@@ -459,6 +518,7 @@ METRICS: dict[str, Metric] = {
             token_logprob=True,
             token_measure="cps_logprob",
             paired_tokens="unmodified (U) tokens",
+            analogue="cps_c",
         ),
         Metric(
             key="sss",
@@ -480,6 +540,7 @@ METRICS: dict[str, Metric] = {
             accuracy_unit="instances",
             paired_tokens="modified (M) tokens",
             cache_tags=(("default", "sss@instance-accuracy"),),
+            analogue="sss_c",
         ),
         Metric(
             key="all_masked",
@@ -530,17 +591,128 @@ METRICS: dict[str, Metric] = {
             queries=_queries_pll_word_l2r,
             score=_score_pll_word_l2r,
         ),
+        Metric(
+            key="ll",
+            name="LL",
+            long_name="Sentence log-likelihood (causal)",
+            formula=r"\mathrm{LL}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid w_{<i}; \theta)",
+            summary="Sum of every token's log-probability given the tokens before it: what lm-evaluation-harness compares.",
+            pass_kind="unmasked",
+            citation=GAO,
+            accuracy_positions="every scored token (the first one too when a BOS or start token comes before it)",
+            note="Longer sentences score lower (a sum): a pair whose sentences differ in length is decided partly by their length. "
+            "The first token is read as the first-token policy says (docs/metrics.md).",
+            score=_score_ll,
+            reduction="sum",
+            kinds=("causal",),
+        ),
+        Metric(
+            key="aul_c",
+            name="AUL-c",
+            long_name="All Unmasked Likelihood, causal",
+            formula=r"\mathrm{AUL_c}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid w_{<i}; \theta)",
+            summary="Mean log-probability of every token given the tokens before it: AUL for a causal model (one pass).",
+            pass_kind="unmasked",
+            citation=KANEKO + " Read left to right as in " + OBA,
+            accuracy_positions="every scored token: the arg-max of the next-token distribution before it",
+            note="The mean log-likelihood Oba et al. (2024) compare; bias-bench reports its exponential, the geometric mean probability.",
+            score=_score_aul_c,
+            reduction="mean",
+            kinds=("causal",),
+            analogue="aul",
+        ),
+        Metric(
+            key="aula_c",
+            name="AULA-c",
+            long_name="AUL-c with Attention weights",
+            formula=r"\mathrm{AULA_c}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid w_{<i}; \theta)",
+            summary="AUL-c with each token weighted by the attention it receives, averaged over layers, heads and all query rows.",
+            pass_kind="unmasked",
+            citation=KANEKO + " Read left to right (biaslens).",
+            accuracy_positions="the same tokens as AUL-c",
+            note="In a causal model only the token itself and the tokens after it attend to it, so alpha_i averages A[q, i] over all "
+            "L query rows with A[q, i] = 0 for q < i: earlier tokens can receive more. Weights are not renormalised; the sum is "
+            "divided by |S|, as AULA does.",
+            score=_score_aula_c,
+            needs_attention=True,
+            reduction="weighted_mean",
+            token_measure="aula_contribution",
+            kinds=("causal",),
+            analogue="aula",
+        ),
+        Metric(
+            key="cps_c",
+            name="CPS-c",
+            long_name="CrowS-Pairs Score, causal",
+            formula=r"\mathrm{CPS_c}(S) = \sum_{u \in U} \log P(w_u \mid w_{<u}; \theta)",
+            summary="Sum of the log-probabilities of the unmodified tokens, each given everything before it.",
+            pass_kind="unmasked",
+            citation=NANGIA + " Read left to right (biaslens).",
+            accuracy_positions="the unmodified tokens",
+            note="Unlike CPS, an unmodified token after the modified words is conditioned on them: the pair's difference reaches "
+            "CPS-c only through the tokens that follow it.",
+            score=_score_cps_c,
+            reduction="sum",
+            token_logprob=True,
+            kinds=("causal",),
+            analogue="cps",
+        ),
+        Metric(
+            key="sss_c",
+            name="SSS-c",
+            long_name="StereoSet Score, causal",
+            formula=r"\mathrm{SSS_c}(S) = \frac{1}{|M|} \sum_{m \in M} \log P(w_m \mid w_{<m}; \theta)",
+            summary="Mean log-probability of the modified tokens, each given its left context.",
+            pass_kind="unmasked",
+            citation=NADEEM + " Read left to right (biaslens).",
+            accuracy_positions="the modified tokens",
+            note="Undefined (undecidable) when a sentence has no scored modified token.",
+            score=_score_sss_c,
+            reduction="mean",
+            token_logprob=True,
+            kinds=("causal",),
+            analogue="sss",
+        ),
     )
 }
 
 #: The five metrics the paper compares, in its order.
 PAPER_METRICS = ("aul", "aula", "cps", "sss", "all_masked")
+#: A causal model's metrics, scored when none are named.
+CAUSAL_METRICS = ("ll", "aul_c", "aula_c", "cps_c", "sss_c")
+#: The metrics scored when none are named, per kind of model.
+DEFAULT_METRICS: dict[str, tuple[str, ...]] = {"masked": PAPER_METRICS, "causal": CAUSAL_METRICS}
+#: The kinds of model, in the registry's words.
+MODEL_KINDS = ("masked", "causal")
 
 
-def parse_metrics(spec: str | Sequence[str] | None) -> list[str]:
-    """'aul,aula' or ['aul', 'aula'] -> validated, de-duplicated keys in registry order."""
+def metrics_for(kind: str) -> list[str]:
+    """Every metric a model of `kind` can give, in registry order."""
+    return [k for k, m in METRICS.items() if kind in m.kinds]
+
+
+#: Every masked-LM metric, in registry order (the bias lab's models are masked LMs).
+MASKED_METRICS = tuple(metrics_for("masked"))
+
+
+def default_metrics(kind: str = "masked") -> list[str]:
+    """The metrics scored for a model of `kind` when none are named (the paper's five for a masked LM)."""
+    return list(DEFAULT_METRICS[kind])
+
+
+def kind_unavailable(metric: str, kind: str) -> str | None:
+    """Why a model of `kind` cannot give `metric` (it reads the other kind of model), or None when it can."""
+    m = METRICS[metric]
+    if kind in m.kinds:
+        return None
+    hint = f": use {METRICS[m.analogue].name}, its {kind} counterpart" if m.analogue else ""
+    return f"{m.name} is a {'/'.join(m.kinds)}-LM metric and this is a {kind} model{hint}."
+
+
+def parse_metrics(spec: str | Sequence[str] | None, kind: str = "masked") -> list[str]:
+    """'aul,aula' or ['aul', 'aula'] -> validated, de-duplicated keys in registry order (None: `default_metrics(kind)`)."""
     if spec is None:
-        return list(PAPER_METRICS)
+        return default_metrics(kind)
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     keys = [k.strip().lower().replace("-", "_") for k in items if k and k.strip()]
     if not keys:
@@ -561,6 +733,10 @@ __all__ = [
     "CPS_COMPAT_DECIMALS",
     "ACCURACY_UNITS",
     "METRICS",
+    "CAUSAL_METRICS",
+    "DEFAULT_METRICS",
+    "MASKED_METRICS",
+    "MODEL_KINDS",
     "PAPER_METRICS",
     "REDUCTIONS",
     "Metric",
@@ -573,10 +749,15 @@ __all__ = [
     "aula",
     "check_compat",
     "cps",
+    "default_metrics",
+    "kind_unavailable",
+    "metrics_for",
     "parse_metrics",
     "pair_accuracy",
     "pair_columns",
     "pll",
+    "sentence_ll",
+    "span_mean",
     "sss",
     "sss_instance_accuracy",
 ]

@@ -1,37 +1,28 @@
-"""Loading masked language models: presets, hub ids and local folders, device, dtype, manifest.
+"""Loading language models: presets, hub ids and local folders, device, dtype, the model's kind.
 
-`load_model` returns a `MaskedLM`, the one object the scoring core talks to. It is never
-mutated after loading, so one instance can serve many threads (the app shares it between
-sessions). It exposes the model split in two: `hidden_states` (the transformer body) and
-`project` (the masked-LM head), so callers can gather the positions they need before the
-expensive vocabulary projection. Where the split cannot be verified for an architecture,
-`project` is None and callers fall back to the full forward pass.
+`load_model` returns a `MaskedLM` (here) or a `CausalLM` (`biaslens.engine.causal`), chosen from the
+config (`model_kind`): both are `biaslens.engine.lm.LanguageModel`s, the one object the scoring core
+talks to. A loaded model is never mutated, so one instance can serve many threads (the app shares it
+between sessions). It exposes the model split in two: `hidden_states` (the transformer body) and
+`project` (the LM head), so callers can gather the positions they need before the expensive
+vocabulary projection. Where the split cannot be verified for an architecture, `project` is None and
+callers fall back to the full forward pass.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import functools
 import itertools
-import hashlib
 import json
 import os
-import platform
-import threading
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import torch
 
-from biaslens.errors import HubUnreachableError, InputError, MetricUnavailableError, ModelLoadError, NotMaskedLMError, NumericalError
-from biaslens.paths import default_cache_dir
+from biaslens.errors import HubUnreachableError, InputError, ModelLoadError, NotMaskedLMError, NumericalError, UnsupportedModelError
 from biaslens.engine.presets import (
     DEFAULT_DEVICE,
     DEFAULT_DTYPE,
@@ -39,8 +30,11 @@ from biaslens.engine.presets import (
     PRESETS,
     VERIFIED_ARCHITECTURES,
 )  # (re-exported: `biaslens.engine.models.PRESETS` as before)
-from biaslens.data.sentences import check_sentence
+from biaslens.engine.causal import CausalLM, FirstToken
+from biaslens.engine.lm import Encoding, LanguageModel, first_line as _first_line, library_versions, word_ids_of
 from biaslens.data.confine import confine_model_folder
+from biaslens.engine.identity import looks_like_path as _looks_like_path  # (one rule: what a comparison de-duplicates by)
+from biaslens.engine.fingerprint import folder_fingerprint  # (re-exported: `biaslens.engine.models.folder_fingerprint`)
 
 #: `device_map` values `load_model` accepts (None: the whole model on `device`).
 DEVICE_MAPS = (None, "auto")
@@ -58,58 +52,6 @@ _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 _PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
-@dataclass(frozen=True)
-class Encoding:
-    """A sentence tokenized with the model's own tokenizer, special tokens included."""
-
-    text: str
-    ids: tuple[int, ...]
-    special: tuple[bool, ...]
-    tokens: tuple[str, ...]
-    # Per position, the index of the word the token belongs to (-1 for special tokens): the tokenizer's own
-    # word boundaries (`word_ids`), else read from the pieces' markers. Empty when unknown.
-    word_ids: tuple[int, ...] = ()
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @functools.cached_property
-    def scored_positions(self) -> np.ndarray:
-        """Positions of the non-special tokens (the ones every metric scores); computed once per encoding, read-only."""
-        positions = np.flatnonzero(~np.asarray(self.special, dtype=bool))
-        positions.flags.writeable = False
-        return positions
-
-
-def word_ids_of(enc: Any, tokens: Sequence[str], special: Sequence[bool]) -> tuple[int, ...]:
-    """The word index of every position (-1 for special tokens).
-
-    A fast tokenizer's `word_ids()` (its pre-tokenizer's words: BERT splits off punctuation, sentencepiece
-    splits on spaces only). A slow one's from the piece markers: "##" continues a word (WordPiece); a
-    piece starting with "▁" or "Ġ" starts one, any other continues the previous one (sentencepiece, byte BPE).
-    """
-    words = None
-    try:
-        words = enc.word_ids()
-    except (AttributeError, ValueError, TypeError):
-        words = None
-    if words is not None and len(words) == len(tokens):
-        out, seen = [], {}
-        for w, is_special in zip(words, special):
-            out.append(-1 if w is None or is_special else seen.setdefault(w, len(seen)))
-        return tuple(out)
-    wordpiece = any(t.startswith("##") for t in tokens)
-    out, current = [], -1
-    for token, is_special in zip(tokens, special):
-        if is_special:
-            out.append(-1)
-            continue
-        starts = not token.startswith("##") if wordpiece else token.startswith(("\u2581", "\u0120")) or current < 0
-        current += 1 if starts or current < 0 else 0
-        out.append(current)
-    return tuple(out)
-
-
 def resolve_device(device: str | None = DEFAULT_DEVICE) -> torch.device:
     """`auto` picks cuda, then mps, then cpu; anything else is passed to torch."""
     if device in (None, "", "auto"):
@@ -122,6 +64,8 @@ def resolve_device(device: str | None = DEFAULT_DEVICE) -> torch.device:
         dev = torch.device(device)
     except RuntimeError as exc:
         raise InputError(f"Unknown device {device!r}: use auto, cpu, cuda, cuda:N or mps.") from exc
+    if dev.type not in ("cpu", "cuda", "mps"):  # meta, xla, xpu, ...: torch knows them, biaslens does not run on them
+        raise InputError(f"Device {device!r} is not one biaslens runs on: use auto, cpu, cuda, cuda:N or mps.")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError(f"Device {device!r} requested but CUDA is not available on this machine.")
     if dev.type == "mps" and not torch.backends.mps.is_available():
@@ -138,291 +82,45 @@ def resolve_dtype(dtype: str | None, device: torch.device) -> torch.dtype:
     return DTYPES[name]
 
 
-def library_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version(), "platform": platform.platform()}
-    for package in ("biaslens", "torch", "transformers", "tokenizers", "huggingface_hub", "numpy"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = _own_version() if package == "biaslens" else "not installed"
-    return versions
-
-
-def _own_version() -> str:
-    from biaslens.version import __version__
-
-    return __version__
-
-
-class MaskedLM:
+class MaskedLM(LanguageModel):
     """A loaded masked LM and its tokenizer, ready for scoring. Never mutated after init."""
 
-    def __init__(
-        self,
-        model: torch.nn.Module,
-        tokenizer: Any,
-        *,
-        name: str,
-        source: str,
-        revision: str | None,
-        fingerprint: str,
-        device: torch.device,
-        dtype: torch.dtype,
-    ):
-        self.model = model.eval()
-        self.tokenizer = tokenizer
-        self.name = name
-        self.source = source  # "hub" or "local"
-        self.revision = revision
-        self.fingerprint = fingerprint
-        self.device = device
-        self.dtype = dtype
-        self.model_type: str = getattr(model.config, "model_type", "unknown")
+    kind = "masked"
+    reads_previous = False
+
+    def __init__(self, model: torch.nn.Module, tokenizer: Any, **fields: Any):
         self.mask_id: int = tokenizer.mask_token_id
-        self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self.max_length = _max_length(model.config, tokenizer)
-        #: Who set `max_length` below the model's own limit (see `limited`); None = the model.
-        self.length_limit: str | None = None
-        # Special tokens typed into a sentence ([MASK], <s>, ...); [UNK] is legitimate.
-        self._reserved_ids = frozenset(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
-        self.num_layers = getattr(model.config, "num_hidden_layers", None)
-        self.num_heads = getattr(model.config, "num_attention_heads", None)
-        self._eager: torch.nn.Module | None = None
-        self._eager_lock = threading.Lock()
-        self.project: Callable[[torch.Tensor], torch.Tensor] | None = self._verified_head()
-        #: Why this model cannot return attention weights (so AULA and the attention views are off), or None.
-        self.attention_unavailable: str | None = self._attention_support()
-        #: False for an architecture whose outputs change when a sentence is padded (it ignores the attention
-        #: mask, e.g. FNet): the scoring core then batches only sentences of one length.
-        self.padding_invariant: bool = self._padding_invariant()
+        super().__init__(model, tokenizer, **fields)
 
-    # -- tokenization -------------------------------------------------------------------
-    def encode(self, text: str) -> Encoding:
-        """Tokenize one sentence. Refuses empty and over-long sentences (no silent truncation) and control characters."""
-        return self.encode_many([text])[0]
-
-    def encode_many(self, texts: Sequence[str]) -> list[Encoding]:
-        """`encode` for several sentences, tokenized in one call of the tokenizer (a fast tokenizer works through them at once).
-
-        The first sentence `encode` refuses is refused, in the same words.
-        """
-        for text in texts:
-            check_sentence(text)
-        # verbose=False: no transformers warning about an over-long sentence, refused below in one line.
-        batch = self.tokenizer(list(texts), add_special_tokens=True, return_special_tokens_mask=True, verbose=False)
-        return [self._encoding(text, batch, k) for k, text in enumerate(texts)]
+    def _tokenize(self, texts: Sequence[str]) -> Any:
+        # verbose=False: no transformers warning about an over-long sentence, refused in one line by `_encoding`.
+        return self.tokenizer(list(texts), add_special_tokens=True, return_special_tokens_mask=True, verbose=False)
 
     def _encoding(self, text: str, batch: Any, k: int) -> Encoding:
-        """The `Encoding` of `text`, the `k`-th sentence of a tokenizer's `batch`, checked."""
         ids = tuple(int(i) for i in batch["input_ids"][k])
         special = tuple(bool(s) for s in batch["special_tokens_mask"][k])
-        if len(ids) > self.max_length:
-            who = self.length_limit or self.name
-            raise InputError(
-                f"The sentence has {len(ids)} tokens; {who} accepts at most {self.max_length} "
-                f"(special tokens included). Shorten it: biaslens never truncates a scored sentence."
-            )
+        self._check_length(len(ids))
         if all(special):
             raise InputError(f"The sentence {text!r} has no tokens to score.")
         if self.model_type in _FIRST_LAST_SPECIAL and not (special[0] and special[-1] and not any(special[1:-1])):
             raise InputError(f"The tokenizer of {self.name} did not put special tokens first and last in {text!r}.")
-        typed = sorted({self.decode_token(i) for i in ids[1:-1] if i in self._reserved_ids})
-        if typed:
-            raise InputError(f"The sentence contains the tokenizer's reserved token {', '.join(typed)}; remove it.")
+        self._check_reserved(ids[1:-1])
         tokens = tuple(self.tokenizer.convert_ids_to_tokens(list(ids)))
         one = SimpleNamespace(word_ids=lambda: batch.word_ids(k))  # what `word_ids_of` asks of one sentence's encoding
         return Encoding(text=text, ids=ids, special=special, tokens=tokens, word_ids=word_ids_of(one, tokens, special))
 
-    def limited(self, max_tokens: int, who: str) -> "MaskedLM":
-        """This model refusing sentences longer than `max_tokens` (e.g. a server's limit).
-
-        A shallow copy sharing the weights and the tokenizer; `who` names the limit in the
-        refusal ("this server (BIASLENS_MAX_TOKENS)"). Scores do not change.
-        """
-        if max_tokens >= self.max_length:
-            return self
-        view = copy.copy(self)
-        view.max_length = int(max_tokens)
-        view.length_limit = who
-        view._unlimited = self.unlimited()
-        return view
-
-    def unlimited(self) -> "MaskedLM":
-        """The model with its own length limit (itself unless this is a `limited` view)."""
-        return self.__dict__.get("_unlimited", self)
-
-    def decode_token(self, token_id: int) -> str:
-        return self.tokenizer.convert_ids_to_tokens(int(token_id))
-
-    # -- the two halves of the model ----------------------------------------------------
-    def hidden_states(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """Last hidden states (B, L, H) and, if asked, the per-layer attention probabilities."""
-        self._check_attentions(attentions)
-        model = self._eager_model() if attentions else self.model
-        out = model.base_model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions)
-        return out.last_hidden_state, (tuple(out.attentions) if attentions else None)
-
-    def logits(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-        """Full forward pass (B, L, V): the fallback when the head cannot be split off."""
-        self._check_attentions(attentions)
-        model = self._eager_model() if attentions else self.model
-        out = model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=attentions)
-        return out.logits, (tuple(out.attentions) if attentions else None)
-
-    def _check_attentions(self, attentions: bool) -> None:
-        if attentions and self.attention_unavailable:
-            raise MetricUnavailableError(self.attention_unavailable)
-
-    def _eager_model(self) -> torch.nn.Module:
-        """A twin of the model that shares every weight but uses eager attention.
-
-        transformers' default SDPA attention returns no attention weights; switching the
-        shared model would mutate it under concurrent users, so a twin is made once.
-        """
-        if self.model.config._attn_implementation == "eager":
-            return self.model
-        with self._eager_lock:
-            if self._eager is None:
-                shared = {id(t): t for t in (*self.model.parameters(), *self.model.buffers())}
-                twin = copy.deepcopy(self.model, memo=shared)
-                twin.set_attn_implementation("eager")
-                self._eager = twin.eval()
-            return self._eager
-
-    def _probe_ids(self) -> torch.Tensor:
-        """A short sentence (1, L) on the model's device: what the load-time checks run on."""
-        return self.tokenizer("The quick brown fox jumps.", return_tensors="pt")["input_ids"].to(self.device)
-
-    def _verified_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
-        """Find the masked-LM head and check that head(body(x)) equals the full model."""
-        model = self.model
-        base = model.base_model
-        head = _known_head(model, self.model_type)
-        if head is None:
-            parts = [m for m in model.children() if m is not base and any(True for _ in m.parameters())]
-            if len(parts) != 1:
-                return None
-            head = parts[0]
-        probe = self._probe_ids()
-        mask = torch.ones_like(probe)
-        with torch.inference_mode():
-            try:
-                split = head(base(input_ids=probe, attention_mask=mask).last_hidden_state)
-                full = model(input_ids=probe, attention_mask=mask).logits
-            except Exception:  # an architecture whose head needs more than hidden states
-                return None
-        if split.shape != full.shape or not torch.allclose(split.float(), full.float(), atol=1e-4, rtol=1e-4):
-            return None
-        return head
-
-    def _padding_invariant(self) -> bool:
-        """Whether a probe sentence gets the same hidden states alone and right-padded with masked-out pads."""
-        probe = self._probe_ids()
-        n = probe.shape[1]
-        padded = torch.cat([probe, torch.full((1, 5), self.pad_id, dtype=probe.dtype, device=probe.device)], dim=1)
-        mask = (torch.arange(n + 5, device=probe.device) < n).long()[None, :]
-        with torch.inference_mode():
-            try:
-                alone = self.model.base_model(input_ids=probe, attention_mask=torch.ones_like(probe)).last_hidden_state
-                within = self.model.base_model(input_ids=padded, attention_mask=mask).last_hidden_state[:, :n]
-            except Exception:
-                return False
-        tol = 1e-4 if self.dtype == torch.float32 else 5e-2  # half precision: kernels for other lengths round differently
-        return bool(torch.allclose(alone.float(), within.float(), atol=tol, rtol=tol))
-
-    def _attention_support(self) -> str | None:
-        """None when the model returns per-layer attention weights (with eager attention), else why it does not.
-
-        Checked once at load on a short probe: the eager twin must give one (1, heads, L, L) tensor per layer.
-        An architecture without attention weights (e.g. FNet, which mixes tokens by Fourier transforms) or one
-        that cannot run eager attention gets AULA and the attention views switched off, with this reason.
-        """
-        what = f"{self.name} ({self.model_type})"
-        tail = "so AULA (which weights each token by the attention it receives) and the attention views are off for it"
-        probe = self._probe_ids()
-        try:
-            eager = self._eager_model()
-        except Exception as exc:
-            return f"{what} cannot run eager attention, which attention weights need ({_first_line(exc)}), {tail}."
-        with torch.inference_mode():
-            try:
-                out = eager.base_model(input_ids=probe, attention_mask=torch.ones_like(probe), output_attentions=True)
-            except Exception as exc:
-                return f"{what} cannot return attention weights ({_first_line(exc)}), {tail}."
-        att = getattr(out, "attentions", None)
-        n = probe.shape[1]
-        if not att or any(a is None or a.dim() != 4 or tuple(a.shape[-2:]) != (n, n) for a in att):
-            return f"{what} returns no attention weights (its architecture has no attention layers that report them), {tail}."
+    def _known_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
+        """The masked-LM head of architectures whose head is more than one child module."""
+        model, model_type = self.model, self.model_type
+        if model_type == "distilbert":
+            return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
+        if model_type == "electra" and hasattr(model, "generator_lm_head"):
+            return lambda h: model.generator_lm_head(model.generator_predictions(h))
+        if model_type == "deberta-v2" and hasattr(model, "lm_predictions"):  # the head of DeBERTa's own checkpoints (legacy=False)
+            return lambda h: model.lm_predictions(h, model.deberta.embeddings.word_embeddings)
+        if model_type == "modernbert" and hasattr(model, "decoder") and hasattr(model, "head"):
+            return lambda h: model.decoder(model.head(h))
         return None
-
-    # -- provenance ---------------------------------------------------------------------
-    def manifest(self, **extra: Any) -> dict[str, Any]:
-        """What produced a result: recorded next to every score biaslens writes."""
-        return {
-            "model": self.name,
-            "source": self.source,
-            "revision": self.revision,
-            "fingerprint": self.fingerprint,
-            "model_type": self.model_type,
-            "dtype": str(self.dtype).removeprefix("torch."),
-            "device": str(self.device),
-            **({"device_map": _placement(self.model)} if getattr(self.model, "hf_device_map", None) else {}),
-            "max_length": self.max_length,
-            **extra,
-            "versions": library_versions(),
-        }
-
-    def __repr__(self) -> str:
-        return f"MaskedLM({self.name!r}, device={self.device}, dtype={self.dtype})"
-
-
-def _known_head(model: torch.nn.Module, model_type: str) -> Callable[[torch.Tensor], torch.Tensor] | None:
-    """The masked-LM head of architectures whose head is more than one child module (checked by the caller)."""
-    if model_type == "distilbert":
-        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
-    if model_type == "electra" and hasattr(model, "generator_lm_head"):
-        return lambda h: model.generator_lm_head(model.generator_predictions(h))
-    if model_type == "deberta-v2" and hasattr(model, "lm_predictions"):  # the head of DeBERTa's own checkpoints (legacy=False)
-        return lambda h: model.lm_predictions(h, model.deberta.embeddings.word_embeddings)
-    if model_type == "modernbert" and hasattr(model, "decoder") and hasattr(model, "head"):
-        return lambda h: model.decoder(model.head(h))
-    return None
-
-
-def _placement(model: torch.nn.Module) -> dict[str, str]:
-    """Where accelerate put the model's modules: device -> the first module placed there."""
-    placed: dict[str, str] = {}
-    for module, where in model.hf_device_map.items():
-        placed.setdefault(str(where), module or "(all)")
-    return placed
-
-
-def _max_length(config: Any, tokenizer: Any) -> int:
-    """The longest input (special tokens included) the model's position table allows."""
-    limits = []
-    positions = getattr(config, "max_position_embeddings", None)
-    if positions:
-        # RoBERTa-style models start position ids after the padding index.
-        offset = (config.pad_token_id or 0) + 1 if config.model_type in ("roberta", "xlm-roberta", "camembert") else 0
-        limits.append(int(positions) - offset)
-    tok_limit = getattr(tokenizer, "model_max_length", None)
-    if tok_limit and tok_limit < 1_000_000:
-        limits.append(int(tok_limit))
-    return min(limits) if limits else 512
-
-
-# ---------------------------------------------------------------------------------------
-# Loading
-# ---------------------------------------------------------------------------------------
-
-
-def _looks_like_path(name: str) -> bool:
-    """Hub ids are `name` or `org/name`; anything else is meant as a folder."""
-    return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
 
 
 #: The longest hub id part (the hub's own rule).
@@ -460,6 +158,29 @@ def check_model_name(name: str) -> None:
         check_hub_id(name)
 
 
+def check_model_source(name: str, *, allow_pickle: bool = False) -> None:
+    """What can be known of a model before it loads, refused in one line: the name (`check_model_name`); a local folder
+    that exists, holds a `config.json` that is a model's config (a JSON object with a `model_type`), weights (pickle only
+    with `allow_pickle`) and tokenizer files (`_check_local_folder`). A hub id is checked when it loads (that needs the
+    network). A comparison checks every model so before the first is loaded."""
+    name = str(name).strip()
+    check_model_name(name)
+    local = Path(os.path.expanduser(name))
+    if os.path.isdir(local):
+        _require_config(local)
+        _check_local_folder(local, allow_pickle)
+        try:
+            config = json.loads((local / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"{local}: config.json is unreadable or not JSON ({_first_line(exc)}); copy the model's own config.json.") from exc
+        if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
+            raise ModelLoadError(f"{local}: config.json names no model_type, so it is no model's config; copy the model's own config.json.")
+    elif _looks_like_path(name) and not os.path.exists(local):
+        raise ModelLoadError(f"Model folder {name} does not exist.")
+    elif os.path.exists(local):
+        raise ModelLoadError(f"{name} is a file; give the folder that holds config.json and the weights.")
+
+
 def check_finite_weights(model: torch.nn.Module, name: str) -> None:
     """Refuse a model with a weight that is NaN or infinite: every score it gives would be meaningless."""
     with torch.no_grad():
@@ -482,8 +203,13 @@ def load_model(
     allow_pickle: bool = False,
     hub_timeout: float = 5.0,
     device_map: str | None = None,
-) -> MaskedLM:
-    """Load a Hugging Face masked LM by hub id or local folder.
+    first_token: str | None = None,
+) -> LanguageModel:
+    """Load a Hugging Face masked LM (`MaskedLM`) or causal LM (`CausalLM`) by hub id or local folder.
+
+    The kind comes from the config (`model_kind`). `first_token` is a causal model's first-token
+    policy (`biaslens.engine.causal.FirstToken`: bos, none, tokenizer, start; default bos where the
+    tokenizer has a BOS or EOS token, else none); a masked model refuses one.
 
     Never runs remote code. Weights load from safetensors; pickle weights (`.bin`) only
     with `allow_pickle=True`. An unreachable hub fails within `hub_timeout` seconds with
@@ -502,7 +228,9 @@ def load_model(
     # os.path: a name the filesystem refuses (too long, a NUL) is no folder, never an OSError.
     local = Path(os.path.expanduser(name))
     if os.path.isdir(local):
+        _require_config(local)  # before anything is listed or hashed: an allowed root that is no model folder is refused at once
         confine_model_folder(local)
+        _check_local_folder(local, allow_pickle)  # (then the files are hashed)
         source, target, rev, files_only = "local", str(local.resolve()), None, True
         fingerprint = folder_fingerprint(local)
         name = str(local.resolve())
@@ -516,13 +244,19 @@ def load_model(
         rev, files_only = _resolve_hub_revision(name, revision, hub_timeout)
         fingerprint = f"hub:{name}@{rev}"
 
-    model, tokenizer = _from_pretrained(name, target, rev, files_only, torch_dtype, allow_pickle, device_map)
+    policy = FirstToken.parse(first_token) if first_token is not None else None
+    model, tokenizer, kind = _from_pretrained(name, target, rev, files_only, torch_dtype, allow_pickle, device_map)
     if device_map is None:
         model.to(dev)
     else:
         dev = model.get_input_embeddings().weight.device
     check_finite_weights(model, name)
-    return MaskedLM(model, tokenizer, name=name, source=source, revision=rev, fingerprint=fingerprint, device=dev, dtype=torch_dtype)
+    fields: dict[str, Any] = dict(name=name, source=source, revision=rev, fingerprint=fingerprint, device=dev, dtype=torch_dtype)
+    if kind == "causal":
+        return CausalLM(model, tokenizer, first_token=policy, **fields)
+    if policy is not None:
+        raise InputError(f"{name} is a masked language model: a first-token policy applies to causal models only.")
+    return MaskedLM(model, tokenizer, **fields)
 
 
 def _hub_request(url: str, timeout: float) -> dict[str, Any]:
@@ -592,10 +326,41 @@ def _resolve_hub_revision(name: str, revision: str | None, timeout: float) -> tu
     return info.get("sha") or revision, False
 
 
+#: What biaslens scores, for the refusals: the two kinds of model and examples of each.
+_KINDS_HINT = "biaslens scores masked LMs (BERT, RoBERTa, ALBERT, ...) and causal LMs (GPT-2, Pythia, Llama, ...)"
+
+
+def model_kind(config: Any, tokenizer: Any, name: str) -> str:
+    """ "masked" or "causal", from the config (its architectures, else the auto classes that take it); else `UnsupportedModelError`.
+
+    A checkpoint's own architecture decides (`BertForMaskedLM` is masked, `GPT2LMHeadModel` causal); a config naming
+    none (or only a head-less or other-task class) is masked when `AutoModelForMaskedLM` takes it and the tokenizer has
+    a mask token, else causal when `AutoModelForCausalLM` takes it. Sequence-to-sequence models are refused.
+    """
+    from transformers import MODEL_FOR_CAUSAL_LM_MAPPING, MODEL_FOR_MASKED_LM_MAPPING
+
+    described = ", ".join(getattr(config, "architectures", None) or [config.model_type])
+    if getattr(config, "is_encoder_decoder", False):
+        raise UnsupportedModelError(f"{name} ({described}) is a sequence-to-sequence (encoder-decoder) model: {_KINDS_HINT}.")
+    architectures = getattr(config, "architectures", None) or []
+    if any(a.endswith("ForMaskedLM") for a in architectures):
+        return "masked"
+    if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures):
+        return "causal"
+    if type(config) in MODEL_FOR_MASKED_LM_MAPPING and getattr(tokenizer, "mask_token_id", None) is not None:
+        return "masked"
+    if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
+        return "causal"
+    if type(config) in MODEL_FOR_MASKED_LM_MAPPING:
+        raise NotMaskedLMError(f"The tokenizer of {name} has no mask token: a masked language model needs one.")
+    raise UnsupportedModelError(f"{name} ({described}) is neither a masked nor a causal language model: {_KINDS_HINT}.")
+
+
 def _from_pretrained(
     name: str, target: str, revision: str | None, files_only: bool, dtype: torch.dtype, allow_pickle: bool, device_map: str | None = None
-) -> tuple[torch.nn.Module, Any]:
-    from transformers import MODEL_FOR_MASKED_LM_MAPPING, AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+) -> tuple[torch.nn.Module, Any, str]:
+    """(model, tokenizer, kind) of a hub id or local folder, checked: nothing random, nothing missing, shapes that fit."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     if Path(target).is_dir():
@@ -614,22 +379,16 @@ def _from_pretrained(
                 f"The tokenizer of {name} has no vocabulary (only its special tokens): the tokenizer files are "
                 "missing or broken; copy them again (tokenizer.save_pretrained)."
             )
-        if getattr(tokenizer, "mask_token_id", None) is None:
-            raise NotMaskedLMError(f"The tokenizer of {name} has no mask token: biaslens needs a masked language model.")
         try:
             config = AutoConfig.from_pretrained(target, **common)
         except Exception as exc:
             raise ModelLoadError(f"Could not read the config of {name}: {_first_line(exc)}") from exc
-        if type(config) not in MODEL_FOR_MASKED_LM_MAPPING:
-            kind = ", ".join(getattr(config, "architectures", None) or [config.model_type])
-            raise NotMaskedLMError(
-                f"{name} ({kind}) is not a masked language model: biaslens needs a model that "
-                "AutoModelForMaskedLM can load (BERT, RoBERTa, ALBERT, DistilBERT, ...)."
-            )
+        kind = model_kind(config, tokenizer, name)
+        auto = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
 
         def load() -> tuple[torch.nn.Module, dict[str, Any]]:
             try:
-                return AutoModelForMaskedLM.from_pretrained(
+                return auto.from_pretrained(
                     target,
                     config=config,
                     dtype=dtype,
@@ -660,12 +419,12 @@ def _from_pretrained(
             f"(e.g. {body[0]}), so they would be random. Copy or download the complete model again."
         )
     if missing:
+        head, saved = ("masked-LM head", "an *ForMaskedLM model") if kind == "masked" else ("LM head", "an *ForCausalLM model")
         raise NotMaskedLMError(
-            f"{name} has no trained masked-LM head: {len(missing)} weights are missing from the checkpoint "
-            f"(e.g. {missing[0]}), so they would be random. Use a checkpoint saved with its MLM head "
-            "(an *ForMaskedLM model)."
+            f"{name} has no trained {head}: {len(missing)} weights are missing from the checkpoint "
+            f"(e.g. {missing[0]}), so they would be random. Use a checkpoint saved with its {head} ({saved})."
         )
-    return model, tokenizer
+    return model, tokenizer, kind
 
 
 def _check_shapes(name: str, config: Any, info: dict[str, Any]) -> None:
@@ -699,6 +458,15 @@ def _other_deberta_head(config: Any, info: dict[str, Any]) -> bool:
 
 #: Files one of which a tokenizer needs (the rest, e.g. tokenizer_config.json, only configure it).
 _TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
+
+
+def _require_config(folder: Path) -> None:
+    """Refuse a folder without a `config.json`, from its name alone (nothing is read, listed or hashed)."""
+    if not os.path.lexists(folder / "config.json"):
+        raise ModelLoadError(
+            f"{folder} is not a model folder: config.json is missing (a folder saved with save_pretrained holds config.json, "
+            "model.safetensors and the tokenizer files)."
+        )
 
 
 def _check_local_folder(folder: Path, allow_pickle: bool) -> None:
@@ -753,77 +521,22 @@ def _check_safetensors(folder: Path, names: set[str]) -> None:
             ) from exc
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
-
-
-# ---------------------------------------------------------------------------------------
-# Fingerprints of local folders
-# ---------------------------------------------------------------------------------------
-
-
-def folder_fingerprint(folder: Path) -> str:
-    """sha256 over the names and contents of a model folder's files.
-
-    Hashing a large model takes seconds, so digests are remembered per (path, size,
-    mtime) in the cache folder; any change to a file changes the fingerprint.
-    """
-    folder = folder.resolve()
-    memo_path = default_cache_dir() / "fingerprints.json"
-    memo = _read_json(memo_path)
-    digest = hashlib.sha256()
-    changed = False
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        stat = path.stat()
-        key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
-        file_hash = memo.get(key)
-        if file_hash is None:
-            file_hash = _sha256_file(path)
-            memo[key] = file_hash
-            changed = True
-        digest.update(f"{path.relative_to(folder)}\0{file_hash}\0".encode())
-    if changed:
-        _write_json_quietly(memo_path, memo)
-    return "sha256:" + digest.hexdigest()
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_json_quietly(path: Path, data: dict[str, Any]) -> None:
-    """Best effort: a read-only cache folder only costs re-hashing next time."""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
-
-
 __all__ = [
+    "CausalLM",
     "DEFAULT_MODEL",
     "DEVICE_MAPS",
     "DTYPES",
     "Encoding",
+    "FirstToken",
+    "LanguageModel",
     "MaskedLM",
     "PRESETS",
     "VERIFIED_ARCHITECTURES",
+    "check_model_source",
     "folder_fingerprint",
     "library_versions",
     "load_model",
+    "model_kind",
     "resolve_device",
     "resolve_dtype",
 ]

@@ -4,7 +4,7 @@
   released reference code). `Compat.parse` accepts the enum, its value or None.
 * `ModelSpec`: which model to load and how (model, revision, device, dtype, device_map,
   allow_pickle); `ModelSpec.from_args` reads the CLI's namespace, `load` loads it.
-* `Precision`: how a run computes (the model's dtype, or `exact-bf16`).
+* `Precision`: how a run computes (the model's dtype, or `bf16-rescore`).
 * `RunOptions`: what a dataset run scores (metrics, compat, limit, sample, seed,
   batch_tokens, chunk_pairs, precision); `RunOptions.from_args` reads the CLI's namespace and
   `evaluate_kwargs` gives what `biaslens.evaluate` takes.
@@ -34,22 +34,32 @@ if TYPE_CHECKING:
 
 
 class Precision(StrEnum):
-    """How a dataset run computes: in the model's own dtype, or `exact-bf16` (`biaslens.engine.exact`).
+    """How a dataset run computes: in the model's own dtype, or `bf16-rescore` (`biaslens.engine.rescore`).
 
-    `exact-bf16` scores in bfloat16 a copy of a float32 model, then re-scores in float32 only the pairs whose
-    margin is within bfloat16's error bound, so every verdict and every bias score equals the float32 run's.
+    `bf16-rescore` scores in bfloat16 a copy of a float32 model, then re-scores in float32 the pairs whose margin is
+    within a calibrated estimate of bfloat16's error: float32's verdict on those, bfloat16's on the rest. It is not
+    exact (`biaslens.engine.rescore` says what it promises); float32 is.
     """
 
     MODEL = "model"
-    EXACT_BF16 = "exact-bf16"
+    BF16_RESCORE = "bf16-rescore"
 
     @classmethod
     def parse(cls, value: "Precision | str | None") -> "Precision":
         """The precision named by `value` (None or "" = model); an unknown name is an `InputError`."""
+        if isinstance(value, str) and value.strip().lower() == RENAMED:
+            raise InputError(
+                f"The {RENAMED} precision was renamed bf16-rescore: it is not exact (its float32 re-scoring threshold is calibrated "
+                "on the run's first pairs, not proven); use bf16-rescore knowing that, or float32 for float32's verdicts."
+            )
         return parse_choice(cls, value, "precision")
 
 
-#: The model's own dtype; `exact-bf16` is not the default anywhere yet (its GPU speed is still to be measured).
+#: The old name of `bf16-rescore`, refused with the reason.
+RENAMED = "exact-bf16"
+
+
+#: The model's own dtype; `bf16-rescore` is not the default anywhere yet (its GPU speed is still to be measured).
 DEFAULT_PRECISION = Precision.MODEL
 
 
@@ -72,10 +82,15 @@ class ModelSpec:
     dtype: str = DEFAULT_DTYPE
     device_map: str | None = None
     allow_pickle: bool = False
+    #: A causal model's first-token policy (`biaslens.engine.causal.FirstToken`); None: the model's default.
+    first_token: str | None = None
 
     def __post_init__(self) -> None:
+        from biaslens.engine.causal import FirstToken
         from biaslens.engine.models import DEVICE_MAPS, DTYPES
 
+        if self.first_token is not None:
+            object.__setattr__(self, "first_token", FirstToken.parse(self.first_token).value)
         if not str(self.model).strip():
             raise InputError("No model given: name a hub id (e.g. bert-base-cased) or a local folder.")
         if self.dtype not in DTYPES:
@@ -98,6 +113,7 @@ class ModelSpec:
             dtype=getattr(args, "dtype", None) or DEFAULT_DTYPE,
             device_map=getattr(args, "device_map", None),
             allow_pickle=bool(getattr(args, "allow_pickle", False)),
+            first_token=getattr(args, "first_token", None),
         )
 
     def with_model(self, model: str) -> "ModelSpec":
@@ -114,6 +130,7 @@ class ModelSpec:
             "revision": self.revision,
             "allow_pickle": self.allow_pickle,
             "device_map": self.device_map,
+            **({"first_token": self.first_token} if self.first_token is not None else {}),
         }
 
     def load(self):
@@ -140,9 +157,17 @@ class RunOptions:
     batch_tokens: int | None = None
     chunk_pairs: int | None = None
     precision: Precision = DEFAULT_PRECISION
+    #: How a causal model's pairs are scored (`biaslens.engine.conventions`: default, lm-eval, bias-bench, oba2024).
+    convention: str = "default"
 
     def __post_init__(self) -> None:
+        from biaslens.engine.conventions import CONVENTIONS
         from biaslens.engine.metrics import parse_metrics
+
+        convention = str(self.convention or "default").strip().lower()
+        if convention not in CONVENTIONS:
+            raise InputError(f"Unknown convention {self.convention!r}: choose from {', '.join(CONVENTIONS)}.")
+        object.__setattr__(self, "convention", convention)
 
         raw = self.metrics
         object.__setattr__(self, "metrics", tuple(parse_metrics(None if isinstance(raw, tuple) and not raw else raw)))
@@ -164,6 +189,7 @@ class RunOptions:
             batch_tokens=getattr(args, "batch_tokens", None),
             chunk_pairs=getattr(args, "chunk_pairs", None),
             precision=getattr(args, "precision", None) or DEFAULT_PRECISION,
+            convention=getattr(args, "convention", None) or "default",
         )
 
     def selection(self) -> dict[str, Any]:
@@ -177,6 +203,8 @@ class RunOptions:
             out["chunk_pairs"] = self.chunk_pairs
         if self.precision is not DEFAULT_PRECISION:
             out["precision"] = self.precision.value
+        if self.convention != "default":
+            out["convention"] = self.convention
         return out
 
 

@@ -6,13 +6,12 @@
 
 from __future__ import annotations
 
-from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 from biaslens.engine.alignment import Alignment, align_pair
 from biaslens.errors import InputError, MetricUnavailableError
-from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, parse_metrics
-from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.lm import Encoding, LanguageModel
+from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, kind_unavailable, parse_metrics
 from biaslens.engine.scoring import MaskedQuery, UnmaskedResult, masked_pass, unmasked_pass
 
 # ---------------------------------------------------------------------------------------
@@ -29,20 +28,25 @@ class ScoredPair:
     unmasked: tuple[UnmaskedResult, UnmaskedResult] | None = None
 
 
-def metric_unavailable(lm: MaskedLM, metric: str) -> str | None:
-    """Why `lm` cannot give `metric` (e.g. AULA without attention weights), or None when it can."""
+def metric_unavailable(lm: LanguageModel, metric: str) -> str | None:
+    """Why `lm` cannot give `metric` (a metric of the other kind of model, AULA without attention weights), or None when it can."""
+    if reason := kind_unavailable(metric, lm.kind):
+        return reason
     reason = getattr(lm, "attention_unavailable", None)
     return reason if METRICS[metric].needs_attention and reason else None
 
 
-def available_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None = None) -> tuple[list[str], dict[str, str]]:
-    """The metrics `lm` can give, and the ones it cannot with the reason: (kept, {metric: reason})."""
-    keys = parse_metrics(_metrics_arg(metrics))
+def available_metrics(lm: LanguageModel, metrics: Sequence[str] | str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The metrics `lm` can give, and the ones it cannot with the reason: (kept, {metric: reason}).
+
+    `metrics=None`: the default metrics of the model's kind (`biaslens.engine.metrics.default_metrics`).
+    """
+    keys = parse_metrics(_metrics_arg(metrics), lm.kind)
     skipped = {k: reason for k in keys if (reason := metric_unavailable(lm, k))}
     return [k for k in keys if k not in skipped], skipped
 
 
-def has_attention_weights(lm: MaskedLM) -> bool:
+def has_attention_weights(lm: LanguageModel) -> bool:
     """Whether `lm` returns attention weights (the attention columns and matrices of the inspector)."""
     return not getattr(lm, "attention_unavailable", None)
 
@@ -57,17 +61,17 @@ def _names(skipped: Mapping[str, str]) -> str:
 
 
 def _reasons(skipped: Mapping[str, str]) -> str:
-    return "; ".join(dict.fromkeys(skipped.values()))
+    return " ".join(dict.fromkeys(skipped.values()))
 
 
-def _refuse_unavailable(lm: MaskedLM, metrics: Iterable[str]) -> None:
+def _refuse_unavailable(lm: LanguageModel, metrics: Iterable[str]) -> None:
     """`MetricUnavailableError` naming every metric of `metrics` that `lm` cannot give, and why."""
     skipped = {k: reason for k in metrics if (reason := metric_unavailable(lm, k))}
     if skipped:
         raise MetricUnavailableError(f"{_names(skipped)} cannot be computed for this model: {_reasons(skipped)} Choose other metrics.")
 
 
-def _usable_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None) -> tuple[list[str], list[str]]:
+def _usable_metrics(lm: LanguageModel, metrics: Sequence[str] | str | None) -> tuple[list[str], list[str]]:
     """Metrics to score and notes: the default set (None) leaves out what `lm` cannot give; asked for by name, it is refused."""
     keys, skipped = available_metrics(lm, metrics)
     if skipped and metrics is not None:
@@ -76,7 +80,7 @@ def _usable_metrics(lm: MaskedLM, metrics: Sequence[str] | str | None) -> tuple[
 
 
 def score_encoded_pairs(
-    lm: MaskedLM,
+    lm: LanguageModel,
     pairs: Sequence[tuple[Encoding, Encoding]],
     metrics: Sequence[str],
     *,

@@ -13,7 +13,7 @@ DEFAULT_DEVICE = "auto"
 DEFAULT_DTYPE = "float32"
 
 #: Models offered by name in the CLI and the app. The first three are the ones
-#: Kaneko & Bollegala (2022) evaluate; any other hub id or local folder works too.
+#: Kaneko & Bollegala (2022) evaluate; the last four are causal models; any other hub id or local folder works too.
 PRESETS: dict[str, str] = {
     "bert-base-cased": "BERT base, cased (Kaneko & Bollegala 2022)",
     "roberta-large": "RoBERTa large (Kaneko & Bollegala 2022)",
@@ -27,6 +27,11 @@ PRESETS: dict[str, str] = {
     "xlm-roberta-base": "XLM-RoBERTa base (multilingual)",
     "answerdotai/ModernBERT-base": "ModernBERT base",
     "bert-base-multilingual-cased": "multilingual BERT base, cased",
+    # Causal (decoder) language models: scored left to right (docs/metrics.md, "Causal models").
+    "gpt2": "GPT-2 small, causal (124M)",
+    "EleutherAI/pythia-160m": "Pythia 160M, causal (GPT-NeoX)",
+    "EleutherAI/pythia-1.4b": "Pythia 1.4B, causal (GPT-NeoX)",
+    "TinyLlama/TinyLlama_v1.1": "TinyLlama 1.1B, causal (Llama architecture, Llama 2 tokenizer)",
 }
 
 #: Architecture (config.model_type) -> how its support was verified: a tiny random-weight model of
@@ -42,6 +47,10 @@ VERIFIED_ARCHITECTURES: dict[str, str] = {
     "deberta-v2": "DeBERTa-v2/v3 (SentencePiece Unigram trained in the test)",
     "xlm-roberta": "XLM-RoBERTa (SentencePiece Unigram trained in the test)",
     "modernbert": "ModernBERT (byte-level BPE trained in the test)",
+    "gpt2": "GPT-2, causal (byte-level BPE; the real GPT-2 vocabulary, and one trained in the test)",
+    "gpt_neox": "GPT-NeoX / Pythia, causal (the real gpt-neox-20b tokenizer, and a byte-level BPE trained in the test)",
+    "llama": "Llama, causal (SentencePiece-style BPE with byte fallback trained in the test; <s> first; grouped-query attention)",
+    "qwen2": "Qwen2, causal (byte-level BPE trained in the test; no BOS token, <|endoftext|> before each sentence)",
 }
 
 __all__ = ["DEFAULT_MODEL", "PRESETS", "VERIFIED_ARCHITECTURES"]

@@ -115,6 +115,7 @@ def run_chunked(
     processes: Any | None = None,
     cache_only: bool = False,
     clock: Callable[[], float] = time.perf_counter,
+    valid: Callable[[Record], bool] | None = None,
 ) -> ChunkedResult:
     """Every part of every pair: from the cache where present, else computed chunk by chunk and cached.
 
@@ -123,7 +124,8 @@ def run_chunked(
     (`parallel.process_state()`) to share the pairs out between processes, or None for this
     process alone. A chunk's missing parts are computed in one call `compute(pairs, parts,
     progress)` for the pairs that miss any part, with every part some of them miss; those fresh
-    records replace cached ones of the same pairs.
+    records replace cached ones of the same pairs. `valid(record)`, when given, checks each record read from the cache (its
+    fields, finite numbers): one that fails is dropped from the cache (logged) and computed again.
     """
     if chunk_pairs is not None and (isinstance(chunk_pairs, bool) or not isinstance(chunk_pairs, numbers.Integral) or chunk_pairs < 1):
         raise InputError(f"chunk_pairs must be a whole number of at least 1, not {chunk_pairs!r}.")
@@ -150,7 +152,7 @@ def run_chunked(
 
         started = clock()
         with _collector_paused():
-            chunk_records, hits, computed = _run_chunk(chunk, parts, key, compute, cache, within_chunk, cache_only)
+            chunk_records, hits, computed = _run_chunk(chunk, parts, key, compute, cache, within_chunk, cache_only, valid)
         sizer.record(computed, clock() - started)
         records.update((start + i, r) for i, r in enumerate(chunk_records))
         cached += hits
@@ -165,6 +167,13 @@ def run_chunked(
         sum(hits for _, hits in gathered),
         processes.num_processes if processes is not None else None,
     )
+
+
+def _passes(valid: Callable[[Record], bool], record: Record) -> bool:
+    try:
+        return bool(valid(record))
+    except Exception:  # a check that trips over a record: not a record it accepts
+        return False
 
 
 _PAUSED = {"chunks": 0, "was_enabled": False}
@@ -211,12 +220,18 @@ def _run_chunk(
     cache: ResultCache | None,
     progress: RowProgress,
     cache_only: bool,
+    valid: Callable[[Record], bool] | None = None,
 ) -> tuple[list[dict[str, Record]], int, int]:
     """(records of the chunk's pairs, (pair, part) records read from the cache, pairs computed)."""
     if cache is None:  # nothing to read or write: no keys to make
         return compute(chunk, parts, progress), 0, len(chunk)
     keys = {(i, part): key(p, part) for i, p in enumerate(chunk) for part in parts}
     found = cache.get_many(keys.values())
+    if valid is not None:  # a well-formed entry of the wrong shape is not trusted: computed again
+        bad = [k for k, record in found.items() if not _passes(valid, record)]
+        if bad:
+            cache.drop(bad, "of the wrong shape or with values that are not finite numbers")
+            found = {k: r for k, r in found.items() if k not in set(bad)}
     out: list[dict[str, Record]] = [{} for _ in chunk]
     for (i, part), k in keys.items():
         if k in found:

@@ -3,8 +3,11 @@
 Two kinds of pass, one narrow interface:
 
 * `unmasked_pass(lm, encodings)`: one forward pass per sentence, nothing masked. Per token:
-  log p of the token at its own position, its rank, optionally the top-k predictions, and
-  the attention it receives (averaged over layers, heads and query rows).
+  log p of the token, its rank, optionally the top-k predictions, and the attention it
+  receives (averaged over layers, heads and query rows). A masked LM's distribution over a
+  token is read at the token's own position (AUL's reading); a causal LM's at the position
+  before it (`LanguageModel.reads_previous`: log P(w_i | w_<i)), so a causal sentence's first
+  position has no log p (NaN, rank 0) unless the model's `start_context` gives it.
 * `masked_pass(lm, queries)`: for each `MaskedQuery` (a sentence, the positions to
   replace by the mask token, the positions to read), log p and rank of the original
   token at each read position, plus log p of extra candidate tokens. The queries and
@@ -44,7 +47,8 @@ import numpy as np
 import torch
 
 from biaslens.errors import NumericalError
-from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine import packing
+from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.passes import MaskedQuery, MaskedResult, UnmaskedResult
 
 #: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
@@ -64,9 +68,11 @@ _CUDA_BUDGET_RANGE = (4096, 1 << 19)
 
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
+#: Where a batch's read-outs go in the pass's arrays: one index array for all of them, or {read-out: indices} with "*" for the rest.
+Where = np.ndarray | dict[str, np.ndarray]
 
 
-def default_batch_tokens(lm: MaskedLM) -> int:
+def default_batch_tokens(lm: LanguageModel) -> int:
     """The token budget per forward pass for `lm`'s device.
 
     On CUDA it is found from the free memory and the model's size (activations of one
@@ -78,7 +84,7 @@ def default_batch_tokens(lm: MaskedLM) -> int:
     return DEFAULT_BATCH_TOKENS.get(lm.device.type, DEFAULT_BATCH_TOKENS["cpu"])
 
 
-def _cuda_batch_tokens(lm: MaskedLM) -> int:
+def _cuda_batch_tokens(lm: LanguageModel) -> int:
     config = lm.model.config
     hidden = int(getattr(config, "hidden_size", 1024))
     intermediate = int(getattr(config, "intermediate_size", 4 * hidden))
@@ -93,7 +99,7 @@ def _cuda_batch_tokens(lm: MaskedLM) -> int:
     return 1 << max(low, min(high, tokens)).bit_length() - 1
 
 
-def _overhead_tokens(lm: MaskedLM) -> int:
+def _overhead_tokens(lm: LanguageModel) -> int:
     return _BATCH_OVERHEAD_TOKENS.get(lm.device.type, _BATCH_OVERHEAD_TOKENS["cpu"])
 
 
@@ -146,8 +152,26 @@ def plan_batches(lengths: Sequence[int], batch_tokens: int, *, overhead_tokens: 
     return batches
 
 
-def _plan(lengths: Sequence[int], batch_tokens: int, overhead_tokens: int, same_length: bool) -> list[list[int]]:
-    """`plan_batches`, or with `same_length` batches of rows of one length only (nothing padded)."""
+def plan_packed(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
+    """Batches of rows laid end to end (`biaslens.engine.packing`): longest first, each up to `batch_tokens` real tokens.
+
+    Padding costs nothing in a packed batch, so rows of any lengths share one; a row longer than the budget runs alone.
+    """
+    batches: list[list[int]] = []
+    used = batch_tokens
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        if used + lengths[i] > batch_tokens:
+            batches.append([])
+            used = 0
+        batches[-1].append(i)
+        used += int(lengths[i])
+    return batches
+
+
+def _plan(lengths: Sequence[int], batch_tokens: int, overhead_tokens: int, same_length: bool, packed: bool = False) -> list[list[int]]:
+    """`plan_batches`, `plan_packed` for packed batches, or with `same_length` batches of rows of one length only (nothing padded)."""
+    if packed:
+        return plan_packed(lengths, batch_tokens)
     if not same_length:
         return plan_batches(lengths, batch_tokens, overhead_tokens=overhead_tokens)
     groups: dict[int, list[int]] = {}
@@ -163,6 +187,7 @@ def _run_batched(
     progress: Progress | None,
     overhead_tokens: int,
     same_length: bool = False,
+    packed: bool = False,
 ) -> list[tuple[list[int], T]]:
     """Run `run_batch` over the planned batches, longest first: [(batch, what it returned)], in the order run.
 
@@ -178,7 +203,7 @@ def _run_batched(
     done: list[tuple[list[int], T]] = []
     rows = 0
     while remaining:
-        plan = _plan([lengths[i] for i in remaining], batch_tokens, overhead_tokens, same_length)
+        plan = _plan([lengths[i] for i in remaining], batch_tokens, overhead_tokens, same_length, packed)
         plan = [[remaining[j] for j in batch] for batch in plan]
         remaining = []
         for k, batch in enumerate(plan):
@@ -206,7 +231,7 @@ def _pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.nda
     return ids, filled.astype(np.int64)
 
 
-def _to_device(lm: MaskedLM, *arrays: np.ndarray) -> list[torch.Tensor]:
+def _to_device(lm: LanguageModel, *arrays: np.ndarray) -> list[torch.Tensor]:
     """Host arrays as tensors on the model's device; on CUDA through pinned memory, without waiting for the copy."""
     if lm.device.type != "cuda":
         return [torch.from_numpy(array).to(lm.device) for array in arrays]
@@ -214,7 +239,7 @@ def _to_device(lm: MaskedLM, *arrays: np.ndarray) -> list[torch.Tensor]:
 
 
 def _readout(
-    lm: MaskedLM,
+    lm: LanguageModel,
     rows: torch.Tensor,
     gold: torch.Tensor,
     candidates: torch.Tensor | None,
@@ -248,44 +273,61 @@ def _readout(
 
 
 def _forward_and_read(
-    lm: MaskedLM,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    flat_positions: torch.Tensor,
-    gold: torch.Tensor,
-    candidates: torch.Tensor | None,
+    lm: LanguageModel,
+    input_ids: np.ndarray,
+    mask: np.ndarray,
+    read_at: np.ndarray,
+    gold: np.ndarray,
+    candidates: np.ndarray | None,
     top_k: int,
     attentions: bool,
-) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...] | None]:
-    """Forward a padded batch (on the device) and read the vocabulary distribution at flat positions; nothing leaves the device."""
-    if lm.project is not None:
-        hidden, att = lm.hidden_states(input_ids, attention_mask, attentions=attentions)
-        rows = hidden.reshape(-1, hidden.shape[-1])[flat_positions]
-        return _readout(lm, rows, gold, candidates, top_k, project=True), att
-    logits, att = lm.logits(input_ids, attention_mask, attentions=attentions)
-    rows = logits.reshape(-1, logits.shape[-1])[flat_positions]
-    return _readout(lm, rows, gold, candidates, top_k, project=False), att
+) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...] | None, torch.Tensor | None]:
+    """Forward a right-padded batch (host arrays) and read the vocabulary distribution at flat positions `read_at`.
+
+    Returns (read-outs, per-layer attention when asked, the attention mask on the device); nothing leaves the device.
+    Where the model packs its batches (`packing.decision`) and no attention weights are asked for, the batch runs as
+    one packed row of its real tokens (`biaslens.engine.packing`); its read-outs are the padded batch's.
+    """
+    project = lm.project is not None
+    if not attentions and packing.decision(lm)["pack"]:
+        packed = packing.pack(input_ids, mask, packing.position_offset(lm))
+        rows_d, gold_d, *cand = _to_device(lm, packed.index[read_at], gold, *([candidates] if candidates is not None else []))
+        body = packing.forward_packed(lm, packed, project=project)
+        return _readout(lm, body[rows_d], gold_d, cand[0] if cand else None, top_k, project=project), None, None
+    ids_d, mask_d, read_d, gold_d, *cand = _to_device(lm, input_ids, mask, read_at, gold, *([candidates] if candidates is not None else []))
+    if project:
+        out, att = lm.hidden_states(ids_d, mask_d, attentions=attentions)
+    else:
+        out, att = lm.logits(ids_d, mask_d, attentions=attentions)
+    rows = out.reshape(-1, out.shape[-1])[read_d]
+    return _readout(lm, rows, gold_d, cand[0] if cand else None, top_k, project=project), att, mask_d
 
 
-def _collect(lm: MaskedLM, done: Sequence[tuple[list[int], tuple[dict[str, torch.Tensor], np.ndarray]]]) -> dict[str, np.ndarray]:
+def _collect(
+    lm: LanguageModel, done: Sequence[tuple[list[int], tuple[dict[str, torch.Tensor], Where]]], total: int | None = None
+) -> dict[str, np.ndarray]:
     """Every batch's read-outs, copied to the host at once and put in input order (floats as float64).
 
     Each batch returned its read-outs with the index, in input order, of each of their rows
-    (`_entries`). Log-probabilities that are not finite numbers (broken weights, or overflow in
-    this dtype) are refused: nothing is scored.
+    (`_entries`): one array for every read-out, or per read-out (`Where`). With `total`, the
+    arrays hold that many entries and the ones no batch read stay empty (NaN; rank 0; top id -1).
+    Log-probabilities that are not finite numbers (broken weights, or overflow in this dtype) are
+    refused: nothing is scored.
     """
-    order = np.concatenate([where for _, (_, where) in done])
     out = {}
     for key in done[0][1][0]:
         array = torch.cat([read[key] for _, (read, _) in done]).cpu().numpy()
-        placed = np.empty(array.shape, dtype=np.float64 if array.dtype.kind == "f" else np.int64)
+        if key == "logprob" and not np.isfinite(array).all():
+            raise NumericalError(
+                f"{lm.name} gives log-probabilities that are not finite numbers (NaN or infinity): its weights are broken "
+                "or overflow in this dtype (try float32); nothing was scored."
+            )
+        order = np.concatenate([where.get(key, where["*"]) if isinstance(where, dict) else where for _, (_, where) in done])
+        floating = array.dtype.kind == "f"
+        empty = np.nan if floating else -1 if key == "top_ids" else 0
+        placed = np.full((total if total is not None else len(order), *array.shape[1:]), empty, dtype=np.float64 if floating else np.int64)
         placed[order] = array
         out[key] = placed
-    if not np.isfinite(out["logprob"]).all():
-        raise NumericalError(
-            f"{lm.name} gives log-probabilities that are not finite numbers (NaN or infinity): its weights are broken "
-            "or overflow in this dtype (try float32); nothing was scored."
-        )
     return out
 
 
@@ -317,7 +359,7 @@ def _attention_received(att: Sequence[torch.Tensor], mask: torch.Tensor) -> torc
 
 
 def unmasked_pass(
-    lm: MaskedLM,
+    lm: LanguageModel,
     encodings: Sequence[Encoding],
     *,
     attention: bool = True,
@@ -326,7 +368,7 @@ def unmasked_pass(
     batch_tokens: int | None = None,
     progress: Progress | None = None,
 ) -> list[UnmaskedResult]:
-    """Score every token of every sentence at its own position, nothing masked.
+    """Score every token of every sentence, nothing masked: at its own position (masked LM) or from the one before (causal LM).
 
     `attention=True` also returns the attention each token receives (needs eager
     attention, so it costs a little more); `attention_matrices=True` keeps the full
@@ -339,23 +381,33 @@ def unmasked_pass(
     starts = np.concatenate([[0], np.cumsum(sizes)])  # each sentence's tokens, in input order
     matrices: dict[int, np.ndarray] = {}
 
-    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], Where]:
         input_ids, mask = _pad([encodings[i].ids for i in batch], lm.pad_id)
         flat = np.flatnonzero(mask)
-        ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, input_ids.reshape(-1)[flat])
-        read, att = _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, None, top_k, need_att)
-        if att is not None:  # asked for (need_att)
-            read["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
+        entries = _entries(starts, np.asarray(batch))[1]  # in the order of `flat`: rows in batch order, positions ascending
+        where: Where = entries
+        read = flat
+        if lm.reads_previous:  # token i from the hidden state at i - 1: a row's first position is predicted by nothing in it
+            read = flat[flat % input_ids.shape[1] > 0]
+            where = {"*": entries[flat % input_ids.shape[1] > 0], "attention": entries}
+        hidden_at = read - 1 if lm.reads_previous else read
+        out, att, mask_d = _forward_and_read(lm, input_ids, mask, hidden_at, input_ids.reshape(-1)[read], None, top_k, need_att)
+        if att is not None and mask_d is not None:  # asked for (need_att)
+            (flat_d,) = _to_device(lm, flat)
+            out["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
             if attention_matrices:  # the inspector's pair: (layers, B, heads, L, L) -> (B, layers, heads, L, L), copied now
                 stacked = torch.stack([a.float() for a in att]).transpose(0, 1).cpu().numpy()
                 for b, i in enumerate(batch):
                     matrices[i] = stacked[b, :, :, : sizes[i], : sizes[i]]
-        return read, _entries(starts, np.asarray(batch))[1]
+        return out, where
 
     budget = batch_tokens or default_batch_tokens(lm)
     with torch.inference_mode():
-        done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
-        read = _collect(lm, done)
+        packs = not need_att and packing.decision(lm)["pack"]
+        done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True), packs)
+        read = _collect(lm, done, int(starts[-1]))
+        if lm.start_context is not None:
+            _read_first_tokens(lm, read, [e.ids[0] for e in encodings], starts[:-1], top_k)
     return [
         UnmaskedResult(
             encoding=encoding,
@@ -370,13 +422,32 @@ def unmasked_pass(
     ]
 
 
+def _read_first_tokens(lm: LanguageModel, read: dict[str, np.ndarray], first_ids: Sequence[int], at: np.ndarray, top_k: int) -> None:
+    """A causal model's first position of each sentence (entries `at`), read from its `start_context`: the distribution
+    after that context (bias-bench's start token), computed once for every sentence."""
+    ids = torch.tensor([list(lm.start_context or ())], device=lm.device)
+    if lm.project is not None:
+        hidden, _ = lm.hidden_states(ids, torch.ones_like(ids))
+        logits = lm.project(hidden[0, -1:])
+    else:
+        logits = lm.logits(ids, torch.ones_like(ids))[0][0, -1:]
+    logp = torch.log_softmax(logits.float(), dim=-1)[0].cpu().numpy().astype(np.float64)
+    gold = logp[np.asarray(first_ids, dtype=np.int64)]
+    read["logprob"][at] = gold
+    read["rank"][at] = (logp[None, :] > gold[:, None]).sum(axis=1) + 1
+    if top_k:
+        best = np.argsort(-logp, kind="stable")[:top_k]
+        read["top_ids"][at] = best
+        read["top_lp"][at] = logp[best]
+
+
 # ---------------------------------------------------------------------------------------
 # Masked passes (CPS, SSS, All Masked, PLL, Kurita templates)
 # ---------------------------------------------------------------------------------------
 
 
 def masked_pass(
-    lm: MaskedLM,
+    lm: LanguageModel,
     queries: Sequence[MaskedQuery],
     *,
     top_k: int = 0,
@@ -402,15 +473,15 @@ def masked_pass(
         flat = reading * input_ids.shape[1] + read_at[entries]
         gold = input_ids.reshape(-1)[flat]
         masking, masked = _entries(mask_start, rows)
-        input_ids[masking, mask_at[masked]] = lm.mask_id
-        ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, gold)
-        cand_d = _to_device(lm, candidates[owner[reading]])[0] if candidates is not None else None
-        return _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, cand_d, top_k, False)[0], entries
+        input_ids[masking, mask_at[masked]] = lm.mask_id  # type: ignore[attr-defined]  # masked queries: a masked LM
+        cand = candidates[owner[reading]] if candidates is not None else None
+        return _forward_and_read(lm, input_ids, mask, flat, gold, cand, top_k, False)[0], entries
 
     budget = batch_tokens or default_batch_tokens(lm)
     lengths = np.fromiter((len(q.ids) for q in queries), dtype=np.int64, count=len(queries))[query_of]
     with torch.inference_mode():
-        done = _run_batched(lengths.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        packs = packing.decision(lm)["pack"]
+        done = _run_batched(lengths.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True), packs)
         read = _collect(lm, done) if done else _nothing_read(n_cand, top_k)  # (every query singly, with no position)
     no_candidates = np.zeros((len(read["logprob"]), 0))
     results, end = [], 0
@@ -449,6 +520,7 @@ def _nothing_read(n_cand: int, top_k: int) -> dict[str, np.ndarray]:
 
 __all__ = [
     "DEFAULT_BATCH_TOKENS",
+    "plan_packed",
     "MaskedQuery",
     "MaskedResult",
     "UnmaskedResult",

@@ -18,6 +18,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as sps
 
+from biaslens.errors import InputError
+
 #: Large enough that scores equal up to float rounding count as ties in a permutation
 #: test, small enough never to merge genuinely different log-probability statistics.
 _RELATIVE_TIE_TOLERANCE = 1e-12
@@ -143,6 +145,28 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Proport
     return Proportion(successes, n, 100.0 * successes / n, 100.0 * low, 100.0 * high, "wilson")
 
 
+#: The most resamples a bootstrap draws (each resample is a row of draws: a billion took 22 GB before they were capped).
+MAX_RESAMPLES = 1_000_000
+#: The most random partitions a permutation test draws (held as one array of partitions × scores).
+MAX_PERMUTATIONS = 1_000_000
+#: The largest seed (numpy's Generator takes 0 to 2**32 - 1 as a 32-bit seed; the app's and the CLI's bound).
+MAX_SEED = 2**32 - 1
+
+
+def check_count(value: object, most: int, what: str) -> int:
+    """`value` as a whole number from 1 to `most`; else an `InputError` in one line, before any work."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= int(value) <= most:
+        raise InputError(f"{what} must be a whole number from 1 to {most:,}, got {value!r}.")
+    return int(value)
+
+
+def check_seed(seed: object) -> int:
+    """`seed` as a whole number from 0 to `MAX_SEED`; else an `InputError` in one line, before any work."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= MAX_SEED:
+        raise InputError(f"The seed must be a whole number from 0 to {MAX_SEED:,}, got {seed!r}.")
+    return int(seed)
+
+
 def bootstrap_interval(
     values: Sequence[float] | np.ndarray,
     statistic: Callable[[np.ndarray], float] = np.mean,
@@ -163,8 +187,7 @@ def bootstrap_interval(
     data = np.asarray(values, dtype=float).ravel()
     if data.size == 0:
         raise ValueError("bootstrap_interval needs at least one value")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    n_resamples, seed = check_count(n_resamples, MAX_RESAMPLES, "n_resamples"), check_seed(seed)
     rng = np.random.default_rng(seed)
     # One resample at a time keeps memory at O(len(values)) for long token lists.
     estimates = np.array(
@@ -339,8 +362,7 @@ def permutation_test(
         # combinations() yields range(size_x) first: the observed partition.
         members_x = np.array(list(itertools.combinations(range(pooled.size), size_x)))
     else:
-        if n_permutations < 1:
-            raise ValueError(f"n_permutations must be at least 1, got {n_permutations}")
+        n_permutations, seed = check_count(n_permutations, MAX_PERMUTATIONS, "n_permutations"), check_seed(seed)
         rng = np.random.default_rng(seed)
         shuffled = rng.permuted(np.tile(np.arange(pooled.size), (n_permutations, 1)), axis=1)
         members_x = np.vstack([np.arange(size_x), shuffled[:, :size_x]])

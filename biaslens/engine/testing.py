@@ -1,4 +1,4 @@
-"""Random-weight masked LMs with real tokenizers, for tests and benchmarks.
+"""Random-weight masked and causal LMs with real tokenizers, for tests and benchmarks.
 
 No pretrained weights are needed: a model is built from a config with random weights,
 paired with a real tokenizer read from a folder of tokenizer files, and saved with
@@ -16,6 +16,16 @@ Families and their tokenizers:
   `xlm-roberta` and `deberta-v3` (a SentencePiece Unigram model trained with the sentencepiece
   library and read by the real tokenizer class, as the hub models' files are) and `modernbert`
   (a byte-level BPE trained with the tokenizers library, [CLS] ... [SEP], as ModernBERT's).
+
+Causal families (`CAUSAL_FAMILIES`), built with `AutoModelForCausalLM`:
+
+* `gpt2` (GPT-2's byte-level BPE from vocab.json + merges.txt; `<|endoftext|>` is BOS, EOS and UNK) and
+  `pythia` (GPT-NeoX: the gpt-neox-20b tokenizer.json, rotary positions on a quarter of each head,
+  parallel residuals); without tokenizer files, a byte-level BPE trained from `CORPUS` stands in.
+* `llama` (a SentencePiece-style BPE with byte fallback trained from `CORPUS`, read by `LlamaTokenizer`:
+  `<s>` added before every sentence; grouped-query attention, RMSNorm, rotary positions) and `qwen2`
+  (a byte-level BPE trained from `CORPUS`, read by `Qwen2Tokenizer`: no BOS token, `<|endoftext|>` as EOS
+  and pad; grouped-query attention with biased q/k/v projections).
 """
 
 from __future__ import annotations
@@ -32,11 +42,20 @@ SIZES: dict[str, tuple[int, int, int, int]] = {
     "small": (128, 4, 4, 512),
     "base": (768, 12, 12, 3072),
     "large": (1024, 24, 16, 4096),
+    # Causal shapes of the GPU check: Pythia-1.4B and Llama-7B.
+    "1.4b": (2048, 24, 16, 8192),
+    "7b": (4096, 32, 32, 11008),
 }
 
 #: Families whose tokenizer is trained from `CORPUS` (no tokenizer files needed).
 TRAINED_FAMILIES = ("xlm-roberta", "deberta-v3", "modernbert")
 FAMILIES = ("bert-cased", "bert-uncased", "roberta", "albert", "mbert", "distilbert", "electra", *TRAINED_FAMILIES)
+
+#: Causal families (built with AutoModelForCausalLM) and the tokenizer folder each reads (None: trained from CORPUS).
+CAUSAL_FAMILIES = ("gpt2", "pythia", "llama", "qwen2")
+CAUSAL_TOKENIZER_FOLDERS: dict[str, str | None] = {"gpt2": "gpt2", "pythia": "gpt-neox-20b", "llama": None, "qwen2": None}
+#: The real vocabulary sizes of the families whose tokenizer files are shared (Pythia pads its embedding past the tokenizer).
+_CAUSAL_VOCAB = {"gpt2": 50257, "pythia": 50304}
 
 #: The tokenizer folder (under the test data's tokenizers folder) each family reads; None: trained from CORPUS.
 TOKENIZER_FOLDERS: dict[str, str | None] = {
@@ -171,8 +190,9 @@ def _train_bpe(corpus: Iterable[str]) -> Any:
     return wrap_tokenizer(tok, 8192)
 
 
-def wrap_tokenizer(tok: Any, max_length: int) -> Any:
-    """A `tokenizers` object with BERT's special tokens as a transformers tokenizer that `AutoTokenizer` reloads."""
+def wrap_tokenizer(tok: Any, max_length: int, **special: str) -> Any:
+    """A `tokenizers` object with BERT's special tokens (and any `special` ones, e.g. bos_token) as a transformers tokenizer
+    that `AutoTokenizer` reloads."""
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
@@ -183,6 +203,7 @@ def wrap_tokenizer(tok: Any, max_length: int) -> Any:
         sep_token="[SEP]",
         mask_token="[MASK]",
         model_max_length=max_length,
+        **special,
     )
 
 
@@ -315,13 +336,127 @@ def build_random_model(
     return out
 
 
+def _trained_bpe_parts(corpus: Iterable[str], vocab_size: int, specials: list[str], sentencepiece: bool) -> tuple[dict[str, int], list[tuple]]:
+    """(vocab, merges) of a BPE trained with the tokenizers library: byte-level (GPT-2, Qwen2) or SentencePiece-style (Llama)."""
+    import json
+
+    from tokenizers import ByteLevelBPETokenizer, SentencePieceBPETokenizer
+
+    trainer = SentencePieceBPETokenizer() if sentencepiece else ByteLevelBPETokenizer()
+    trainer.train_from_iterator(list(corpus), vocab_size=vocab_size, special_tokens=specials, show_progress=False)
+    merges = json.loads(trainer._tokenizer.to_str())["model"]["merges"]
+    return trainer.get_vocab(), [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
+
+
+def build_causal_tokenizer(family: str, tokenizer_dir: str | Path | None, corpus: Iterable[str] = CORPUS) -> Any:
+    """A causal family's tokenizer: the real files where given (gpt2, pythia), else trained from `corpus` in its family's shape."""
+    from transformers import GPT2Tokenizer, LlamaTokenizer, PreTrainedTokenizerFast, Qwen2Tokenizer
+
+    eot = "<|endoftext|>"
+    if family == "gpt2":
+        if tokenizer_dir is not None:
+            folder = Path(tokenizer_dir)
+            return GPT2Tokenizer(vocab=str(folder / "vocab.json"), merges=str(folder / "merges.txt"))
+        vocab, merges = _trained_bpe_parts(corpus, _BPE_VOCAB, [eot], sentencepiece=False)
+        return GPT2Tokenizer(vocab=vocab, merges=merges)
+    if family == "pythia":
+        if tokenizer_dir is not None:
+            file = str(Path(tokenizer_dir) / "tokenizer.json")
+            return PreTrainedTokenizerFast(tokenizer_file=file, bos_token=eot, eos_token=eot, unk_token="<|unk|>")
+        vocab, merges = _trained_bpe_parts(corpus, _BPE_VOCAB, [eot, "<|unk|>"], sentencepiece=False)
+        return GPT2Tokenizer(vocab=vocab, merges=merges, unk_token="<|unk|>")
+    if family == "llama":
+        vocab, merges = _trained_bpe_parts(corpus, _BPE_VOCAB, ["<unk>", "<s>", "</s>"], sentencepiece=True)
+        return LlamaTokenizer(vocab=vocab, merges=merges, add_bos_token=True)
+    if family == "qwen2":
+        vocab, merges = _trained_bpe_parts(corpus, _BPE_VOCAB, [eot], sentencepiece=False)
+        return Qwen2Tokenizer(vocab=vocab, merges=merges)
+    raise ValueError(f"unknown causal family {family!r}; choose from {CAUSAL_FAMILIES}")
+
+
+def build_causal_config(family: str, size: str = "tiny", tokenizer: Any = None, **overrides: Any) -> Any:
+    """A config of the causal family's real architecture, sized by `SIZES`, for `tokenizer`'s vocabulary and special ids."""
+    from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig, Qwen2Config
+
+    hidden, layers, heads, intermediate = SIZES[size]
+    if tokenizer is None:
+        raise ValueError(f"build_causal_config({family!r}) needs the tokenizer the model is built for")
+    # The real vocabularies keep their models' embedding sizes (Pythia pads past its tokenizer); trained ones their own size.
+    vocab = max(len(tokenizer), _CAUSAL_VOCAB.get(family, 0) if len(tokenizer) > 50000 else 0)
+    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    kv_heads = max(1, heads // 2)  # grouped-query attention (Llama 2 70B, Llama 3, Qwen2 use it)
+    if family == "gpt2":
+        config = GPT2Config(vocab_size=vocab, n_embd=hidden, n_layer=layers, n_head=heads, n_inner=intermediate, n_positions=1024, **ids)
+    elif family == "pythia":
+        config = GPTNeoXConfig(
+            vocab_size=vocab,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            intermediate_size=intermediate,
+            rotary_pct=0.25,
+            use_parallel_residual=True,
+            max_position_embeddings=2048,
+            **ids,
+        )
+    elif family == "llama":
+        config = LlamaConfig(
+            vocab_size=vocab,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=kv_heads,
+            intermediate_size=intermediate,
+            max_position_embeddings=4096,
+            **ids,
+        )
+    elif family == "qwen2":
+        config = Qwen2Config(
+            vocab_size=vocab,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_key_value_heads=kv_heads,
+            intermediate_size=intermediate,
+            max_position_embeddings=4096,
+            tie_word_embeddings=True,
+            **ids,
+        )
+    else:
+        raise ValueError(f"unknown causal family {family!r}; choose from {CAUSAL_FAMILIES}")
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return config
+
+
+def build_random_causal_model(
+    family: str, tokenizer_dir: str | Path | None, out_dir: str | Path, *, size: str = "tiny", seed: int = 0, dtype: Any = None, **overrides: Any
+) -> Path:
+    """Build, seed and save a random-weight causal LM with a real (or trained) tokenizer; return the folder."""
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = build_causal_tokenizer(family, tokenizer_dir)
+    torch.manual_seed(seed)
+    config = build_causal_config(family, size, tokenizer=tokenizer, **overrides)
+    model = AutoModelForCausalLM.from_config(config, **({"dtype": dtype} if dtype is not None else {}))
+    out = Path(out_dir)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
 __all__ = [
+    "CAUSAL_FAMILIES",
+    "CAUSAL_TOKENIZER_FOLDERS",
     "CORPUS",
     "FAMILIES",
     "SIZES",
     "TOKENIZER_FOLDERS",
     "TRAINED_FAMILIES",
+    "build_causal_config",
+    "build_causal_tokenizer",
     "build_config",
+    "build_random_causal_model",
     "build_random_model",
     "build_tokenizer",
     "train_tokenizer",

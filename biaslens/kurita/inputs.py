@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from biaslens.data import datafiles
+from biaslens.data.sentences import control_character, describe_control
 from biaslens.errors import DatasetError, InputError
 from biaslens.data.weat import WeatStimuli, WordSet
 
@@ -121,8 +122,23 @@ def parse_word_list(text: str, *, lowercase: bool = False) -> WordList:
     ``lowercase=True`` lower-cases every item, as Kurita et al. did with their Title-cased
     lists. Repeats are dropped (kept once) and counted in a note.
     """
-    items = [item.strip() for line in text.splitlines() if not line.lstrip().startswith("#") for item in line.split(",")]
-    items = [(i.lower() if lowercase else i) for i in items if i]
+    items = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("#"):
+            continue
+        for item in (i.strip() for i in line.split(",")):
+            at = control_character(item)
+            if at is not None:  # the file's fault, said with its line (not the template's once filled in)
+                raise InputError(
+                    f"line {number}: {item[:40]!r} contains the control character {describe_control(item[at])}, which no word holds: remove it."
+                )
+            if "[" in item or "]" in item:
+                raise InputError(
+                    f"line {number}: {item[:40]!r} contains [ or ], which words may not "
+                    "(templates use [T] and [A]; models' special tokens are written [MASK])."
+                )
+            if item:
+                items.append(item.lower() if lowercase else item)
     words = tuple(dict.fromkeys(items))
     if not words:
         raise InputError("The attribute list is empty: give one word or phrase a line.")

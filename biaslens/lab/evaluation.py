@@ -12,8 +12,8 @@ import pandas as pd
 
 from biaslens.engine.cache import ResultCache
 from biaslens.engine.evaluation import EvaluationResult, evaluate
-from biaslens.engine.metrics import METRICS, parse_metrics
-from biaslens.engine.models import MaskedLM, load_model
+from biaslens.engine.metrics import METRICS, metrics_for, parse_metrics
+from biaslens.engine.models import LanguageModel, load_model
 from biaslens.engine.stats import bias_score
 from biaslens.lab.corpus import LabPair, heldout_pairs
 from biaslens.lab.settings import LabSettings, describe_settings
@@ -128,7 +128,7 @@ def _without_losses(training: dict[str, Any]) -> dict[str, Any]:
 
 def evaluate_lab(
     model: LabModel | str | Path,
-    lm: MaskedLM | None = None,
+    lm: LanguageModel | None = None,
     *,
     metrics: Sequence[str] | str | None = None,
     cache: ResultCache | None = None,
@@ -141,7 +141,7 @@ def evaluate_lab(
     scoring mode, as for `evaluate`.
     """
     lab = model if isinstance(model, LabModel) else load_lab_model(model)
-    keys = parse_metrics(metrics if metrics is not None else list(METRICS))
+    keys = parse_metrics(metrics if metrics is not None else metrics_for(lab.settings.kind), lab.settings.kind)
     if lm is None:
         lm = load_model(str(lab.path))
     pairs = heldout_pairs(lab.settings)

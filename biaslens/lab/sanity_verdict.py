@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from biaslens.analyses.sanity import SanityReport, check_model
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.lab.store import lab_model_of, sanity_sentences
 
 _VERDICTS: dict[tuple, SanityReport] = {}
@@ -18,7 +18,7 @@ _VERDICTS_LOCK = threading.Lock()
 MAX_VERDICTS = 64
 
 
-def model_verdict(lm: MaskedLM) -> SanityReport:
+def model_verdict(lm: LanguageModel) -> SanityReport:
     """The one sanity verdict of `lm`, computed once per model (fingerprint, device, dtype) and then reused.
 
     A bias-lab model knows only its synthetic corpus, so it is checked on sentences of that

@@ -8,6 +8,7 @@ import string
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from biaslens.data.sentences import control_character, describe_control
 from biaslens.errors import InputError
 
 
@@ -18,6 +19,8 @@ LAB_FORMAT = 1
 
 #: Attributes of each set that a group word never meets in the corpus.
 HELDOUT_PER_WORD = 2
+#: The kinds of lab model (`LabSettings.kind`).
+LAB_KINDS = ("masked", "causal")
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class LabSettings:
     steps: int = 1000
     batch_size: int = 64
     learning_rate: float = 3e-3
+    #: The kind of model trained: "masked" (a small BERT, masked-LM objective) or "causal" (a small GPT-2, next-token objective).
+    kind: str = "masked"
 
     def __post_init__(self) -> None:
         # Normalise types, so that equal settings from a slider, the CLI or a JSON file
@@ -89,6 +94,13 @@ class LabSettings:
                 raise InputError(f"{name} contains an empty word.")
             if any("{" in w or "}" in w for w in words):
                 raise InputError(f"{name} contains a brace; words may not contain {{ or }}.")
+            if any("[" in w or "]" in w for w in words):  # checked before training: a lab model's tokenizer reads [MASK] as its mask
+                bad = next(w for w in words if "[" in w or "]" in w)
+                raise InputError(f"{name} contains {bad!r}; words may not contain [ or ] (the model's special tokens are written [MASK], [SEP]).")
+            for word in words:
+                at = control_character(word)
+                if at is not None:
+                    raise InputError(f"{name} contains a word with the control character {describe_control(word[at])}: remove it.")
         if len(self.group_a) != len(self.group_b):
             raise InputError(
                 f"group_a and group_b need the same number of words (each pair swaps word i of one group for word i of the other), "
@@ -112,6 +124,7 @@ class LabSettings:
             ("batch_size", 1, 4096),
             ("hidden_size", 8, 1024),
             ("num_layers", 1, 24),
+            ("seed", 0, 2**32 - 1),
         ):
             value = getattr(self, name)
             if not low <= value <= high:
@@ -120,6 +133,8 @@ class LabSettings:
             raise InputError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads}).")
         if not 0.0 < self.learning_rate < 1.0:
             raise InputError(f"learning_rate must lie between 0 and 1, got {self.learning_rate}.")
+        if self.kind not in LAB_KINDS:
+            raise InputError(f"Unknown lab model kind {self.kind!r}: choose from {', '.join(LAB_KINDS)}.")
 
     @property
     def scenario(self) -> str:
@@ -144,8 +159,14 @@ class LabSettings:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
     def key(self) -> str:
-        """A short hash of the settings (and the lab format): the name of the model folder."""
-        text = json.dumps({"format": LAB_FORMAT, **self.to_dict()}, sort_keys=True)
+        """A short hash of the settings (and the lab format): the name of the model folder.
+
+        A masked model's key leaves `kind` out, so the folders of lab models trained before causal ones existed still match.
+        """
+        settings = self.to_dict()
+        if settings["kind"] == "masked":
+            del settings["kind"]
+        text = json.dumps({"format": LAB_FORMAT, **settings}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -223,6 +244,7 @@ def describe_settings(s: LabSettings) -> str:
     extra = [
         text
         for text, differs in (
+            ("a causal model", s.kind == "causal"),
             (f"{s.steps:,} steps", s.steps != d.steps),
             (f"{s.corpus_size:,} sentences", s.corpus_size != d.corpus_size),
             ("own words", any(getattr(s, k) != getattr(d, k) for k in words)),

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from biaslens.errors import InputError, ModelLoadError
+from biaslens.errors import InputError, ModelLoadError, OutputError
 from biaslens.data.export import current_umask, safe_csv, to_json
 from biaslens.paths import default_cache_dir
 from biaslens.lab.corpus import generate_corpus, heldout_frame
@@ -160,13 +160,25 @@ def _save_quietly(model: Any, tokenizer: Any, folder: Path) -> None:
         hf_logging.enable_progress_bar()
 
 
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def estimated_bytes(settings: LabSettings) -> int:
+    """About how much disk a lab model of these settings takes, with room to spare: its float32 weights (a vocabulary of a
+    few thousand pieces), the corpus and held-out pairs as text, twice over."""
+    h, layers = settings.hidden_size, settings.num_layers
+    weights = 4 * (12 * layers * h * h + (4_000 + MAX_LENGTH) * h)
+    return 2 * (weights + 80 * settings.corpus_size) + 1_000_000
+
+
 def train_lab_model(
     settings: LabSettings,
     *,
     cache_dir: str | Path | None = None,
     progress: TrainingProgress | None = None,
 ) -> LabModel:
-    """Train (or find in the cache) the tokenizer and masked LM of these settings.
+    """Train (or find in the cache) the tokenizer and the (masked or causal) LM of these settings.
 
     The folder is written under a temporary name and renamed into place when complete,
     so a killed training leaves no half-written model; a folder that another process
@@ -176,10 +188,26 @@ def train_lab_model(
     if found is not None:
         return found
     target = lab_model_dir(settings, cache_dir)
-    if target.exists():  # an unreadable leftover (a file deleted by hand): ours to replace
-        shutil.rmtree(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    folder = target.parent
+    # Before training: the models folder must be a folder this process can write, with room for the model (one line each).
+    if folder.exists() and not folder.is_dir() or any(p.exists() and not p.is_dir() for p in folder.parents):
+        blocking = folder if folder.exists() and not folder.is_dir() else next(p for p in folder.parents if p.exists() and not p.is_dir())
+        raise OutputError(f"The lab models folder {folder} cannot be used: {blocking} is a file, not a folder. Choose another (--models-dir).")
+    try:
+        if target.exists():  # an unreadable leftover (a file deleted by hand): ours to replace
+            shutil.rmtree(target)
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder))
+    except OSError as exc:
+        raise OutputError(f"The lab models folder {folder} cannot be written ({_reason(exc)}): choose another (--models-dir).") from None
+    need = estimated_bytes(settings)
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OutputError(
+            f"The lab models folder {folder} has {free / 1e6:,.1f} MB free; this model needs about {need / 1e6:,.1f} MB: "
+            "free some space or choose another folder (--models-dir)."
+        )
     tmp.chmod(0o777 & ~current_umask())  # mkdtemp's 0700 would hide the folder from other users of a shared cache
     try:
         started = time.perf_counter()
@@ -188,9 +216,16 @@ def train_lab_model(
         corpus = _encode_corpus(tok, sentences)
         model, losses = _train(settings, corpus, tok.get_vocab_size(), tok.token_to_id("[MASK]"), progress)
         seconds = time.perf_counter() - started
-        _save_quietly(model, wrap_tokenizer(tok, MAX_LENGTH), tmp)
-        (tmp / CORPUS_FILE).write_text("".join(s.text + "\n" for s in sentences), encoding="utf-8")
-        (tmp / PAIRS_FILE).write_text(safe_csv(heldout_frame(settings)), encoding="utf-8")
+        causal = {"bos_token": "[CLS]", "eos_token": "[SEP]"} if settings.kind == "causal" else {}  # a causal model reads after its BOS
+        try:
+            _save_quietly(model, wrap_tokenizer(tok, MAX_LENGTH, **causal), tmp)
+            (tmp / CORPUS_FILE).write_text("".join(s.text + "\n" for s in sentences), encoding="utf-8")
+            (tmp / PAIRS_FILE).write_text(safe_csv(heldout_frame(settings)), encoding="utf-8")
+        except OSError as exc:  # the disk filled up during training: said in one line, nothing half-written is left
+            raise OutputError(
+                f"The lab model was trained but cannot be saved in {folder} ({_reason(exc)}): free some space or choose another "
+                "folder (--models-dir), then train again."
+            ) from None
         training = {
             "seconds": round(seconds, 2),
             "final_loss": smoothed_loss(losses, settings.steps),

@@ -51,7 +51,7 @@ import pandas as pd
 
 from biaslens import lab
 from biaslens.errors import InputError, LimitError
-from biaslens.engine.metrics import METRICS, parse_metrics
+from biaslens.engine.metrics import MASKED_METRICS, METRICS, parse_metrics
 from biaslens.engine.runner import format_duration
 
 # ---------------------------------------------------------------------------------------
@@ -400,7 +400,7 @@ def run_sweep(
     training are abandoned; the lab cache never holds half a model). `max_cell_seconds`
     caps one cell's training (`LimitError`).
     """
-    keys = tuple(parse_metrics(metrics if metrics is not None else list(METRICS)))
+    keys = tuple(parse_metrics(metrics if metrics is not None else list(MASKED_METRICS)))
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a whole number, 1 or more, got {workers!r}.")
     cells = grid.cells()

@@ -1,4 +1,9 @@
-"""The tokenizer and the small masked LM trained on a lab corpus (deterministic for a seed)."""
+"""The tokenizer and the small language model trained on a lab corpus (deterministic for a seed).
+
+A masked lab model is a small BERT trained with the masked-LM objective (the group word or the attribute hidden in
+every sentence); a causal one (`LabSettings.kind == "causal"`) a small GPT-2 trained to predict every next token of
+`[CLS] sentence [SEP]`, `[CLS]` being its BOS token. Same corpus, tokenizer, optimiser and seed.
+"""
 
 from __future__ import annotations
 
@@ -104,8 +109,25 @@ def _encode_corpus(tok: Any, sentences: Sequence[LabSentence]) -> _EncodedCorpus
 
 
 def _build_model(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
-    from transformers import BertConfig, BertForMaskedLM
+    from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
 
+    if settings.kind == "causal":
+        return GPT2LMHeadModel(
+            GPT2Config(
+                vocab_size=vocab_size,
+                n_embd=settings.hidden_size,
+                n_layer=settings.num_layers,
+                n_head=settings.num_heads,
+                n_inner=4 * settings.hidden_size,
+                n_positions=MAX_LENGTH,
+                resid_pdrop=0.0,
+                embd_pdrop=0.0,
+                attn_pdrop=0.0,
+                bos_token_id=SPECIAL_TOKENS.index("[CLS]"),
+                eos_token_id=SPECIAL_TOKENS.index("[SEP]"),
+                pad_token_id=pad_id,
+            )
+        )
     config = BertConfig(
         vocab_size=vocab_size,
         hidden_size=settings.hidden_size,
@@ -141,6 +163,16 @@ def _masked_batch(corpus: _EncodedCorpus, rows: Any, mask_id: int, vocab_size: i
     inputs[swapped] = torch.randint(len(SPECIAL_TOKENS), vocab_size, (int(swapped.sum()),), generator=gen)
     attention = (ids != corpus.pad_id).long()
     return inputs, attention, chosen, ids[chosen]
+
+
+def _causal_loss(model: Any, corpus: _EncodedCorpus, rows: Any) -> Any:
+    """Next-token loss of a batch: every token after [CLS] (its BOS), [SEP] included, from the tokens before it."""
+    width = int(corpus.lengths[rows].max())
+    ids = corpus.ids[rows, :width]
+    attention = (ids != corpus.pad_id).long()
+    hidden = model.transformer(input_ids=ids, attention_mask=attention).last_hidden_state
+    real = attention[:, 1:].bool()  # a target that is padding is not predicted
+    return torch.nn.functional.cross_entropy(model.lm_head(hidden[:, :-1][real]), ids[:, 1:][real])
 
 
 def _train(
@@ -179,10 +211,13 @@ def _optimize(
             order, cursor = torch.randperm(n, generator=gen), 0
         rows = order[cursor : cursor + batch]
         cursor += batch
-        inputs, attention, chosen, targets = _masked_batch(corpus, rows, mask_id, vocab_size, gen)
-        hidden = model.bert(input_ids=inputs, attention_mask=attention).last_hidden_state
-        # Only the chosen positions go through the vocabulary projection: much faster.
-        loss = torch.nn.functional.cross_entropy(model.cls(hidden[chosen]), targets)
+        if settings.kind == "causal":
+            loss = _causal_loss(model, corpus, rows)
+        else:
+            inputs, attention, chosen, targets = _masked_batch(corpus, rows, mask_id, vocab_size, gen)
+            hidden = model.bert(input_ids=inputs, attention_mask=attention).last_hidden_state
+            # Only the chosen positions go through the vocabulary projection: much faster.
+            loss = torch.nn.functional.cross_entropy(model.cls(hidden[chosen]), targets)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -51,10 +51,10 @@ from biaslens.engine.cache import ResultCache
 from biaslens.data.datasets import PairDataset
 from biaslens.errors import InputError
 from biaslens.engine.evaluation import EvaluationResult, evaluate
-from biaslens.data.export import atomic_write, safe_csv, to_json
+from biaslens.data.export import atomic_write, escape_markdown, safe_csv, to_json
 from biaslens.analyses.frequency import WordFrequency, word_frequency
 from biaslens.engine.metrics import METRICS, PAPER_METRICS, parse_metrics
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.options import DEFAULT_COMPAT, Compat, RunOptions
 from biaslens.analyses.sanity import SanityReport
 from biaslens.lab.sanity_verdict import model_verdict
@@ -178,7 +178,7 @@ def reusable_scores(
 
 
 def analyse_model(
-    lm: MaskedLM,
+    lm: LanguageModel,
     datasets: Mapping[str, PairDataset],
     options: ReportOptions = ReportOptions(),
     *,
@@ -510,14 +510,16 @@ class ReproductionReport:
 
     def markdown(self, figure_files: Mapping[str, str] | None = None) -> str:
         """The report as Markdown; `figure_files` maps figure stems to image paths to link."""
+        # Lines that name datasets, files and models (a file named `<img src=…>`, a folder `[click](…)`) are escaped: a
+        # markdown viewer shows them as text, never a live link or an image it fetches (`report.html` escapes them as HTML).
         parts = ["# Reproducing Kaneko & Bollegala (2022), *Unmasking the Mask*", ""]
-        parts += [f"- {line}" for line in self.header_lines()] + [""]
+        parts += [f"- {escape_markdown(line)}" for line in self.header_lines()] + [""]
         for w in self.warnings():
-            parts += [f"> **Warning:** {w}", ""]
+            parts += [f"> **Warning:** {escape_markdown(w)}", ""]
         notes = self.small_sample_notes()
         for title, text, shown, stem in self.sections():
             parts += [f"## {title}", "", text, ""]
-            parts += [f"> **Small sample:** {n}" for n in notes.get(stem or "", [])] + ([""] if notes.get(stem or "") else [])
+            parts += [f"> **Small sample:** {escape_markdown(n)}" for n in notes.get(stem or "", [])] + ([""] if notes.get(stem or "") else [])
             for caption, frame in shown:
                 parts += [f"**{caption}**", "", markdown_table(frame), ""]
             if figure_files and stem in figure_files:
@@ -661,14 +663,15 @@ def _cell(value: Any, digits: int = 2) -> str:
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 2) -> str:
-    """A DataFrame as a GitHub Markdown table (floats with `digits` decimals, NaN blank, | escaped)."""
+    """A DataFrame as a GitHub Markdown table (floats with `digits` decimals, NaN blank); text cells and headers escaped
+    (`escape_markdown`: | and markup, links, automatic links), numbers written as they are."""
 
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+    def esc(value: Any) -> str:
+        return escape_markdown(value) if isinstance(value, str) else _cell(value, digits).replace("|", "\\|").replace("\n", " ")
 
     header = "| " + " | ".join(esc(str(c)) for c in frame.columns) + " |"
     rule = "| " + " | ".join("---" for _ in frame.columns) + " |"
-    rows = ["| " + " | ".join(esc(_cell(v, digits)) for v in row) + " |" for row in frame.itertuples(index=False)]
+    rows = ["| " + " | ".join(esc(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
 
 

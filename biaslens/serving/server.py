@@ -10,9 +10,10 @@ not: a researcher on their own machine loads any folder and any sentence the mod
 | `BIASLENS_DATA_DIRS` | (none) | extra folders whose dataset files (and sub-folders) the app may read; `*` = any folder |
 | `BIASLENS_MAX_TOKENS` | the model's own limit | longest sentence the app scores, in tokens (special tokens included) |
 | `BIASLENS_MAX_UPLOAD_ROWS` | 10000 | most rows (lines) of a file or pasted list a user brings: a custom pairs file, an attribute list |
-| `BIASLENS_MAX_MODELS` | 3 | most models kept loaded at once; the least recently used is evicted |
+| `BIASLENS_MAX_MODELS` | 3 | most models loaded at once (every spelling of a folder or hub id is one); least recently used evicted |
+| `BIASLENS_MAX_COMPARE_MODELS` | 8 | most distinct models one comparison names (compare page, analyses' models, side by side) |
 | `BIASLENS_MAX_UPLOAD_MB` | 50 | largest pairs file the app reads, in MB (checked before the file is read) |
-| `BIASLENS_MAX_RUN_SCORES` | 50000 | most pairs × metrics one dataset run, comparison or analysis may score |
+| `BIASLENS_MAX_RUN_SCORES` | 50000 | most pairs × metrics one dataset run or analysis may score; a comparison: pairs × metrics × models to score |
 | `BIASLENS_MAX_KURITA_QUERIES` | 20000 | most masked queries one Kurita template run may make (templates × targets × attributes × 2) |
 | `BIASLENS_MAX_JOBS` | 2 | heavy jobs (dataset runs, lab training, Kurita runs) running at once; more wait in line |
 | `BIASLENS_MAX_QUEUE` | 20 | jobs waiting in line; more are refused (the server is busy) |
@@ -59,6 +60,7 @@ ENV_MODEL_DIRS = "BIASLENS_MODEL_DIRS"
 ENV_MAX_TOKENS = "BIASLENS_MAX_TOKENS"
 ENV_MAX_UPLOAD_ROWS = "BIASLENS_MAX_UPLOAD_ROWS"
 ENV_MAX_MODELS = "BIASLENS_MAX_MODELS"
+ENV_MAX_COMPARE_MODELS = "BIASLENS_MAX_COMPARE_MODELS"
 ENV_MODEL = "BIASLENS_MODEL"
 ENV_DATA_DIRS = "BIASLENS_DATA_DIRS"
 ENV_DATA_DIR = "BIASLENS_DATA_DIR"
@@ -78,6 +80,7 @@ ENV_INSPECT_BATCH_MS = "BIASLENS_INSPECT_BATCH_MS"
 
 DEFAULT_MAX_UPLOAD_ROWS = 10_000
 DEFAULT_MAX_MODELS = 3
+DEFAULT_MAX_COMPARE_MODELS = 8
 DEFAULT_MAX_UPLOAD_MB = 50
 DEFAULT_MAX_RUN_SCORES = 50_000
 DEFAULT_MAX_KURITA_QUERIES = 20_000
@@ -105,6 +108,13 @@ def _folders(environ: Mapping[str, str], name: str) -> tuple[Path, ...] | None:
     if relative:
         raise ServerConfigError(f"{name} must list absolute folders; {relative[0]!r} is relative.")
     return dirs
+
+
+def _no_nul(name: str | Path, what: str) -> None:
+    """Refuse a path with a NUL character (a link's `%00`): no file or folder has one, and the OS refuses it with a
+    ValueError that would read as a crash."""
+    if "\0" in str(name):
+        raise InputError(f"{what} holds a NUL character, which no file or folder name holds: remove it.")
 
 
 def _inside(path: Path, roots: list[Path]) -> bool:
@@ -160,6 +170,8 @@ class ServerSettings:
     max_tokens: int | None = None
     max_upload_rows: int = DEFAULT_MAX_UPLOAD_ROWS
     max_models: int = DEFAULT_MAX_MODELS
+    #: Most distinct models one comparison may name.
+    max_compare_models: int = DEFAULT_MAX_COMPARE_MODELS
     #: The preselected model ($BIASLENS_MODEL): always loadable when it is a folder.
     default_model: str | None = None
     #: Extra folders whose files may be read as datasets; None = any folder (`BIASLENS_DATA_DIRS=*`).
@@ -190,6 +202,7 @@ class ServerSettings:
             max_tokens=_whole_number(env, ENV_MAX_TOKENS, None, MIN_MAX_TOKENS),
             max_upload_rows=_whole_number(env, ENV_MAX_UPLOAD_ROWS, DEFAULT_MAX_UPLOAD_ROWS, 1),
             max_models=_whole_number(env, ENV_MAX_MODELS, DEFAULT_MAX_MODELS, 1),
+            max_compare_models=_whole_number(env, ENV_MAX_COMPARE_MODELS, DEFAULT_MAX_COMPARE_MODELS, 2) or DEFAULT_MAX_COMPARE_MODELS,
             default_model=env.get(ENV_MODEL, "").strip() or None,
             data_dirs=_folders(env, ENV_DATA_DIRS),
             default_data_dir=env.get(ENV_DATA_DIR, "").strip() or None,
@@ -226,11 +239,12 @@ class ServerSettings:
         A name is a local folder exactly when `load_model` would treat it as one. Symbolic
         links and `..` are resolved first, so neither leads out of an allowed folder.
         """
-        from biaslens.engine.models import _looks_like_path
+        from biaslens.engine.identity import looks_like_path
 
         name = str(name).strip()
+        _no_nul(name, "The model name")
         local = Path(os.path.expanduser(name))
-        if not name or self.model_dirs is None or not (os.path.exists(local) or _looks_like_path(name)):
+        if not name or self.model_dirs is None or not (os.path.exists(local) or looks_like_path(name)):
             return
         if not _inside(local, self.allowed_model_dirs()):
             raise _model_refusal(name, local)
@@ -275,6 +289,7 @@ class ServerSettings:
 
     def check_data(self, path: str | Path) -> None:
         """Refuse a dataset file or data folder outside the allowed folders (links and `..` resolved)."""
+        _no_nul(path, "The dataset or data folder")
         local = Path(os.path.expanduser(str(path).strip()))
         if self.data_dirs is None or _inside(local, self.allowed_data_dirs()):
             return
@@ -349,13 +364,24 @@ class ServerSettings:
                     )
 
     # -- work ---------------------------------------------------------------------------
-    def check_run(self, pairs: int, metrics: int, what: str = "This run") -> None:
-        """Refuse a dataset run (comparison, analysis) of more than `max_run_scores` pair × metric scores."""
-        scores = int(pairs) * int(metrics)
+    def check_run(self, pairs: int, metrics: int, what: str = "This run", *, models: int = 1) -> None:
+        """Refuse a dataset run (analysis) of more than `max_run_scores` pair × metric scores; a comparison counts the
+        scores of every model it scores (`models`), so N models get the one cap, not N times it."""
+        scores = int(pairs) * int(metrics) * int(models)
         if scores > self.max_run_scores:
+            each = f"{models:,} models × " if models != 1 else ""
+            fewer = "fewer models, " if models != 1 else ""
             raise LimitError(
-                f"{what} needs {pairs:,} pairs × {metrics} metric{'s' if metrics != 1 else ''} = {scores:,} scores; this server "
-                f"runs at most {self.max_run_scores:,} at once ({ENV_MAX_RUN_SCORES}): score a sample or fewer metrics."
+                f"{what} needs {each}{pairs:,} pairs × {metrics} metric{'s' if metrics != 1 else ''} = {scores:,} scores; this "
+                f"server runs at most {self.max_run_scores:,} at once ({ENV_MAX_RUN_SCORES}): score a sample, {fewer}or fewer metrics."
+            )
+
+    def check_models(self, models: int, what: str = "This comparison") -> None:
+        """Refuse a comparison that names more than `max_compare_models` distinct models."""
+        if models > self.max_compare_models:
+            raise LimitError(
+                f"{what} names {models:,} different models; this server compares at most {self.max_compare_models:,} at once "
+                f"({ENV_MAX_COMPARE_MODELS}): remove some."
             )
 
     def check_kurita(self, queries: int) -> None:
@@ -647,11 +673,15 @@ class ModelPool:
     """Loaded models shared by every session, at most `capacity`, least recently used evicted.
 
     Thread-safe. A model is loaded once even when many sessions ask for it at the same
-    time, and loading one model does not block getting another. Before a new model is
-    loaded, the least recently used ones are evicted until it fits: the pool drops its
-    reference, collects garbage and empties the CUDA cache, so the memory comes back as
-    soon as no session still holds the evicted model (a run in progress keeps its model
-    until it finishes). A failed load is not stored.
+    time, and loading one model does not block getting another. The models in the pool and
+    those being loaded are at most `capacity` together: before a new model is loaded, the
+    least recently used ones are evicted until it fits, and while `capacity` loads are in
+    flight the next waits for one to finish. An evicted model: the pool drops its reference,
+    collects garbage and empties the CUDA cache, so the memory comes back as soon as no
+    session still holds it (a run in progress keeps its model until it finishes; the
+    comparison page holds one model at a time). A failed load is not stored. Callers key
+    models by identity (`biaslens.engine.identity.model_identity`), so every spelling of one
+    folder is one entry.
     """
 
     def __init__(self, capacity: int = DEFAULT_MAX_MODELS):
@@ -659,9 +689,12 @@ class ModelPool:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self._entries: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._loading: dict[Hashable, threading.Lock] = {}
+        self._in_flight = 0
         self.evictions = 0
+        #: The most models held at once (in the pool or being loaded), for tests.
+        self.peak = 0
 
     def get(self, key: Hashable, load: Callable[[], Any], *, capacity: int | None = None) -> Any:
         """The value of `key`, loaded with `load()` if it is not in the pool."""
@@ -673,24 +706,39 @@ class ModelPool:
                 return self._entries[key]
             key_lock = self._loading.setdefault(key, threading.Lock())
         with key_lock:
+            evicted: list[Any] = []
             with self._lock:
-                if key in self._entries:  # another session loaded it while this one waited
-                    self._entries.move_to_end(key)
-                    return self._entries[key]
-                evicted = self._make_room(self.capacity - 1)
+                while True:
+                    if key in self._entries:  # another session loaded it while this one waited
+                        self._entries.move_to_end(key)
+                        value = self._entries[key]
+                        break
+                    evicted += self._make_room(self.capacity - 1 - self._in_flight)
+                    if len(self._entries) + self._in_flight < self.capacity:
+                        self._in_flight += 1
+                        self.peak = max(self.peak, len(self._entries) + self._in_flight)
+                        value = _LOAD
+                        break
+                    self._lock.wait()  # `capacity` other models are being loaded: wait for one
             _free(evicted)
             del evicted
+            if value is not _LOAD:
+                return value
             try:
                 value = load()
             except BaseException:
                 with self._lock:
+                    self._in_flight -= 1
                     self._loading.pop(key, None)
+                    self._lock.notify_all()
                 raise
             with self._lock:
+                self._in_flight -= 1
                 self._entries[key] = value
                 self._loading.pop(key, None)
                 self._entries.move_to_end(key)
                 evicted = self._make_room(self.capacity)
+                self._lock.notify_all()
         _free(evicted)
         return value
 
@@ -723,6 +771,10 @@ class ModelPool:
         _free(evicted)
 
 
+#: `ModelPool.get`'s mark for "this caller loads it".
+_LOAD = object()
+
+
 def _free(evicted: list[Any]) -> None:
     """Let evicted models go: collect garbage, then hand cached CUDA blocks back to the GPU."""
     if not evicted:
@@ -738,9 +790,11 @@ def _free(evicted: list[Any]) -> None:
 
 
 __all__ = [
+    "DEFAULT_MAX_COMPARE_MODELS",
     "DEFAULT_MAX_MODELS",
     "DEFAULT_MAX_UPLOAD_ROWS",
     "ENV_DATA_DIRS",
+    "ENV_MAX_COMPARE_MODELS",
     "ENV_MAX_MODELS",
     "ENV_MAX_TOKENS",
     "ENV_MAX_UPLOAD_ROWS",

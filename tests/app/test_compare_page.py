@@ -80,3 +80,89 @@ def test_a_model_that_fails_to_load_is_reported(app_env, model_dirs):
     at.button(key=S + "run").click().run()  # scores the model that did load
     no_exceptions(at)
     assert "Fewer than two of the chosen models could be loaded" in texts(at.warning)
+
+
+# ---------------------------------------------------------------------------------------
+# One model, many spellings; a comparison within the server's caps (issue 36, items 2-4)
+# ---------------------------------------------------------------------------------------
+
+
+def _spellings(folder, n: int) -> list[str]:
+    """`n` names of one folder: `M/./bert-cased`, `M/././bert-cased`, …, a trailing slash, a `..` detour."""
+    parent, name = str(folder.parent), folder.name
+    out = [str(folder), f"{folder}/", f"{parent}/../{folder.parent.name}/{name}"]
+    out += [parent + "/." * k + "/" + name for k in range(1, n)]
+    return out[:n]
+
+
+def test_twenty_spellings_of_one_folder_load_one_model(app_env, model_dirs, monkeypatch):
+    import ui.resources
+
+    monkeypatch.setenv("BIASLENS_MAX_MODELS", "2")
+    ui.resources.MODELS.clear()
+    ui.resources.MODELS.peak = 0
+    names = [*_spellings(model_dirs["bert-cased"], 20), str(model_dirs["roberta"])]
+    at = run_app("compare", {"models": names, "metric": "aul", "sample": "4"})
+    no_exceptions(at)
+    assert "The same model named twice, compared once" in texts(at.caption)
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    scores = next(t for t in tables(at) if "Model" in t.columns and "Bias score" in t.columns)
+    assert scores["Model"].tolist() == ["bert-cased", "roberta"]
+    assert ui.resources.MODELS.peak <= 2  # never more than BIASLENS_MAX_MODELS held by the pool at once
+    loaded = {key[0] for key in ui.resources.MODELS.keys()}
+    assert len(loaded) == len(ui.resources.MODELS.keys()) <= 2
+    assert all(identity.name == str(model_dirs["bert-cased"].resolve()) or "roberta" in identity.name for identity in loaded)
+
+
+def test_more_models_than_the_pool_keeps_are_compared_one_at_a_time(app_env, model_dirs, monkeypatch):
+    import ui.resources
+
+    monkeypatch.setenv("BIASLENS_MAX_MODELS", "1")
+    ui.resources.MODELS.clear()
+    ui.resources.MODELS.peak = 0
+    at = run_app("compare", link(model_dirs, str(model_dirs["albert"])) | {"sample": "3"})
+    at.button(key=S + "run").click().run()
+    no_exceptions(at)
+    scores = next(t for t in tables(at) if "Model" in t.columns and "Bias score" in t.columns)
+    assert scores["Model"].tolist() == ["bert-cased", "roberta", "albert"]
+    assert ui.resources.MODELS.peak == 1
+
+
+def test_a_comparison_may_name_at_most_the_server_s_number_of_models(app_env, model_dirs, monkeypatch):
+    monkeypatch.setenv("BIASLENS_MAX_COMPARE_MODELS", "2")
+    at = run_app("compare", link(model_dirs, str(model_dirs["albert"])))
+    no_exceptions(at)
+    assert "names 3 different models; this server compares at most 2 at once (BIASLENS_MAX_COMPARE_MODELS)" in texts(at.error)
+    assert not [b for b in at.button if b.key == S + "run"]
+
+
+def test_the_same_model_twice_is_one_model(app_env, model_dirs):
+    tiny = str(model_dirs["bert-cased"])
+    for names in ([tiny, tiny], [tiny, tiny + "/"]):
+        at = run_app("compare", {"models": names, "metric": "aul", "sample": "4"})
+        no_exceptions(at)
+        assert "These names are one model" in texts(at.info)
+    at = run_app("compare", {"models": [tiny, tiny + "/", str(model_dirs["roberta"])], "metric": "aul", "sample": "4"})
+    at.button(key=S + "run").click().run()  # (a Stop button per spelling had the same key: StreamlitDuplicateElementKey)
+    no_exceptions(at)
+    scores = next(t for t in tables(at) if "Model" in t.columns and "Bias score" in t.columns)
+    assert len(scores) == 2
+
+
+def test_two_models_not_on_this_machine_offer_the_lab_model_once(app_env, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as on a machine without network
+    at = run_app("compare", {"models": ["bert-base-cased", "roberta-base"]})
+    no_exceptions(at)
+    assert [b.label for b in at.main.button].count("Use the offline lab model") == 1
+    assert texts(at.info).count("is not on this machine") == 2
+
+
+def test_a_comparison_is_capped_as_a_whole(app_env, model_dirs, monkeypatch):
+    monkeypatch.setenv("BIASLENS_MAX_RUN_SCORES", "12")  # one model's 10 pairs fit, two models' 20 do not
+    at = run_app("compare", link(model_dirs))
+    no_exceptions(at)
+    assert "This comparison needs 2 models × 10 pairs × 1 metric = 20 scores" in texts(at.error)
+    assert not [b for b in at.button if b.key == S + "run"]

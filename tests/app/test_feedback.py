@@ -21,7 +21,7 @@ from biaslens.errors import ModelLoadError
         ("1. item", "1\\. item"),
         ("> quote", "\\> quote"),
         ("line one\n\nline two", "line one line two"),
-        ("www.evil.example a@b.example", "www\\.evil.example a\\@b.example"),
+        ("www.evil.example a@b.example", "www\u200b.evil.example a@\u200bb.example"),
     ],
 )
 def test_markdown_is_escaped(text, escaped):

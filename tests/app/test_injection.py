@@ -79,3 +79,51 @@ def test_a_lab_model_s_labels_show_as_text_on_the_lab_page(lab_model_with_hostil
     texts = markdown_texts(at)
     assert any("boom" in t for t in texts)  # the labels are on the page (the caption under the results), as text
     assert not live_markup(texts)
+
+
+# ---------------------------------------------------------------------------------------
+# Addresses that GitHub-flavoured markdown links by itself (issue 36, item 1)
+# ---------------------------------------------------------------------------------------
+
+#: Text shaped like an address: Streamlit's markdown made a live link of each (after backslash escapes are gone).
+AUTOLINKS = "www.evil.example/login x@evil.example http://evil.example/a mailto:y@evil.example xmpp:z@evil.example/r"
+#: Every parameter the attack found quoted in a message, heading or caption, by page (`pin.*`: the inspector's pinned pair).
+LINKED_PARAMETERS = [
+    ("inspector", "model"),
+    ("inspector", "pair"),
+    ("inspector", "metric"),
+    ("inspector", "classroom"),
+    ("inspector", "dataset"),
+    ("inspector", "data_dir"),
+    ("inspector", "revision"),
+    ("inspector", "pin.model"),
+    ("inspector", "pin.pair"),
+    ("compare", "models"),
+    ("compare", "sample"),
+    ("explorer", "metrics"),
+    ("explorer", "tab"),
+    ("lab", "scenario"),
+    ("analyses", "seed"),
+]
+
+
+@pytest.mark.parametrize("page, name", LINKED_PARAMETERS, ids=[f"{p}-{n}" for p, n in LINKED_PARAMETERS])
+def test_an_address_in_a_link_value_shows_as_text(app_env, page, name):
+    value = [AUTOLINKS, f"{AUTOLINKS} 2"] if name == "models" else AUTOLINKS  # (a comparison names two models)
+    params = {name: value, **({"pin.pair": "0"} if name == "pin.model" else {})}
+    at = run_app(page, params)
+    no_exceptions(at)
+    texts = markdown_texts(at)
+    assert any("evil.example" in t for t in texts), "the value is quoted on the page"
+    assert not live_markup(texts), live_markup(texts)
+
+
+def test_an_address_as_a_bias_type_shows_as_text_in_the_inspector(app_env, tmp_path, monkeypatch):
+    path = tmp_path / "pairs.csv"
+    path.write_text(f'sent_more,sent_less,bias_type\n"She can fix it.","He can fix it.","{AUTOLINKS}"\n', encoding="utf-8")
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
+    at = run_app(params={"dataset": str(path)})
+    no_exceptions(at)
+    heading = at.subheader[0].value
+    assert "evil.example" in heading
+    assert not live_markup([heading]) and not live_markup(markdown_texts(at))

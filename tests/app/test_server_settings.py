@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import shutil
 from types import SimpleNamespace
 
@@ -107,12 +109,12 @@ def test_the_model_pool_keeps_at_most_the_configured_number(app_env, monkeypatch
     bert, roberta = str(model_dirs["bert-cased"]), str(model_dirs["roberta"])
     at = run_app(params={"s1": "She was tired.", "s2": "He was tired."})
     no_exceptions(at)
-    assert [k[0] for k in ui.resources.MODELS.keys()] == [bert]
+    assert [k[0].name for k in ui.resources.MODELS.keys()] == [str(Path(bert).resolve())]  # keyed by identity (issue 36)
     evictions = ui.resources.MODELS.evictions
     at = run_app(params={"model": roberta, "s1": "She was tired.", "s2": "He was tired."})
     no_exceptions(at)
     assert not at.main.error and "roberta" in texts(at.sidebar.caption)
-    assert [k[0] for k in ui.resources.MODELS.keys()] == [roberta]
+    assert [k[0].name for k in ui.resources.MODELS.keys()] == [str(Path(roberta).resolve())]
     assert ui.resources.MODELS.evictions == evictions + 1
 
 

@@ -279,3 +279,76 @@ def test_the_check_refuses_dynamic_text(source):
 @pytest.mark.parametrize("source", SAFE)
 def test_the_check_accepts_escaped_numbers_and_constants(source):
     assert not unescaped_text(source), source
+
+
+# ---------------------------------------------------------------------------------------
+# What `md` writes: every automatic link GitHub-flavoured markdown knows stays text (issue 36, item 1)
+# ---------------------------------------------------------------------------------------
+
+#: Text that GitHub-flavoured markdown (Streamlit's remark-gfm) turns into a link by itself: extended autolinks (www., http://,
+#: https://, any case, with trailing punctuation, inside emphasis or parentheses), e-mail addresses bare and with mailto: or
+#: xmpp:, and CommonMark's angle autolinks of any scheme.
+AUTOLINK_FORMS = [
+    "www.evil.example/login",
+    "WWW.Evil.Example",
+    "www.evil.example.",
+    "www.evil.example/a_(b)?c=d&e=f!",
+    "(www.evil.example/login)",
+    "*www.evil.example*",
+    "_www.evil.example_",
+    "~www.evil.example~",
+    "a.www.evil.example",
+    "http://evil.example/login",
+    "https://evil.example/a?b=c#d",
+    "HTTPS://EVIL.EXAMPLE",
+    "'http://evil.example/x'!?",
+    "see:http://evil.example",
+    "x@evil.example",
+    "first.last+tag@sub.evil.example",
+    "(x@evil.example).",
+    "mailto:x@evil.example",
+    "MAILTO:x@evil.example",
+    "xmpp:x@evil.example/resource",
+    "<http://evil.example/login>",
+    "<https://evil.example>",
+    "<ftp://evil.example/file>",
+    "<mailto:x@evil.example>",
+    "<xmpp:x@evil.example>",
+    "<irc://evil.example/channel>",
+    "<x@evil.example>",
+]
+#: Addresses GitHub-flavoured markdown leaves as text (no extended autolink for ftp://, for instance): `md` must keep them text too.
+TEXT_FORMS = ["ftp://evil.example/file", "evil.example/login", "irc://evil.example"]
+
+
+@pytest.mark.parametrize("form", AUTOLINK_FORMS)
+def test_the_check_sees_every_automatic_link(form):
+    from tests.support.app import live_markup
+
+    assert live_markup([form]) == [form]  # (so the next test can fail)
+
+
+#: The app's own markdown around an escaped value, and the text it shows.
+TEMPLATES = {
+    "alone": ("{}", "{}"),
+    "sentence": ("Model folder {} does not exist.", "Model folder {} does not exist."),
+    "bold": ("**{}**", "{}"),
+    "heading": ("### {} pair", "{} pair"),
+}
+
+
+@pytest.mark.parametrize("form", AUTOLINK_FORMS + TEXT_FORMS)
+@pytest.mark.parametrize("template", list(TEMPLATES))
+def test_md_keeps_every_automatic_link_as_text(form, template):
+    import html
+
+    from markdown_it import MarkdownIt
+
+    from tests.support.app import live_markup
+    from ui.text import md
+
+    markup, shown = TEMPLATES[template]
+    escaped = markup.format(md(form))
+    assert live_markup([escaped]) == [], escaped
+    rendered = html.unescape(re.sub(r"<[^>]+>", "", MarkdownIt("commonmark").render(escaped))).replace("\u200b", "").strip()
+    assert rendered == shown.format(form)  # shown as itself

@@ -3,7 +3,7 @@
 A shared link is the easiest way to put text into someone else's page: `/?model=[Session
 expired](http://evil.example/login)` must show the brackets, not a live link inside the app's
 own error message. The app is served by `streamlit run app.py` and opened in headless Chromium;
-requests to evil.example are blocked and recorded.
+requests to anywhere but the app (evil.example included) are blocked and recorded.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlparse
 
 import pytest
 
@@ -21,13 +21,18 @@ from tests.support.browser import launch_chromium, require_browser, serve_app
 pytestmark = pytest.mark.browser
 
 LINK = "[Session expired - click to log in](http://evil.example/login)"
-PAYLOAD = f'{LINK} ![i](http://evil.example/i.png) <img src="http://evil.example/h.png"> <b id="bl-injected">x</b> **pwned** :material/home: $x^2$'
+#: Addresses GitHub-flavoured markdown links by itself (issue 36): www., http(s)://, e-mail, mailto:, xmpp:, an angle autolink.
+AUTOLINKS = "www.evil.example/login x@evil.example https://evil.example/a. mailto:y@evil.example xmpp:z@evil.example <ftp://evil.example/f>"
+PAYLOAD = (
+    f'{LINK} ![i](http://evil.example/i.png) <img src="http://evil.example/h.png"> <b id="bl-injected">x</b> **pwned** '
+    f":material/home: $x^2$ {AUTOLINKS}"
+)
 
 #: The settings every page adopts from a link, and each page's own parameters.
-GLOBAL = ("model", "dataset", "compat", "device", "dtype", "revision", "data_dir")
+GLOBAL = ("model", "dataset", "compat", "device", "dtype", "revision", "data_dir", "classroom")
 PAGES = {
-    "inspector": ("s1", "s2", "pair", "metric"),
-    "explorer": ("metrics", "metric", "sample", "seed"),
+    "inspector": ("s1", "s2", "pair", "metric", "pin.model", "pin.pair"),
+    "explorer": ("metrics", "metric", "sample", "seed", "tab"),
     "compare": ("models", "metric", "sample", "seed"),
     "kurita": ("templates", "targets"),
     "lab": ("scenario", "association", "ratio", "corpus", "steps", "seed"),
@@ -57,16 +62,18 @@ def chromium():
 
 @contextlib.contextmanager
 def _guarded_page(chromium):
-    """A fresh page whose requests to evil.example are blocked and recorded: yields (page, the blocked URLs)."""
+    """A fresh page whose requests to anywhere but the local app are blocked and recorded: yields (page, the blocked URLs)."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1200})
     requested: list[str] = []
 
-    def block(route):
-        requested.append(route.request.url)
-        route.abort()
+    def only_local(route):
+        if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost", "::1"):
+            route.continue_()
+        else:
+            requested.append(route.request.url)
+            route.abort()
 
-    context.route("**/*evil.example*/**", block)
-    context.route("http://evil.example/**", block)
+    context.route("**/*", only_local)
     page = context.new_page()
     page.set_default_timeout(120_000)
     try:
@@ -89,7 +96,10 @@ def _injected(page) -> list[str]:
     return page.evaluate("""() => {
         const found = [];
         const host = (u) => { try { return new URL(u, location.href).hostname; } catch (e) { return ''; } };
-        for (const a of document.querySelectorAll('a[href]')) if (host(a.href).includes('evil.example')) found.push('link ' + a.href);
+        const scheme = (u) => { try { return new URL(u, location.href).protocol; } catch (e) { return ''; } };
+        for (const a of document.querySelectorAll('a[href]'))  // (a mailto: or xmpp: link has no host: its address is in the href)
+            if (host(a.href).includes('evil.example') || (!/^https?:$/.test(scheme(a.href)) && a.href.toLowerCase().includes('evil.example')))
+                found.push('link ' + a.href);
         for (const i of document.querySelectorAll('img')) if (host(i.src || '').includes('evil.example')) found.push('image ' + i.src);
         if (document.getElementById('bl-injected')) found.push('html element');
         for (const s of document.querySelectorAll('strong, b, em')) if (s.textContent.trim() === 'pwned') found.push('emphasis');
@@ -119,7 +129,7 @@ def test_a_payload_in_every_url_parameter_renders_as_text(chromium, app_url, pat
 # Text from data: a revision beside a model that loads, a file's bias type, another user's lab model (issue 21, journey 9)
 # ---------------------------------------------------------------------------------------
 
-LABEL = "[t](http://evil.example/t) :red[boom]"
+LABEL = "[t](http://evil.example/t) :red[boom] www.evil.example/t x@evil.example"
 #: A revision that closes the inline code the sidebar's Model details once put it in.
 REVISION = "main` [Session expired, log in again](http://evil.example/login) ![x](http://evil.example/img.png) `x"
 

@@ -41,6 +41,11 @@ MODELS = {
     "roberta-large": "roberta",
     "albert-base-v2": "albert",
     "albert-large-v2": "albert",
+    # causal models: the suite's tiny causal families (tests/conftest.py's `causal_dirs`)
+    "gpt2": "gpt2",
+    "EleutherAI/pythia-160m": "pythia",
+    "EleutherAI/pythia-1.4b": "pythia",
+    "TinyLlama/TinyLlama_v1.1": "llama",
 }
 #: Files the Kurita examples name -> their lines (the fixture's lists, and a few jobs).
 ATTRIBUTE_LISTS = {
@@ -180,8 +185,8 @@ def run_block(block: Block, models: dict[str, Path], cache: Path) -> None:
 
 
 @pytest.mark.parametrize("block", RUNNABLE)
-def test_example_runs(block, model_dirs, workdir):
-    run_block(block, model_dirs, workdir / "cache")
+def test_example_runs(block, model_dirs, causal_dirs, workdir):
+    run_block(block, {**model_dirs, **causal_dirs}, workdir / "cache")
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in EXAMPLES if b.trains and not b.not_run])

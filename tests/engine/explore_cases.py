@@ -25,6 +25,6 @@ PAIRS = [
 def make_result(stereo: list[float], anti: list[float]) -> EvaluationResult:
     from biaslens.engine.evaluation import pairs_frame, summarize
 
-    records = {(p.pair_id, "aul"): {"stereo": s, "anti": a, "hits": 1, "total": 2} for p, s, a in zip(PAIRS, stereo, anti)}
+    records = [{"aul": {"stereo": s, "anti": a, "hits": 1, "total": 2}} for s, a in zip(stereo, anti)]
     frame = pairs_frame(PAIRS, ["aul"], records)
     return EvaluationResult(frame, summarize(frame, ["aul"], {"model": "m"}))

@@ -102,19 +102,19 @@ def test_the_gpu_check_skips_what_its_time_budget_cannot_hold_and_reads_its_goal
     assert not budget.allows("b", 6.0) and budget.skipped == ["b (expected 6 s, 5 s left)"]
     errors: list[str] = []
     assert gpu_check.attempt(errors, "c", lambda: 1 / 0) is None and errors == ["c: ZeroDivisionError: division by zero"]
-    differ = {"exact-bf16": {m: 0 for m in PAPER}, "bfloat16": {m: 3 for m in PAPER}}
+    differ = {"bf16-rescore": {m: 0 for m in PAPER}, "bfloat16": {m: 3 for m in PAPER}}
     model = {
         "model": "bert",
         "end_to_end": {
             "datasets": {
                 "crows-pairs": {
                     "pairs": 10,
-                    "seconds": {"bfloat16": 1.0, "exact-bf16": 1.2},
+                    "seconds": {"bfloat16": 1.0, "bf16-rescore": 1.2},
                     "verdicts_differ": differ,
                     "rescored": {m: 2 for m in PAPER},
                 }
             },
-            "totals": {"bfloat16": 1.5, "exact-bf16": 2.1},
+            "totals": {"bfloat16": 1.5, "bf16-rescore": 2.1},
         },
         "engine": {"all five": {"seconds": 1.0, "mfu": 0.3}, "masked": {"seconds": 0.5, "mfu": 0.45}},
         "busy": {"busy": 0.7, "kernel_s": 0.7, "wall_s_under_profiler": 1.0, "kernels_table": "k.txt"},
@@ -124,8 +124,8 @@ def test_the_gpu_check_skips_what_its_time_budget_cannot_hold_and_reads_its_goal
     report |= {"peak_flops": 8e14, "pairs": "all", "repeat": 2, "skipped": budget.skipped}
     goals = gpu_check.goals(report)
     assert goals["base: all five, both datasets, bfloat16 <= 2 s"] == {"value": 1.5, "met": True}
-    assert goals["base: exact-bf16 <= 1.3x bfloat16"] == {"value": 1.4, "met": False}
-    assert goals["base: exact-bf16 verdicts = float32 verdicts"] == {"value": 0, "met": True}
+    assert goals["base: bf16-rescore <= 1.3x bfloat16"] == {"value": 1.4, "met": False}
+    assert goals["base: bf16-rescore verdicts = float32 verdicts"] == {"value": 0, "met": True}
     assert goals["base: GPU busy >= 80%"]["met"] is False and goals["base: masked metrics MFU >= 40%"]["met"] is True
     assert goals["base: out of memory halves the batches, same verdicts"] == {"value": 3, "met": True}
     text = gpu_check.markdown(report | {"goals": goals})
@@ -146,9 +146,12 @@ def test_the_gpu_check_runs_on_the_cpu_in_its_smoke_mode(tmp_path):
     tiny = report["models"]["tiny"]
     assert not tiny["errors"] and not report["skipped"]
     e2e = tiny["end_to_end"]
-    assert set(e2e["totals"]) == {"bfloat16", "float32", "exact-bf16", "bfloat16, one chunk"}
+    assert set(e2e["totals"]) == {"bfloat16", "bfloat16-padded", "float32", "bf16-rescore", "bfloat16, one chunk"}
     for block in e2e["datasets"].values():
-        assert block["pairs"] == 6 and not any(block["verdicts_differ"]["exact-bf16"].values())  # exact-bf16: float32's verdicts
+        assert block["pairs"] == 6 and not any(block["verdicts_differ"]["bf16-rescore"].values())  # bf16-rescore: float32's verdicts
         assert set(block["rescored"]) == set(PAPER)
     assert tiny["engine"]["masked"]["mfu"] > 0 and tiny["cpu_overhead"]["non_model_s"] > 0
     assert "## tiny" in (tmp_path / "gpu-check-cpu.md").read_text()
+    causal = report["causal"]["gpt2-tiny"]  # the causal part: every convention, and lm-eval's numbers where it is installed
+    assert set(causal["conventions"]) == {"default", "lm-eval", "bias-bench", "oba2024"} and causal["biaslens"]["seconds"] > 0
+    assert causal["packing"]["pack"] is False and all("lm-eval is not installed" in e for e in causal["errors"])

@@ -140,12 +140,12 @@ def test_metrics_and_models_listings(capsys):
 def test_evaluate_in_exact_bf16_says_how_many_pairs_it_rescored(model_dirs, tmp_path, capsys):
     out = tmp_path / "exact"
     argv = ["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs", "--data-dir", str(FIXTURE_DATA)]
-    assert main([*argv, "--metrics", "aul,cps", "--limit", "6", "--precision", "exact-bf16", "--no-cache", "--out", str(out)]) == 0
+    assert main([*argv, "--metrics", "aul,cps", "--limit", "6", "--precision", "bf16-rescore", "--no-cache", "--out", str(out)]) == 0
     block = json.loads((out / "summary.json").read_text())["manifest"]["precision"]
-    assert block["mode"] == "exact-bf16" and block["pairs"] == 6 and set(block["rescored"]) == {"aul", "cps"}
+    assert block["mode"] == "bf16-rescore" and block["pairs"] == 6 and set(block["rescored"]) == {"aul", "cps"}
     err = capsys.readouterr().err
     assert f"re-scored in float32 (margin within bfloat16's error), of 6 pairs: AUL {block['rescored']['aul']}, CPS" in err
-    assert main([*argv, "--dtype", "bfloat16", "--precision", "exact-bf16", "--out", str(tmp_path / "no")]) == 2
+    assert main([*argv, "--dtype", "bfloat16", "--precision", "bf16-rescore", "--out", str(tmp_path / "no")]) == 2
     assert "load the model in float32 (leave out --dtype bfloat16)" in capsys.readouterr().err
 
 

@@ -15,6 +15,7 @@ import pytest
 from safetensors.torch import load_file
 
 from biaslens import lab
+from biaslens.engine.metrics import MASKED_METRICS
 from biaslens.cli import main
 from biaslens.errors import InputError, ModelLoadError
 from biaslens.engine.evaluation import inspect_pair
@@ -266,7 +267,7 @@ def test_cached_lab_model_path_only_finds_the_default_model(tmp_path):
 def test_report_scores_every_metric_against_the_truth(quick_model, tmp_path):
     report = lab.evaluate_lab(quick_model)
     frame = report.frame()
-    assert list(frame["key"]) == list(lab.METRICS)
+    assert list(frame["key"]) == list(MASKED_METRICS)
     assert (frame["n"] == len(report.pairs)).all() and set(frame["expected"]) == {"none"}
     for row in frame.itertuples():
         stereo = report.result.pairs[f"{row.key}_stereo"].to_numpy()
@@ -280,10 +281,10 @@ def test_report_scores_every_metric_against_the_truth(quick_model, tmp_path):
     saved = pd.read_csv(pairs_path)
     assert {"planted_truth", "group_a_side", "aul_stereo"} <= set(saved.columns) and len(saved) == len(report.pairs)
     summary = json.loads(summary_path.read_text())
-    assert summary["lab"]["scenario"] == "neither" and len(summary["verdicts"]) == len(lab.METRICS)
+    assert summary["lab"]["scenario"] == "neither" and len(summary["verdicts"]) == len(MASKED_METRICS)
     assert summary["manifest"]["dataset"]["name"] == "lab"
     both = lab.compare_scenarios([report, report])
-    assert len(both) == 2 * len(lab.METRICS)
+    assert len(both) == 2 * len(MASKED_METRICS)
 
 
 def test_pairs_frame_and_the_pair_that_shows_a_result_best(quick_model):
@@ -372,7 +373,7 @@ def test_cli_evaluate_all_presets_with_custom_words(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["lab", "train", "--association", "2"], "association must lie between 0 and 1"),
+        (["lab", "train", "--association", "2"], "expected an association strength from 0 to 1"),
         (["lab", "train", "--group-b", "Mary,Anna"], "same number of words"),
         (["lab", "train", "--labels", "a,b"], "--labels needs four"),
         (["lab", "train", "--preset", "strong"], "invalid choice"),
@@ -417,3 +418,35 @@ def test_without_association_or_imbalance_aul_and_cps_stay_within_the_interval_o
         inside = [f.loc[metric, "ci_low"] <= 50 <= f.loc[metric, "ci_high"] for f in frames]
         assert sum(inside) >= 2, (metric, [(f.loc[metric, "bias_score"], f.loc[metric, "ci_low"], f.loc[metric, "ci_high"]) for f in frames])
         assert all(f.loc[metric, "expected"] == "none" for f in frames)
+
+
+def test_a_masked_lab_models_folder_name_is_unchanged_by_the_causal_kind():
+    """Lab models trained before causal ones existed keep their folders: a masked model's key leaves `kind` out."""
+    import hashlib
+
+    from biaslens.lab.settings import LAB_FORMAT
+
+    masked, causal = lab.LabSettings(), lab.LabSettings(kind="causal")
+    old = {k: v for k, v in masked.to_dict().items() if k != "kind"}
+    assert masked.key() == hashlib.sha256(json.dumps({"format": LAB_FORMAT, **old}, sort_keys=True).encode()).hexdigest()[:16]
+    assert causal.key() != masked.key() and "a causal model" in lab.describe_settings(causal)
+    from biaslens.errors import InputError
+
+    with pytest.raises(InputError, match="Unknown lab model kind 'seq2seq'"):
+        lab.LabSettings(kind="seq2seq")
+
+
+@pytest.mark.slow
+def test_a_causal_lab_model_learns_the_planted_association_and_its_metrics_find_it(tmp_path):
+    """A small GPT-2 trained on the planted-association corpus: LL and AUL-c find the bias; with nothing planted, they do not."""
+    from biaslens.engine.metrics import CAUSAL_METRICS
+
+    found = {}
+    for scenario in ("association", "neither"):
+        settings = lab.scenario_settings(scenario, lab.LabSettings(kind="causal", corpus_size=3000, steps=600))
+        report = lab.run_lab(settings, cache_dir=tmp_path)
+        assert report.model.settings.kind == "causal" and report.result.summary["manifest"]["kind"] == "causal"
+        assert list(report.result.summary["metrics"]) == list(CAUSAL_METRICS)
+        found[scenario] = {row.key: row.verdict for row in report.frame().itertuples()}
+    assert found["association"]["ll"] == found["association"]["aul_c"] == "detected"
+    assert all(v.startswith("no bias") for v in found["neither"].values()), found["neither"]

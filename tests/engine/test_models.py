@@ -84,13 +84,32 @@ def test_a_model_without_masked_lm_head_is_refused(tmp_path, model_dirs):
     with pytest.raises(NotMaskedLMError, match="no trained masked-LM head"):
         load_model(str(headless))
 
+    # A GPT-2 is a causal LM, whatever tokenizer it comes with: this one (BERT's) has no BOS or EOS token, so nothing
+    # comes before a sentence and its first token is context only (said in the manifest, never silently).
     gpt = tmp_path / "gpt"
     GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=28996)).save_pretrained(gpt)
     for f in model_dirs["bert-cased"].iterdir():
         if f.name not in ("config.json", "model.safetensors"):
             (gpt / f.name).write_bytes(f.read_bytes())
-    with pytest.raises(NotMaskedLMError, match="not a masked language model"):
-        load_model(str(gpt))
+    causal = load_model(str(gpt))
+    assert causal.kind == "causal" and causal.first_token == "none" and causal.manifest()["first_token"] == "none"
+    with pytest.raises(InputError, match="no BOS or EOS token"):
+        causal.with_first_token("bos")
+
+
+def test_sequence_to_sequence_models_are_refused_in_one_line(tmp_path, model_dirs):
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    from biaslens.errors import UnsupportedModelError
+
+    folder = tmp_path / "t5"
+    T5ForConditionalGeneration(T5Config(vocab_size=28996, d_model=16, d_ff=32, num_layers=1, num_heads=2, d_kv=8)).save_pretrained(folder)
+    for f in model_dirs["bert-cased"].iterdir():
+        if f.name not in ("config.json", "model.safetensors"):
+            (folder / f.name).write_bytes(f.read_bytes())
+    with pytest.raises(UnsupportedModelError, match="sequence-to-sequence") as info:
+        load_model(str(folder))
+    assert "causal LMs (GPT-2" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_pickle_weights_need_an_explicit_opt_in(tmp_path, model_dirs):

@@ -37,11 +37,11 @@ def test_run_options_validate_once():
     assert RunOptions().metrics == PAPER_METRICS and RunOptions(metrics=None).metrics == PAPER_METRICS
     assert run.evaluate_kwargs() == {"compat": "kaneko2022", "limit": 5, "sample": None, "seed": 0, "batch_tokens": None}
     assert RunOptions(chunk_pairs=7).evaluate_kwargs()["chunk_pairs"] == 7
-    exact = RunOptions(precision="exact-bf16")  # type: ignore[arg-type]  # parsed in __post_init__
-    assert exact.precision is Precision.EXACT_BF16 and exact.evaluate_kwargs()["precision"] == "exact-bf16"
+    exact = RunOptions(precision="bf16-rescore")  # type: ignore[arg-type]  # parsed in __post_init__
+    assert exact.precision is Precision.BF16_RESCORE and exact.evaluate_kwargs()["precision"] == "bf16-rescore"
     assert "precision" not in RunOptions().evaluate_kwargs() and RunOptions().precision is Precision.MODEL
-    assert RunOptions.from_args(argparse.Namespace(precision="exact-bf16")).precision is Precision.EXACT_BF16
-    with pytest.raises(InputError, match="Unknown precision 'fp8': choose from model, exact-bf16"):
+    assert RunOptions.from_args(argparse.Namespace(precision="bf16-rescore")).precision is Precision.BF16_RESCORE
+    with pytest.raises(InputError, match="Unknown precision 'fp8': choose from model, bf16-rescore"):
         RunOptions(precision="fp8")  # type: ignore[arg-type]
     with pytest.raises(dataclasses.FrozenInstanceError):
         run.limit = 3  # type: ignore[misc]

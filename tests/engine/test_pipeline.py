@@ -22,8 +22,8 @@ SPEC = ModelSpec("no-such-model-anywhere")
 def test_a_plan_is_refused_before_any_model_loads(tmp_path):
     with pytest.raises(InputError, match="Unknown flag check nope"):
         EvaluationPlan(SPEC, "crows-pairs", flags="non-minimal,nope")
-    with pytest.raises(InputError, match="exact-bf16"):
-        EvaluationPlan(ModelSpec("m", dtype="float16"), "crows-pairs", RunOptions(precision="exact-bf16"))
+    with pytest.raises(InputError, match="bf16-rescore"):
+        EvaluationPlan(ModelSpec("m", dtype="float16"), "crows-pairs", RunOptions(precision="bf16-rescore"))
     assert EvaluationPlan(SPEC, "crows-pairs", flags="non-minimal, duplicate").flags == ("non_minimal", "duplicate")
     assert EvaluationPlan(SPEC, "crows-pairs", exclude_flagged=True).flags == CHECKS
     assert EvaluationPlan(SPEC, "crows-pairs").flags is None

@@ -253,3 +253,28 @@ def test_gpu_memory_comes_back_after_eviction(model_dirs):
     pool.get("cpu", lambda: load_model(str(model_dirs["bert-cased"]), device="cpu"))
     assert torch.cuda.memory_allocated() == allocated  # the weights are gone
     assert torch.cuda.memory_reserved() <= reserved  # and handed back to the GPU
+
+
+def test_the_pool_holds_at_most_its_capacity_with_loads_in_flight():
+    """Models in the pool and models being loaded are at most `capacity` together (issue 36, item 2): eight sessions
+    loading eight different models at once load them at most two at a time."""
+    import threading
+    import time
+
+    pool = ModelPool(2)
+    held, most, lock = [0], [0], threading.Lock()
+
+    def load(name):
+        with lock:
+            held[0] = len(pool) + pool._in_flight
+            most[0] = max(most[0], held[0])
+        time.sleep(0.05)
+        return name
+
+    threads = [threading.Thread(target=pool.get, args=(f"m{i}", lambda i=i: load(f"m{i}"))) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] <= 2 and pool.peak <= 2 and len(pool) == 2
+    assert pool.evictions == 6

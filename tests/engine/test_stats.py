@@ -331,8 +331,27 @@ def test_permutation_sampled_p_value_is_never_zero():
     [{"statistic": "median"}, {"n_permutations": 0, "exact_threshold": 0}],
 )
 def test_permutation_rejects_bad_options(kwargs):
-    with pytest.raises(ValueError):
+    from biaslens.errors import InputError
+
+    with pytest.raises((ValueError, InputError)):
         permutation_test([1, 2], [3, 4], **kwargs)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: permutation_test([1, 2, 3], [4, 5, 6], n_permutations=10**11, exact_threshold=0), "n_permutations must be a whole number"),
+        (lambda: permutation_test([1, 2, 3], [4, 5, 6], seed=-1, exact_threshold=0), "The seed must be a whole number from 0 to 4,294,967,295"),
+        (lambda: bootstrap_interval([1.0, 2.0], n_resamples=10**9), "n_resamples must be a whole number from 1 to 1,000,000"),
+        (lambda: bootstrap_interval([1.0, 2.0], seed=2**40), "The seed must be"),
+    ],
+)
+def test_counts_and_seeds_are_bounded_before_any_draw(call, message):
+    """Issue 36, item 6: a billion resamples or 1e11 permutations are refused in one line, not an out-of-memory kill."""
+    from biaslens.errors import InputError
+
+    with pytest.raises(InputError, match=message):
+        call()
 
 
 # --- Bias score -------------------------------------------------------------------

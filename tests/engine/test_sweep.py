@@ -23,7 +23,7 @@ from biaslens.lab import sweep
 from biaslens.cli import main
 from biaslens.cli.lab_sweep import format_ranking
 from biaslens.errors import InputError
-from biaslens.engine.metrics import METRICS
+from biaslens.engine.metrics import MASKED_METRICS
 from biaslens.engine.models import load_model
 from biaslens.lab.sanity_verdict import model_verdict
 
@@ -55,7 +55,7 @@ def test_every_cell_is_a_lab_model_scored_as_lab_evaluate_scores_it(swept, tmp_p
     assert result.complete and not result.stopped and len(result.cells) == 4
     assert all(c.trained_here for c in result.cells)
     frame = result.frame()
-    assert len(frame) == 4 * len(METRICS)
+    assert len(frame) == 4 * len(MASKED_METRICS)
     for cell in result.cells:
         model = lab.find_lab_model(cell.settings, models)
         assert model is not None and str(model.path) == cell.frame["model"].iloc[0]
@@ -426,7 +426,7 @@ def test_cli_sweep_writes_every_file(swept, tmp_path, capsys):
     cells = pd.read_csv(out / "cells.csv")
     assert cells["bias_score"].tolist() == pytest.approx(result.frame()["bias_score"].tolist())
     ranking = pd.read_csv(out / "metrics.csv")
-    assert list(ranking.columns) == list(sweep.RANKING_COLUMNS) and sorted(ranking["key"]) == sorted(METRICS)
+    assert list(ranking.columns) == list(sweep.RANKING_COLUMNS) and sorted(ranking["key"]) == sorted(MASKED_METRICS)
     # 2 strengths x 1 seed: no verdict and no place for any metric, and the reason printed above the table.
     assert ranking["place"].isna().all() and set(ranking["tracks"]) == {sweep.NOT_ENOUGH}
     assert "Not enough models to say whether a metric tracks the planted association: 0 seeds with 4 or more association strengths" in printed
@@ -438,7 +438,7 @@ def test_cli_sweep_writes_every_file(swept, tmp_path, capsys):
     assert saved["design"]["strengths"] == 2 and saved["design"]["min_strengths"] == sweep.MIN_STRENGTHS
     assert saved["manifest"]["grid"]["associations"] == [0.5, 1.0] and saved["manifest"]["finished"] == 4
     assert saved["manifest"]["grid"]["base"]["steps"] == 12 and "versions" in saved["manifest"]
-    assert {m["key"] for m in saved["metrics"]} == set(METRICS)
+    assert {m["key"] for m in saved["metrics"]} == set(MASKED_METRICS)
     assert (out / "dose_response.svg").read_text().lstrip().startswith("<svg")
     summary = (out / "summary.md").read_text()
     assert "| place | metric |" in summary and "What it cannot show" in summary
@@ -454,7 +454,7 @@ def test_cli_three_untrained_models_do_not_say_tracks(tmp_path, capsys):
     assert "Not enough models to say whether a metric tracks the planted association: 0 seeds with 4 or more association strengths" in printed
     assert "(no model;" in printed
     table = printed[printed.index("metric") : printed.index("\ntracks =")]
-    assert " yes " not in table and table.count(sweep.NOT_ENOUGH) == len(METRICS)
+    assert " yes " not in table and table.count(sweep.NOT_ENOUGH) == len(MASKED_METRICS)
     cells = pd.read_csv(tmp_path / "out" / "cells.csv")
     assert set(cells["sanity"]) == {sweep.UNTRAINED}
     assert not (tmp_path / "out" / "dose_response.svg").exists()  # nothing to draw: no model learned
@@ -466,12 +466,15 @@ def test_cli_three_untrained_models_do_not_say_tracks(tmp_path, capsys):
         (["--associations", "0.2,1"], "between 0.5 (none) and 1"),
         (["--seeds", "a"], "seeds must be numbers"),
         (["--ratios", ","], "--ratios needs at least one value"),
-        (["--workers", "0"], "--workers must be 1 or more"),
+        (["--workers", "0"], "expected a number of workers from 1 to 64"),
         (["--group-b", "Mary,Anna"], "same number of words"),
     ],
 )
 def test_cli_sweep_bad_input_is_one_line_and_exit_2(argv, fragment, tmp_path, capsys):
-    code = main(["lab", "sweep", *argv, "--out", str(tmp_path / "out")])
+    try:
+        code = main(["lab", "sweep", *argv, "--out", str(tmp_path / "out")])
+    except SystemExit as exc:  # an option out of its range is refused by the parser
+        code = exc.code
     err = capsys.readouterr().err.strip()
     assert code == 2 and fragment in err and len(err.splitlines()) == 1
 

@@ -6,6 +6,7 @@ The `app_env` fixture (the app's conftest) points the app at the tiny random BER
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from typing import Any
 
@@ -96,19 +97,44 @@ def markdown_texts(at) -> list[str]:
     return [t for t in out if t]
 
 
-def live_markup(texts: list[str], host: str = "evil.example") -> list[str]:
-    """The markdown texts that would render a link or an image to `host` (the test payloads' host), or one of
-    Streamlit's colour directives (`:red[…]`)."""
-    import re
+#: GitHub-flavoured markdown's literal autolinks as Streamlit's markdown finds them (remark-gfm: mdast-util-gfm-autolink-literal,
+#: the same two patterns): in the text *after* backslash escapes are removed, so an escape cannot stop them. `\w` is ASCII, as in
+#: JavaScript. (The check before a match, "at the start or after a space or punctuation", is left out: stricter.)
+GFM_URL = re.compile(r"(https?://|www(?=\.))([-.\w]+)([^ \t\r\n]*)", re.IGNORECASE | re.ASCII)
+GFM_EMAIL = re.compile(r"([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.ASCII)
 
+
+def gfm_autolinks(text: str) -> list[str]:
+    """The addresses Streamlit's markdown turns into links by itself in `text` (www.x, http(s)://x, x@y.z and with it
+    mailto:/xmpp:), outside explicit links; CommonMark's own autolinks (`<http://x>`) are links of the rendered HTML."""
+    from markdown_it import MarkdownIt
+
+    found = []
+    for block in MarkdownIt("commonmark").parse(text):
+        inside_link = 0
+        for token in block.children or []:
+            if token.type == "link_open":
+                inside_link += 1
+            elif token.type == "link_close":
+                inside_link -= 1
+            elif token.type == "text" and not inside_link:
+                found += [m.group(0) for pattern in (GFM_URL, GFM_EMAIL) for m in pattern.finditer(token.content)]
+    return found
+
+
+def live_markup(texts: list[str], host: str = "evil.example") -> list[str]:
+    """The markdown texts that would render a link or an image to `host` (the test payloads' host): a markdown link or
+    image, an angle autolink, or an address GitHub-flavoured markdown links by itself (`gfm_autolinks`); or one of
+    Streamlit's colour directives (`:red[…]`)."""
     from markdown_it import MarkdownIt
 
     renderer = MarkdownIt("commonmark")
     found = []
     for text in texts:
         rendered = renderer.render(text)
-        link = re.search(rf'<(a|img) [^>]*(href|src)="[^"]*{re.escape(host)}', rendered)
-        if link or re.search(r":(red|blue|green|orange|violet|gray|grey|rainbow|primary)(-background)?\[", text):
+        link = re.search(rf'<(a|img) [^>]*(href|src)="[^"]*{re.escape(host)}', rendered, re.IGNORECASE)
+        autolink = any(host in address.lower() for address in gfm_autolinks(text))
+        if link or autolink or re.search(r":(red|blue|green|orange|violet|gray|grey|rainbow|primary)(-background)?\[", text):
             found.append(text)
     return found
 

@@ -1,28 +1,25 @@
-"""Exact verdicts at bfloat16 speed: the `exact-bf16` precision of a dataset run.
+"""bfloat16 with float32 near ties: the `bf16-rescore` precision of a dataset run. Calibrated, not exact.
 
-A bfloat16 copy of a float32 model scores every pair; a pair whose margin (stereo minus
-anti) under a metric is within bfloat16's error bound is scored again in float32, with
-the float32 model. So every verdict, and with them every bias score (its interval, per
-bias type and per group), equals the float32 run's; a pair not re-scored keeps its
-bfloat16 scores, each within the bound of the float32 one, and its bfloat16
-token-accuracy counts.
+A bfloat16 copy of a float32 model scores every pair; a pair whose margin (stereo minus anti)
+under a metric is within a *calibrated* estimate of bfloat16's error is scored again in float32,
+with the float32 model. Pairs with larger margins keep bfloat16's verdict.
 
-The bound. A sentence score moves by at most its `Metric.sensitivity` (1 for a mean,
-n for a sum of n log-probabilities, sum |w| / n for AULA's weighted mean) times the
-largest error of one token's log-probability. That error is no fixed multiple of
-bfloat16's unit roundoff (2^-8) that the scores would show: it grows with the model's
-depth and width and with the size of its logits. So it is measured, on the run's first
-`CALIBRATION_PAIRS` pairs, scored in both precisions: per metric, the scale is the
-largest |margin error| / (S(stereo) + S(anti)) seen there, times `SAFETY`, and never
-below `FLOOR`. A pair is re-scored when |margin| <= scale x (S(stereo) + S(anti)), plus
-twice the metric's rounding step in kaneko2022 mode (`Metric.compat_rounding`: CPS rounds
-to 0.001, and two roundings can each move a score by half a step); a tie in bfloat16 is
-always re-scored. On random-weight models (2 and 4 layers, CrowS-Pairs, every paper
-metric, both scoring modes) the largest ratio over 200-300 pairs was at most 1.9 times
-the largest over the first 32, against a `SAFETY` of 4 over 64.
-
-The calibration pairs keep their float32 scores, and count as re-scored. How many pairs
-each metric re-scored is in the manifest (`evaluate`) and said by the CLI.
+What it promises, and what it does not. The estimate: a sentence score moves by at most its
+`Metric.sensitivity` (1 for a mean, n for a sum of n log-probabilities, sum |w| / n for AULA's
+weighted mean) times the largest error of one token's log-probability; that error is measured
+on the run's first `CALIBRATION_PAIRS` pairs, scored in both precisions (per metric, the largest
+|margin error| / (S(stereo) + S(anti)) seen there, times `SAFETY`, never below `FLOOR`). A pair
+is re-scored when |margin| <= scale x (S(stereo) + S(anti)) (plus twice the metric's rounding
+step in kaneko2022 mode; a tie in bfloat16 is always re-scored). This is an empirical
+calibration, not a bound: nothing proves that later pairs' errors stay within 4x the first
+pairs' largest. An independent check found errors of 2.7-4.2x the calibration maximum (one
+token's error 3.2-3.7x the AUL/CPS scale), verdicts that differ from float32's (e.g. a CPS margin
+of +0.0036 in float32 and -0.0595 in bfloat16 against a threshold of 0.0565), and on up to
+5.4% of single-word pairs an error above the threshold (AULA, random weights). So the mode was
+renamed from `exact-bf16`: it gives float32's verdict on every pair it re-scores and, on the
+pairs it does not, bfloat16's verdict for margins larger than the calibrated error. Use float32
+when every verdict must be float32's (the default). How many pairs each metric re-scored, and
+this caveat, are in the manifest's `precision` block and said by the CLI.
 """
 
 from __future__ import annotations
@@ -38,7 +35,7 @@ import torch
 
 from biaslens.errors import InputError
 from biaslens.engine.metrics import METRICS
-from biaslens.engine.models import Encoding, MaskedLM
+from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.scoring import default_batch_tokens
 
 if TYPE_CHECKING:
@@ -54,27 +51,32 @@ FLOOR = 2.0**-12
 #: `pairs.score_encoded_pairs`: (lm, encoded pairs, metrics, *, compat, batch_tokens, progress) -> scored pairs.
 ScoreFn = Callable[..., list["ScoredPair"]]
 
-_TWINS: weakref.WeakKeyDictionary[MaskedLM, MaskedLM] = weakref.WeakKeyDictionary()
+#: The bfloat16 twin of each loaded network (keyed by the torch module: the views of one model share it).
+_TWINS: weakref.WeakKeyDictionary[torch.nn.Module, LanguageModel] = weakref.WeakKeyDictionary()
 _TWINS_LOCK = threading.Lock()
 
 
-def bfloat16_twin(lm: MaskedLM) -> MaskedLM:
-    """A bfloat16 copy of a float32 model, made once and kept while the model lives (its weights, rounded, on its device)."""
+def bfloat16_twin(lm: LanguageModel) -> LanguageModel:
+    """A bfloat16 copy of a float32 model, made once and kept while the model lives (its weights, rounded, on its device).
+
+    It reads tokens as `lm` does (a causal model's first-token policy).
+    """
     _check_float32(lm)
     with _TWINS_LOCK:
-        twin = _TWINS.get(lm)
+        twin = _TWINS.get(lm.model)
         if twin is None:
             model = copy.deepcopy(lm.model).to(torch.bfloat16)
             fields = {"name": lm.name, "source": lm.source, "revision": lm.revision, "fingerprint": lm.fingerprint}
-            twin = MaskedLM(model, lm.tokenizer, **fields, device=lm.device, dtype=torch.bfloat16)
-            _TWINS[lm] = twin
-        return twin
+            twin = type(lm)(model, lm.tokenizer, **fields, device=lm.device, dtype=torch.bfloat16)
+            _TWINS[lm.model] = twin
+    first_token = getattr(lm, "first_token", None)  # a causal model's reading of its first token
+    return twin.with_first_token(first_token) if first_token is not None else twin  # type: ignore[attr-defined]
 
 
-def _check_float32(lm: MaskedLM) -> None:
+def _check_float32(lm: LanguageModel) -> None:
     if lm.dtype != torch.float32:
         dtype = str(lm.dtype).removeprefix("torch.")
-        raise InputError(f"The exact-bf16 precision re-scores in float32: load the model in float32 (--dtype float32), not {dtype}.")
+        raise InputError(f"The bf16-rescore precision re-scores in float32: load the model in float32 (--dtype float32), not {dtype}.")
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class Calibration:
     scale: dict[str, float]
 
 
-class ExactBf16:
+class Bf16Rescore:
     """Scores pairs in bfloat16 and re-scores in float32 the (pair, metric) whose verdict bfloat16 cannot settle.
 
     `lm` is the float32 model; `sample()` gives the encoded calibration pairs (asked once, when
@@ -95,7 +97,7 @@ class ExactBf16:
 
     def __init__(
         self,
-        lm: MaskedLM,
+        lm: LanguageModel,
         metrics: Sequence[str],
         *,
         compat: bool,
@@ -111,11 +113,11 @@ class ExactBf16:
         self._known: dict[tuple[str, str], ScoredPair] = {}  # the calibration pairs' float32 scores, by their sentences
 
     @property
-    def fast(self) -> MaskedLM:
+    def fast(self) -> LanguageModel:
         """The bfloat16 copy (made when first needed: a run read from the cache needs none)."""
         return bfloat16_twin(self.lm)
 
-    def _run(self, lm: MaskedLM, pairs: Sequence[tuple[Encoding, Encoding]], metrics: Sequence[str], progress: Any = None) -> list[ScoredPair]:
+    def _run(self, lm: LanguageModel, pairs: Sequence[tuple[Encoding, Encoding]], metrics: Sequence[str], progress: Any = None) -> list[ScoredPair]:
         budget = self._batch_tokens or default_batch_tokens(lm)
         return self._score(lm, pairs, list(metrics), compat=self.compat, batch_tokens=budget, progress=progress)
 
@@ -178,4 +180,4 @@ def _margin(scored: ScoredPair, metric: str) -> float:
     return a.value - b.value
 
 
-__all__ = ["CALIBRATION_PAIRS", "FLOOR", "SAFETY", "Calibration", "ExactBf16", "bfloat16_twin"]
+__all__ = ["CALIBRATION_PAIRS", "FLOOR", "SAFETY", "Calibration", "Bf16Rescore", "bfloat16_twin"]
