@@ -197,16 +197,15 @@ def sentence_measures(lm: MaskedLM, text: str, *, pad_to: int | None = None, bat
 
 def _check_masked(lm: Any) -> None:
     if getattr(lm, "kind", "masked") != "masked" or getattr(lm, "mask_id", None) is None:
-        raise InputError(
-            f"mlm-bias's measures mask one token at a time: {getattr(lm, 'name', 'this model')} is not a masked language model."
-        )
+        raise InputError(f"mlm-bias's measures mask one token at a time: {getattr(lm, 'name', 'this model')} is not a masked language model.")
     if getattr(lm, "attention_unavailable", None):
         raise InputError(f"mlm-bias's CRRA and ΔPA need attention weights: {lm.attention_unavailable}")
 
 
 def pair_record(lm: MaskedLM, pair: Pair, *, padded: bool = False, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> dict[str, Any]:
-    """Both sentences of a pair (S1 = the stereotypical one, `sent_stereo`; S2 = `sent_anti`): their measures and token
-    counts, and whether filtering removed letters (`ime_text` keeps ASCII only)."""
+    """Both sentences of a pair (S1 = the stereotypical one, `sent_stereo`; S2 = `sent_anti`): their measures (a value
+    that is not finite as its text, "nan" or "inf", which the result cache can keep), token counts, and whether filtering
+    removed letters (`ime_text` keeps ASCII only)."""
     pad_to = None
     if padded:
         start_end = 2
@@ -214,8 +213,17 @@ def pair_record(lm: MaskedLM, pair: Pair, *, padded: bool = False, batch_tokens:
     record: dict[str, Any] = {}
     for side, text in (("stereo", pair.sent_stereo), ("anti", pair.sent_anti)):
         s = sentence_measures(lm, text, pad_to=pad_to, batch_tokens=batch_tokens)
-        record[side] = {**s.measures, "tokens": s.tokens, "letters_removed": _letters_removed(text)}
+        record[side] = {**{m: _stored(v) for m, v in s.measures.items()}, "tokens": s.tokens, "letters_removed": _letters_removed(text)}
     return record
+
+
+def _stored(value: float) -> float | str:
+    """A measure as the result cache keeps it: JSON has no NaN or infinity (an empty sentence, a probability of 0)."""
+    return value if math.isfinite(value) else str(value)
+
+
+def _read(value: float | str) -> float:
+    return float(value)
 
 
 def _letters_removed(text: str) -> bool:
@@ -335,7 +343,7 @@ def mlm_bias_scores(
     for pair, record in zip(pairs, records):
         row: dict[str, Any] = {"pair_id": pair.pair_id, "bias_type": pair.bias_type, "sent_stereo": pair.sent_stereo, "sent_anti": pair.sent_anti}
         for m in MEASURES:
-            row[f"{m}_stereo"], row[f"{m}_anti"] = record["stereo"][m], record["anti"][m]
+            row[f"{m}_stereo"], row[f"{m}_anti"] = _read(record["stereo"][m]), _read(record["anti"][m])
         row["tokens_stereo"], row["tokens_anti"] = record["stereo"]["tokens"], record["anti"]["tokens"]
         row["letters_removed"] = bool(record["stereo"]["letters_removed"] or record["anti"]["letters_removed"])
         rows.append(row)

@@ -151,6 +151,7 @@ def test_a_dataset_run_is_cached_per_pair_and_says_what_the_filter_removed(tiny_
     row = first.pairs.iloc[0]
     record = mlm_bias.pair_record(tiny_bert, pairs[0])
     assert row["crr_stereo"] == pytest.approx(record["stereo"]["crr"]) and row["dpa_anti"] == pytest.approx(record["anti"]["dpa"])
+    assert mlm_bias.pair_record(tiny_bert, pairs[2])["stereo"]["crr"] == "nan"  # kept by the cache as text, read back as NaN
     assert first.pairs["letters_removed"].tolist() == [False, True, False]
     assert math.isnan(first.pairs.loc[2, "crr_stereo"]) and first.pairs.loc[2, "tokens_stereo"] == 0
     assert any("letters outside A-Z" in n for n in first.notes) and any("no token left" in n for n in first.notes)
