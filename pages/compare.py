@@ -17,6 +17,7 @@ import ui.settings
 import ui.sidebar
 import ui.state
 import ui.tables
+import ui.trust
 from ui.views import CompareView
 from biaslens.analyses import explore, paired
 from biaslens.figures import charts as figures
@@ -183,6 +184,7 @@ def main() -> None:
             f"{ui.feedback.md(paired.bootstrap_method(paired.N_RESAMPLES, seed))}; p: {MCNEMAR_TEST}, on the verdicts. An interval that excludes 0 "
             "and a small p say the models' bias scores differ on these pairs."
         )
+    ui.trust.stability_section(results, metric, seed)
     st.subheader("Per pair")
     x_model, y_model = order[0], order[1]
     if len(order) > 2:
@@ -214,6 +216,8 @@ def main() -> None:
             icon=":material/download:",
             on_click="ignore",
         )
+    lms = {names[m]: ui.resources.get_model(settings, m) for m in models if m in loaded}
+    ui.trust.relative_bias_section(lms, dataset, results)
 
 
 main()

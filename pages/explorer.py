@@ -18,6 +18,7 @@ import ui.runs
 import ui.settings
 import ui.state
 import ui.tables
+import ui.trust
 from ui.views import EXPLORER_TABS, ExplorerView
 from biaslens.analyses import explore
 from biaslens.figures import charts as figures
@@ -67,7 +68,7 @@ def _file_stem(model: str, dataset: str) -> str:
 CARD_WIDTH = 200
 
 
-def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
+def show_headline(result: EvaluationResult, summary: pd.DataFrame, controls: dict | None = None) -> None:
     m = result.manifest
     info = m.get("dataset", {})
     scored = info.get("pairs_scored", len(result.pairs))
@@ -91,6 +92,7 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
             st.caption(
                 f"95% CI {row.ci_low:.1f}–{row.ci_high:.1f} (Wilson) · N {row.n:,} · ties {row.ties:,} · "
                 f"undecidable {row.undecidable:,} · token accuracy {row.token_accuracy:.1f}%"
+                + ui.feedback.md(ui.trust.control_caption((controls or {}).get(row.metric)))
             )
 
 
@@ -156,9 +158,13 @@ def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str)
         )
 
 
-def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: ExplorerView) -> None:
+def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: ExplorerView, controls: dict | None = None) -> None:
     summary = explore.summary_table(result.summary)
-    show_headline(result, summary)
+    if controls:  # the control pairs' score beside each bias score
+        summary = summary.assign(
+            **{f"control_{k}": [controls.get(m, {}).get(k) for m in summary["metric"]] for k in ("bias_score", "ci_low", "ci_high")}
+        )
+    show_headline(result, summary, controls)
     st.session_state[S + "focus"] = st.session_state.get(S + "focus") if st.session_state.get(S + "focus") in metrics else metrics[0]
     focus = (
         st.segmented_control(
@@ -188,7 +194,9 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: E
             "Share of pairs in which the metric scores the stereotypical sentence higher; 50 = no preference. Bars: 95% Wilson interval; numbers: N."
         )
         ui.charts.show(charts["Bias scores"], S + "chart_scores")
-        ui.tables.table(summary, SCORE_COLUMNS, pin=["name"])
+        ui.tables.table(summary, [*SCORE_COLUMNS, *(c for c in summary.columns if c.startswith("control_"))], pin=["name"])
+        if controls:
+            st.caption("Control: the same metric on the control pairs (group words swapped for non-social ones; see below): near 50 expected.")
     with tabs[1]:
         if by_type.empty:
             st.info("This dataset has no bias types.")
@@ -279,8 +287,11 @@ def main() -> None:
             st.stop()
     result = ui.field.flag_filter(settings, lm, dataset, result, metrics)
     ui.honesty.model_banner(settings, lm, [t for p in dataset.pairs[:100] for t in (p.sent_stereo, p.sent_anti)])
-    show_result(result, metrics, _file_stem(settings.model, dataset.name), view)
+    controls = ui.trust.control_entries(settings, lm, dataset, result, metrics)
+    show_result(result, metrics, _file_stem(settings.model, dataset.name), view, controls)
     ui.field.stereoset_panel(settings, lm, dataset, result, metrics)
+    ui.trust.controls_panel(settings, lm, dataset, result, metrics)
+    ui.trust.mlm_bias_panel(lm, dataset, result)
 
 
 main()

@@ -151,7 +151,7 @@ def ranking_table(analysis: sweep.SweepAnalysis) -> pd.DataFrame:
         {
             "Place": r["place"],
             "Metric": r["metric"],
-            "Tracks the bias": r["tracks"],
+            "Tracks the bias": [sweep.tracks_text(row) for row in r.to_dict(orient="records")],
             "Kendall's tau (within curves)": r["tau"],
             "p (exact)": [sweep.format_p(p) for p in r["p_trend"]],
             "Slope (points per unit)": r["slope"],
@@ -184,7 +184,8 @@ def show_results(result: sweep.SweepResult, *, live: bool = False) -> None:
         "**Which metric can you trust?** Metrics whose bias score rises with the planted association within each seed's "
         f"curve (exact trend test, p ≤ {sweep.ALPHA:g}) first, inverted ones last; within each group, by "
         "the mean of their ranks on tau, false alarms, drift and seed spread. A verdict needs at least "
-        f"{sweep.MIN_STRENGTHS} association strengths and {sweep.MIN_SEEDS} seeds of models that learned."
+        f"{sweep.MIN_STRENGTHS} association strengths in each of {sweep.MIN_SEEDS} seeds of models that learned; each curve averages "
+        "the same frequency ratios at every strength, and the models it leaves out are counted beside the verdict."
     )
     _number_table(ranking_table(analysis), pin=["Place", "Metric", "Tracks the bias"])
     if live:

@@ -53,6 +53,9 @@ class EvaluationPlan:
     with a note (named metrics it cannot give are refused). `flags`: the flag checks to run (None: no flags;
     "all" or a comma-separated string is parsed); `exclude_flagged` (implies every check when `flags` is None)
     leaves the flagged pairs out of the saved result. `stereoset_scores`: also StereoSet's LMS, SS and ICAT.
+    `controls`: also the control pairs' bias score beside each metric's (`biaslens.analyses.controls`, drawn with
+    `control_seed`). `mlm_bias`: also mlm-bias's CRR, CRRA, ΔP and ΔPA (`biaslens.analyses.mlm_bias`; `mlm_bias_padded`:
+    the package's batched path).
     """
 
     model: ModelSpec
@@ -64,6 +67,10 @@ class EvaluationPlan:
     flags: tuple[str, ...] | None = None
     exclude_flagged: bool = False
     stereoset_scores: bool = False
+    controls: bool = False
+    control_seed: int = 0
+    mlm_bias: bool = False
+    mlm_bias_padded: bool = False
 
     def __post_init__(self) -> None:
         if self.flags is not None or self.exclude_flagged:
@@ -84,6 +91,10 @@ class EvaluationPlan:
             flags=getattr(args, "flags", None),  # type: ignore[arg-type]  # parsed in __post_init__
             exclude_flagged=bool(getattr(args, "exclude_flagged", False)),
             stereoset_scores=bool(getattr(args, "stereoset_scores", False)),
+            controls=bool(getattr(args, "controls", False)),
+            control_seed=int(getattr(args, "control_seed", 0) or 0),
+            mlm_bias=bool(getattr(args, "mlm_bias", False)) or bool(getattr(args, "mlm_bias_batched", False)),
+            mlm_bias_padded=bool(getattr(args, "mlm_bias_batched", False)),
         )
 
 
@@ -103,7 +114,9 @@ class StepInput:
 class StepOutput:
     """A post-step's output: its `summary.json` block, its files (name -> table), the lines it prints, its notes.
 
-    `result`: the result to save instead of the scored one (flags with `exclude_flagged`), else None.
+    `result`: the result to save instead of the scored one (flags with `exclude_flagged`), else None. `beside`: an entry
+    per metric, written into that metric's block of `summary.json` under the step's name (the control pairs' score
+    beside each bias score).
     """
 
     block: dict[str, Any]
@@ -111,6 +124,7 @@ class StepOutput:
     lines: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     result: EvaluationResult | None = None
+    beside: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -122,6 +136,9 @@ class Step:
     applies: Callable[[EvaluationPlan], bool]
     compute: Callable[[StepInput], StepOutput]
     check: Callable[[EvaluationPlan, "list[Pair]"], None] = lambda plan, pairs: None
+    #: The step gets the result an earlier step narrowed (the pairs saved: flags with exclude_flagged), not every
+    #: scored pair: what it puts beside the bias scores is then of the same pairs.
+    sees_saved: bool = False
 
 
 def _fmt(x: Any) -> str:
@@ -206,9 +223,61 @@ def _flags(step: StepInput) -> StepOutput:
     return StepOutput(block, {"flags.csv": flags, "flagged.csv": table}, lines, list(notes), kept)
 
 
+def _scored_pairs(step: StepInput) -> list[Pair]:
+    """The dataset's pairs the run scored, in its order."""
+    by_id = {p.pair_id: p for p in step.dataset.pairs}
+    return [by_id[i] for i in step.result.pairs["pair_id"] if i in by_id]
+
+
+def _controls_check(plan: EvaluationPlan, pairs: list[Pair]) -> None:
+    from biaslens.analyses.controls import control_pairs
+
+    control_pairs(pairs, seed=plan.control_seed)  # English only: refused before the model loads
+
+
+def _controls(step: StepInput) -> StepOutput:
+    from biaslens.analyses.controls import METHOD, control_entries, control_pairs, score_controls
+    from biaslens.engine.metrics import METRICS
+
+    o = step.options
+    controls = control_pairs(_scored_pairs(step), seed=step.plan.control_seed, name=step.dataset.name)
+    kwargs = {k: v for k, v in o.evaluate_kwargs().items() if k not in ("limit", "sample", "seed")}
+    result, scores = score_controls(step.lm, controls, o.metrics, cache=step.cache, **kwargs)
+    entries = control_entries(scores)
+    lines = [
+        f"\nControl pairs: {len(controls.pairs):,} (each pair's group words swapped for non-social words of matched frequency and "
+        "part of speech); each metric's control score is beside its bias score below: near 50 expected."
+    ]
+    off = [METRICS[m].name for m in o.metrics if entries[m]["off_50"]]
+    notes = list(controls.notes())
+    if off:
+        notes.append(f"{', '.join(off)}: the control pairs' interval excludes 50, so these scores answer something besides the group words")
+    block = {**controls.summary(), "method": METHOD, "metrics": entries}
+    files = {"controls.csv": result.pairs, "control_swaps.csv": controls.swaps}
+    return StepOutput(block, files, lines, notes, beside=entries)
+
+
+def _mlm_bias(step: StepInput) -> StepOutput:
+    from biaslens.analyses.mlm_bias import mlm_bias_scores
+
+    found = mlm_bias_scores(step.lm, _scored_pairs(step), padded=step.plan.mlm_bias_padded, cache=step.cache)
+    scores = found.scores
+    lines = [
+        f"\nmlm-bias measures (Zalkikar & Chandra; {found.summary()['path']}): share of pairs whose stereotypical sentence is predicted better",
+        f"{'measure':<10}{'bias score':>11}  {'95% CI (Wilson)':<17}{'N':>6}{'ties':>6}",
+        *(
+            f"{r['name']:<10}{_fmt(r['bias_score']):>11}  {'[' + _fmt(r['ci_low']) + ', ' + _fmt(r['ci_high']) + ']':<17}{r['n']:>6}{r['ties']:>6}"
+            for r in scores.to_dict(orient="records")
+        ),
+    ]
+    return StepOutput(found.summary(), {"mlm_bias.csv": found.pairs, "mlm_bias_scores.csv": found.by_bias_type}, lines, list(found.notes))
+
+
 STEPS: dict[str, Step] = {
     "stereoset": Step("stereoset", ("stereoset_scores.csv",), lambda plan: plan.stereoset_scores, _stereoset, _stereoset_check),
     "flags": Step("flags", ("flags.csv", "flagged.csv"), lambda plan: plan.flags is not None, _flags),
+    "controls": Step("controls", ("controls.csv", "control_swaps.csv"), lambda plan: plan.controls, _controls, _controls_check, sees_saved=True),
+    "mlm_bias": Step("mlm_bias", ("mlm_bias.csv", "mlm_bias_scores.csv"), lambda plan: plan.mlm_bias, _mlm_bias, sees_saved=True),
 }
 """The post-steps, in the order they run; each one's output is `summary.json[name]`."""
 
@@ -324,15 +393,21 @@ def run_evaluation(
     if not main:
         return run
     result.summary["manifest"].update(manifest)
-    for step in steps:
-        output = step.compute(StepInput(plan, options, lm, dataset, result, cache))
+    current = result
+    for step in steps:  # every step sees the scored pairs, but one that `sees_saved` gets what an earlier step narrowed
+        output = step.compute(StepInput(plan, options, lm, dataset, current if step.sees_saved else result, cache))
         for text in output.notes:
             note(text)
         run.steps[step.name] = output
+        current = output.result if output.result is not None else current
     for output in run.steps.values():
         if output.result is not None:  # a step that narrows the saved result (flags with exclude_flagged)
             run.result = output.result
     run.result.summary.update({name: output.block for name, output in run.steps.items()})
+    for name, output in run.steps.items():  # an entry beside each metric's bias score (the control pairs')
+        for metric, entry in output.beside.items():
+            if metric in run.result.summary["metrics"]:
+                run.result.summary["metrics"][metric][name] = entry
     run.notes = notes
     return run
 

@@ -34,7 +34,7 @@ EXIT_ERROR = 2
 #: (`register(subparsers)`) and is imported only when that command runs (`main.build_parser`).
 COMMANDS: dict[str, str] = {
     "evaluate": "score a dataset; writes pairs.csv and summary.json",
-    "compare": "two models on the same pairs: bias-score differences (paired bootstrap) and McNemar's exact test on verdicts",
+    "compare": "two or more models on the same pairs: bias-score differences (paired bootstrap), McNemar's exact test on verdicts, rank stability",
     "inspect": "score one sentence pair, token by token",
     "metrics": "list the metrics with formula, direction and citation",
     "models": "list the model presets",

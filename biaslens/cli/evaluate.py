@@ -74,6 +74,25 @@ def register(sub: Any) -> argparse.ArgumentParser:
         "default all) and show every metric with and without them; writes flags.csv and flagged.csv",
     )
     ev.add_argument("--exclude-flagged", action="store_true", help="pairs.csv and summary.json leave the flagged pairs out (implies --flags)")
+    ev.add_argument(
+        "--controls",
+        action="store_true",
+        help="also score control pairs (the group words swapped for non-social words of matched frequency and part of speech; "
+        "Pikuliak et al. 2023) and show each metric's control score beside its bias score (it should be near 50); writes "
+        "controls.csv and control_swaps.csv; English datasets",
+    )
+    ev.add_argument("--control-seed", type=int, default=0, help="seed of the control words' draw (default 0)")
+    ev.add_argument(
+        "--mlm-bias",
+        action="store_true",
+        help="also mlm-bias's CRR, CRRA, ΔP and ΔPA (Zalkikar & Chandra; one masked copy per token, as its package scores them); "
+        "writes mlm_bias.csv and mlm_bias_scores.csv",
+    )
+    ev.add_argument(
+        "--mlm-bias-batched",
+        action="store_true",
+        help="--mlm-bias as the package's default batching=True path (the shorter sentence's attention averaged over its padding)",
+    )
     add_progress_arg(ev)
     ev.set_defaults(func=cmd_evaluate)
     return ev
@@ -164,13 +183,19 @@ def summary_table(summary: dict) -> str:
     """summary.json's metrics as a text table."""
     from biaslens.engine.metrics import METRICS
 
-    lines = [f"{'metric':<11}{'bias score':>11}  {'95% CI (Wilson)':<17}{'N':>6}{'ties':>6}{'undecid.':>9}{'token acc.':>11}"]
+    from biaslens.analyses.controls import control_text
+
+    controls = any("controls" in block for block in summary["metrics"].values())
+    head = f"{'metric':<11}{'bias score':>11}  {'95% CI (Wilson)':<17}{'N':>6}{'ties':>6}{'undecid.':>9}{'token acc.':>11}"
+    lines = [head + ("   control pairs [95% CI]" if controls else "")]
     for key, block in summary["metrics"].items():
         ci = f"[{fmt(block['ci_low'])}, {fmt(block['ci_high'])}]"
         lines.append(
             f"{METRICS[key].name:<11}{fmt(block['bias_score']):>11}  {ci:<17}{block['n']:>6}{block['ties']:>6}"
-            f"{block['undecidable']:>9}{fmt(block['token_accuracy']):>11}"
+            f"{block['undecidable']:>9}{fmt(block['token_accuracy']):>11}" + (f"   {control_text(block.get('controls'))}" if controls else "")
         )
+    if controls:
+        lines.append("control pairs: the group words swapped for non-social ones; near 50 expected, 'off 50' when the interval excludes it")
     return "\n".join(lines)
 
 

@@ -31,9 +31,7 @@ def add_corpus_and_model_arguments(p: Any) -> None:
     p.add_argument("--heads", type=int, default=d.num_heads)
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--learning-rate", type=bounded_float(0.0, 1.0, "a learning rate"), default=d.learning_rate)
-    p.add_argument(
-        "--kind", default=d.kind, choices=["masked", "causal"], help="the model trained: a small BERT (masked) or a small GPT-2 (causal)"
-    )
+    p.add_argument("--kind", default=d.kind, choices=["masked", "causal"], help="the model trained: a small BERT (masked) or a small GPT-2 (causal)")
 
 
 def add_lab_arguments(p: Any) -> Any:

@@ -95,13 +95,14 @@ def grid_from_args(args: argparse.Namespace) -> Any:
 
 def format_ranking(ranking: Any) -> str:
     """The ranking as a text table for the terminal ("—": no place, the metric has no verdict)."""
-    from biaslens.lab.sweep import format_p, format_place
+    from biaslens.lab.sweep import format_p, format_place, tracks_text
 
-    lines = [f"{'':>3} {'metric':<13}{'tracks':<26}{'tau':>6}{'p':>9}{'slope':>7}{'false al.':>11}{'drift A':>9}{'seed sd':>9}"]
+    width = max([26, *(len(tracks_text(r)) + 2 for r in ranking.itertuples())])
+    lines = [f"{'':>3} {'metric':<13}{'tracks':<{width}}{'tau':>6}{'p':>9}{'slope':>7}{'false al.':>11}{'drift A':>9}{'seed sd':>9}"]
     for r in ranking.itertuples():
         alarms = "n/a" if math.isnan(r.false_alarm_rate) else f"{r.false_alarm_rate:.0%} of {r.false_alarm_models}"
         lines.append(
-            f"{format_place(r.place):>3} {r.metric:<13}{r.tracks:<26}{fmt(r.tau):>6}{format_p(r.p_trend):>9}{fmt(r.slope, 1):>7}"
+            f"{format_place(r.place):>3} {r.metric:<13}{tracks_text(r):<{width}}{fmt(r.tau):>6}{format_p(r.p_trend):>9}{fmt(r.slope, 1):>7}"
             f"{alarms:>11}{fmt(r.preference_drift, 1):>9}{fmt(r.seed_sd, 1):>9}"
         )
     return "\n".join(lines)
@@ -142,9 +143,9 @@ def cmd_lab_sweep(args: argparse.Namespace) -> int:
         print(note)
     print(format_ranking(analysis.ranking))
     print(
-        f"\ntracks = the exact trend test within each seed's curve (its scores averaged over the ratios) gives p <= {sweep.ALPHA:g} "
-        "(yes: tau > 0, "
-        f"inverted: tau < 0), on at least {sweep.MIN_STRENGTHS} strengths and {sweep.MIN_SEEDS} seeds of models that learned. "
+        f"\ntracks = the exact trend test within each seed's curve (each point the exact mean over the same ratios at every "
+        f"strength) gives p <= {sweep.ALPHA:g} (yes: tau > 0, inverted: tau < 0), on at least {sweep.MIN_STRENGTHS} strengths "
+        f"in each of {sweep.MIN_SEEDS} seeds of models that learned. "
         "tau: Kendall's tau between planted association and bias score within curves; p: exact two-sided, the scores reordered "
         "within each seed's curve; slope: points per unit of association; false al.: association 0.5 and ratio > 1, share of models "
         "whose interval excludes 50; drift A: change of 'prefers group A' from ratio 1 to the largest ratio; seed sd: spread "

@@ -521,8 +521,6 @@ def _check_safetensors(folder: Path, names: set[str]) -> None:
             ) from exc
 
 
-
-
 __all__ = [
     "CausalLM",
     "DEFAULT_MODEL",

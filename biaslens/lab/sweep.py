@@ -15,8 +15,10 @@ scores every model's held-out pairs with every metric, as Kaneko, Bollegala & Ok
   own corpus): `analyse` leaves out the models that learned nothing before judging any metric;
 - `analyse` reports per metric whether the bias score rises with the planted association
   within each seed's dose-response curve: Kendall's tau with an exact stratified
-  permutation test (`trend_test`), but only on a design that can support a
-  verdict (`MIN_STRENGTHS`, `MIN_SEEDS`; below it "not enough models to say" and why); the
+  permutation test (`trend_test`: each curve's points the exact means of the same frequency
+  ratios at every strength, ties decided in exact arithmetic), but only on a design that can
+  support a verdict (`MIN_STRENGTHS` in each of `MIN_SEEDS` seeds; below it "not enough models
+  to say" and why); the
   slope, the false-alarm rate where only frequencies differ, the *prefers group A* drift with
   the frequency ratio and the spread across seeds; and ranks the metrics that have a verdict
   on these criteria (`ranking`);
@@ -29,7 +31,9 @@ Cells train in parallel worker processes (`workers`), each on one thread.
 
 from __future__ import annotations
 
+import collections
 import functools
+import itertools
 import math
 import multiprocessing
 import os
@@ -38,8 +42,9 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
+from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -599,8 +604,9 @@ def estimate_sweep(grid: SweepGrid, *, models_dir: str | Path | None = None, wor
 #: the score rises step after step, not that two or three settings differ (four strengths fall in perfect order by chance
 #: once in 24). Two seeds: a seed fixes a model's initial weights, its corpus sample and its batches, so the models of one
 #: seed share their luck and only seeds replicate the experiment (one curve per seed); two seeds are two independent
-#: trainings (and give the seed spread). At that minimum the exact test can decide: p = 2/576 with both curves in order,
-#: 14/576 with one neighbouring pair swapped.
+#: trainings (and give the seed spread). Counted per seed: a verdict needs MIN_SEEDS curves of MIN_STRENGTHS strengths
+#: each (`SweepDesign`), never strengths gathered across curves. At that minimum the exact test can decide: p = 2/576 with
+#: both curves in order, 14/576 with one neighbouring pair swapped.
 MIN_STRENGTHS = 4
 MIN_SEEDS = 2
 #: Level of the (two-sided) trend test: "yes" or "inverted" when its exact p is at most this.
@@ -647,36 +653,137 @@ def _gaussian_binomial(n: int, k: int) -> list[int]:
     return row[k]
 
 
-@functools.lru_cache(maxsize=512)
-def _inversion_distribution(groups: tuple[int, ...]) -> np.ndarray:
-    """P(i inversions) among values in a uniformly random order, `groups` the sizes of the sets of equal values (an
-    inversion: a larger value before a smaller one). The q-multinomial coefficient, in exact integers, then divided."""
-    counts, placed = [1], 0
-    for size in groups:
-        step = _gaussian_binomial(placed + size, size)
-        product = [0] * (len(counts) + len(step) - 1)
-        for i, a in enumerate(counts):
-            for j, b in enumerate(step):
-                product[i + j] += a * b
-        counts, placed = product, placed + size
-    total = sum(counts)
-    return np.array([c / total for c in counts])
+def exact_score(score: float, n: Any = None) -> Fraction:
+    """A bias score as an exact fraction: 100 * wins / n when `n` (its pairs) is given and the float is exactly what
+    `biaslens.engine.stats.bias_score` computes for some whole number of wins (`100.0 * wins / n`), else the float's own
+    exact value.
+
+    Why this is exact: the score is the correctly rounded quotient of two integers, and two quotients with the same `n`
+    differ by at least 100 / n, far more than a rounding step, so `wins = round(score * n / 100)` is the only candidate
+    and the check `100.0 * wins / n == score` (the same operations, so the same bits) confirms it.
+    """
+    value = float(score)
+    if n is not None and not pd.isna(n) and math.isfinite(value):
+        pairs = int(n)
+        if pairs > 0 and pairs == float(n):
+            wins = round(value * pairs / 100.0)
+            if 0 <= wins <= pairs and 100.0 * wins / pairs == value:
+                return Fraction(100 * wins, pairs)
+    return Fraction(value)
 
 
-def _curves(rows: pd.DataFrame) -> list[np.ndarray]:
-    """Each seed's dose-response curve with at least 2 strengths: its bias scores in the order of the strengths, each the
-    mean over the frequency ratios (the models of one seed share its initial weights, corpus sample and batches, so they
-    replicate nothing: the seeds do)."""
+@dataclass(frozen=True)
+class Curve:
+    """One seed's dose-response curve: its bias score at each strength, each point the exact mean over the same
+    frequency ratios (`ratios`) at every strength; `left_out`: the (association, ratio) cells of this seed with a score
+    that the curve leaves out to keep its points alike."""
+
+    seed: int
+    strengths: tuple[float, ...]
+    ratios: tuple[float, ...]
+    points: tuple[Fraction, ...]
+    left_out: tuple[tuple[float, float], ...] = ()
+
+
+#: Above this many ratios (or strengths) in one seed, `_balanced` no longer tries every subset: it drops the ratio
+#: missing most often until the rest are complete.
+_EXHAUSTIVE = 12
+
+
+def _balanced(present: set[tuple[float, float]]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The strengths and ratios of the largest complete sub-grid of one seed's cells (association, ratio): the most
+    strengths first (the dose axis is what the test reads), then the most cells, then the smallest ratios."""
+    strengths = sorted({a for a, _ in present})
+    ratios = sorted({r for _, r in present})
+    if len(ratios) > _EXHAUSTIVE:
+        kept = list(ratios)
+        while True:
+            complete = [a for a in strengths if all((a, r) in present for r in kept)]
+            if complete == strengths or len(kept) == 1:
+                return tuple(complete), tuple(kept)
+            kept.remove(max(kept, key=lambda r: (sum((a, r) not in present for a in strengths), r)))
+    best: tuple[tuple[int, int], tuple[float, ...], tuple[float, ...]] | None = None
+    for size in range(len(ratios), 0, -1):
+        for chosen in itertools.combinations(ratios, size):
+            complete = tuple(a for a in strengths if all((a, r) in present for r in chosen))
+            rank = (len(complete), len(complete) * len(chosen))
+            if complete and (best is None or rank > best[0]):
+                best = (rank, complete, chosen)
+    assert best is not None  # every present cell is a complete 1 x 1 grid
+    return best[1], best[2]
+
+
+def _mean(values: Sequence[Fraction]) -> Fraction:
+    total = Fraction(0)
+    for v in values:
+        total += v
+    return total / len(values)
+
+
+def dose_response_curves(rows: pd.DataFrame) -> list[Curve]:
+    """Each seed's dose-response curve (one metric's rows with a bias score), seed by seed.
+
+    The models of one seed share its initial weights, corpus sample and batches, so they replicate nothing: the seeds do,
+    and the frequency ratios of a seed are averaged into one point per strength. A point must average the same ratios at
+    every strength (else a strength that lost a model to the sanity check would average other cells, and a frequency
+    effect would look like a trend): each curve is the seed's largest complete sub-grid (`_balanced`: the most strengths,
+    then the most models), and the cells outside it are `left_out`. Scores are exact fractions (`exact_score`, with the
+    `n` column when there is one) and each point their exact mean, so equal means tie whatever the floats' last bits.
+    """
+    rows = rows.loc[rows["bias_score"].notna()]
     curves = []
-    for _, curve in rows.groupby("seed", sort=True):
-        scores = np.array([strength["bias_score"].mean() for _, strength in curve.groupby("association", sort=True)], dtype=float)
-        if len(scores) >= 2:
-            curves.append(scores)
+    for seed, group in rows.groupby("seed", sort=True):
+        cells: dict[tuple[float, float], list[Fraction]] = {}
+        counts = group["n"].tolist() if "n" in group.columns else [None] * len(group)
+        for a, r, score, n in zip(group["association"].tolist(), group["frequency_ratio"].tolist(), group["bias_score"].tolist(), counts):
+            cells.setdefault((float(a), float(r)), []).append(exact_score(score, n))
+        strengths, ratios = _balanced(set(cells))
+        points = tuple(_mean([_mean(cells[a, r]) for r in ratios]) for a in strengths)
+        inside = {(a, r) for a in strengths for r in ratios}
+        left_out = tuple(sorted(c for c in cells if c not in inside))
+        curves.append(Curve(int(cast(Any, seed)), strengths, ratios, points, left_out))
     return curves
 
 
+def curves_note(curves: Sequence[Curve]) -> str:
+    """The cells a metric's curves leave out, in words ('' when none): 'seed 0: ratio 3 left out (no model at 0.5)'."""
+    parts = []
+    for c in curves:
+        if not c.left_out:
+            continue
+        dropped_ratios = sorted({r for _, r in c.left_out if r not in c.ratios})
+        dropped_strengths = sorted({a for a, _ in c.left_out if a not in c.strengths})
+        what = []
+        if dropped_ratios:
+            what.append(f"ratio{'s' if len(dropped_ratios) > 1 else ''} {', '.join(f'{r:g}' for r in dropped_ratios)}")
+        if dropped_strengths:
+            what.append(f"strength{'s' if len(dropped_strengths) > 1 else ''} {', '.join(f'{a:g}' for a in dropped_strengths)}")
+        parts.append(f"seed {c.seed}: {' and '.join(what)} left out ({len(c.left_out)} model{'s' if len(c.left_out) != 1 else ''})")
+    return "; ".join(parts)
+
+
+def _polynomial_product(a: list[int], b: list[int]) -> list[int]:
+    out = [0] * (len(a) + len(b) - 1)
+    for i, x in enumerate(a):
+        if x:
+            for j, y in enumerate(b):
+                out[i + j] += x * y
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _inversion_counts(groups: tuple[int, ...]) -> tuple[int, ...]:
+    """Item i: the number of distinct orders of values with `groups` the sizes of the sets of equal values that have i
+    inversions (a larger value before a smaller one): the q-multinomial coefficient, in exact integers."""
+    counts, placed = [1], 0
+    for size in groups:
+        counts, placed = _polynomial_product(counts, _gaussian_binomial(placed + size, size)), placed + size
+    return tuple(counts)
+
+
 def trend_test(rows: pd.DataFrame) -> tuple[float, float, int]:
-    """(tau, p, curves): does the bias score rise with the planted association within each seed's curve (`_curves`)?
+    """(tau, p, curves): does the bias score rise with the planted association within each seed's curve
+    (`dose_response_curves`: each point the exact mean of the same frequency ratios at every strength)?
 
     tau is Kendall's tau within curves, pooled: (pairs of strengths of the same curve whose scores are ordered like them −
     pairs ordered against them) / pairs compared; 1 when every curve rises at every step, tied scores count 0. p is exact,
@@ -684,54 +791,64 @@ def trend_test(rows: pd.DataFrame) -> tuple[float, float, int]:
     order, the seeds independently (under "the score does not follow the strength", every order of a curve is equally
     likely; a seed that shifts its whole curve is no evidence either way). Its distribution is the product of each
     curve's inversion counts (q-multinomial coefficients), so it is exact for any number of strengths, ties included.
+    Every comparison and count is exact (fractions and whole numbers): a tie is a tie, never a last-bit difference.
     NaN, NaN, 0 without a curve of 2 strengths.
     """
-    curves = _curves(rows)
+    curves = [c for c in dose_response_curves(rows) if len(c.strengths) >= 2]
     if not curves:
         return math.nan, math.nan, 0
-    distribution = np.ones(1)
+    counts = [1]
     inversions = concordance = pairs = 0
-    for y in curves:
-        above = np.sign(y[None, :] - y[:, None])[np.triu_indices(len(y), 1)]  # later strength minus earlier, per pair
-        inversions += int(np.sum(above < 0))
-        concordance += int(np.sum(above))
-        pairs += len(above)
-        _, sizes = np.unique(y, return_counts=True)
-        distribution = np.convolve(distribution, _inversion_distribution(tuple(sorted(int(s) for s in sizes))))
-    p_up, p_down = float(distribution[: inversions + 1].sum()), float(distribution[inversions:].sum())
-    return concordance / pairs, min(1.0, 2.0 * min(p_up, p_down)), len(curves)
+    for c in curves:
+        y = c.points
+        for i in range(len(y)):
+            for j in range(i + 1, len(y)):
+                step = (y[j] > y[i]) - (y[j] < y[i])  # the later strength against the earlier
+                inversions += step < 0
+                concordance += step
+                pairs += 1
+        sizes = tuple(sorted(collections.Counter(y).values()))
+        counts = _polynomial_product(counts, list(_inversion_counts(sizes)))
+    total = sum(counts)
+    p_up, p_down = Fraction(sum(counts[: inversions + 1]), total), Fraction(sum(counts[inversions:]), total)
+    return concordance / pairs, float(min(Fraction(1), 2 * min(p_up, p_down))), len(curves)
 
 
 @dataclass(frozen=True)
 class SweepDesign:
-    """What a set of models can support: its strengths, and its seeds, each a dose-response curve (`trend_test`)."""
+    """What a set of models can support: each seed's dose-response curve (`dose_response_curves`), and how many of them
+    are long enough to count towards a verdict (`MIN_STRENGTHS` strengths each, `MIN_SEEDS` such seeds)."""
 
     strengths: int  # distinct associations among the curves of 2 or more strengths
-    seeds: int  # seeds with a curve of 2 or more strengths: the curves
-    best_p: float  # the smallest p the trend test can give: every curve in perfect order
+    seeds: int  # seeds whose curve has MIN_STRENGTHS or more strengths: the replicates a verdict counts
+    best_p: float  # the smallest p the trend test can give: every curve of 2 or more strengths in perfect order
+    per_seed: tuple[tuple[int, int], ...] = ()  # (seed, strengths of its curve), every seed with a model
 
     @classmethod
     def of(cls, rows: pd.DataFrame) -> "SweepDesign":
+        """The design of `rows` (one metric's, or several metrics': a model counts where any metric scored it)."""
         if rows.empty:
             return cls(0, 0, 1.0)
-        rows = rows.loc[rows["bias_score"].notna()]
-        per_seed = rows.groupby("seed")["association"].nunique()
-        curves = per_seed.loc[per_seed >= 2]
-        if curves.empty:
-            return cls(0, 0, 1.0)
-        best = 2 / math.prod(math.factorial(int(m)) for m in curves.to_numpy())
-        strengths = rows.loc[rows["seed"].isin(list(curves.index)), "association"].nunique()
-        return cls(int(strengths), len(curves), min(1.0, best))
+        models = rows.loc[rows["bias_score"].notna(), ["association", "frequency_ratio", "seed"]].drop_duplicates()
+        curves = dose_response_curves(models.assign(bias_score=0.0))  # which cells, not what they scored
+        per_seed = tuple((c.seed, len(c.strengths)) for c in curves)
+        tested = [c for c in curves if len(c.strengths) >= 2]
+        if not tested:
+            return cls(0, 0, 1.0, per_seed)
+        best = 2 / math.prod(math.factorial(len(c.strengths)) for c in tested)
+        strengths = len({a for c in tested for a in c.strengths})
+        return cls(strengths, sum(len(c.strengths) >= MIN_STRENGTHS for c in tested), min(1.0, best), per_seed)
 
     @property
     def shortfall(self) -> str:
         """Why these models cannot say whether a metric tracks the planted association ('' when they can)."""
-        if self.strengths < MIN_STRENGTHS or self.seeds < MIN_SEEDS:
-            strengths = f"{self.strengths} association strength{'s' if self.strengths != 1 else ''}"
+        if self.seeds < MIN_SEEDS:
             seeds = f"{self.seeds} seed{'s' if self.seeds != 1 else ''}"
+            found = ", ".join(f"seed {s}: {k} strength{'s' if k != 1 else ''}" for s, k in self.per_seed) or "no model"
             return (
-                f"{strengths} and {seeds} among the models that learned (a seed counts with 2 or more strengths); "
-                f"a verdict needs at least {MIN_STRENGTHS} strengths and {MIN_SEEDS} seeds"
+                f"{seeds} with {MIN_STRENGTHS} or more association strengths among the models that learned ({found}; a curve's "
+                f"strengths are those at which it averages the same frequency ratios); a verdict needs at least {MIN_STRENGTHS} "
+                f"strengths in each of at least {MIN_SEEDS} seeds"
             )
         if self.best_p > ALPHA:
             return f"the curves are too short: even with every one in perfect order the exact p would be {self.best_p:.2g}, above {ALPHA:g}"
@@ -767,6 +884,8 @@ class MetricValidity:
     preference_alarm_rate: float  # ratio > 1: share of models whose group-A interval excludes 50
     seed_sd: float  # pooled standard deviation of the bias score across seeds, over the cells with 2+ seeds
     why_no_verdict: str = ""  # `SweepDesign.shortfall` of this metric's models: why `tracks` is NOT_ENOUGH
+    curve_cells_left_out: int = 0  # models with a score that no curve averages (`dose_response_curves`: alike points)
+    curves_note: str = ""  # which, in words (`curves_note`); shown beside the verdict
 
     @property
     def tracks(self) -> str:
@@ -803,6 +922,16 @@ class SweepAnalysis:
                 f"{len(self.excluded)} of {models} models left out: their sanity check says they learned nothing (token accuracy "
                 f"{self.excluded['sanity_accuracy'].max():.0f}% or less on their own training corpus, log-probabilities near "
                 "uniform), so no metric is judged on them (the sanity column of cells.csv)."
+            )
+        left_out: dict[str, list[str]] = {}
+        for v in self.validity:
+            if v.curves_note:
+                left_out.setdefault(v.curves_note, []).append(v.metric)
+        for text, metrics in left_out.items():
+            who = "every metric" if len(metrics) == len(self.validity) else ", ".join(metrics)
+            notes.append(
+                f"The trend test's curves average the same frequency ratios at every strength, so some models are left out of "
+                f"them ({who}): {text}. They still count in the other criteria."
             )
         if self.design.shortfall:
             notes.append(
@@ -863,6 +992,7 @@ def metric_validity(cells: pd.DataFrame, key: str) -> MetricValidity:
     rows = cells.loc[(cells["key"] == key) & cells["bias_score"].notna()]
     x, y = rows["association"].to_numpy(float), rows["bias_score"].to_numpy(float)
     tau, p_trend, curves = trend_test(rows)
+    balanced = dose_response_curves(rows)
     unplanted = rows["association"] == 0.5
     alarms = rows[unplanted & (rows["frequency_ratio"] > 1.0)]
     control = rows[unplanted & (rows["frequency_ratio"] == 1.0)]
@@ -887,6 +1017,8 @@ def metric_validity(cells: pd.DataFrame, key: str) -> MetricValidity:
         preference_alarm_rate=_alarm_rate(imbalanced, "group_a_ci_low", "group_a_ci_high"),
         seed_sd=float(np.sqrt(np.mean(spread.to_numpy() ** 2))) if len(spread) else math.nan,
         why_no_verdict=SweepDesign.of(rows).shortfall,
+        curve_cells_left_out=sum(len(c.left_out) for c in balanced),
+        curves_note=curves_note(balanced),
     )
 
 
@@ -967,7 +1099,7 @@ RANKING_COLUMNS = (
     "place", "metric", "key", "models", "tracks", "tau", "p_trend", "curves", "slope",
     "false_alarm_rate", "false_alarm_models", "control_alarm_rate", "control_models", "preference_drift", "preference_rho",
     "preference_alarm_rate", "seed_sd", "rank_tau", "rank_false_alarm_rate", "rank_preference_drift", "rank_seed_sd", "overall",
-    "why_no_verdict",
+    "why_no_verdict", "curve_cells_left_out", "curves_note",
 )  # fmt: skip
 
 
@@ -980,6 +1112,13 @@ def _f(value: float, digits: int = 2, pct: bool = False) -> str:
 def format_p(p: float) -> str:
     """An exact p-value for people: 3 significant digits ("n/a" when not computed)."""
     return "n/a" if math.isnan(p) else f"{p:.3g}"
+
+
+def tracks_text(row: Any) -> str:
+    """A metric's verdict with what its curves leave out beside it: 'no evidence (3 models left out of its curves)'."""
+    get = row.get if isinstance(row, dict) else lambda name, default=None: getattr(row, name, default)
+    out, tracks = int(get("curve_cells_left_out", 0) or 0), get("tracks")
+    return f"{tracks} ({out} model{'s' if out != 1 else ''} left out of its curves)" if out else str(tracks)
 
 
 def format_place(place: Any) -> str:
@@ -1005,7 +1144,7 @@ def summary_markdown(result: SweepResult, analysis: SweepAnalysis) -> str:
     ]
     for r in analysis.ranking.to_dict(orient="records"):
         lines.append(
-            f"| {format_place(r['place'])} | {r['metric']} | {r['tracks']} | {_f(r['tau'])} | {format_p(r['p_trend'])} | "
+            f"| {format_place(r['place'])} | {r['metric']} | {tracks_text(r)} | {_f(r['tau'])} | {format_p(r['p_trend'])} | "
             f"{_f(r['slope'], 1)} | {_f(r['false_alarm_rate'], pct=True)} of {r['false_alarm_models']} | "
             f"{_f(r['control_alarm_rate'], pct=True)} of {r['control_models']} | {_f(r['preference_drift'], 1)} | {_f(r['seed_sd'], 1)} |"
         )
@@ -1020,12 +1159,14 @@ def _pairs(result: SweepResult) -> int:
 READING = (
     "**How to read it.** Only models that learned are judged: a model whose sanity check on its own training corpus says "
     "*untrained* is left out. *tracks*: does the bias score rise with the planted association within each seed's "
-    "dose-response curve (its scores at each strength, averaged over the frequency ratios)? *tau*: Kendall's rank correlation "
+    "dose-response curve (its scores at each strength, each point the exact mean over the same frequency ratios at every "
+    "strength: models outside that balanced grid, e.g. beside one that learned nothing, are left out of the curve and said "
+    "so beside the verdict)? Ties are decided in exact arithmetic (a score is wins / pairs). *tau*: Kendall's rank correlation "
     "between strength and bias score within curves, pooled ((pairs of strengths ordered like their scores − pairs ordered "
     "against them) / pairs; 1 = every curve rises at every step). *p*: exact two-sided p of a permutation test that reorders "
     f"the scores within each curve, the seeds independently; *tracks: yes* when p ≤ {ALPHA:g} and tau > 0, *inverted* when "
-    f"tau < 0, *no evidence* otherwise. A verdict needs at least {MIN_STRENGTHS} association strengths and {MIN_SEEDS} seeds "
-    "among the models that learned; below that the sweep says *not enough models to say* and ranks nothing. *slope*: "
+    f"tau < 0, *no evidence* otherwise. A verdict needs at least {MIN_STRENGTHS} association strengths in each of at least "
+    f"{MIN_SEEDS} seeds' curves, among the models that learned; below that the sweep says *not enough models to say* and ranks nothing. *slope*: "
     "bias-score points per unit of association (0.5 to 1.0 is half a unit: a metric that goes from 50 to 100 has slope 100). "
     "*false alarms*: models with nothing planted (association 0.5) but a frequency imbalance (ratio > 1) whose 95% interval "
     "excludes 50; *control alarms*: the same where nothing differs (ratio 1), the chance rate (about 5% per model). "
@@ -1061,7 +1202,11 @@ __all__ = [
     "SweepStopped",
     "analyse",
     "corpus_truth",
+    "Curve",
+    "curves_note",
+    "dose_response_curves",
     "estimate_cell_seconds",
+    "exact_score",
     "estimate_sweep",
     "format_p",
     "format_place",
@@ -1075,5 +1220,6 @@ __all__ = [
     "slope",
     "spearman",
     "summary_markdown",
+    "tracks_text",
     "trend_test",
 ]

@@ -54,7 +54,10 @@ def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeyp
     assert shown[TAU].tolist() == pytest.approx(want["tau"].tolist(), nan_ok=True)
     # Two strengths and one seed: no verdict, no place, and the page says why.
     assert set(shown["Tracks the bias"]) == {sweep.NOT_ENOUGH} and shown["Place"].isna().all()
-    why = "Not enough models to say whether a metric tracks the planted association: 2 association strengths and 1 seed among the models that learned"
+    why = (
+        "Not enough models to say whether a metric tracks the planted association: 0 seeds with 4 or more association strengths "
+        "among the models that learned (seed 0: 2 strengths;"
+    )
     assert why in texts(at.warning)
     assert shown["Slope (points per unit)"].tolist() == pytest.approx(want["slope"].tolist(), nan_ok=True)
     assert not [b for b in at.button if b.key == P + "run"]  # nothing left to train

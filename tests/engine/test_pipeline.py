@@ -37,12 +37,14 @@ def test_a_plan_is_refused_before_any_model_loads(tmp_path):
 
 
 def test_the_registry_says_which_steps_apply():
-    assert list(STEPS) == ["stereoset", "flags"]
+    assert list(STEPS) == ["stereoset", "flags", "controls", "mlm_bias"]
     applying = lambda plan: [s.name for s in STEPS.values() if s.applies(plan)]  # noqa: E731
     assert applying(EvaluationPlan(SPEC, "x")) == []
     assert applying(EvaluationPlan(SPEC, "x", stereoset_scores=True, flags="duplicate")) == ["stereoset", "flags"]
     assert applying(EvaluationPlan(SPEC, "x", exclude_flagged=True)) == ["flags"]
     assert STEPS["flags"].files == ("flags.csv", "flagged.csv") and STEPS["stereoset"].files == ("stereoset_scores.csv",)
+    assert applying(EvaluationPlan(SPEC, "x", controls=True, mlm_bias=True)) == ["controls", "mlm_bias"]
+    assert STEPS["controls"].files == ("controls.csv", "control_swaps.csv") and STEPS["controls"].sees_saved
 
 
 def test_one_call_scores_runs_the_steps_and_saves(tiny_bert, tmp_path, monkeypatch):
@@ -73,3 +75,15 @@ def test_one_call_scores_runs_the_steps_and_saves(tiny_bert, tmp_path, monkeypat
     assert summary["manifest"]["excluded_flagged"] == 1 and summary["seen"] == {"n": 3}
     assert summary["flags"]["per_check"] == {"blank_anomaly": 1} and summary["stereoset"]["metrics"]["aul"]["overall"]["n"] == 3
     assert len(pd.read_csv(pairs_path)) == 2
+
+
+def test_controls_and_mlm_bias_see_the_pairs_saved(tiny_bert, tmp_path):
+    """With --exclude-flagged, the control score beside each bias score is of the same pairs (the step `sees_saved`)."""
+    data = tmp_path / "ss.jsonl"
+    data.write_text("\n".join(json.dumps(x) for x in STEREOSET_LINES) + "\n", encoding="utf-8")
+    plan = EvaluationPlan(SPEC, str(data), RunOptions(metrics="aul"), exclude_flagged=True, controls=True, mlm_bias=True)
+    run = run_evaluation(plan, lm=tiny_bert)
+    assert run.result.pairs["pair_id"].tolist() == [0, 1]
+    assert run.steps["controls"].block["pairs"] == 2 and run.result.summary["metrics"]["aul"]["controls"]["n"] == 2
+    assert run.steps["mlm_bias"].block["pairs"] == 2
+    assert run.steps["controls"].files["controls.csv"]["pair_id"].tolist() == [0, 1]

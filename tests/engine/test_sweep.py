@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from fractions import Fraction
 from dataclasses import replace
 
 import numpy as np
@@ -20,6 +21,7 @@ from biaslens import lab
 from biaslens.figures import charts
 from biaslens.lab import sweep
 from biaslens.cli import main
+from biaslens.cli.lab_sweep import format_ranking
 from biaslens.errors import InputError
 from biaslens.engine.metrics import MASKED_METRICS
 from biaslens.engine.models import load_model
@@ -278,15 +280,19 @@ def test_the_curves_are_the_seeds_and_the_frequency_ratios_of_a_seed_are_average
 def test_the_minimum_design_is_four_strengths_and_two_seeds():
     enough = sweep.SweepDesign.of(_hand_table())
     assert (enough.strengths, enough.seeds, enough.shortfall) == (4, 2, "") and enough.best_p == pytest.approx(2 / 24**2)
+    assert enough.per_seed == ((0, 4), (1, 4))
     assert sweep.SweepDesign.of(_hand_table(ratios=(1.0,))).shortfall == ""  # 4 strengths x 2 seeds: 8 models
     three = sweep.SweepDesign.of(_hand_table(associations=(0.5, 0.75, 1.0), seeds=(0, 1, 2, 3)))
-    assert three.shortfall.startswith("3 association strengths and 4 seeds") and "at least 4 strengths and 2 seeds" in three.shortfall
-    assert sweep.SweepDesign.of(_hand_table(seeds=(0,))).shortfall.startswith("4 association strengths and 1 seed among")
-    # Four strengths and two seeds in all, but no curve longer than 2: the test could never decide.
+    assert three.shortfall.startswith("0 seeds with 4 or more association strengths among the models that learned (seed 0: 3 strengths")
+    assert "at least 4 strengths in each of at least 2 seeds" in three.shortfall
+    assert sweep.SweepDesign.of(_hand_table(seeds=(0,))).shortfall.startswith("1 seed with 4 or more association strengths among")
+    # Four strengths and two seeds in all, but no curve longer than 2: no seed counts.
     short = _curves_table([1, 2], [3, 4]).assign(association=[0.5, 0.7, 0.85, 1.0])
     design = sweep.SweepDesign.of(short)
-    assert (design.strengths, design.seeds) == (4, 2) and design.best_p == 0.5 and "too short" in design.shortfall
-    assert sweep.SweepDesign.of(pd.DataFrame()).shortfall.startswith("0 association strengths and 0 seeds")
+    assert (design.strengths, design.seeds) == (4, 0) and design.best_p == 0.5 and "seed 0: 2 strengths, seed 1: 2 strengths" in design.shortfall
+    assert sweep.SweepDesign.of(pd.DataFrame()).shortfall.startswith("0 seeds with 4 or more")
+    # The curves-too-short rule stands behind the per-seed one (it cannot fire at today's minimum: 2 x 4! already gives 2/576).
+    assert sweep.SweepDesign(4, 2, 0.1).shortfall.startswith("the curves are too short")
 
 
 def test_the_analysis_on_a_hand_made_table():
@@ -370,7 +376,7 @@ def test_the_ranking_uses_only_criteria_measured_for_every_ranked_metric():
     ranking = sweep.analyse(table).ranking
     assert list(ranking["key"]) == ["cps", "aul"] and ranking["place"].tolist()[0] == 1 and pd.isna(ranking["place"].iloc[1])
     assert ranking["tracks"].tolist() == ["yes", sweep.NOT_ENOUGH] and ranking["why_no_verdict"].iloc[1].startswith(
-        "4 association strengths and 1 seed"
+        "1 seed with 4 or more association strengths"
     )
     assert ranking.loc[0, "rank_tau"] == 1 and pd.isna(ranking.loc[1, "rank_tau"])
 
@@ -423,7 +429,8 @@ def test_cli_sweep_writes_every_file(swept, tmp_path, capsys):
     assert list(ranking.columns) == list(sweep.RANKING_COLUMNS) and sorted(ranking["key"]) == sorted(MASKED_METRICS)
     # 2 strengths x 1 seed: no verdict and no place for any metric, and the reason printed above the table.
     assert ranking["place"].isna().all() and set(ranking["tracks"]) == {sweep.NOT_ENOUGH}
-    assert "Not enough models to say whether a metric tracks the planted association: 2 association strengths and 1 seed" in printed
+    assert "Not enough models to say whether a metric tracks the planted association: 0 seeds with 4 or more association strengths" in printed
+    assert "(seed 0: 2 strengths;" in printed
     want = result.analysis().ranking.set_index("key")
     for row in ranking.itertuples():
         assert row.tau == pytest.approx(want.loc[row.key, "tau"], nan_ok=True)
@@ -444,7 +451,8 @@ def test_cli_three_untrained_models_do_not_say_tracks(tmp_path, capsys):
     assert main(["lab", "sweep", *argv, "--models-dir", str(tmp_path / "models"), "--no-cache", "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     assert "3 of 3 models left out: their sanity check says they learned nothing" in printed
-    assert "Not enough models to say whether a metric tracks the planted association: 0 association strengths and 0 seeds" in printed
+    assert "Not enough models to say whether a metric tracks the planted association: 0 seeds with 4 or more association strengths" in printed
+    assert "(no model;" in printed
     table = printed[printed.index("metric") : printed.index("\ntracks =")]
     assert " yes " not in table and table.count(sweep.NOT_ENOUGH) == len(MASKED_METRICS)
     cells = pd.read_csv(tmp_path / "out" / "cells.csv")
@@ -469,3 +477,142 @@ def test_cli_sweep_bad_input_is_one_line_and_exit_2(argv, fragment, tmp_path, ca
         code = exc.code
     err = capsys.readouterr().err.strip()
     assert code == 2 and fragment in err and len(err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 33: ties decided in exact arithmetic, the same cells at every strength, the design counted per seed
+# ---------------------------------------------------------------------------------------
+
+#: Held-out pairs per lab model in the tables below: a bias score is 100 * wins / N, as `stats.bias_score` computes it.
+N_PAIRS = 48
+
+
+def _wins_table(curves: list[list[tuple[int, int]]], n: int = N_PAIRS) -> pd.DataFrame:
+    """One metric: curve i is seed i; item j of a curve holds the wins of its models at ratios 1 and 3 at strength j."""
+    return pd.DataFrame(
+        [
+            dict(association=STRENGTHS[j], frequency_ratio=ratio, seed=seed, bias_score=100.0 * w / n, n=n, key="cps", metric="CPS")
+            for seed, curve in enumerate(curves)
+            for j, point in enumerate(curve)
+            for ratio, w in zip((1.0, 3.0), point)
+        ]
+    )
+
+
+def _exact_trend(curves: list[list[tuple[int, int]]], n: int = N_PAIRS) -> tuple[Fraction, Fraction]:
+    """(tau, p) from the definition in exact arithmetic: each point the mean of its wins as a fraction, every distinct
+    reordering of every curve listed (independent of `sweep`: Fractions, itertools, no numpy)."""
+    points = [[Fraction(100 * sum(p), len(p) * n) for p in curve] for curve in curves]
+
+    def concordance(curve) -> int:
+        return sum((curve[j] > curve[i]) - (curve[j] < curve[i]) for i in range(len(curve)) for j in range(i + 1, len(curve)))
+
+    observed = sum(concordance(c) for c in points)
+    orders = [sorted(set(itertools.permutations(c))) for c in points]
+    totals = [sum(concordance(o) for o in combo) for combo in itertools.product(*orders)]
+    up = Fraction(sum(t >= observed for t in totals), len(totals))
+    down = Fraction(sum(t <= observed for t in totals), len(totals))
+    pairs = sum(len(c) * (len(c) - 1) // 2 for c in points)
+    return Fraction(observed, pairs), min(Fraction(1), 2 * min(up, down))
+
+
+def _judgeable(table: pd.DataFrame) -> pd.DataFrame:
+    """A table of bias scores with the other columns `metric_validity` reads (intervals that include 50)."""
+    return table.assign(key="cps", metric="CPS", ci_low=40.0, ci_high=60.0, group_a_preference=50.0, group_a_ci_low=40.0, group_a_ci_high=60.0)
+
+
+def test_a_tie_in_exact_arithmetic_is_a_tie_whatever_the_last_bit():
+    """The issue's case: 2 + 12 = 4 + 10 wins, so seed 1's points at strengths 0.5 and 0.7 are equal (14/96 of 100), but
+    their float means differ in the last bit; counted as ordered, the verdict flipped (float p 0.0903 'no evidence')."""
+    curves = [[(12, 12), (22, 22), (25, 25), (29, 29)], [(2, 12), (4, 10), (38, 38), (35, 35)]]
+    table = _wins_table(curves)
+    by_float = table[table["seed"] == 1].groupby("association")["bias_score"].mean()
+    assert by_float.iloc[0] != by_float.iloc[1]  # the rounding the test is about
+    tau, p, n_curves = sweep.trend_test(table)
+    want_tau, want_p = _exact_trend(curves)
+    assert (want_tau, want_p) == (Fraction(3, 4), Fraction(1, 24)) and n_curves == 2
+    assert tau == float(want_tau) and p == float(want_p)
+    assert sweep.metric_validity(_judgeable(table), "cps").tracks == "yes"
+
+
+def test_exact_ties_against_the_definition_on_random_grids():
+    """Random small grids whose points tie often (wins from a narrow range): tau and p equal the definition in exact arithmetic."""
+    rng = np.random.default_rng(33)
+    checked = ties = 0
+    for _ in range(60):
+        curves = [[tuple(int(w) for w in rng.integers(10, 16, size=2)) for _ in range(4)] for _ in range(2)]
+        tau, p, _ = sweep.trend_test(_wins_table(curves))
+        want_tau, want_p = _exact_trend(curves)
+        assert tau == pytest.approx(float(want_tau), abs=1e-15) and p == pytest.approx(float(want_p), abs=1e-15), curves
+        checked += 1
+        ties += any(len({sum(x) for x in c}) < 4 for c in curves)
+    assert checked == 60 and ties > 30
+
+
+def test_a_value_without_its_pair_count_is_taken_as_it_is():
+    """Without an `n` column a score is the float it is, exactly: equal floats tie, different floats are ordered."""
+    tau, p, _ = sweep.trend_test(_curves_table([1.0, 1.0, 2.0]))
+    assert tau == pytest.approx(2 / 3) and p == pytest.approx(2 / 3)
+    assert sweep.exact_score(0.1 + 0.2) == Fraction(0.1 + 0.2) != Fraction(3, 10)
+    assert sweep.exact_score(100.0 * 17 / 48, 48) == Fraction(1700, 48)
+    assert sweep.exact_score(35.4, 48) == Fraction(35.4)  # not k/48 of 100: taken as it is
+
+
+def test_each_point_averages_the_same_ratios_at_every_strength():
+    """The issue's case: nothing planted, the ratio-3 models score 10 points higher, and one ratio-3 model per seed learned
+    nothing. A point that averaged what was left (ratio 1 alone at that strength) made the curves rise ('tracks: yes')."""
+    rows = []
+    excluded = {0: 0.5, 1: 0.5, 2: 0.5}
+    for seed in (0, 1, 2):
+        for ratio in (1.0, 3.0):
+            for a in STRENGTHS:
+                untrained = ratio == 3.0 and excluded[seed] == a
+                rows.append(
+                    dict(
+                        association=a, frequency_ratio=ratio, seed=seed, key="cps", metric="CPS",
+                        bias_score=100.0 * (25 if ratio == 1.0 else 30) / 50, n=50, ci_low=40.0, ci_high=60.0,
+                        group_a_preference=50.0, group_a_ci_low=40.0, group_a_ci_high=60.0,
+                        sanity="untrained" if untrained else "ok", sanity_accuracy=3.0 if untrained else 90.0,
+                    )
+                )  # fmt: skip
+    analysis = sweep.analyse(pd.DataFrame(rows))
+    (cps,) = analysis.validity
+    assert cps.tracks == "no evidence" and cps.tau == 0.0 and cps.p_trend == 1.0
+    # Each seed's curve is its ratio-1 models at all four strengths: the ratio-3 models of that seed are left out of it,
+    # and that is said beside the verdict.
+    assert cps.curve_cells_left_out == 9
+    assert "ratio 3" in cps.curves_note and "seed 0" in cps.curves_note
+    assert any("same frequency ratios at every strength" in note for note in analysis.notes())
+    assert analysis.ranking.loc[0, "curves_note"] == cps.curves_note
+    summary = sweep.summary_markdown(sweep.SweepResult(sweep.SweepGrid(STRENGTHS, (1.0, 3.0), (0, 1, 2), TINY), [], ("cps",)), analysis)
+    assert cps.curves_note in summary and "| no evidence (9 models left out of its curves) |" in summary
+    assert "no evidence (9 models left out of its curves)" in format_ranking(analysis.ranking)
+
+
+def test_the_balanced_curve_keeps_the_strengths_first_then_the_most_models():
+    rows = _hand_table(ratios=(1.0, 3.0, 10.0), seeds=(0,)).query("key == 'cps'")
+    # Ratio 10 missing at 0.7, ratio 3 at 0.85: ratio 1 alone keeps all 4 strengths (4 models), which beats
+    # ratios 1 and 10 on 3 strengths (6 models): the dose axis comes first.
+    missing = ((rows["frequency_ratio"] == 10.0) & (rows["association"] == 0.7)) | ((rows["frequency_ratio"] == 3.0) & (rows["association"] == 0.85))
+    rows = rows[~missing]
+    (curve,) = sweep.dose_response_curves(rows)
+    assert curve.strengths == STRENGTHS and curve.ratios == (1.0,) and len(curve.left_out) == 6
+    # Only ratio 10 missing at 0.7: ratios 1 and 3 at every strength (8 models) beat ratio 1 alone (4).
+    rows = _hand_table(ratios=(1.0, 3.0, 10.0), seeds=(0,)).query("key == 'cps'")
+    rows = rows[~((rows["frequency_ratio"] == 10.0) & (rows["association"] == 0.7))]
+    (curve,) = sweep.dose_response_curves(rows)
+    assert curve.strengths == STRENGTHS and curve.ratios == (1.0, 3.0) and len(curve.left_out) == 3
+
+
+def test_the_minimum_design_is_counted_per_seed():
+    """The issue's case: seed 0 with 4 strengths and seed 1 with 2 once gave a verdict ('yes', p = 0.0417) under a rule
+    that says 4 strengths x 2 seeds: the strengths were counted across the curves."""
+    table = _judgeable(_curves_table([1, 2, 3, 4], [5, 6]))
+    design = sweep.SweepDesign.of(table)
+    assert design.seeds == 1 and design.shortfall
+    assert "seed 0: 4 strengths, seed 1: 2" in design.shortfall
+    m = sweep.metric_validity(table, "cps")
+    assert m.tracks == sweep.NOT_ENOUGH and m.p_trend == pytest.approx(2 / 48)
+    # Two seeds of 4 strengths and a third of 2: enough (the short curve still enters the test).
+    table = _judgeable(_curves_table([1, 2, 3, 4], [5, 6, 7, 8], [1, 2]))
+    assert sweep.SweepDesign.of(table).shortfall == "" and sweep.metric_validity(table, "cps").curves == 3
