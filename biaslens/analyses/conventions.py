@@ -57,7 +57,7 @@ class ConventionReport(HtmlRepr):
     def flipped_pairs(self, a: str, b: str) -> pd.DataFrame:
         """The pairs whose verdict under scoring `a` differs from scoring `b`'s."""
         va, vb = self.verdicts[VERDICT_PREFIX + a], self.verdicts[VERDICT_PREFIX + b]
-        return self.verdicts[_differ(va.to_numpy(float), vb.to_numpy(float))]
+        return self.verdicts.loc[_differ(va.to_numpy(float), vb.to_numpy(float))]
 
 
 def scoring_label(convention: str, metric: str, kind: str) -> str:
@@ -86,12 +86,15 @@ def convention_sensitivity(
     if not keys:
         raise InputError(f"No metric to compare: {lm.name} gives none of those asked for.")
     results: dict[str, EvaluationResult] = {}
-    for key in chosen:
-        progress = keywords.get("progress")
+    progress = keywords.get("progress")
+    for n, key in enumerate(chosen):
         step = dict(keywords)
         if progress is not None:  # each convention's run is a share of the whole
-            n = chosen.index(key)
-            step["progress"] = lambda done, total, n=n: progress((n + done / max(total, 1)) / len(chosen) * total, total)
+
+            def share(done: float, total: int, n: int = n, report: Any = progress) -> None:
+                report((n + done / max(total, 1)) / len(chosen) * total, total)
+
+            step["progress"] = share
         results[key] = evaluate(lm, dataset, keys, convention=key, **step)
     return _report(lm, results, keys)
 

@@ -78,7 +78,7 @@ def cmd_conventions(args: argparse.Namespace) -> int:
         ),
     ]
     print(table(report.table))
-    flipped = int((report.verdicts["flips"] > 0).sum())
+    flipped = sum(1 for flips in report.verdicts["flips"] if flips > 0)
     print(f"{flipped:,} of {len(report.verdicts):,} pairs change verdict between scorings (pairs.csv: column flips)", file=sys.stderr)
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
@@ -88,10 +88,10 @@ def table(frame: Any) -> str:
     """conventions.csv as a text table."""
     width = max(len("scoring"), *(len(s) for s in frame["scoring"]))
     lines = [f"{'scoring':<{width}}  {'bias score':>10}  {'95% CI':<16}{'N':>6}  {'flips':>5}  {'vs':<{width}}  statistics"]
-    for row in frame.itertuples():
-        ci = f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}]"
-        head = f"{row.scoring:<{width}}  {fmt(row.bias_score):>10}  {ci:<16}{row.n:>6}"
-        lines.append(f"{head}  {row.flipped_vs_reference:>5}  {row.reference:<{width}}  {row.statistics}".rstrip())
+    for row in frame.to_dict(orient="records"):
+        ci = f"[{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]"
+        head = f"{row['scoring']:<{width}}  {fmt(row['bias_score']):>10}  {ci:<16}{row['n']:>6}"
+        lines.append(f"{head}  {row['flipped_vs_reference']:>5}  {row['reference']:<{width}}  {row['statistics']}".rstrip())
     return "\n".join(lines)
 
 

@@ -323,8 +323,14 @@ def _scored(s: SentenceInput, positions: Sequence[int]) -> np.ndarray:
     return np.asarray([p for p in positions if p not in unscored], dtype=np.int64)
 
 
+def _left_to_right(r: PassResults) -> UnmaskedResult:
+    """The causal pass's read-outs (a causal metric's one pass)."""
+    assert r.unmasked is not None, "a causal metric reads the unmasked pass"
+    return r.unmasked
+
+
 def _causal_score(s: SentenceInput, r: PassResults, positions: np.ndarray, value: Callable[[np.ndarray], float]) -> SentenceScore:
-    u = r.unmasked
+    u = _left_to_right(r)
     logprob, rank = u.logprob[positions], u.rank[positions]
     hits, total = _accuracy(rank)
     return SentenceScore(value(logprob), tuple(positions.tolist()), logprob, hits, total, rank=rank)
@@ -339,7 +345,8 @@ def _score_aul_c(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScor
 
 
 def _score_aula_c(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScore:
-    u = r.unmasked
+    u = _left_to_right(r)
+    assert u.attention is not None, "AULA-c reads the attention each token receives"
     pos = s.encoding.scored_positions
     hits, total = _accuracy(u.rank[pos])
     return SentenceScore(aula(u.logprob[pos], u.attention[pos]), tuple(pos.tolist()), u.logprob[pos], hits, total, u.attention[pos], u.rank[pos])

@@ -259,6 +259,13 @@ def load_model(
     return MaskedLM(model, tokenizer, **fields)
 
 
+def require_masked(lm: LanguageModel, what: str, why: str) -> MaskedLM:
+    """`lm` when it is a masked LM; else `InputError`: `what` is not defined for a causal model, and `why`."""
+    if lm.kind != "masked" or not isinstance(lm, MaskedLM):
+        raise InputError(f"{what} is not available for {lm.name}, a causal model: {why}")
+    return lm
+
+
 def _hub_request(url: str, timeout: float) -> dict[str, Any]:
     request = urllib.request.Request(url, headers={"User-Agent": "biaslens"})
     token = _hub_token()
@@ -538,5 +545,6 @@ __all__ = [
     "load_model",
     "model_kind",
     "resolve_device",
+    "require_masked",
     "resolve_dtype",
 ]

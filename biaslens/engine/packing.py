@@ -151,7 +151,8 @@ def packed_twin(lm: LanguageModel) -> torch.nn.Module:
 
 def position_offset(lm: LanguageModel) -> int:
     """Where a sentence's position ids start (RoBERTa-style embeddings count from after the padding index)."""
-    return (lm.model.config.pad_token_id or 0) + 1 if lm.model_type in _PADDING_OFFSET_TYPES else 0
+    pad = getattr(getattr(lm.model, "config", None), "pad_token_id", None)
+    return int(pad or 0) + 1 if lm.model_type in _PADDING_OFFSET_TYPES else 0
 
 
 def forward_packed(lm: LanguageModel, packed: Packed, *, project: bool) -> torch.Tensor:

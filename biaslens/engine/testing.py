@@ -336,7 +336,7 @@ def build_random_model(
     return out
 
 
-def _trained_bpe_parts(corpus: Iterable[str], vocab_size: int, specials: list[str], sentencepiece: bool) -> tuple[dict[str, int], list[tuple]]:
+def _trained_bpe_parts(corpus: Iterable[str], vocab_size: int, specials: list[str], sentencepiece: bool) -> tuple[dict[str, int], Any]:
     """(vocab, merges) of a BPE trained with the tokenizers library: byte-level (GPT-2, Qwen2) or SentencePiece-style (Llama)."""
     import json
 
@@ -345,6 +345,7 @@ def _trained_bpe_parts(corpus: Iterable[str], vocab_size: int, specials: list[st
     trainer = SentencePieceBPETokenizer() if sentencepiece else ByteLevelBPETokenizer()
     trainer.train_from_iterator(list(corpus), vocab_size=vocab_size, special_tokens=specials, show_progress=False)
     merges = json.loads(trainer._tokenizer.to_str())["model"]["merges"]
+    # (the merges as pairs: what the tokenizer classes take, whatever their annotations say)
     return trainer.get_vocab(), [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges]
 
 
@@ -394,7 +395,7 @@ def build_causal_config(family: str, size: str = "tiny", tokenizer: Any = None, 
             num_hidden_layers=layers,
             num_attention_heads=heads,
             intermediate_size=intermediate,
-            rotary_pct=0.25,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
             use_parallel_residual=True,
             max_position_embeddings=2048,
             **ids,

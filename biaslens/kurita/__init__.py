@@ -81,12 +81,13 @@ from biaslens.kurita.inputs import (
     parse_word_list,
     read_word_list,
 )
-from biaslens.kurita.scores import SCORE_COLUMNS, Progress, Share, TemplateScores, leaning, score_templates
+from biaslens.kurita.scores import NO_CAUSAL_READING, SCORE_COLUMNS, Progress, Share, TemplateScores, leaning, score_templates
 from biaslens.kurita.shares import shares_table
 from biaslens.kurita.weat import ALPHA, WeatResult, save_weat, weat_statistics, weat_table, weat_test, weat_unit_scores
 
 __all__ = [
     "ALPHA",
+    "NO_CAUSAL_READING",
     "A_SLOT",
     "CITATION",
     "KURITA_CATEGORIES",

@@ -13,7 +13,7 @@ import pandas as pd
 
 from biaslens.errors import InputError
 from biaslens.data.export import atomic_write, safe_csv, to_json
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel, MaskedLM, require_masked
 from biaslens.engine.scoring import MaskedQuery, masked_pass
 from biaslens.engine.stats import wilson_interval
 from biaslens.kurita.inputs import Template, TargetPair, parse_target_pairs, parse_template
@@ -262,8 +262,15 @@ def _side(pairs: Sequence[TargetPair], bias: float) -> str:
     return "/".join(dict.fromkeys(members))
 
 
+#: Why Kurita et al.'s scores have no causal reading (said in one line wherever they are offered).
+NO_CAUSAL_READING = (
+    "Kurita et al.'s score reads P(target) with the attribute in view and masked; a causal model reads left to right, and "
+    "the templates put the target before the attribute, so its P(target) never sees the attribute."
+)
+
+
 def score_templates(
-    lm: MaskedLM,
+    lm: LanguageModel,
     templates: Sequence[Template | str],
     pairs: Sequence[TargetPair | str],
     attributes: Sequence[str],
@@ -274,8 +281,9 @@ def score_templates(
     """Kurita scores of every template × target × attribute, in one batched set of masked passes.
 
     Templates may be `Template`s or editor lines (``"[T] like [A]. | boys, girls"``),
-    pairs `TargetPair`s or ``"he/she"`` strings.
+    pairs `TargetPair`s or ``"he/she"`` strings. A causal model is refused (`NO_CAUSAL_READING`).
     """
+    lm = require_masked(lm, "Kurita et al.'s template score", NO_CAUSAL_READING)
     templates = tuple(t if isinstance(t, Template) else parse_template(t) for t in templates)
     pairs = tuple(p if isinstance(p, TargetPair) else parse_target_pairs(p)[0] for p in pairs)
     attributes = tuple(dict.fromkeys(a.strip() for a in attributes if a.strip()))

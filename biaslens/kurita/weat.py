@@ -14,7 +14,7 @@ import pandas as pd
 
 from biaslens.errors import InputError
 from biaslens.data.export import atomic_write, safe_csv, to_json
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.stats import effect_size, permutation_test
 from biaslens.kurita.comparability import not_comparable, weat_comparability
 from biaslens.kurita.inputs import Permute, WeatSpec
@@ -123,7 +123,7 @@ def weat_statistics(units: pd.DataFrame, *, n_permutations: int = 10000, seed: i
 
 
 def weat_test(
-    lm: MaskedLM,
+    lm: LanguageModel,
     spec: WeatSpec,
     *,
     permute: Permute = "attributes",

@@ -156,7 +156,8 @@ class LabSettings:
         unknown = sorted(set(data) - known)
         if unknown:
             raise InputError(f"Unknown lab setting(s): {', '.join(unknown)}.")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(**values)
 
     def key(self) -> str:
         """A short hash of the settings (and the lab format): the name of the model folder.

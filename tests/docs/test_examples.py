@@ -232,7 +232,7 @@ def test_commands_are_read_as_a_shell_reads_them():
     assert second.is_example and _argv(second.commands()[0]) == []  # a launcher: only a not-run block may hold it
 
 
-def test_a_broken_example_fails(model_dirs, workdir):
+def test_a_broken_example_fails(model_dirs, causal_dirs, workdir):
     """The harness fails on an option that does not exist, a command that exits 2, a Python error, a launcher."""
     text = (
         "```bash\nbiaslens evaluate --model bert-base-cased --no-such-option\n```\n\n"
@@ -244,5 +244,5 @@ def test_a_broken_example_fails(model_dirs, workdir):
     assert len(blocks) == 4
     for block, error in zip(blocks, [AssertionError, AssertionError, AttributeError, AssertionError]):
         with pytest.raises(error):
-            run_block(block, model_dirs, workdir / "cache")
+            run_block(block, {**model_dirs, **causal_dirs}, workdir / "cache")
     shutil.rmtree(workdir / "cache", ignore_errors=True)

@@ -137,14 +137,15 @@ def test_metrics_and_models_listings(capsys):
     assert "bert-base-cased" in capsys.readouterr().out
 
 
-def test_evaluate_in_exact_bf16_says_how_many_pairs_it_rescored(model_dirs, tmp_path, capsys):
+def test_evaluate_in_bf16_rescore_says_how_many_pairs_it_rescored_and_that_it_is_not_exact(model_dirs, tmp_path, capsys):
     out = tmp_path / "exact"
     argv = ["evaluate", "--model", str(model_dirs["bert-cased"]), "--dataset", "crows-pairs", "--data-dir", str(FIXTURE_DATA)]
     assert main([*argv, "--metrics", "aul,cps", "--limit", "6", "--precision", "bf16-rescore", "--no-cache", "--out", str(out)]) == 0
     block = json.loads((out / "summary.json").read_text())["manifest"]["precision"]
     assert block["mode"] == "bf16-rescore" and block["pairs"] == 6 and set(block["rescored"]) == {"aul", "cps"}
     err = capsys.readouterr().err
-    assert f"re-scored in float32 (margin within bfloat16's error), of 6 pairs: AUL {block['rescored']['aul']}, CPS" in err
+    assert f"re-scored in float32 (margin within bfloat16's calibrated error), of 6 pairs: AUL {block['rescored']['aul']}, CPS" in err
+    assert "not exact: the other pairs keep bfloat16's verdict" in err and "not exact" in block["promise"]
     assert main([*argv, "--dtype", "bfloat16", "--precision", "bf16-rescore", "--out", str(tmp_path / "no")]) == 2
     assert "load the model in float32 (leave out --dtype bfloat16)" in capsys.readouterr().err
 

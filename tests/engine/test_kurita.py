@@ -430,3 +430,12 @@ def test_categories_name_the_papers_targets():
     assert gender.pairs == ("he/she", "boys/girls", "men/women") and len(gender.templates) == 3
     assert KURITA_CATEGORIES["ea_aa"].pairs == ("white/black",)
     assert [c.weat for c in KURITA_CATEGORIES.values()] == ["weat1", "weat3", "weat6", "weat7", "weat8"]
+
+
+def test_a_causal_model_is_refused_in_one_line_with_the_reason(tiny_gpt2):
+    from biaslens.errors import InputError
+    from biaslens.kurita import NO_CAUSAL_READING, score_templates
+
+    with pytest.raises(InputError, match="not available for .*a causal model: Kurita et al.'s score reads") as info:
+        score_templates(tiny_gpt2, ["[T] is a [A]."], ["he/she"], ["nurse"])
+    assert NO_CAUSAL_READING in str(info.value) and "\n" not in str(info.value)
