@@ -51,7 +51,7 @@ import pandas as pd
 
 from biaslens import lab
 from biaslens.errors import InputError, LimitError
-from biaslens.engine.metrics import MASKED_METRICS, METRICS, parse_metrics
+from biaslens.engine.metrics import METRICS, metrics_for, parse_metrics
 from biaslens.engine.runner import format_duration
 
 # ---------------------------------------------------------------------------------------
@@ -162,6 +162,7 @@ class SweepGrid:
             f"{len(self)} models: associations {', '.join(f'{a:g}' for a in self.associations)} x frequency ratios "
             f"{', '.join(f'{r:g}' for r in self.ratios)} x seeds {', '.join(str(s) for s in self.seeds)}; "
             f"{b.steps:,} steps, {b.corpus_size:,} sentences, {b.num_layers} layers of {b.hidden_size}"
+            + (", causal (GPT-2)" if b.kind == "causal" else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -400,7 +401,8 @@ def run_sweep(
     training are abandoned; the lab cache never holds half a model). `max_cell_seconds`
     caps one cell's training (`LimitError`).
     """
-    keys = tuple(parse_metrics(metrics if metrics is not None else list(MASKED_METRICS)))
+    kind = grid.base.kind  # every cell is a model of the base recipe's kind: its metrics by default
+    keys = tuple(parse_metrics(metrics if metrics is not None else metrics_for(kind), kind))
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"workers must be a whole number, 1 or more, got {workers!r}.")
     cells = grid.cells()
