@@ -1150,7 +1150,7 @@ def summary_markdown(result: SweepResult, analysis: SweepAnalysis) -> str:
             f"{_f(r['slope'], 1)} | {_f(r['false_alarm_rate'], pct=True)} of {r['false_alarm_models']} | "
             f"{_f(r['control_alarm_rate'], pct=True)} of {r['control_models']} | {_f(r['preference_drift'], 1)} | {_f(r['seed_sd'], 1)} |"
         )
-    lines += ["", READING, "", LIMITS, ""]
+    lines += ["", READING, "", limits(result.grid.base.kind), ""]
     return "\n".join(lines)
 
 
@@ -1185,6 +1185,11 @@ LIMITS = (
     "corpus statistic, which the model may learn only in part: a flat curve can mean the metric or the model misses it. "
     "With a few seeds per setting, the seed spread is rough."
 )
+
+
+def limits(kind: str) -> str:
+    """`LIMITS`, of the sweep's kind of model (small BERTs, or small GPT-2s)."""
+    return LIMITS.replace("small BERTs", "small GPT-2s").replace("not BERT", "not GPT-2") if kind == "causal" else LIMITS
 
 
 __all__ = [
