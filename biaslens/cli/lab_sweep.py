@@ -59,9 +59,7 @@ def add_sweep_parser(lab_subparsers: Any) -> argparse.ArgumentParser:
         default=sweep.DEFAULT_WORKERS,
         help=f"models trained at once, each in its own process (default {sweep.DEFAULT_WORKERS}; docs/lab.md gives the measured speed-up)",
     )
-    p.add_argument(
-        "--metrics", default=None, help=f"comma-separated (default: every metric of --kind's models; masked: {' '.join(MASKED_METRICS)})"
-    )
+    p.add_argument("--metrics", default=None, help=f"comma-separated (default: every metric of --kind's models; masked: {' '.join(MASKED_METRICS)})")
     add_compat_arg(p)
     p.add_argument(
         "--models-dir", default=None, help="folder of the lab models (default <cache>/lab, cache = $BIASLENS_CACHE_DIR or ~/.cache/biaslens)"
