@@ -145,15 +145,18 @@ def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str)
     st.markdown("**Figures (SVG)**")
     cols = st.columns(max(1, len(charts)))
     for col, (name, chart) in zip(cols, charts.items()):
-        col.download_button(
-            name,
-            lambda chart=chart: figures.to_svg(chart),
-            f"{stem}-{re.sub(r'[^a-z]+', '-', name.lower()).strip('-')}.svg",
-            "image/svg+xml",
-            icon=":material/image:",
-            key=S + f"dl_svg_{name}",
-            on_click="ignore",
-        )
+        with col:
+            svg = ui.charts.export(chart, "svg", f"The chart {name}")  # drawn here, once: a figure that cannot be says so
+            if svg is not None:
+                st.download_button(
+                    name,
+                    svg,
+                    f"{stem}-{re.sub(r'[^a-z]+', '-', name.lower()).strip('-')}.svg",
+                    "image/svg+xml",
+                    icon=":material/image:",
+                    key=S + f"dl_svg_{name}",
+                    on_click="ignore",
+                )
 
 
 def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: ExplorerView) -> None:
@@ -209,7 +212,8 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: E
     with tabs[3]:
         show_pairs(result, metrics, focus, view)
     with tabs[4]:
-        show_exports(result, charts, stem)
+        if tabs[4].open:  # its figures are drawn as SVG for the downloads: only when it is open
+            show_exports(result, charts, stem)
 
 
 # ---------------------------------------------------------------------------------------

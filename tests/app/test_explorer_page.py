@@ -55,8 +55,12 @@ def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
     pinned = shown_columns(next(d for d in at.dataframe if "sent_stereo" in d.value.columns))[1]
     assert pinned == {"Pair", "CPS margin", "CPS prefers"}  # in sight however far the sentences scroll (issue 21, journey 8)
     assert not {"bias_type", "direction", "sent_stereo", "cps_margin"} & set(pairs.columns)  # no internal names
+    assert not at.get("download_button")  # the Export tab is drawn once opened: its figures are drawn as SVG there
+    at.session_state[S + "tab"] = "Export"
+    at.run()
+    no_exceptions(at)
     assert [b.label for b in at.get("download_button")][:3] == ["Pairs (CSV)", "Pairs (JSON)", "Summary + manifest (JSON)"]
-    assert len(at.get("download_button")) == 6  # + three figures as SVG
+    assert len(at.get("download_button")) == 6  # + three figures as SVG, drawn (an export that fails says so in the page)
     assert at.query_params["sample"] == str(N) and at.query_params["metrics"] == ["aul", "cps"]
 
 
