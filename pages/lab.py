@@ -334,7 +334,8 @@ def show_comparison() -> None:
     st.button("Clear the comparison", icon=":material/delete_sweep:", on_click=_forget_runs, key=S + "clear")
 
 
-ABOUT = """
+#: What the lab shows and what it cannot, with the default model's size and number of pairs filled in (`limits_text`).
+LIMITS = """
 **What the experiment shows.** The corpus is generated, so the truth is known: group A goes with attributes X (and
 group B with attributes Y) exactly as often as the association strength says, and every group-A word is exactly k
 times as frequent as a group-B word. The held-out pairs combine names and attributes that never occur together in
@@ -353,6 +354,10 @@ is wide with {pairs} pairs. The lab tests a mechanism under controlled condition
 """
 
 
+def limits_text() -> str:
+    return LIMITS.format(layers=DEFAULTS.num_layers, hidden=DEFAULTS.hidden_size, pairs=len(lab.heldout_pairs(DEFAULTS)))
+
+
 # ---------------------------------------------------------------------------------------
 # The page
 # ---------------------------------------------------------------------------------------
@@ -368,7 +373,7 @@ def main() -> None:
     view = LabView(ui.state.global_view(), **knobs_now)
     ui.state.publish(view)
     with st.expander("What this shows, and what it cannot", icon=":material/info:"):
-        st.markdown(ABOUT.format(layers=DEFAULTS.num_layers, hidden=DEFAULTS.hidden_size, pairs=len(lab.heldout_pairs(DEFAULTS))))
+        st.markdown(limits_text())
     if chosen is not None:
         model = lab.find_lab_model(chosen)
         if model is None:

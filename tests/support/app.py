@@ -23,6 +23,7 @@ PAGES = {
     "compare": "pages/compare.py",
     "analyses": "pages/analyses.py",
     "lab": "pages/lab.py",
+    "kurita": "pages/kurita.py",
 }
 
 
