@@ -21,6 +21,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from biaslens import lab
@@ -415,8 +416,10 @@ class LabView(View):
         )
 
     def inspect(self, model: str, stereo: str, anti: str, metric: str) -> InspectorView:
-        """A held-out pair in the inspector, under the lab model `model` (a folder: no hub revision); the rest kept."""
-        return InspectorView(g=replace(self.g, model=model, revision=None), s1=stereo, s2=anti, metric=_inspectable(metric))
+        """A held-out pair in the inspector, under the lab model `model` (a folder: no hub revision) with its own held-out
+        pairs as the dataset (not those of another lab model: their planted truth differs); the rest kept."""
+        pairs = str(Path(model) / lab.PAIRS_FILE)
+        return InspectorView(g=replace(self.g, model=model, revision=None, dataset=pairs), s1=stereo, s2=anti, metric=_inspectable(metric))
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,21 @@ def test_a_metric_result_opens_its_pair_in_the_inspector_with_the_lab_model(app_
     assert "Token prediction on 8 sentences of its training corpus" in texts(at.sidebar.caption)
 
 
+def test_a_result_opens_under_its_own_model_with_its_own_held_out_pairs(app_env):
+    """Issue 30, item 6: "Inspect CPS" on a frequency result opened the association model's held-out pairs (another truth)."""
+    association = lab.train_lab_model(lab.scenario_settings("association", TINY))
+    frequency = lab.train_lab_model(lab.scenario_settings("frequency", TINY))
+    at = run_app("lab", {**LINK, "scenario": "frequency", "dataset": str(association.path / lab.PAIRS_FILE)}, STATE)
+    assert at.session_state["settings.dataset"] == str(association.path / lab.PAIRS_FILE)
+    no_exceptions(at)
+    at.button(key=S + "inspect_cps").click().run()
+    no_exceptions(at)
+    assert at.title[0].value == "Pair inspector"
+    assert at.session_state["settings.model"] == str(frequency.path)
+    assert at.session_state["settings.dataset"] == str(frequency.path / lab.PAIRS_FILE)
+    assert at.query_params["dataset"] == str(frequency.path / lab.PAIRS_FILE)
+
+
 def test_a_held_out_pair_opens_in_the_inspector(app_env):
     model = lab.train_lab_model(lab.scenario_settings("neither", TINY))
     at = run_app("lab", {**LINK, "scenario": "neither"}, STATE)

@@ -4,6 +4,7 @@ the global part, and no link value, however bad, raises."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 import pytest
@@ -132,9 +133,11 @@ def test_a_flipped_pair_keeps_every_global_setting(view, pair):
 
 @settings(max_examples=200, deadline=None)
 @given(VIEWS[LabView], text, text, text, st.sampled_from(tuple(METRICS)))
-def test_a_lab_pair_changes_only_the_model(view, folder, stereo, anti, metric):
+def test_a_lab_pair_changes_only_the_model_and_its_pairs(view, folder, stereo, anti, metric):
     opened = view.inspect(folder, stereo, anti, metric)
-    assert opened.g == dataclasses.replace(view.g, model=folder, revision=None)  # a lab model is a folder: no hub revision
+    # A lab model is a folder (no hub revision), with its own held-out pairs: another lab model's have another planted truth.
+    pairs = str(Path(folder) / lab.PAIRS_FILE)
+    assert opened.g == dataclasses.replace(view.g, model=folder, revision=None, dataset=pairs)
     assert (opened.s1, opened.s2, opened.pair) == (stereo, anti, None)
     assert InspectorView.from_query(through_a_url(opened.to_query())) == (opened, [])
 
