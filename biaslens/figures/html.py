@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from biaslens.figures.formatting import format_share
 from biaslens.figures.charts import (
     ANTI_COLOR,
     NEUTRAL_COLOR,
@@ -402,6 +403,10 @@ def drivers_bars_html(drivers: pd.DataFrame, title: str, *, top: int = 12) -> st
     largest = float(np.abs(shown["contribution"].to_numpy(dtype=float)).max()) if len(shown) else 0.0
     scale = largest if largest > 0 and math.isfinite(largest) else 1.0
     decimals = min(8, max(4, 2 - math.floor(math.log10(scale)))) if largest > 0 else 4
+
+    def share(value: float) -> str:  # never "+0.0000" for a share that is not 0 (`format_share`)
+        return format_share(value, decimals).replace("-", "−") if math.isfinite(value) else "—"
+
     rows = []
     for token in shown.to_dict("records"):
         value = float(token["contribution"])
@@ -411,15 +416,15 @@ def drivers_bars_html(drivers: pd.DataFrame, title: str, *, top: int = 12) -> st
         tip = _title(
             [
                 f"{token['label']} · {token['kind']}",
-                f"stereotypical share {_number(float(token['stereo_share']), f'+.{decimals}f')}",
-                f"anti-stereotypical share {_number(float(token['anti_share']), f'+.{decimals}f')}",
-                f"contribution to the margin {_number(value, f'+.{decimals}f')}",
+                f"stereotypical share {share(float(token['stereo_share']))}",
+                f"anti-stereotypical share {share(float(token['anti_share']))}",
+                f"contribution to the margin {share(value)}",
             ]
         )
         rows.append(
             f'<div class="bl-row bl-data" title="{tip}"><div class="bl-lab">{html.escape(str(token["label"]))}</div>'
             f'<div class="bl-cell bl-one"><span class="bl-zero" style="left:50%"></span>{_bar("bl-d", left, width, color)}</div>'
-            f'<div class="bl-val">{_number(value, f"+.{decimals}f")}</div></div>'
+            f'<div class="bl-val">{share(value)}</div></div>'
         )
     head = (
         '<div class="bl-row bl-head"><div></div><div class="bl-dir"><span class="bl-anti-c">← anti-stereotypical</span>'

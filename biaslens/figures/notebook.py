@@ -18,7 +18,7 @@ from biaslens.engine import display
 from biaslens.engine.evaluation import EvaluationResult, PairInspection
 from biaslens.engine.metrics import METRICS
 from biaslens.figures.charts import aligned_token_frame
-from biaslens.figures.formatting import MARGIN, SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, column_formats, column_label, format_margin
+from biaslens.figures.formatting import MARGIN, SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, column_formats, column_label, margin_formatter
 from biaslens.figures.html import CellFormat, aligned_tokens_html, shade_legend_html, table_html, token_bars_html
 
 #: The aligned token chart's measures in a notebook (the inspector's defaults), those the pair has.
@@ -33,7 +33,9 @@ def _table(
 ) -> str:
     """`frame`'s `columns` as the app's small table: headers for people, numbers written as in the app."""
     names = {c: (labels or {}).get(c) or column_label(str(c)) for c in columns}
-    cells: dict[str, CellFormat] = {names[c]: (format_margin if f == MARGIN else f) for c, f in column_formats(frame, columns, formats).items()}
+    fmts = column_formats(frame, columns, formats)
+    margin = margin_formatter([v for c, f in fmts.items() if f == MARGIN for v in pd.to_numeric(frame[c], errors="coerce")])
+    cells: dict[str, CellFormat] = {names[c]: (margin if f == MARGIN else f) for c, f in fmts.items()}
     return table_html(frame.loc[:, list(columns)].set_axis([names[c] for c in columns], axis=1), cells, key=key)
 
 

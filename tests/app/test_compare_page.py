@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.support.app import interactive_tables, no_exceptions, run_app, tables, texts
 from biaslens.analyses import explore
 from biaslens.data.datasets import load_dataset
@@ -41,6 +43,11 @@ def test_two_models_side_by_side(app_env, model_dirs, tiny_models):
         flips = next(t for t in interactive_tables(at) if "Prefers (roberta)" in t.columns)
         assert flips["Pair"].tolist() == want.flips["pair_id"].tolist()
         assert list(flips.columns[:3]) == ["Pair", "Margin (bert-cased)", "Margin (roberta)"]  # the results first, pinned
+        # Both models' margins with one number of decimals (issue 30, item 7: 5 beside 6).
+        element = next(d for d in at.dataframe if any(str(c).startswith("margin (") for c in d.value.columns))
+        config = json.loads(element.proto.columns)
+        formats = {config[c]["type_config"]["format"] for c in element.value.columns if str(c).startswith("margin (")}
+        assert len(formats) == 1, formats
     by_type = next(t for t in tables(at) if "Bias type" in t.columns and "roberta − bert-cased" in t.columns)
     assert (by_type["roberta − bert-cased"] == by_type["roberta"] - by_type["bert-cased"]).all()
     assert len(at.get("vega_lite_chart")) == 3  # scores, per type, margins scatter
