@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.app import interactive_tables, no_exceptions, run_app, tables, texts
 from biaslens.analyses import explore
 from biaslens.data.datasets import load_dataset
@@ -39,6 +41,10 @@ def test_two_models_side_by_side(app_env, model_dirs, tiny_models):
     # The paired test's caption names the interval and the test that ran.
     assert "95% percentile bootstrap, paired" in texts(at.caption) and "2,000 resamples, seed " in texts(at.caption)
     assert f"p: {MCNEMAR_TEST}, on the verdicts" in texts(at.caption)
+    # Each model's bias score under the model's name, never "Other model" (issue 30, item 8).
+    test = next(t for t in tables(at) if "McNemar p" in t.columns)
+    assert {"bert-cased", "roberta", "Only roberta prefers stereo"} <= set(test.columns) and "Other model" not in test.columns
+    assert test["roberta"].tolist() == pytest.approx([want.scores["bias_score"].iloc[1]])
     if len(want.flips):
         flips = next(t for t in interactive_tables(at) if "Prefers (roberta)" in t.columns)
         assert flips["Pair"].tolist() == want.flips["pair_id"].tolist()
