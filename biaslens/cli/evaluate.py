@@ -133,7 +133,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if warning not in said:
             print(f"warning: {warning}", file=sys.stderr)
     print(summary_table(run.result.summary))
-    print(f"wrote {pairs_path} and {summary_path}")
+    print(f"wrote {', '.join(p.name for p in run.written or [pairs_path, summary_path])} in {pairs_path.parent}")
     run.finish()
     return 0
 
@@ -150,14 +150,21 @@ def summary_table(summary: dict) -> str:
     """summary.json's metrics as a text table."""
     from biaslens.engine.metrics import METRICS
 
-    lines = [f"{'metric':<11}{'bias score':>11}  {'95% CI (Wilson)':<17}{'N':>6}{'ties':>6}{'undecid.':>9}{'token acc.':>11}"]
-    for key, block in summary["metrics"].items():
-        ci = f"[{fmt(block['ci_low'])}, {fmt(block['ci_high'])}]"
-        lines.append(
-            f"{METRICS[key].name:<11}{fmt(block['bias_score']):>11}  {ci:<17}{block['n']:>6}{block['ties']:>6}"
-            f"{block['undecidable']:>9}{fmt(block['token_accuracy']):>11}"
-        )
-    return "\n".join(lines)
+    from biaslens.data.export import text_table
+
+    rows = [
+        [
+            METRICS[key].name,
+            fmt(block["bias_score"]),
+            f"[{fmt(block['ci_low'])}, {fmt(block['ci_high'])}]",
+            block["n"],
+            block["ties"],
+            block["undecidable"],
+            fmt(block["token_accuracy"]),
+        ]
+        for key, block in summary["metrics"].items()
+    ]
+    return text_table(["metric", "bias score", "95% CI (Wilson)", "N", "ties", "undecid.", "token acc."], rows)
 
 
 __all__ = ["cmd_evaluate", "precision_line", "register", "result_cache", "summary_table"]

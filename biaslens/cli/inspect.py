@@ -61,7 +61,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         print()
         # The margin with the digits its sign needs: never -0.0000 beside the verdict "anti".
-        print(scores.to_string(index=False, float_format=lambda v: f"{v:.4f}", formatters={"margin": format_margin}))
+        # The metric by its name only (`key`, its internal name, is in --json's output).
+        print(scores.drop(columns=["key"]).to_string(index=False, float_format=lambda v: f"{v:.4f}", formatters={"margin": format_margin}))
     return 0
 
 
