@@ -94,6 +94,8 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame) -> None:
             )
 
 
+#: Width (px) of the pairs table's text of a pair: beside the pinned results in the main column of a 1024 px window.
+PAIR_TEXT_WIDTH = 200
 #: The summary tables' score columns (after their key columns: the metric, the bias type or the group).
 SCORE_COLUMNS = ["bias_score", "ci_low", "ci_high", "n", "wins", "ties", "undecidable", "token_accuracy"]
 
@@ -114,15 +116,21 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str, view: E
         text=search,
         column_equals=None if verdict == "All" else {f"{focus}_verdict": verdict},
     )
-    # The results first and pinned (pair, margin, verdict): the sentences scroll sideways, the scores never do.
-    columns = [f"{focus}_stereo", f"{focus}_anti", "bias_type", "direction", "sent_stereo", "sent_anti"]
-    if not (shown["direction"] != "").any():
-        columns.remove("direction")
+    # The results first and pinned (pair, margin, verdict), then the pair itself in one column, wrapped: its shared words
+    # once and the words that differ as [stereotypical → anti-stereotypical]. All of it in sight at 1024 px too (the two
+    # sentences side by side put the second off-screen); the bias type is the filter above, the sentences whole and each
+    # sentence's score are a click away (the pair in the inspector) and in the Export tab's files.
+    columns = ["pair_text"]
     event = ui.tables.table(
-        shown.assign(**{f"{focus}_verdict": [VERDICTS[v] for v in shown[f"{focus}_verdict"]]}),
+        shown.assign(
+            **{f"{focus}_verdict": [VERDICTS[v] for v in shown[f"{focus}_verdict"]]},
+            pair_text=[explore.pair_text(a, b) for a, b in zip(shown["sent_stereo"], shown["sent_anti"])],
+        ),
         columns,
         pin=["pair_id", f"{focus}_margin", f"{focus}_verdict"],
-        formats={f"{focus}_stereo": "{:.4f}", f"{focus}_anti": "{:.4f}"},
+        labels={"pair_text": "The pair: [stereotypical → anti-stereotypical]"},
+        widths={"pair_text": PAIR_TEXT_WIDTH},
+        wrap_lines=4,
         select=True,
         key=S + f"table.{st.session_state.get(S + 'table_version', 0)}",
     )

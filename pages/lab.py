@@ -330,7 +330,14 @@ def show_comparison() -> None:
     st.subheader("Scenarios side by side")
     st.caption(f"The {len(reports)} lab runs of this session: bias score [95% CI] and what it says against the planted truth.")
     ui.charts.show(figures.lab_scenarios_chart(lab.compare_scenarios(reports)), S + "compare_chart")
-    ui.tables.table(lab.scenario_table(reports), pin=["run", "expected"], labels={"run": "Run", "scenario": "Scenario"}, decimals=2)
+    # One column per run (not per metric): whole in a 1024 px window; the runs' settings below it.
+    ui.tables.table(lab.scenario_table(reports), pin=["metric"])
+    ui.tables.table(
+        lab.scenario_runs(reports),
+        pin=["run", "expected"],
+        labels={"run": "Run", "scenario": "Scenario", "steps": "Steps", "corpus_size": "Corpus (sentences)"},
+        formats={"association": "{:g}", "frequency_ratio": "{:g}"},
+    )
     st.button("Clear the comparison", icon=":material/delete_sweep:", on_click=_forget_runs, key=S + "clear")
 
 

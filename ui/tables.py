@@ -28,6 +28,9 @@ from biaslens.figures.formatting import MARGIN, column_formats, column_label, ma
 STATIC_ROWS = 60
 #: Height (px) of a long interactive table: about 12 rows, its scroll bar and its header.
 TALL = 420
+#: One line of text in an interactive table's cell (px), and the least row height at which Streamlit wraps text (4rem at 17 px, and a little).
+LINE_PX = 21
+WRAP_MIN_ROW = 70
 
 
 def _printf(fmt: str, values: Iterable[float]) -> str | None:
@@ -51,6 +54,8 @@ def table(
     sortable: bool = False,
     key: str | None = None,
     height: int | None = None,
+    widths: Mapping[str, int] | None = None,
+    wrap_lines: int | None = None,
 ) -> Any:
     """Draw `frame` (an engine frame, internal column names and all) as the app's table.
 
@@ -59,7 +64,8 @@ def table(
     default: margins by `margin_formatter`, p-values to 3 significant digits, other floats to `decimals` places);
     `help` gives a header's tooltip. `select` makes the rows clickable: the interactive table's selection event is
     returned (`event.selection.rows`); `sortable` keeps a small table interactive (click a header to sort); `key` is
-    the interactive table's widget key. Returns None for a static table.
+    the interactive table's widget key. In an interactive table, `widths` fixes columns' widths (px) and `wrap_lines`
+    lets text wrap onto that many lines a row (taller rows). Returns None for a static table.
     """
     shown = list(dict.fromkeys([*pin, *(columns if columns is not None else frame.columns)]))
     names = {c: (labels or {}).get(c) or column_label(str(c)) for c in shown}
@@ -74,7 +80,7 @@ def table(
         return None
     config: dict[str, Any] = {}
     for c in shown:
-        common = {"label": names[c], "help": (help or {}).get(c), "pinned": c in pin}
+        common = {"label": names[c], "help": (help or {}).get(c), "pinned": c in pin, "width": (widths or {}).get(c)}
         if pd.api.types.is_bool_dtype(frame[c]):
             config[c] = st.column_config.CheckboxColumn(**common)
         elif pd.api.types.is_numeric_dtype(frame[c]):
@@ -84,6 +90,8 @@ def table(
             config[c] = st.column_config.TextColumn(**common)
     options: dict[str, Any] = {"on_select": "rerun", "selection_mode": "single-row"} if select else {}
     tall = height or (TALL if len(frame) > 10 else "auto")
+    if wrap_lines:  # Streamlit wraps a cell's text only in rows taller than 4rem
+        options["row_height"] = max(WRAP_MIN_ROW, LINE_PX * wrap_lines + 12)
     return st.dataframe(
         frame, hide_index=True, width="stretch", height=tall, column_order=shown, column_config=config, placeholder="—", key=key, **options
     )

@@ -49,6 +49,22 @@ def display_token(token: str) -> str:
     return shown if shown else token
 
 
+def pair_text(stereo: str, anti: str) -> str:
+    """Both sentences of a pair as one line of text: the words they share once, the words that differ as "[stereo → anti]"
+    ("[Women → Men] can't drive."; "∅" for a side without words there). Half as wide as the two sentences side by side,
+    and the difference in sight."""
+    import difflib
+
+    a, b = str(stereo).split(), str(anti).split()
+    words: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            words += a[i1:i2]
+        else:
+            words.append(f"[{' '.join(a[i1:i2]) or '∅'} → {' '.join(b[j1:j2]) or '∅'}]")
+    return " ".join(words)
+
+
 def token_table(inspection: PairInspection, decode: Callable[[int], str] | None = None) -> pd.DataFrame:
     """Both sentences' token frames stacked, with `sentence` ("stereo"/"anti") and a display `label`.
 

@@ -53,10 +53,16 @@ def measure_title(measure: str) -> str:
 _FONT = {"labelFontSize": 14, "titleFontSize": 15}
 
 
+#: Room around a chart for its axis titles: the app's chart component keeps a chart's own padding, and without one the
+#: y axis's title lost its left edge.
+PADDING = {"left": 12, "right": 8, "top": 6, "bottom": 6}
+
+
 def _style(chart: Any) -> Any:
-    """Projector-friendly fonts on a top-level chart."""
+    """Projector-friendly fonts on a top-level chart, and room around it (`PADDING`)."""
     return (
-        chart.configure_axis(**_FONT, labelLimit=260)
+        chart.properties(padding=PADDING)
+        .configure_axis(**_FONT, labelLimit=260)
         .configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=320)
         .configure_title(fontSize=17, anchor="start")
         .configure_header(labelFontSize=14, titleFontSize=15)
@@ -389,15 +395,53 @@ def _with_keys(data: pd.DataFrame, *columns: str | None) -> pd.DataFrame:
     return data.assign(**{f"{c}_key": keyed(data[c].astype(str)) for c in dict.fromkeys(columns) if c})
 
 
-def _score_with_interval(data: pd.DataFrame, x: str, x_title: str, color: str | None, offset: str | None) -> alt.LayerChart:
+#: Height of the plot of a bias-score chart (px), of its title, and of one line of its legend.
+PLOT_HEIGHT = 240
+TITLE_HEIGHT = 36
+LEGEND_LINE = 19
+#: Characters a legend label's line holds at most (about 340 px at 14 px: a chart's legend in a 1024 px window).
+LEGEND_WRAP = 46
+#: Axis labels of a keyed category whose text holds line breaks ("AUL\nn=48"): one line each.
+SHOW_LINES = f"split({SHOW_TEXT}, '\\n')"
+
+
+def _n_lines(data: pd.DataFrame, x: str) -> list[str]:
+    """Each row's x category with the N of its dots on a second line: "AUL\nn=48", or "n=50 / 100" when the dots at
+    one category (models, groups) rest on different numbers of pairs, in their order."""
+    ns: dict[Any, list[str]] = {}
+    for value, n in zip(data[x], data["n"]):
+        ns.setdefault(value, []).append(f"{int(n):,}" if pd.notna(n) else "—")
+    line = {v: "n=" + (n[0] if len(set(n)) == 1 else " / ".join(n)) for v, n in ns.items()}
+    return [f"{v}\n{line[v]}" for v in data[x]]
+
+
+def _wrapped(texts: Sequence[str], width: int = LEGEND_WRAP) -> list[str]:
+    """Texts broken into lines of at most `width` characters at spaces (a legend label drawn with `SHOW_LINES`)."""
+    import textwrap
+
+    return ["\n".join(textwrap.wrap(str(t), width, break_on_hyphens=False)) or str(t) for t in texts]
+
+
+def _score_with_interval(
+    data: pd.DataFrame, x: str, x_title: str, color: str | None, offset: str | None, *, legend_rows: bool = False
+) -> alt.LayerChart:
     data = _with_keys(data, x, color, offset)
+    if color:  # the legend's labels (a lab run's description is long): wrapped, never cut at the chart's edge
+        data[f"{color}_key"] = keyed(data[color].astype(str), _wrapped(data[color].astype(str)))
+    # N under each category, in the axis: as labels above the dots they collided with each other and with the caps.
+    data["x_axis"] = keyed(data[x].astype(str), _n_lines(data, x))
     base = alt.Chart(data)
-    enc: dict[str, Any] = {"x": alt.X(f"{x}_key:N", title=x_title, sort="ascending", axis=_key_axis(labelAngle=0 if data[x].nunique() < 6 else -30))}
+    angle = 0 if data[x].nunique() < 6 else -45  # two-line labels at -30 touched their neighbours in a 1024 px window
+    enc: dict[str, Any] = {"x": alt.X("x_axis:N", title=x_title, sort="ascending", axis=alt.Axis(labelExpr=SHOW_LINES, labelAngle=angle))}
     if offset:
         enc["xOffset"] = alt.XOffset(f"{offset}_key:N", sort="ascending")
     if color:
         enc["color"] = alt.Color(
-            f"{color}_key:N", title=None, sort="ascending", scale=alt.Scale(range=list(PALETTE)), legend=_key_legend(orient="top")
+            f"{color}_key:N",
+            title=None,
+            sort="ascending",
+            scale=alt.Scale(range=list(PALETTE)),
+            legend=alt.Legend(labelExpr=SHOW_LINES, orient="top"),
         )
     tooltip = [
         alt.Tooltip(f"{x}:N"),
@@ -416,30 +460,29 @@ def _score_with_interval(data: pd.DataFrame, x: str, x_title: str, color: str | 
     errors = base.mark_errorbar(ticks={"size": 16}, thickness=2.5).encode(  # short caps, not the band's whole width
         y=alt.Y("ci_low:Q", title="bias score (%)"), y2="ci_high:Q", **enc
     )
-    labels = (
-        base.transform_calculate(n_label="'n=' + datum.n")
-        .mark_text(dy=-8, fontSize=12, color=NEUTRAL_COLOR)
-        .encode(y="ci_high:Q", text="n_label:N", **{k: v for k, v in enc.items() if k != "color"})
-    )
-    return alt.layer(bars, errors, labels, _fifty_rule())
+    # The whole figure fits the chart's height in the app: the plot keeps PLOT_HEIGHT whatever the legend and labels take.
+    lines = [t.count("\n") + 1 for t in dict.fromkeys(data[f"{color}_key"])] if color else []
+    legend = ((sum(lines) if legend_rows else 2 * max(lines)) * LEGEND_LINE + 12) if lines else 0  # one entry a row, or a row or two
+    axis = (40 + 6 * max(len(v) for v in data[x].astype(str))) if angle else 64  # rotated labels reach down by their length
+    return alt.layer(bars, errors, _fifty_rule()).properties(height=PLOT_HEIGHT + TITLE_HEIGHT + legend + axis)
 
 
 def bias_scores_chart(summary: pd.DataFrame, title: str = "Bias score per metric") -> alt.LayerChart:
     """Bias score per metric with its 95% interval and N (from `explore.summary_table`); 50 = unbiased."""
-    return _style(_score_with_interval(summary, "name", "metric", "name", None).properties(title=safe_title(title), width="container", height=320))
+    return _style(_score_with_interval(summary, "name", "metric", "name", None).properties(title=safe_title(title), width="container"))
 
 
 def by_type_chart(by_type: pd.DataFrame, title: str = "Bias score per bias type") -> alt.LayerChart:
     """Per bias type and metric, bars with 95% intervals and N above (from `explore.by_type_table`)."""
     offset = "name" if by_type["name"].nunique() > 1 else None
     chart = _score_with_interval(by_type, "bias_type", "bias type", "name", offset)
-    return _style(chart.properties(title=safe_title(title), width="container", height=360))
+    return _style(chart.properties(title=safe_title(title), width="container"))
 
 
 def groups_chart(groups: pd.DataFrame, title: str = "Advantaged vs disadvantaged groups") -> alt.LayerChart:
     """CrowS-Pairs' Adv / Dis split per metric (from `explore.group_table`)."""
     chart = _score_with_interval(groups, "name", "metric", "group_name", "group_name")
-    return _style(chart.properties(title=safe_title(title), width="container", height=320))
+    return _style(chart.properties(title=safe_title(title), width="container"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -450,7 +493,7 @@ def groups_chart(groups: pd.DataFrame, title: str = "Advantaged vs disadvantaged
 def model_scores_chart(scores: pd.DataFrame, metric_name: str) -> alt.LayerChart:
     """Each model's bias score with its 95% interval (from `ModelComparison.scores`)."""
     chart = _score_with_interval(scores, "model", "model", "model", None)
-    return _style(chart.properties(title=f"{metric_name} bias score per model", width="container", height=320))
+    return _style(chart.properties(title=f"{metric_name} bias score per model", width="container"))
 
 
 def margin_scatter(margins: pd.DataFrame, x_model: str, y_model: str, metric_name: str) -> alt.LayerChart:
@@ -649,9 +692,11 @@ def shuffle_chart(tokens: pd.DataFrame, title: str = "Each token's log p before 
 
 def lab_scenarios_chart(frame: pd.DataFrame, title: str = "Bias score per metric and lab scenario") -> alt.LayerChart:
     """Several bias-lab runs side by side (from `biaslens.lab.compare_scenarios`): metric on x, one bar per run."""
-    chart = _style(_score_with_interval(frame, "metric", "metric", "run", "run").properties(title=safe_title(title), width="container", height=340))
+    chart = _style(
+        _score_with_interval(frame, "metric", "metric", "run", "run", legend_rows=True).properties(title=safe_title(title), width="container")
+    )
     # The runs' descriptions are long: one per line, never cut.
-    return chart.configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=0, orient="top", direction="vertical")
+    return chart.configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=0, orient="top", direction="vertical", rowPadding=6)
 
 
 # ---------------------------------------------------------------------------------------
@@ -783,6 +828,7 @@ def _unstyled(chart: Any) -> list[Any]:
     """The layers of a styled top-level chart, without its configuration (to nest it in a larger figure)."""
     copy = chart.copy(deep=True)
     copy.config = alt.Undefined
+    copy.padding = alt.Undefined
     layers = copy.layer if getattr(copy, "layer", alt.Undefined) is not alt.Undefined else [copy]
     out = []
     for layer in layers:
