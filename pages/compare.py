@@ -47,7 +47,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url(settings)
-    ui.feedback.header("Model comparison", ABOUT)
+    ui.feedback.header("Model comparison", ABOUT, docs="app")
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
     c1, c2 = st.columns([1.6, 1])

@@ -233,7 +233,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url()
-    ui.feedback.header("Dataset explorer", ABOUT)
+    ui.feedback.header("Dataset explorer", ABOUT, docs="app")
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
     for note in dataset.notes:

@@ -567,7 +567,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    ui.feedback.header("Pair inspector", ABOUT)
+    ui.feedback.header("Pair inspector", ABOUT, docs="app")
     source = (
         st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
     )

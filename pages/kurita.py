@@ -500,7 +500,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    ui.feedback.header("Kurita templates", ABOUT)
+    ui.feedback.header("Kurita templates", ABOUT, docs="kurita")
     tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
     with tab_templates:
         template_tab(settings)

@@ -374,7 +374,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    ui.feedback.header("Bias lab", ABOUT)
+    ui.feedback.header("Bias lab", ABOUT, docs="lab")
     chosen = knobs()
     knobs_now = {name: st.session_state[S + name] for name in ("scenario", "association", "ratio", "corpus", "steps", "seed")}
     view = LabView(ui.state.global_view(), **knobs_now)

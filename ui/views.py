@@ -436,5 +436,22 @@ class AnalysesView(View):
         return _build(cls, g=GlobalView.read(r), **r.sample_and_seed())
 
 
+#: The documentation pages the app shows (docs/<name>.md, which ship with the project), in the docs site's order.
+DOC_PAGES = ("index", "app", "cli", "python", "notebooks", "metrics", "models", "datasets", "analyses", "kurita", "lab", "performance", "operators")
+
+
+@dataclass(frozen=True)
+class DocsView(View):
+    """The documentation, in the app: one page of the docs site (`page`, a name of `DOC_PAGES`)."""
+
+    PAGE: ClassVar[str] = "pages/docs.py"
+    g: GlobalView = GlobalView()
+    page: str = "app"
+
+    @classmethod
+    def read(cls, r: _Reader) -> Self:
+        return _build(cls, g=GlobalView.read(r), page=r.choice("page", DOC_PAGES, "a page of the documentation: " + ", ".join(DOC_PAGES)))
+
+
 #: Every page's view, in the order of the app's pages.
-PAGE_VIEWS: tuple[type[View], ...] = (InspectorView, ExplorerView, CompareView, KuritaView, LabView, AnalysesView)
+PAGE_VIEWS: tuple[type[View], ...] = (InspectorView, ExplorerView, CompareView, KuritaView, LabView, AnalysesView, DocsView)

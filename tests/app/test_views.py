@@ -16,6 +16,7 @@ from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS
 from biaslens.engine.models import DTYPES
 from ui.views import (
     DEVICES,
+    DOC_PAGES,
     EXPLORER_TABS,
     LAB_BOUNDS,
     MAX_DIGITS,
@@ -24,6 +25,7 @@ from ui.views import (
     PIN,
     AnalysesView,
     CompareView,
+    DocsView,
     ExplorerView,
     GlobalView,
     InspectorView,
@@ -91,6 +93,7 @@ VIEWS = {
     KuritaView: st.builds(KuritaView, g=globals_, templates=maybe_text, targets=maybe_text),
     LabView: st.builds(LabView, g=globals_, scenario=st.sampled_from(tuple(lab.SCENARIOS)), **{k: _knob(k) for k in LAB_BOUNDS}),
     AnalysesView: st.builds(AnalysesView, g=globals_, sample=st.none() | st.integers(1, 10**6), seed=seeds),
+    DocsView: st.builds(DocsView, g=globals_, page=st.sampled_from(DOC_PAGES)),
 }
 any_view = st.one_of(*VIEWS.values())
 
@@ -102,7 +105,8 @@ def through_a_url(query: dict) -> dict[str, list[str]]:
 
 def test_every_page_has_a_view_and_a_strategy():
     assert set(VIEWS) == set(PAGE_VIEWS)
-    assert {view.PAGE for view in PAGE_VIEWS} == {f"pages/{p}.py" for p in ("inspector", "explorer", "compare", "kurita", "lab", "analyses")}
+    pages = ("inspector", "explorer", "compare", "kurita", "lab", "analyses", "docs")
+    assert {view.PAGE for view in PAGE_VIEWS} == {f"pages/{p}.py" for p in pages}
 
 
 @settings(max_examples=300, deadline=None)

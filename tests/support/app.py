@@ -24,6 +24,7 @@ PAGES = {
     "analyses": "pages/analyses.py",
     "lab": "pages/lab.py",
     "kurita": "pages/kurita.py",
+    "docs": "pages/docs.py",
 }
 
 
