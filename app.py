@@ -29,6 +29,8 @@ PAGES = [
     st.Page("pages/kurita.py", title="Kurita templates", icon=":material/text_fields:", url_path="kurita"),
     st.Page("pages/lab.py", title="Bias lab", icon=":material/science:", url_path="lab"),
     st.Page("pages/analyses.py", title="Paper analyses", icon=":material/analytics:", url_path="analyses"),
+    # Reached from each page's header (its docs page), not listed among the pages.
+    st.Page("pages/docs.py", title="Documentation", icon=":material/menu_book:", url_path="docs", visibility="hidden"),
 ]
 
 st.set_page_config(page_title="biaslens", page_icon=str(ASSETS / "icon.svg"), layout="wide")

@@ -4,7 +4,7 @@ The public API, importable from the package root:
 
     load_model, LanguageModel     biaslens.engine.models (MaskedLM, CausalLM: the two kinds)
     load_dataset, Pair            biaslens.data.datasets
-    inspect_pair, evaluate        biaslens.engine.evaluation
+    inspect_pair, evaluate        biaslens.lab.checked (biaslens.engine.evaluation's, with the model's sanity verdict)
     available_metrics             biaslens.engine.pairs (what a model can give, and why not)
     METRICS                       biaslens.engine.metrics
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the names below, for type checkers and the API reference (g
     from .data.datasets import Pair as Pair, PairDataset as PairDataset, load_dataset as load_dataset
     from .engine.cache import ResultCache as ResultCache
     from .engine.evaluation import EvaluationResult as EvaluationResult, PairInspection as PairInspection
-    from .engine.evaluation import evaluate as evaluate, inspect_pair as inspect_pair
+    from .lab.checked import evaluate as evaluate, inspect_pair as inspect_pair
     from .engine.metrics import METRICS as METRICS
     from .engine.models import CausalLM as CausalLM, LanguageModel as LanguageModel, MaskedLM as MaskedLM, load_model as load_model
     from .engine.conventions import CONVENTIONS as CONVENTIONS
@@ -39,8 +39,8 @@ _EXPORTS = {
     "load_dataset": "data.datasets",
     "Pair": "data.datasets",
     "PairDataset": "data.datasets",
-    "inspect_pair": "engine.evaluation",
-    "evaluate": "engine.evaluation",
+    "inspect_pair": "lab.checked",
+    "evaluate": "lab.checked",
     "EvaluationResult": "engine.evaluation",
     "PairInspection": "engine.evaluation",
     "available_metrics": "engine.pairs",

@@ -417,7 +417,7 @@ SECTIONS = {
 def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
-    ui.feedback.header("Paper analyses", ABOUT)
+    ui.feedback.header("Paper analyses", ABOUT, docs="analyses")
     lm = ui.resources.model_or_stop(settings)
     _lab_model = ui.settings.selected_lab_model()
     # A lab model knows only its own words: it defaults to its held-out pairs, not to CrowS-Pairs and StereoSet.

@@ -51,7 +51,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url(settings)
-    ui.feedback.header("Model comparison", ABOUT)
+    ui.feedback.header("Model comparison", ABOUT, docs="app")
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
     c1, c2 = st.columns([1.6, 1])
@@ -162,19 +162,22 @@ def main() -> None:
         with ui.feedback.guard():
             table = paired.paired_comparison(results[order[0]], results[label], [metric], seed=seed)
         if table is not None:
-            paired_rows.append(table.assign(models=f"{label} − {order[0]}"))
+            # Each model's bias score under its own name (one row per model against the first; blank where not compared).
+            paired_rows.append(table.assign(models=f"{label} − {order[0]}", **{f"score ({label})": table["score_second"]}))
     if paired_rows:
+        others = [f"score ({label})" for label in order[1:] if any(f"score ({label})" in t for t in paired_rows)]
+        only_other = f"Only {order[1]} prefers stereo" if len(order) == 2 else "Only the other model prefers stereo"
         # The answer first (difference, its interval, McNemar's p), then what it rests on.
         ui.tables.table(
             pd.concat(paired_rows, ignore_index=True),
-            ["n", "score_first", "score_second", "mcnemar_b", "mcnemar_c", "mcnemar_method"],
+            ["n", "score_first", *others, "mcnemar_b", "mcnemar_c", "mcnemar_method"],
             pin=["models", "difference", "ci_low", "ci_high", "p_value"],
             labels={
                 "n": "Pairs",
                 "score_first": order[0],
-                "score_second": "Other model",
+                **{column: column.removeprefix("score (")[:-1] for column in others},
                 "mcnemar_b": f"Only {order[0]} prefers stereo",
-                "mcnemar_c": "Only the other prefers stereo",
+                "mcnemar_c": only_other,
                 "p_value": "McNemar p",
             },
             formats={"difference": "{:+.2f}", "ci_low": "{:+.2f}", "ci_high": "{:+.2f}"},

@@ -96,6 +96,8 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame, controls: dic
             )
 
 
+#: Width (px) of the pairs table's text of a pair: beside the pinned results in the main column of a 1024 px window.
+PAIR_TEXT_WIDTH = 200
 #: The summary tables' score columns (after their key columns: the metric, the bias type or the group).
 SCORE_COLUMNS = ["bias_score", "ci_low", "ci_high", "n", "wins", "ties", "undecidable", "token_accuracy"]
 
@@ -116,15 +118,21 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str, view: E
         text=search,
         column_equals=None if verdict == "All" else {f"{focus}_verdict": verdict},
     )
-    # The results first and pinned (pair, margin, verdict): the sentences scroll sideways, the scores never do.
-    columns = [f"{focus}_stereo", f"{focus}_anti", "bias_type", "direction", "sent_stereo", "sent_anti"]
-    if not (shown["direction"] != "").any():
-        columns.remove("direction")
+    # The results first and pinned (pair, margin, verdict), then the pair itself in one column, wrapped: its shared words
+    # once and the words that differ as [stereotypical → anti-stereotypical]. All of it in sight at 1024 px too (the two
+    # sentences side by side put the second off-screen); the bias type is the filter above, the sentences whole and each
+    # sentence's score are a click away (the pair in the inspector) and in the Export tab's files.
+    columns = ["pair_text"]
     event = ui.tables.table(
-        shown.assign(**{f"{focus}_verdict": [VERDICTS[v] for v in shown[f"{focus}_verdict"]]}),
+        shown.assign(
+            **{f"{focus}_verdict": [VERDICTS[v] for v in shown[f"{focus}_verdict"]]},
+            pair_text=[explore.pair_text(a, b) for a, b in zip(shown["sent_stereo"], shown["sent_anti"])],
+        ),
         columns,
         pin=["pair_id", f"{focus}_margin", f"{focus}_verdict"],
-        formats={f"{focus}_stereo": "{:.4f}", f"{focus}_anti": "{:.4f}"},
+        labels={"pair_text": "The pair: [stereotypical → anti-stereotypical]"},
+        widths={"pair_text": PAIR_TEXT_WIDTH},
+        wrap_lines=4,
         select=True,
         key=S + f"table.{st.session_state.get(S + 'table_version', 0)}",
     )
@@ -147,15 +155,18 @@ def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str)
     st.markdown("**Figures (SVG)**")
     cols = st.columns(max(1, len(charts)))
     for col, (name, chart) in zip(cols, charts.items()):
-        col.download_button(
-            name,
-            lambda chart=chart: figures.to_svg(chart),
-            f"{stem}-{re.sub(r'[^a-z]+', '-', name.lower()).strip('-')}.svg",
-            "image/svg+xml",
-            icon=":material/image:",
-            key=S + f"dl_svg_{name}",
-            on_click="ignore",
-        )
+        with col:
+            svg = ui.charts.export(chart, "svg", f"The chart {name}")  # drawn here, once: a figure that cannot be says so
+            if svg is not None:
+                st.download_button(
+                    name,
+                    svg,
+                    f"{stem}-{re.sub(r'[^a-z]+', '-', name.lower()).strip('-')}.svg",
+                    "image/svg+xml",
+                    icon=":material/image:",
+                    key=S + f"dl_svg_{name}",
+                    on_click="ignore",
+                )
 
 
 def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: ExplorerView, controls: dict | None = None) -> None:
@@ -217,7 +228,8 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: E
     with tabs[3]:
         show_pairs(result, metrics, focus, view)
     with tabs[4]:
-        show_exports(result, charts, stem)
+        if tabs[4].open:  # its figures are drawn as SVG for the downloads: only when it is open
+            show_exports(result, charts, stem)
 
 
 # ---------------------------------------------------------------------------------------
@@ -229,7 +241,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url()
-    ui.feedback.header("Dataset explorer", ABOUT)
+    ui.feedback.header("Dataset explorer", ABOUT, docs="app")
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
     for note in dataset.notes:

@@ -360,8 +360,9 @@ def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
                 st.html(drawn)
 
 
-def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, stereo: str, anti: str) -> None:
-    """One click: the pair, its aligned token charts and what drives the margins, as one picture for a slide."""
+def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, stereo: str, anti: str, pair_key: tuple) -> None:
+    """The pair, its aligned token charts and what drives the margins, as one picture for a slide: made on request (about
+    a second), shown, then downloaded as PNG or SVG. A slide that cannot be drawn says so here, never silently."""
 
     def slide():
         drivers = {}
@@ -370,22 +371,36 @@ def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, s
                 drivers[_drivers_title(result, key)] = explore.margin_drivers(result, key)
         return figures.inspector_slide(label, stereo, anti, aligned, drivers)
 
+    made = st.session_state.get(S + "slide")
+    if st.button(
+        "Make a slide",
+        icon=":material/slideshow:",
+        key=S + "make_slide",
+        help="The pair, its token charts and what drives the difference, in one picture for a presentation (PNG and SVG).",
+    ):
+        with st.spinner("Drawing the slide…"):
+            chart = slide()
+            png = ui.charts.export(chart, "png", "The slide")
+            svg = ui.charts.export(chart, "svg", "The slide") if png is not None else None
+        made = st.session_state[S + "slide"] = (pair_key, png, svg) if png is not None and svg is not None else None
+    if not made or made[0] != pair_key:
+        return
+    _, png, svg = made
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "pair"
     with st.container(horizontal=True):
-        for button, render, suffix, mime, why in (
-            ("Slide (PNG)", figures.to_png, "png", "image/png", "The pair, its token charts and what drives the difference, in one image."),
-            ("Slide (SVG)", figures.to_svg, "svg", "image/svg+xml", "The same as a vector image (scales to any projector)."),
-        ):
-            st.download_button(
-                button,
-                lambda render=render: render(slide()),
-                f"biaslens-{stem}.{suffix}",
-                mime,
-                icon=":material/image:",
-                on_click="ignore",
-                key=S + f"slide_{suffix}",
-                help=why,
-            )
+        st.download_button("Slide (PNG)", png, f"biaslens-{stem}.png", "image/png", icon=":material/image:", on_click="ignore", key=S + "slide_png")
+        st.download_button(
+            "Slide (SVG)",
+            svg,
+            f"biaslens-{stem}.svg",
+            "image/svg+xml",
+            icon=":material/image:",
+            on_click="ignore",
+            key=S + "slide_svg",
+            help="The same as a vector image (scales to any projector).",
+        )
+    with st.expander("The slide", icon=":material/slideshow:", expanded=True):
+        st.image(png, width="stretch")
 
 
 def _head_clicked() -> None:
@@ -555,7 +570,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    ui.feedback.header("Pair inspector", ABOUT)
+    ui.feedback.header("Pair inspector", ABOUT, docs="app")
     source = (
         st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
     )
@@ -643,7 +658,7 @@ def main() -> None:
         show_tokens(result, aligned, focus, pair_key)
         show_drivers(result, focus, pair_key)
 
-        slide_downloads(result, aligned, label, stereo, anti)
+        slide_downloads(result, aligned, label, stereo, anti, pair_key)
 
         # Drawn only once opened (it is the page's heaviest part and most visits never open it): the page arrives sooner.
         attention = st.expander("Attention drill-down", icon=":material/grid_on:", key=S + "att_open", on_change="rerun")

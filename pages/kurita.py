@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -19,7 +20,6 @@ import ui.settings
 import ui.state
 from ui.views import KuritaView
 import ui.tables
-from biaslens.figures import charts as figures
 from biaslens.errors import InputError
 from biaslens.data.export import safe_csv, to_json
 from biaslens.kurita import (
@@ -115,11 +115,17 @@ def _score(lm, templates, pairs, attributes, label: str) -> TemplateScores:
         bar.clear()
 
 
-def _downloads(files: dict[str, tuple[Callable[[], str], str, str]], key: str) -> None:
-    """One row of download buttons: label -> (data function, file name, MIME type)."""
+def _downloads(files: dict[str, tuple[Callable[[], str] | Any, str, str]], key: str) -> None:
+    """One row of download buttons: label -> (data function, or a chart to export as SVG; file name, MIME type). A chart
+    is drawn here, once (`ui.charts.export`): one that cannot be says so in place of its button."""
     for col, (label, (data, name, mime)) in zip(st.columns(len(files)), files.items()):
         icon = ":material/image:" if name.endswith(".svg") else ":material/download:"
-        col.download_button(label, data, name, mime, icon=icon, key=f"{S}dl.{key}.{label}", on_click="ignore")
+        with col:
+            if not callable(data):
+                data = ui.charts.export(data, "svg", "The chart")
+                if data is None:
+                    continue
+            st.download_button(label, data, name, mime, icon=icon, key=f"{S}dl.{key}.{label}", on_click="ignore")
 
 
 def _flags(scores: TemplateScores) -> None:
@@ -273,7 +279,7 @@ def show_template_scores(settings: ui.settings.Settings, scores: TemplateScores)
             "Attributes (CSV)": (lambda: safe_csv(scores.attribute_table()), f"{stem}-attributes.csv", "text/csv"),
             "All scores (CSV)": (lambda: safe_csv(scores.frame), f"{stem}-scores.csv", "text/csv"),
             "Summary + manifest (JSON)": (lambda: to_json(scores.summary()), f"{stem}-summary.json", "application/json"),
-            "Chart (SVG)": (lambda: figures.to_svg(chart), f"{stem}-bias.svg", "image/svg+xml"),
+            "Chart (SVG)": (chart, f"{stem}-bias.svg", "image/svg+xml"),
         },
         "templates",
     )
@@ -385,7 +391,7 @@ def show_weat(settings: ui.settings.Settings, results: list[WeatResult]) -> None
                 lambda: to_json({"tests": table.to_dict(orient="records"), "manifest": results[0].scores.manifest}),
                 f"{stem}.json", "application/json",
             ),
-            "Chart (SVG)": (lambda: figures.to_svg(chart), f"{stem}.svg", "image/svg+xml"),
+            "Chart (SVG)": (chart, f"{stem}.svg", "image/svg+xml"),
         },
         "weat",
     )  # fmt: skip
@@ -479,7 +485,7 @@ def show_lists(settings: ui.settings.Settings, scored: dict[str, TemplateScores]
                 "text/csv",
             ),
             f"{ui.feedback.md(name)}: summary (JSON)": (lambda: to_json(scored[name].summary()), f"{stem}-{name}-summary.json", "application/json"),
-            "Chart (SVG)": (lambda: figures.to_svg(chart), f"{stem}.svg", "image/svg+xml"),
+            "Chart (SVG)": (chart, f"{stem}.svg", "image/svg+xml"),
         },
         "lists",
     )
@@ -494,7 +500,7 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    ui.feedback.header("Kurita templates", ABOUT)
+    ui.feedback.header("Kurita templates", ABOUT, docs="kurita")
     tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
     with tab_templates:
         template_tab(settings)

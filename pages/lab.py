@@ -330,11 +330,19 @@ def show_comparison() -> None:
     st.subheader("Scenarios side by side")
     st.caption(f"The {len(reports)} lab runs of this session: bias score [95% CI] and what it says against the planted truth.")
     ui.charts.show(figures.lab_scenarios_chart(lab.compare_scenarios(reports)), S + "compare_chart")
-    ui.tables.table(lab.scenario_table(reports), pin=["run", "expected"], labels={"run": "Run", "scenario": "Scenario"}, decimals=2)
+    # One column per run (not per metric): whole in a 1024 px window; the runs' settings below it.
+    ui.tables.table(lab.scenario_table(reports), pin=["metric"])
+    ui.tables.table(
+        lab.scenario_runs(reports),
+        pin=["run", "expected"],
+        labels={"run": "Run", "scenario": "Scenario", "steps": "Steps", "corpus_size": "Corpus (sentences)"},
+        formats={"association": "{:g}", "frequency_ratio": "{:g}"},
+    )
     st.button("Clear the comparison", icon=":material/delete_sweep:", on_click=_forget_runs, key=S + "clear")
 
 
-ABOUT = """
+#: What the lab shows and what it cannot, with the default model's size and number of pairs filled in (`limits_text`).
+LIMITS = """
 **What the experiment shows.** The corpus is generated, so the truth is known: group A goes with attributes X (and
 group B with attributes Y) exactly as often as the association strength says, and every group-A word is exactly k
 times as frequent as a group-B word. The held-out pairs combine names and attributes that never occur together in
@@ -353,6 +361,10 @@ is wide with {pairs} pairs. The lab tests a mechanism under controlled condition
 """
 
 
+def limits_text() -> str:
+    return LIMITS.format(layers=DEFAULTS.num_layers, hidden=DEFAULTS.hidden_size, pairs=len(lab.heldout_pairs(DEFAULTS)))
+
+
 # ---------------------------------------------------------------------------------------
 # The page
 # ---------------------------------------------------------------------------------------
@@ -362,13 +374,13 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    ui.feedback.header("Bias lab", ABOUT)
+    ui.feedback.header("Bias lab", ABOUT, docs="lab")
     chosen = knobs()
     knobs_now = {name: st.session_state[S + name] for name in ("scenario", "association", "ratio", "corpus", "steps", "seed")}
     view = LabView(ui.state.global_view(), **knobs_now)
     ui.state.publish(view)
     with st.expander("What this shows, and what it cannot", icon=":material/info:"):
-        st.markdown(ABOUT.format(layers=DEFAULTS.num_layers, hidden=DEFAULTS.hidden_size, pairs=len(lab.heldout_pairs(DEFAULTS))))
+        st.markdown(limits_text())
     if chosen is not None:
         model = lab.find_lab_model(chosen)
         if model is None:

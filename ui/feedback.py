@@ -16,6 +16,7 @@ from biaslens import lab
 from biaslens.data.datasets import DATASETS, PairDataset, canonical_name
 from biaslens.errors import BiaslensError, DatasetNotFoundError, HubUnreachableError, InputError
 
+from .docs import docs_link
 from .progress import ProgressBar
 from .settings import CHOOSE, current, lab_model_name, model_label, use_lab_pairs
 from .text import code as code, md as md  # pages escape user text with ui.feedback.md and ui.feedback.code
@@ -33,10 +34,13 @@ DATASET_HINT = (
 MISSING = (HubUnreachableError, DatasetNotFoundError)
 
 
-def header(title: str, about: str) -> None:
-    """A page's title and its description (the page's own text, markdown)."""
+def header(title: str, about: str, docs: str | None = None) -> None:
+    """A page's title, its description (the page's own text, markdown) and a link to its docs page (`docs`, a name of
+    `ui.views.DOC_PAGES`: shown in the app)."""
     st.title(title)
     st.caption(about)
+    if docs is not None:
+        docs_link(docs)
 
 
 def _missing_message(exc: BaseException) -> str:

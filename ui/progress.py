@@ -19,14 +19,27 @@ REDRAW_EVERY_S = 0.2
 
 
 class Eta:
-    """Time remaining from the recent rate of progress (pure: the clock is passed in)."""
+    """Time remaining from the recent rate of warm progress (pure: the clock is passed in).
+
+    The first stretch of progress is not counted: the first chunk of a run is slow (the first batches warm the model
+    up) or instant (pairs read from the cache), so a rate measured on it was off by far ("about 2 min 05 s" from 3
+    pairs, for a run of 45 s). The rate is measured from the end of the first chunk on: until a second one is done,
+    the time left is unknown ("estimating time left…").
+    """
 
     def __init__(self, window: float = RATE_WINDOW_S):
         self.window = window
         self.points: deque[tuple[float, float]] = deque()
+        self.started: float | None = None  # the units done when the job first reported
 
     def update(self, now: float, done: float, total: float) -> float | None:
-        """Seconds left, or None while there is not yet enough progress to tell."""
+        """Seconds left, or None while there is not yet enough warm progress to tell."""
+        if done >= total:
+            return 0.0
+        if self.started is None:
+            self.started = done
+        if not self.points and done <= self.started:
+            return None  # nothing done yet: the first chunk is still running
         self.points.append((now, done))
         while len(self.points) > 2 and now - self.points[1][0] >= self.window:
             self.points.popleft()

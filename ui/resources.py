@@ -86,8 +86,9 @@ MODELS = ModelPool()
 
 
 def server_settings() -> ServerSettings:
-    """The operator's limits, read from the environment ($BIASLENS_MODEL_DIRS, $BIASLENS_MAX_TOKENS, ...)."""
-    return ServerSettings.from_env()
+    """The operator's limits, read from the environment ($BIASLENS_MODEL_DIRS, $BIASLENS_MAX_TOKENS, ...); $BIASLENS_LOCAL
+    (a run on the user's own machine) only where the app listens on this machine only (Streamlit's server.address)."""
+    return ServerSettings.from_env(address=st.get_option("server.address"))
 
 
 @contextlib.contextmanager

@@ -100,10 +100,18 @@ def pick_models(label: str, key: str, *, help: str, placeholder: str = "Choose o
         persist_state="session",
         placeholder=placeholder,
         help=help,
+        on_change=_named_chips,
+        args=(key,),
     )
     for model in models:
         remember_model(model)
     return models
+
+
+def _named_chips(key: str) -> None:
+    """A model typed into a list of models: its chip shows its name like the others ("roberta", not the folder's whole path).
+    The browser keeps a typed value's chip as typed until the page sets the list itself: set it, unchanged."""
+    st.session_state[key] = list(st.session_state.get(key) or [])
 
 
 def device_choices() -> list[str]:

@@ -21,6 +21,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from biaslens import lab
@@ -415,8 +416,10 @@ class LabView(View):
         )
 
     def inspect(self, model: str, stereo: str, anti: str, metric: str) -> InspectorView:
-        """A held-out pair in the inspector, under the lab model `model` (a folder: no hub revision); the rest kept."""
-        return InspectorView(g=replace(self.g, model=model, revision=None), s1=stereo, s2=anti, metric=_inspectable(metric))
+        """A held-out pair in the inspector, under the lab model `model` (a folder: no hub revision) with its own held-out
+        pairs as the dataset (not those of another lab model: their planted truth differs); the rest kept."""
+        pairs = str(Path(model) / lab.PAIRS_FILE)
+        return InspectorView(g=replace(self.g, model=model, revision=None, dataset=pairs), s1=stereo, s2=anti, metric=_inspectable(metric))
 
 
 @dataclass(frozen=True)
@@ -433,5 +436,22 @@ class AnalysesView(View):
         return _build(cls, g=GlobalView.read(r), **r.sample_and_seed())
 
 
+#: The documentation pages the app shows (docs/<name>.md, which ship with the project), in the docs site's order.
+DOC_PAGES = ("index", "app", "cli", "python", "notebooks", "metrics", "models", "datasets", "analyses", "kurita", "lab", "performance", "operators")
+
+
+@dataclass(frozen=True)
+class DocsView(View):
+    """The documentation, in the app: one page of the docs site (`page`, a name of `DOC_PAGES`)."""
+
+    PAGE: ClassVar[str] = "pages/docs.py"
+    g: GlobalView = GlobalView()
+    page: str = "app"
+
+    @classmethod
+    def read(cls, r: _Reader) -> Self:
+        return _build(cls, g=GlobalView.read(r), page=r.choice("page", DOC_PAGES, "a page of the documentation: " + ", ".join(DOC_PAGES)))
+
+
 #: Every page's view, in the order of the app's pages.
-PAGE_VIEWS: tuple[type[View], ...] = (InspectorView, ExplorerView, CompareView, KuritaView, LabView, AnalysesView)
+PAGE_VIEWS: tuple[type[View], ...] = (InspectorView, ExplorerView, CompareView, KuritaView, LabView, AnalysesView, DocsView)

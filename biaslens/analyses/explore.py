@@ -49,21 +49,40 @@ def display_token(token: str) -> str:
     return shown if shown else token
 
 
+def pair_text(stereo: str, anti: str) -> str:
+    """Both sentences of a pair as one line of text: the words they share once, the words that differ as "[stereo → anti]"
+    ("[Women → Men] can't drive."; "∅" for a side without words there). Half as wide as the two sentences side by side,
+    and the difference in sight."""
+    import difflib
+
+    a, b = str(stereo).split(), str(anti).split()
+    words: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            words += a[i1:i2]
+        else:
+            words.append(f"[{' '.join(a[i1:i2]) or '∅'} → {' '.join(b[j1:j2]) or '∅'}]")
+    return " ".join(words)
+
+
 def token_table(inspection: PairInspection, decode: Callable[[int], str] | None = None) -> pd.DataFrame:
     """Both sentences' token frames stacked, with `sentence` ("stereo"/"anti") and a display `label`.
 
-    `decode` (e.g. `LanguageModel.decode_token`) turns the top-k ids into tokens in `top_tokens`
-    and fills `top5`, a readable "token (log p)" list for tooltips.
+    `top_tokens` are the model's top-k predictions as `token_frame` gives them (tokens; `decode`, e.g.
+    `LanguageModel.decode_token`, writes them from `top_ids` for an inspection that has none), and `top5` a readable
+    "token (log p)" list of them for tooltips, written like `label`.
     """
     frames = []
     for side in SIDES:
         frame = getattr(inspection, side).token_frame()
         frame.insert(0, "sentence", side)
         frame.insert(3, "label", [display_token(t) for t in frame["token"]])
-        if "top_tokens" in frame and decode is not None:
-            frame["top_tokens"] = [[display_token(decode(int(i))) for i in row] for row in frame["top_tokens"]]
+        if "top_tokens" not in frame and "top_ids" in frame and decode is not None:
+            frame["top_tokens"] = [[decode(int(i)) for i in row] for row in frame["top_ids"]]
+        if "top_tokens" in frame:
             frame["top5"] = [
-                "  ".join(f"{tok} ({lp:.2f})" for tok, lp in zip(toks, lps)) for toks, lps in zip(frame["top_tokens"], frame["top_logprobs"])
+                "  ".join(f"{display_token(tok)} ({lp:.2f})" for tok, lp in zip(toks, lps))
+                for toks, lps in zip(frame["top_tokens"], frame["top_logprobs"])
             ]
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)

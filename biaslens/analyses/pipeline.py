@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, Protoc
 
 import numpy as np
 
+from biaslens.data.export import text_table
 from biaslens.data.flags import CHECKS
 from biaslens.engine.options import DEFAULT_DEVICE, ModelSpec, Precision, RunOptions
 from biaslens.errors import InputError
@@ -141,6 +142,13 @@ class Step:
     sees_saved: bool = False
 
 
+def _metric_name(key: str) -> str:
+    """A metric as the tables name it for people ("PLL-word-l2r", not `pll_word_l2r`)."""
+    from biaslens.engine.metrics import METRICS
+
+    return METRICS[key].name if key in METRICS else str(key)
+
+
 def _fmt(x: Any) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
@@ -160,10 +168,13 @@ def _stereoset(step: StepInput) -> StepOutput:
     )
     lines = [
         "\nStereoSet (Nadeem et al. 2021), intrasentence: LMS, SS, ICAT (ideal 100, 50, 100)",
-        f"{'metric':<14}{'bias type':<16}{'n':>6}{'LMS':>9}{'SS':>9}{'ICAT':>9}",
-        *(
-            f"{r['metric']:<14}{r['bias_type']:<16}{r['n']:>6}{_fmt(r['lms']):>9}{_fmt(r['ss']):>9}{_fmt(r['icat']):>9}"
-            for r in scores.table.to_dict(orient="records")
+        text_table(
+            ["metric", "bias type", "n", "LMS", "SS", "ICAT"],
+            (
+                [_metric_name(r["metric"]), r["bias_type"], r["n"], _fmt(r["lms"]), _fmt(r["ss"]), _fmt(r["icat"])]
+                for r in scores.table.to_dict(orient="records")
+            ),
+            left=2,
         ),
     ]
     notes = [f"{scores.skipped} examples have no unrelated sentence and are left out of LMS, SS and ICAT"] if scores.skipped else []
@@ -201,11 +212,18 @@ def _flags(step: StepInput) -> StepOutput:
     lines = [
         f"\nFlagged pairs: {flagged:,} of {len(keep):,}",
         *(f"  {r['pairs']:>6,}  {CHECK_LABELS.get(r['check'], r['check'])}" for r in per_check),
-        f"{'metric':<14}{'all':>9}{'unflagged':>11}{'diff':>9}   95% CI (bootstrap)",
-        *(
-            f"{r['metric']:<14}{_fmt(r['score_all']):>9}{_fmt(r['score_kept']):>11}{_fmt(r['difference']):>9}   "
-            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]"
-            for r in table.to_dict(orient="records")
+        text_table(
+            ["metric", "all", "unflagged", "diff", "95% CI (bootstrap)"],
+            (
+                [
+                    _metric_name(r["metric"]),
+                    _fmt(r["score_all"]),
+                    _fmt(r["score_kept"]),
+                    _fmt(r["difference"]),
+                    f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]",
+                ]
+                for r in table.to_dict(orient="records")
+            ),
         ),
     ]
     block = {
@@ -307,19 +325,22 @@ class EvaluationRun:
     cached: int = 0
     main: bool = True
     state: Any = None
+    #: Every file `save` wrote: pairs.csv, summary.json, then each step's (stereoset_scores.csv, flags.csv, flagged.csv).
+    written: list[Path] = field(default_factory=list)
 
     @property
     def warnings(self) -> list[str]:
         return list(self.result.warnings)
 
     def save(self, out: str | Path) -> tuple[Path, Path]:
-        """Write each step's files, then `pairs.csv` and `summary.json` (atomically); the paths of the last two."""
+        """Write each step's files, then `pairs.csv` and `summary.json` (atomically); the paths of the last two (`written`
+        lists them all)."""
         from biaslens.data.export import atomic_write, safe_csv
 
-        for output in self.steps.values():
-            for name, table in output.files.items():
-                atomic_write(Path(out) / name, safe_csv(table))
-        return self.result.save(out)
+        steps = [atomic_write(Path(out) / name, safe_csv(table)) for output in self.steps.values() for name, table in output.files.items()]
+        pairs, summary = self.result.save(out)
+        self.written = [pairs, summary, *steps]
+        return pairs, summary
 
     def finish(self) -> None:
         """Wait for the other processes of an `accelerate launch` run (nothing in a single process)."""

@@ -183,7 +183,7 @@ def add_progress_arg(p: argparse.ArgumentParser) -> None:
 def _amount(value: float, unit: str) -> str:
     if unit == "B":
         return f"{value / 1e6:,.1f} MB"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"  # engines report fractions of a pair within a chunk
+    return f"{math.floor(value + 1e-9):,}"  # whole pairs (steps, ...) done: an engine's fraction of a pair within a chunk is no pair
 
 
 def _plural(unit: str) -> str:
@@ -271,7 +271,7 @@ def progress_to(bar: Any) -> Callable[[float, float | None], None]:
     def update(done: float, total: float | None) -> None:
         if total and bar.total != total:
             bar.total = total
-        bar.n = round(done, 2)
+        bar.n = done if getattr(bar, "unit", "") == "B" else math.floor(done + 1e-9)  # whole pairs: never "0.3/200 pairs"
         bar.refresh()
 
     return update

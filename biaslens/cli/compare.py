@@ -72,8 +72,9 @@ def register(sub: Any) -> argparse.ArgumentParser:
 def cmd_compare(args: argparse.Namespace) -> int:
     from biaslens.data.datasets import load_dataset
     from biaslens.engine.evaluation import evaluate
-    from biaslens.data.export import atomic_write, safe_csv, to_json
+    from biaslens.data.export import atomic_write, safe_csv, text_table, to_json
     from biaslens.analyses.paired import bootstrap_method, paired_comparison
+    from biaslens.engine.metrics import METRICS
     from biaslens.engine.stats import MCNEMAR_TEST
     from biaslens.analyses.stability import rank_stability_of
     import pandas as pd
@@ -122,13 +123,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for name, part in table.groupby("model_second", sort=False):
         if len(models) > 2:
             print(f"B = {name}")
-        print(f"{'metric':<14}{'A':>8}{'B':>8}{'B − A':>9}   {'95% CI (paired bootstrap)':<27}{'McNemar b/c':>13}{'p':>10}")
-        for row in pd.DataFrame(part).to_dict(orient="records"):
-            ci, counts = f"[{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]", f"{row['mcnemar_b']}/{row['mcnemar_c']}"
-            print(
-                f"{row['metric']:<14}{fmt(row['score_first']):>8}{fmt(row['score_second']):>8}{fmt(row['difference']):>9}   "
-                f"{ci:<27}{counts:>13}{row['p_value']:>10.3g}"
-            )
+        rows = [
+            [
+                METRICS[row.metric].name if row.metric in METRICS else row.metric,
+                fmt(row.score_first),
+                fmt(row.score_second),
+                fmt(row.difference),
+                f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}]",
+                f"{row.mcnemar_b}/{row.mcnemar_c}",
+                f"{row.p_value:.3g}",
+            ]
+            for row in pd.DataFrame(part).itertuples(index=False)
+        ]
+        print(text_table(["metric", "A", "B", "B − A", "95% CI (paired bootstrap)", "McNemar b/c", "p"], rows))
     interval = bootstrap_method(args.resamples, run.seed)
     print(f"95% CI: {interval}.\nb: pairs only A calls stereotypical-preferred; c: only B. p: {MCNEMAR_TEST}.")
     named = dict(zip(models, results))

@@ -155,7 +155,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(summary_table(run.result.summary))
     if "convention" in run.result.summary:
         print(convention_line(run.result.summary["convention"]))
-    print(f"wrote {pairs_path} and {summary_path}")
+    print(f"wrote {', '.join(p.name for p in run.written or [pairs_path, summary_path])} in {pairs_path.parent}")
     run.finish()
     return 0
 
@@ -184,19 +184,27 @@ def summary_table(summary: dict) -> str:
     from biaslens.engine.metrics import METRICS
 
     from biaslens.analyses.controls import control_text
+    from biaslens.data.export import text_table
 
     controls = any("controls" in block for block in summary["metrics"].values())
-    head = f"{'metric':<11}{'bias score':>11}  {'95% CI (Wilson)':<17}{'N':>6}{'ties':>6}{'undecid.':>9}{'token acc.':>11}"
-    lines = [head + ("   control pairs [95% CI]" if controls else "")]
-    for key, block in summary["metrics"].items():
-        ci = f"[{fmt(block['ci_low'])}, {fmt(block['ci_high'])}]"
-        lines.append(
-            f"{METRICS[key].name:<11}{fmt(block['bias_score']):>11}  {ci:<17}{block['n']:>6}{block['ties']:>6}"
-            f"{block['undecidable']:>9}{fmt(block['token_accuracy']):>11}" + (f"   {control_text(block.get('controls'))}" if controls else "")
-        )
+    rows = [
+        [
+            METRICS[key].name,
+            fmt(block["bias_score"]),
+            f"[{fmt(block['ci_low'])}, {fmt(block['ci_high'])}]",
+            block["n"],
+            block["ties"],
+            block["undecidable"],
+            fmt(block["token_accuracy"]),
+            *([control_text(block.get("controls"))] if controls else []),
+        ]
+        for key, block in summary["metrics"].items()
+    ]
+    header = ["metric", "bias score", "95% CI (Wilson)", "N", "ties", "undecid.", "token acc."]
+    table = text_table(header + (["control pairs [95% CI]"] if controls else []), rows)
     if controls:
-        lines.append("control pairs: the group words swapped for non-social ones; near 50 expected, 'off 50' when the interval excludes it")
-    return "\n".join(lines)
+        table += "\ncontrol pairs: the group words swapped for non-social ones; near 50 expected, 'off 50' when the interval excludes it"
+    return table
 
 
 __all__ = ["cmd_evaluate", "convention_line", "precision_line", "register", "result_cache", "summary_table"]

@@ -25,17 +25,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
     return ins
 
 
-def _with_top_tokens(frame, lm):
-    """The token frame with `top_tokens` as the model's tokens (the engine gives ids) and `top_ids` beside them."""
-    from biaslens.analyses.explore import display_token
-
-    if "top_tokens" not in frame:
-        return frame
-    ids = [[int(i) for i in row] for row in frame["top_tokens"]]
-    return frame.assign(top_tokens=[[display_token(lm.decode_token(i)) for i in row] for row in ids], top_ids=ids)
-
-
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from biaslens.analyses.explore import display_token
     from biaslens.engine.evaluation import inspect_pair
     from biaslens.figures.formatting import format_margin
     from biaslens.data.sentences import check_pair
@@ -50,7 +41,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     scores = result.summary_frame()
     sides = [("stereotypical", result.stereo), ("anti-stereotypical", result.anti)]
-    frames = [_with_top_tokens(detail.token_frame(), lm) for _label, detail in sides]
+    frames = [detail.token_frame() for _label, detail in sides]  # top_tokens: the predictions as tokens, top_ids: their ids
     if args.json:
         out = {
             "scores": scores.to_dict(orient="records"),
@@ -64,13 +55,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 600, "display.max_colwidth", 60):
         for (label, detail), frame in zip(sides, frames):
-            frame = frame.assign(top5=[" ".join(t[:5]) for t in frame["top_tokens"]])
+            frame = frame.assign(top5=[" ".join(display_token(t) for t in row[:5]) for row in frame["top_tokens"]])
             cols = ["position", "token", "modified", "logprob", "rank", "attention", "aula_contribution", "cps_logprob", "top5"]
             print(f"\n{label}: {detail.encoding.text}")
             print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         print()
         # The margin with the digits its sign needs: never -0.0000 beside the verdict "anti".
-        print(scores.to_string(index=False, float_format=lambda v: f"{v:.4f}", formatters={"margin": format_margin}))
+        # The metric by its name only (`key`, its internal name, is in --json's output).
+        print(scores.drop(columns=["key"]).to_string(index=False, float_format=lambda v: f"{v:.4f}", formatters={"margin": format_margin}))
     return 0
 
 

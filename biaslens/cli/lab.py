@@ -66,20 +66,28 @@ def cmd_lab_train(args: Any) -> int:
 
 def format_report(report: LabReport) -> str:
     """A report as text: the planted truth, then one line per metric."""
+    from biaslens.data.export import text_table
+
     s = report.settings
     frame = report.frame()
     lines = [
         f"{s.scenario}: association {s.association:g}, frequency ratio {s.frequency_ratio:g}, seed {s.seed}; "
         f"{len(report.pairs)} held-out pairs; planted truth: bias score {EXPECTED_TEXT[s.expected]}",
         f"  model: {report.model.path}",
-        f"  {'metric':<11}{'bias score':>11}  {'95% CI':<15}{'verdict':<19}{'prefers A':>10}  {f'{s.attributes_x_label} / {s.attributes_y_label}'}",
     ]
-    for row in frame.itertuples():
-        ci = f"[{row.ci_low:.1f}, {row.ci_high:.1f}]"
-        lines.append(
-            f"  {row.metric:<11}{row.bias_score:>11.1f}  {ci:<15}{row.verdict:<19}{row.group_a_preference:>10.1f}  "
-            f"{row.bias_score_x:.1f} / {row.bias_score_y:.1f}"
-        )
+    rows = [
+        [
+            row.metric,
+            f"{row.bias_score:.1f}",
+            f"[{row.ci_low:.1f}, {row.ci_high:.1f}]",
+            row.verdict,
+            f"{row.group_a_preference:.1f}",
+            f"{row.bias_score_x:.1f} / {row.bias_score_y:.1f}",
+        ]
+        for row in frame.itertuples()
+    ]
+    header = ["metric", "bias score", "95% CI", "verdict", "prefers A", f"{s.attributes_x_label} / {s.attributes_y_label}"]
+    lines.append(text_table(header, rows, indent="  "))
     return "\n".join(lines)
 
 

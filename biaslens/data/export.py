@@ -14,7 +14,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -131,6 +131,19 @@ def atomic_write(path: str | Path, text: str) -> Path:
     return path
 
 
+def text_table(header: Sequence[str], rows: Iterable[Sequence[Any]], *, left: int = 1, indent: str = "", gap: int = 2) -> str:
+    """Rows under a header as aligned plain text (the commands' tables): each column as wide as its widest cell, so no
+    name ("PLL-word-l2r") or value pushes its row out of line; the first `left` columns flush left, the others (numbers)
+    flush right, `gap` spaces apart, every line after `indent`."""
+    lines = [[str(c) for c in header], *([str(c) for c in row] for row in rows)]
+    widths = [max(len(line[i]) for line in lines if i < len(line)) for i in range(len(lines[0]))]
+    out = []
+    for line in lines:
+        cells = [c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))]
+        out.append(indent + (" " * gap).join(cells).rstrip())
+    return "\n".join(out)
+
+
 # ---------------------------------------------------------------------------------------
 # Text in markdown
 # ---------------------------------------------------------------------------------------
@@ -169,4 +182,4 @@ def escape_markdown(text: Any) -> str:
     return _LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), out)
 
 
-__all__ = ["atomic_write", "check_output_dir", "current_umask", "escape_markdown", "json_safe", "neutralize_cell", "safe_csv", "to_json"]
+__all__ = ["atomic_write", "check_output_dir", "current_umask", "escape_markdown", "json_safe", "neutralize_cell", "safe_csv", "text_table", "to_json"]

@@ -50,9 +50,12 @@ class SentenceDetail:
     unmasked: UnmaskedResult
     modified: np.ndarray  # bool per position
     scores: dict[str, SentenceScore]
+    #: Per position, the model's top-k predicted tokens as the tokenizer writes them (like `token`); their ids are `unmasked.top_ids`.
+    top_tokens: list[list[str]] | None = None
 
     def token_frame(self) -> pd.DataFrame:
-        """One row per token: what each metric reads at that position."""
+        """One row per token: what each metric reads at that position; `top_tokens` the model's top-k predictions there
+        (tokens, written like `token`), `top_ids` their ids, `top_logprobs` their log-probabilities."""
         enc, u = self.encoding, self.unmasked
         n = len(enc.scored_positions)
         unscored = np.ones(len(enc), dtype=bool)
@@ -72,7 +75,9 @@ class SentenceDetail:
         frame["aula_contribution"] = np.where(unscored, np.nan, frame["attention"] * frame["logprob"] / n)
         frame["aul_contribution"] = np.where(unscored, np.nan, frame["logprob"] / n)
         if u.top_ids is not None:
-            frame["top_tokens"] = [[str(t) for t in row] for row in u.top_ids]
+            if self.top_tokens is not None:
+                frame["top_tokens"] = self.top_tokens
+            frame["top_ids"] = [[int(t) for t in row] for row in u.top_ids]
             frame["top_logprobs"] = [list(map(float, row)) for row in u.top_logprob]
         for key, metric in METRICS.items():  # the masked metrics' log-probabilities (`Metric.token_column`)
             if metric.token_column is None:
@@ -235,7 +240,8 @@ def inspect_prepared(lm: LanguageModel, requests: Sequence[InspectionRequest], *
             modified = np.zeros(len(enc), dtype=bool)
             modified[list(scored.alignment.modified(side))] = True
             sentence_scores = {k: v[0 if side == "a" else 1] for k, v in scored.scores.items()}
-            details.append(SentenceDetail(enc, u, modified, sentence_scores))
+            top = None if u.top_ids is None else [[lm.decode_token(int(i)) for i in row] for row in u.top_ids]
+            details.append(SentenceDetail(enc, u, modified, sentence_scores, top))
         matrices = (ua.attention_matrices, ub.attention_matrices) if attention_matrices and has_attention_weights(lm) else None
         out.append(PairInspection(details[0], details[1], scored.alignment, list(keys), is_compat, dict(manifest), matrices, list(request.notes)))
     return out

@@ -11,6 +11,7 @@ enough for a projector.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 import altair as alt
@@ -52,15 +53,59 @@ def measure_title(measure: str) -> str:
 _FONT = {"labelFontSize": 14, "titleFontSize": 15}
 
 
+#: Room around a chart for its axis titles: the app's chart component keeps a chart's own padding, and without one the
+#: y axis's title lost its left edge.
+PADDING = {"left": 12, "right": 8, "top": 6, "bottom": 6}
+
+
 def _style(chart: Any) -> Any:
-    """Projector-friendly fonts on a top-level chart."""
+    """Projector-friendly fonts on a top-level chart, and room around it (`PADDING`)."""
     return (
-        chart.configure_axis(**_FONT, labelLimit=260)
+        chart.properties(padding=PADDING)
+        .configure_axis(**_FONT, labelLimit=260)
         .configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=320)
         .configure_title(fontSize=17, anchor="start")
         .configure_header(labelFontSize=14, titleFontSize=15)
         .configure_view(stroke=None)
     )
+
+
+#: Axis and legend labels of a keyed category (`keyed`): the text after the key ("03 if" is drawn "if").
+SHOW_TEXT = "slice(datum.label, indexof(datum.label, ' ') + 1)"
+
+
+def keyed(values: Sequence[Any], labels: Sequence[Any] | None = None) -> list[str]:
+    """Category values no text can turn into Vega code: each distinct value becomes "<n> <label>" (its label: itself, or
+    the `labels` beside it), n its first-seen order, zero-padded (so sorting the keys keeps that order); axes and legends
+    draw the label (`labelExpr=SHOW_TEXT`).
+
+    Vega reads some category values, titles and sort lists as names: a token "if" made every slide fail to export
+    ("Unrecognized signal name"), a token "constructor" drew an empty chart. So user text (tokens, words, model
+    names, bias types, run descriptions) is only ever data behind a key: never a field or param name, a sort list,
+    a scale domain or part of an expression.
+    """
+    values = list(values)
+    order = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    width = len(str(max(len(order) - 1, 0)))
+    return [f"{order[v]:0{width}d} {text}" for v, text in zip(values, values if labels is None else list(labels))]
+
+
+def safe_title(text: Any) -> Any:
+    """A title (a string or its lines) Vega draws as text: a bare word ("if", "toString") gets an invisible mark after it,
+    or Vega would look it up as a name and fail."""
+    if isinstance(text, (list, tuple)):
+        return [safe_title(t) for t in text]
+    if isinstance(text, str) and re.fullmatch(r"[A-Za-z_$][\w$]*", text):
+        return text + "\u200b"
+    return text
+
+
+def _key_axis(**options: Any) -> alt.Axis:
+    return alt.Axis(labelExpr=SHOW_TEXT, **options)
+
+
+def _key_legend(**options: Any) -> alt.Legend:
+    return alt.Legend(labelExpr=SHOW_TEXT, **options)
 
 
 def _fifty_rule() -> alt.Chart:
@@ -204,14 +249,16 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
     if measure not in TOKEN_MEASURES:
         raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(TOKEN_MEASURES)}")
     axis_title, _ = TOKEN_MEASURES[measure]
-    order = list(dict.fromkeys(aligned.sort_values("order")["row"]))
-    tooltip = _token_tooltip(aligned, alt.Tooltip("side_name:N", title="sentence"))
+    data = aligned.sort_values("order", kind="stable")
+    data = data.assign(row_key=keyed(data["order"], data["row"]))  # "03 drive": the aligned column's key, then its text
+    n_rows = data["row_key"].nunique()
+    tooltip = _token_tooltip(data, alt.Tooltip("side_name:N", title="sentence"))
     x_scale = alt.Scale(type="log") if measure == "rank" else alt.Scale(zero=True)
     bars = (
-        alt.Chart(aligned)
+        alt.Chart(data)
         .mark_bar()
         .encode(
-            y=alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=220)),
+            y=alt.Y("row_key:N", sort="ascending", title=None, axis=_key_axis(labelOverlap=False, labelLimit=220)),
             yOffset=alt.YOffset("side_name:N", sort=list(SIDE_NAMES.values())),
             x=alt.X(f"{measure}:Q", title=axis_title, scale=x_scale),
             color=alt.Color(
@@ -226,9 +273,9 @@ def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, titl
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL_COLOR).encode(x="x:Q")
     layers = [bars] if measure == "rank" else [bars, zero]
     # The app fits the whole figure into `height`: the rows, plus room for the title and the axis below them.
-    chart = alt.layer(*layers).properties(height=rows_height(len(order), ALIGNED_ROW_HEIGHT) + ALIGNED_FRAME_HEIGHT, width="container")
+    chart = alt.layer(*layers).properties(height=rows_height(n_rows, ALIGNED_ROW_HEIGHT) + ALIGNED_FRAME_HEIGHT, width="container")
     if title:
-        chart = chart.properties(title=title)
+        chart = chart.properties(title=safe_title(title))
     return _style(chart)
 
 
@@ -242,13 +289,14 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
     Right (vermillion) pushes towards the stereotypical sentence, left (blue) towards the
     anti-stereotypical one.
     """
-    data = drivers.head(top).copy()
+    data = drivers.head(top).reset_index(drop=True)
     data["pushes towards"] = ["Stereotypical" if c > 0 else "Anti-stereotypical" for c in data["contribution"]]
+    data["row_key"] = keyed(data.index, data["label"])
     chart = (
-        alt.Chart(data, title=title)
+        alt.Chart(data, title=safe_title(title))
         .mark_bar()
         .encode(
-            y=alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False)),
+            y=alt.Y("row_key:N", sort="ascending", title=None, axis=_key_axis(labelOverlap=False)),
             # Two short lines and a one-column legend: the chart stays whole in a narrow column (three side by side at 1024 px).
             x=alt.X("contribution:Q", title=["share of the margin", "(stereo − anti)"], axis=alt.Axis(tickCount=4)),
             color=alt.Color(
@@ -270,9 +318,10 @@ def drivers_chart(drivers: pd.DataFrame, title: str, *, top: int = 12) -> alt.Ch
     return _style(alt.layer(chart, zero).properties(height=rows_height(len(data)) + DRIVERS_FRAME_HEIGHT, width="container"))
 
 
-def _highlight_axis(labels: Sequence[str], color: str) -> dict[str, Any]:
-    """Axis settings that draw `labels` bold in `color` (e.g. a sentence's modified tokens)."""
-    test = f"indexof({json.dumps(list(labels))}, datum.value) >= 0"
+def _highlight_axis(keys: Sequence[int], color: str) -> dict[str, Any]:
+    """Axis settings that draw the labels of a keyed axis (`keyed`) whose key is one of `keys` bold in `color` (e.g. a
+    sentence's modified tokens): the test holds numbers only, never the labels' text."""
+    test = f"indexof({json.dumps(sorted({int(k) for k in keys}))}, toNumber(slice(datum.value, 0, indexof(datum.value, ' ')))) >= 0"
     return {
         "labelColor": {"condition": {"test": test, "value": color}, "value": "#333333"},
         "labelFontWeight": {"condition": {"test": test, "value": "bold"}, "value": "normal"},
@@ -284,18 +333,25 @@ def attention_heatmap(table: pd.DataFrame, title: str | Sequence[str], *, modifi
 
     `modified` token labels are drawn bold in the sentence's colour on both axes.
     """
-    order = table.drop_duplicates("key_position").sort_values("key_position")["key"].tolist()
-    marked = _highlight_axis(modified, SIDE_COLORS.get(side, STEREO_COLOR)) if len(modified) else {}
+    positions = sorted(set(table["key_position"]) | set(table["query_position"]))
+    rank = {p: i for i, p in enumerate(positions)}
+    width = len(str(max(len(positions) - 1, 0)))
+    data = table.assign(
+        key_key=[f"{rank[p]:0{width}d} {t}" for p, t in zip(table["key_position"], table["key"])],
+        query_key=[f"{rank[p]:0{width}d} {t}" for p, t in zip(table["query_position"], table["query"])],
+    )
+    marked_keys = {rank[p] for p, t in zip(table["key_position"], table["key"]) if t in set(modified)}
+    marked = _highlight_axis(sorted(marked_keys), SIDE_COLORS.get(side, STEREO_COLOR)) if marked_keys else {}
     chart = (
-        alt.Chart(table, title=title)
+        alt.Chart(data, title=safe_title(title))
         .mark_rect()
         .encode(
-            x=alt.X("key:N", sort=order, title="attends to (key)", axis=alt.Axis(labelAngle=-40, **marked)),
-            y=alt.Y("query:N", sort=order, title="query", axis=alt.Axis(**marked)),
+            x=alt.X("key_key:N", sort="ascending", title="attends to (key)", axis=_key_axis(labelAngle=-40, **marked)),
+            y=alt.Y("query_key:N", sort="ascending", title="query", axis=_key_axis(**marked)),
             color=alt.Color("weight:Q", title="weight", scale=alt.Scale(scheme="viridis")),
             tooltip=[alt.Tooltip("query:N"), alt.Tooltip("key:N"), alt.Tooltip("weight:Q", format=".4f")],
         )
-        .properties(width="container", height=24 * len(order) + HEATMAP_FRAME_HEIGHT)
+        .properties(width="container", height=24 * len(positions) + HEATMAP_FRAME_HEIGHT)
     )
     return _style(chart)
 
@@ -325,7 +381,7 @@ def head_overview_chart(overview: pd.DataFrame, title: str | Sequence[str], *, s
     if selected is not None:
         mark = overview[(overview["layer"] == selected[0]) & (overview["head"] == selected[1])]
         layers.append(alt.Chart(mark).mark_rect(filled=False, stroke=STEREO_COLOR, strokeWidth=4).encode(x="head:O", y="layer:O"))
-    chart = alt.layer(*layers, title=title).properties(width="container", height=34 * overview["layer"].nunique() + 110)
+    chart = alt.layer(*layers, title=safe_title(title)).properties(width="container", height=34 * overview["layer"].nunique() + 110)
     return _style(chart)
 
 
@@ -334,13 +390,59 @@ def head_overview_chart(overview: pd.DataFrame, title: str | Sequence[str], *, s
 # ---------------------------------------------------------------------------------------
 
 
-def _score_with_interval(data: pd.DataFrame, x: str, x_title: str, color: str | None, offset: str | None) -> alt.LayerChart:
+def _with_keys(data: pd.DataFrame, *columns: str | None) -> pd.DataFrame:
+    """`data` with a keyed copy (`keyed`) of each text column named, as `<column>_key`: what the chart encodes."""
+    return data.assign(**{f"{c}_key": keyed(data[c].astype(str)) for c in dict.fromkeys(columns) if c})
+
+
+#: Height of the plot of a bias-score chart (px), of its title, and of one line of its legend.
+PLOT_HEIGHT = 240
+TITLE_HEIGHT = 36
+LEGEND_LINE = 19
+#: Characters a legend label's line holds at most (about 340 px at 14 px: a chart's legend in a 1024 px window).
+LEGEND_WRAP = 46
+#: Axis labels of a keyed category whose text holds line breaks ("AUL\nn=48"): one line each.
+SHOW_LINES = f"split({SHOW_TEXT}, '\\n')"
+
+
+def _n_lines(data: pd.DataFrame, x: str) -> list[str]:
+    """Each row's x category with the N of its dots on a second line: "AUL\nn=48", or "n=50 / 100" when the dots at
+    one category (models, groups) rest on different numbers of pairs, in their order."""
+    ns: dict[Any, list[str]] = {}
+    for value, n in zip(data[x], data["n"]):
+        ns.setdefault(value, []).append(f"{int(n):,}" if pd.notna(n) else "—")
+    line = {v: "n=" + (n[0] if len(set(n)) == 1 else " / ".join(n)) for v, n in ns.items()}
+    return [f"{v}\n{line[v]}" for v in data[x]]
+
+
+def _wrapped(texts: Sequence[str], width: int = LEGEND_WRAP) -> list[str]:
+    """Texts broken into lines of at most `width` characters at spaces (a legend label drawn with `SHOW_LINES`)."""
+    import textwrap
+
+    return ["\n".join(textwrap.wrap(str(t), width, break_on_hyphens=False)) or str(t) for t in texts]
+
+
+def _score_with_interval(
+    data: pd.DataFrame, x: str, x_title: str, color: str | None, offset: str | None, *, legend_rows: bool = False
+) -> alt.LayerChart:
+    data = _with_keys(data, x, color, offset)
+    if color:  # the legend's labels (a lab run's description is long): wrapped, never cut at the chart's edge
+        data[f"{color}_key"] = keyed(data[color].astype(str), _wrapped(data[color].astype(str)))
+    # N under each category, in the axis: as labels above the dots they collided with each other and with the caps.
+    data["x_axis"] = keyed(data[x].astype(str), _n_lines(data, x))
     base = alt.Chart(data)
-    enc: dict[str, Any] = {"x": alt.X(f"{x}:N", title=x_title, sort=None, axis=alt.Axis(labelAngle=0 if data[x].nunique() < 6 else -30))}
+    angle = 0 if data[x].nunique() < 6 else -45  # two-line labels at -30 touched their neighbours in a 1024 px window
+    enc: dict[str, Any] = {"x": alt.X("x_axis:N", title=x_title, sort="ascending", axis=alt.Axis(labelExpr=SHOW_LINES, labelAngle=angle))}
     if offset:
-        enc["xOffset"] = alt.XOffset(f"{offset}:N", sort=None)
+        enc["xOffset"] = alt.XOffset(f"{offset}_key:N", sort="ascending")
     if color:
-        enc["color"] = alt.Color(f"{color}:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="top"))
+        enc["color"] = alt.Color(
+            f"{color}_key:N",
+            title=None,
+            sort="ascending",
+            scale=alt.Scale(range=list(PALETTE)),
+            legend=alt.Legend(labelExpr=SHOW_LINES, orient="top"),
+        )
     tooltip = [
         alt.Tooltip(f"{x}:N"),
         alt.Tooltip("bias_score:Q", title="bias score", format=".2f"),
@@ -358,30 +460,29 @@ def _score_with_interval(data: pd.DataFrame, x: str, x_title: str, color: str | 
     errors = base.mark_errorbar(ticks={"size": 16}, thickness=2.5).encode(  # short caps, not the band's whole width
         y=alt.Y("ci_low:Q", title="bias score (%)"), y2="ci_high:Q", **enc
     )
-    labels = (
-        base.transform_calculate(n_label="'n=' + datum.n")
-        .mark_text(dy=-8, fontSize=12, color=NEUTRAL_COLOR)
-        .encode(y="ci_high:Q", text="n_label:N", **{k: v for k, v in enc.items() if k != "color"})
-    )
-    return alt.layer(bars, errors, labels, _fifty_rule())
+    # The whole figure fits the chart's height in the app: the plot keeps PLOT_HEIGHT whatever the legend and labels take.
+    lines = [t.count("\n") + 1 for t in dict.fromkeys(data[f"{color}_key"])] if color else []
+    legend = ((sum(lines) if legend_rows else 2 * max(lines)) * LEGEND_LINE + 12) if lines else 0  # one entry a row, or a row or two
+    axis = (40 + 6 * max(len(v) for v in data[x].astype(str))) if angle else 64  # rotated labels reach down by their length
+    return alt.layer(bars, errors, _fifty_rule()).properties(height=PLOT_HEIGHT + TITLE_HEIGHT + legend + axis)
 
 
 def bias_scores_chart(summary: pd.DataFrame, title: str = "Bias score per metric") -> alt.LayerChart:
     """Bias score per metric with its 95% interval and N (from `explore.summary_table`); 50 = unbiased."""
-    return _style(_score_with_interval(summary, "name", "metric", "name", None).properties(title=title, width="container", height=320))
+    return _style(_score_with_interval(summary, "name", "metric", "name", None).properties(title=safe_title(title), width="container"))
 
 
 def by_type_chart(by_type: pd.DataFrame, title: str = "Bias score per bias type") -> alt.LayerChart:
     """Per bias type and metric, bars with 95% intervals and N above (from `explore.by_type_table`)."""
     offset = "name" if by_type["name"].nunique() > 1 else None
     chart = _score_with_interval(by_type, "bias_type", "bias type", "name", offset)
-    return _style(chart.properties(title=title, width="container", height=360))
+    return _style(chart.properties(title=safe_title(title), width="container"))
 
 
 def groups_chart(groups: pd.DataFrame, title: str = "Advantaged vs disadvantaged groups") -> alt.LayerChart:
     """CrowS-Pairs' Adv / Dis split per metric (from `explore.group_table`)."""
     chart = _score_with_interval(groups, "name", "metric", "group_name", "group_name")
-    return _style(chart.properties(title=title, width="container", height=320))
+    return _style(chart.properties(title=safe_title(title), width="container"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -392,7 +493,7 @@ def groups_chart(groups: pd.DataFrame, title: str = "Advantaged vs disadvantaged
 def model_scores_chart(scores: pd.DataFrame, metric_name: str) -> alt.LayerChart:
     """Each model's bias score with its 95% interval (from `ModelComparison.scores`)."""
     chart = _score_with_interval(scores, "model", "model", "model", None)
-    return _style(chart.properties(title=f"{metric_name} bias score per model", width="container", height=320))
+    return _style(chart.properties(title=f"{metric_name} bias score per model", width="container"))
 
 
 def margin_scatter(margins: pd.DataFrame, x_model: str, y_model: str, metric_name: str) -> alt.LayerChart:
@@ -434,17 +535,19 @@ def paper_bars(table: pd.DataFrame, value: str, title: str, y_title: str, *, fif
     `source`, `column`, `value`, optional `ci_low` / `ci_high`); rows with a 95% interval
     get an error bar (the published rows have none). `fifty` draws the unbiased line.
     """
-    data = table.dropna(subset=[value]).copy()
+    data = _with_keys(table.dropna(subset=[value]), "column", "model")
     enc: dict[str, Any] = {
-        "x": alt.X("column:N", title=None, sort=None, axis=alt.Axis(labelAngle=0 if data["column"].nunique() < 6 else -30)),
-        "xOffset": alt.XOffset("model:N", sort=None),
+        "x": alt.X("column_key:N", title=None, sort="ascending", axis=_key_axis(labelAngle=0 if data["column"].nunique() < 6 else -30)),
+        "xOffset": alt.XOffset("model_key:N", sort="ascending"),
     }
     bars = (
         alt.Chart(data)
         .mark_bar(opacity=0.85)
         .encode(
-            y=alt.Y(f"{value}:Q", title=y_title),
-            color=alt.Color("model:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="top", columns=2)),
+            y=alt.Y(f"{value}:Q", title=safe_title(y_title)),
+            color=alt.Color(
+                "model_key:N", title=None, sort="ascending", scale=alt.Scale(range=list(PALETTE)), legend=_key_legend(orient="top", columns=2)
+            ),
             tooltip=[
                 alt.Tooltip("model:N"),
                 alt.Tooltip("source:N"),
@@ -457,10 +560,10 @@ def paper_bars(table: pd.DataFrame, value: str, title: str, y_title: str, *, fif
     layers: list[Any] = [bars]
     if "ci_low" in data and data["ci_low"].notna().any():
         errors = alt.Chart(data.dropna(subset=["ci_low", "ci_high"])).mark_errorbar(ticks=True, color=NEUTRAL_COLOR)
-        layers.append(errors.encode(y=alt.Y("ci_low:Q", title=y_title), y2="ci_high:Q", **enc))
+        layers.append(errors.encode(y=alt.Y("ci_low:Q", title=safe_title(y_title)), y2="ci_high:Q", **enc))
     if fifty:
         layers.append(_fifty_rule())
-    return _style(alt.layer(*layers).properties(title=title, width="container", height=320))
+    return _style(alt.layer(*layers).properties(title=safe_title(title), width="container", height=320))
 
 
 def roc_chart(roc: pd.DataFrame, auc: pd.DataFrame | None = None, title: str = "Agreement with human ratings (ROC)") -> alt.LayerChart:
@@ -476,11 +579,14 @@ def roc_chart(roc: pd.DataFrame, auc: pd.DataFrame | None = None, title: str = "
         labels = {tuple(r[k] for k in keys): f"{r['name']} (AUC {r['auc']:.3f})" for r in auc.to_dict("records")}
         data["curve"] = [labels.get(tuple(r[k] for k in keys), r["name"]) for r in data.to_dict("records")]
     data["order"] = range(len(data))
+    data = _with_keys(data, "curve", "model" if "model" in data else None)
     enc: dict[str, Any] = {
         "x": alt.X("fpr:Q", title="false positive rate", scale=alt.Scale(domain=[0, 1])),
         "y": alt.Y("tpr:Q", title="true positive rate", scale=alt.Scale(domain=[0, 1])),
         "order": "order:Q",
-        "color": alt.Color("curve:N", title=None, sort=None, scale=alt.Scale(range=list(PALETTE)), legend=alt.Legend(orient="bottom", columns=2)),
+        "color": alt.Color(
+            "curve_key:N", title=None, sort="ascending", scale=alt.Scale(range=list(PALETTE)), legend=_key_legend(orient="bottom", columns=2)
+        ),
         "tooltip": [
             alt.Tooltip("curve:N", title="metric"),
             alt.Tooltip("fpr:Q", format=".3f"),
@@ -489,11 +595,11 @@ def roc_chart(roc: pd.DataFrame, auc: pd.DataFrame | None = None, title: str = "
         ],
     }
     if "model" in data and data["model"].nunique() > 1:
-        enc["strokeDash"] = alt.StrokeDash("model:N", title=None, legend=alt.Legend(orient="bottom"))
-        enc["detail"] = "model:N"
+        enc["strokeDash"] = alt.StrokeDash("model_key:N", title=None, sort="ascending", legend=_key_legend(orient="bottom"))
+        enc["detail"] = "model_key:N"
     lines = alt.Chart(data).mark_line(strokeWidth=2.5).encode(**enc)
     diagonal = alt.Chart(pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]})).mark_line(strokeDash=[6, 4], color=NEUTRAL_COLOR).encode(x="x:Q", y="y:Q")
-    return _style(alt.layer(diagonal, lines).properties(title=title, width=420, height=420))
+    return _style(alt.layer(diagonal, lines).properties(title=safe_title(title), width=420, height=420))
 
 
 _GROUP_COLORS = {"Adv": PALETTE[0], "Dis": PALETTE[1]}
@@ -504,12 +610,12 @@ def word_rank_chart(summary: pd.DataFrame, title: str = "Corpus frequency rank o
 
     Log scale; a higher rank is a rarer word.
     """
-    data = summary.assign(group_name=summary["group"].str.capitalize())
+    data = _with_keys(summary.assign(group_name=summary["group"].str.capitalize()), "bias_type")
     chart = (
         alt.Chart(data)
         .mark_bar(opacity=0.85)
         .encode(
-            x=alt.X("bias_type:N", title=None, sort=None, axis=alt.Axis(labelAngle=-30)),
+            x=alt.X("bias_type_key:N", title=None, sort="ascending", axis=_key_axis(labelAngle=-30)),
             xOffset=alt.XOffset("group_name:N"),
             y=alt.Y("mean_rank:Q", title="mean rank (log scale)", scale=alt.Scale(type="log")),
             y2=alt.datum(1),
@@ -529,7 +635,7 @@ def word_rank_chart(summary: pd.DataFrame, title: str = "Corpus frequency rank o
             ],
         )
     )
-    return _style(chart.properties(title=title, width="container", height=320))
+    return _style(chart.properties(title=safe_title(title), width="container", height=320))
 
 
 def shuffle_chart(tokens: pd.DataFrame, title: str = "Each token's log p before and after shuffling") -> alt.LayerChart:
@@ -581,14 +687,16 @@ def shuffle_chart(tokens: pd.DataFrame, title: str = "Each token's log p before 
         )
     )
     joins = alt.Chart(data).mark_rule(color=SHARED_COLOR, strokeWidth=2).encode(x=x, y="logprob:Q", y2="shuffled_logprob:Q")
-    return _style(alt.layer(joins, points).properties(title=title, width="container", height=300))
+    return _style(alt.layer(joins, points).properties(title=safe_title(title), width="container", height=300))
 
 
 def lab_scenarios_chart(frame: pd.DataFrame, title: str = "Bias score per metric and lab scenario") -> alt.LayerChart:
     """Several bias-lab runs side by side (from `biaslens.lab.compare_scenarios`): metric on x, one bar per run."""
-    chart = _style(_score_with_interval(frame, "metric", "metric", "run", "run").properties(title=title, width="container", height=340))
+    chart = _style(
+        _score_with_interval(frame, "metric", "metric", "run", "run", legend_rows=True).properties(title=safe_title(title), width="container")
+    )
     # The runs' descriptions are long: one per line, never cut.
-    return chart.configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=0, orient="top", direction="vertical")
+    return chart.configure_legend(labelFontSize=14, titleFontSize=14, labelLimit=0, orient="top", direction="vertical", rowPadding=6)
 
 
 # ---------------------------------------------------------------------------------------
@@ -603,16 +711,16 @@ def bias_chart(table: pd.DataFrame, pairs: Sequence[TargetPair], *, top: int = 1
     data = pd.concat(leaning(table, top))
     first = "/".join(dict.fromkeys(p.first for p in pairs))
     second = "/".join(dict.fromkeys(p.second for p in pairs))
-    data = data.assign(side=[f"more {first}" if b > 0 else f"more {second}" for b in data["bias_score"]])
+    sides = [f"0 more {first}", f"1 more {second}"]  # keyed (`keyed`): drawn "more he", "more she"
+    data = data.assign(side=[sides[0] if b > 0 else sides[1] for b in data["bias_score"]], attribute_key=keyed(data["attribute"]))
     bars = (
         alt.Chart(data)
         .mark_bar()
         .encode(
             x=alt.X("bias_score:Q", title=f"bias score (ilp {first} − ilp {second})"),
-            y=alt.Y("attribute:N", sort="-x", title=None, axis=alt.Axis(labelOverlap=False)),
+            y=alt.Y("attribute_key:N", sort="-x", title=None, axis=_key_axis(labelOverlap=False)),
             color=alt.Color(
-                "side:N", title=None, scale=alt.Scale(domain=[f"more {first}", f"more {second}"], range=[ANTI_COLOR, STEREO_COLOR]),
-                legend=alt.Legend(orient="top"),
+                "side:N", title=None, scale=alt.Scale(domain=sides, range=[ANTI_COLOR, STEREO_COLOR]), legend=_key_legend(orient="top"),
             ),
             tooltip=["attribute:N", alt.Tooltip("bias_score:Q", format=".3f"), "attribute_pieces:Q"],
         )
@@ -631,12 +739,13 @@ def effect_size_chart(table: pd.DataFrame) -> alt.LayerChart:
             table.assign(source="Kurita et al. (bert-base-uncased)", d=table["published_log_prob"]),
         ]
     )[["category", "source", "d", "p_value"]]
+    long = _with_keys(long, "category")
     points = (
         alt.Chart(long)
         .mark_point(filled=True, size=140)
         .encode(
             x=alt.X("d:Q", title="effect size d"),
-            y=alt.Y("category:N", title=None, sort=None),
+            y=alt.Y("category_key:N", title=None, sort="ascending", axis=_key_axis()),
             color=alt.Color("source:N", title=None, scale=alt.Scale(range=[PALETTE[0], PALETTE[1]]), legend=alt.Legend(orient="top")),
             shape=alt.Shape("source:N", title=None),
             tooltip=["category:N", "source:N", alt.Tooltip("d:Q", format=".3f"), alt.Tooltip("p_value:Q", format=".4f")],
@@ -648,8 +757,8 @@ def effect_size_chart(table: pd.DataFrame) -> alt.LayerChart:
 
 def shares_chart(table: pd.DataFrame, first: str = "he") -> alt.LayerChart:
     """Share of attributes more associated with the first target per list, 95% interval, published share (from `shares_table`)."""
-    base = alt.Chart(table)
-    y = alt.Y("list:N", title=None, sort=None)
+    base = alt.Chart(_with_keys(table, "list"))
+    y = alt.Y("list_key:N", title=None, sort="ascending", axis=_key_axis())
     bars = base.mark_bar(color=PALETTE[0], opacity=0.85).encode(
         x=alt.X("share_first:Q", title=f"% of attributes more associated with {first}", scale=alt.Scale(domain=[0, 100])),
         y=y,
@@ -685,12 +794,14 @@ def inspector_slide(
     """
 
     def sentence(text: str, side: str) -> Any:
-        frame = pd.DataFrame({"t": [f"{SIDE_NAMES[side].upper()}   {text}"]})
+        # The whole sentence, wrapped to the slide's width (about 9 px a character at 17 px): never cut off.
+        lines = slide_lines(f"{SIDE_NAMES[side].upper()}   {text}", max(30, (2 * panel_width + 40) // 9))
+        frame = pd.DataFrame({"t": ["\n".join(lines)]})
         return (
             alt.Chart(frame)
-            .mark_text(align="left", fontSize=17, color=SIDE_COLORS[side], limit=2 * panel_width + 120)
-            .encode(text="t:N", x=alt.value(0))
-            .properties(width=2 * panel_width, height=24)
+            .mark_text(align="left", baseline="top", fontSize=17, lineHeight=23, lineBreak="\n", color=SIDE_COLORS[side])
+            .encode(text="t:N", x=alt.value(0), y=alt.value(0))
+            .properties(width=2 * panel_width, height=23 * len(lines))
         )
 
     tokens = [
@@ -702,13 +813,22 @@ def inspector_slide(
     if driver_charts:
         rows.append(alt.hconcat(*driver_charts).resolve_scale(color="shared"))
     slide = alt.vconcat(*rows, spacing=18).resolve_scale(color="independent")
-    return _style(slide.properties(title=alt.Title(title, fontSize=20)))
+    return _style(slide.properties(title=alt.Title(safe_title(title), fontSize=20)))
+
+
+def slide_lines(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` characters, broken between words (a word longer than a line is split): every
+    word kept."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
 
 
 def _unstyled(chart: Any) -> list[Any]:
     """The layers of a styled top-level chart, without its configuration (to nest it in a larger figure)."""
     copy = chart.copy(deep=True)
     copy.config = alt.Undefined
+    copy.padding = alt.Undefined
     layers = copy.layer if getattr(copy, "layer", alt.Undefined) is not alt.Undefined else [copy]
     out = []
     for layer in layers:
@@ -801,7 +921,7 @@ def dose_response_chart(cells: pd.DataFrame, title: str = "Bias score against th
         .facet(facet=alt.Facet("panel:N", title=None, sort=panels), columns=across)
     )
     subtitle = "line: mean over seeds · band: lowest to highest seed · dashed: 50, no bias"
-    return _style(chart.properties(title=alt.Title(title, subtitle=subtitle, subtitleFontSize=13)))
+    return _style(chart.properties(title=alt.Title(safe_title(title), subtitle=subtitle, subtitleFontSize=13)))
 
 
 def dose_response_svg(cells: pd.DataFrame) -> str:

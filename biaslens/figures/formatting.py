@@ -12,7 +12,7 @@ One place for both, read by the app's tables, the figures, the slides and the CL
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from biaslens.engine.metrics import METRICS
 
@@ -58,6 +58,33 @@ def margin_printf(values: Iterable[float]) -> str:
     """`format_margin`'s rule for a whole column, as a printf format (an interactive table formats a column at once)."""
     decimals = margin_decimals(values)
     return "%+.1e" if decimals is None else f"%+.{decimals}f"
+
+
+def margin_formatter(values: Iterable[float]) -> Callable[[float | None], str]:
+    """`format_margin`'s rule for margins shown together (a table's margin columns): one number of decimals for all,
+    enough for every value's sign ("+0.120000" beside "-0.000006", never 5 decimals beside 6); scientific notation for
+    all when one needs it; "—" when undefined; an exact tie unsigned. Same as `margin_printf`."""
+    decimals = margin_decimals(values)
+
+    def write(value: float | None) -> str:
+        if value is None or math.isnan(value):
+            return "—"
+        if value == 0:
+            return f"{0:.{MARGIN_DECIMALS if decimals is None else decimals}f}"
+        return f"{value:+.1e}" if decimals is None else f"{value:+.{decimals}f}"
+
+    return write
+
+
+def format_share(value: float, decimals: int) -> str:
+    """A share of a margin (a token's bar in "what drives the difference") at `decimals`, or with as many more as it takes
+    to stay non-zero ("+0.000006", never "+0.0000" beside "−0.000006"); "0" when it is exactly 0."""
+    if value == 0:
+        return "0"
+    if not math.isfinite(value) or float(f"{abs(value):.{decimals}f}") != 0:
+        return f"{value:+.{decimals}f}"
+    needed = -math.floor(math.log10(abs(value)))  # its first significant digit: -6e-6 is "-0.000006", not "-0.00001"
+    return f"{value:+.1e}" if needed > MAX_MARGIN_DECIMALS else f"{value:+.{needed}f}"
 
 
 #: A column format meaning "a margin": `format_margin` per cell, or `margin_printf` for a whole column.
@@ -224,7 +251,9 @@ __all__ = [
     "column_formats",
     "column_label",
     "format_margin",
+    "format_share",
     "margin_decimals",
+    "margin_formatter",
     "margin_printf",
     "value_format",
 ]

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from biaslens.figures.formatting import format_share
 from biaslens.figures.charts import (
     ANTI_COLOR,
     NEUTRAL_COLOR,
@@ -200,8 +201,9 @@ _TABLE_STYLE = (
     ".bl-table-wrap{overflow-x:auto;max-width:100%;margin:0.1rem 0 0.5rem 0;scrollbar-width:auto;scrollbar-color:#8a8a8a #ededed}"
     ".bl-table{border-collapse:collapse;width:100%;font-size:0.92rem;line-height:1.35}"
     ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.45rem;"
-    "overflow-wrap:break-word}"
-    ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.45rem;vertical-align:top;overflow-wrap:break-word}"
+    "overflow-wrap:anywhere}"
+    # `anywhere`, not `break-word`: a long header or word may break, so the table shrinks to its box instead of overflowing it.
+    ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.45rem;vertical-align:top;overflow-wrap:anywhere}"
     ".bl-table .bl-num{text-align:right;font-variant-numeric:tabular-nums}.bl-table td.bl-num{white-space:nowrap}"
     ".bl-table .bl-key{font-weight:600}"
     ".bl-table tr>.bl-key:first-child{position:sticky;left:0;background:#fff;z-index:1}"
@@ -402,6 +404,10 @@ def drivers_bars_html(drivers: pd.DataFrame, title: str, *, top: int = 12) -> st
     largest = float(np.abs(shown["contribution"].to_numpy(dtype=float)).max()) if len(shown) else 0.0
     scale = largest if largest > 0 and math.isfinite(largest) else 1.0
     decimals = min(8, max(4, 2 - math.floor(math.log10(scale)))) if largest > 0 else 4
+
+    def share(value: float) -> str:  # never "+0.0000" for a share that is not 0 (`format_share`)
+        return format_share(value, decimals).replace("-", "−") if math.isfinite(value) else "—"
+
     rows = []
     for token in shown.to_dict("records"):
         value = float(token["contribution"])
@@ -411,15 +417,15 @@ def drivers_bars_html(drivers: pd.DataFrame, title: str, *, top: int = 12) -> st
         tip = _title(
             [
                 f"{token['label']} · {token['kind']}",
-                f"stereotypical share {_number(float(token['stereo_share']), f'+.{decimals}f')}",
-                f"anti-stereotypical share {_number(float(token['anti_share']), f'+.{decimals}f')}",
-                f"contribution to the margin {_number(value, f'+.{decimals}f')}",
+                f"stereotypical share {share(float(token['stereo_share']))}",
+                f"anti-stereotypical share {share(float(token['anti_share']))}",
+                f"contribution to the margin {share(value)}",
             ]
         )
         rows.append(
             f'<div class="bl-row bl-data" title="{tip}"><div class="bl-lab">{html.escape(str(token["label"]))}</div>'
             f'<div class="bl-cell bl-one"><span class="bl-zero" style="left:50%"></span>{_bar("bl-d", left, width, color)}</div>'
-            f'<div class="bl-val">{_number(value, f"+.{decimals}f")}</div></div>'
+            f'<div class="bl-val">{share(value)}</div></div>'
         )
     head = (
         '<div class="bl-row bl-head"><div></div><div class="bl-dir"><span class="bl-anti-c">← anti-stereotypical</span>'

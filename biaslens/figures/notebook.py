@@ -18,7 +18,7 @@ from biaslens.engine import display
 from biaslens.engine.evaluation import EvaluationResult, PairInspection
 from biaslens.engine.metrics import METRICS
 from biaslens.figures.charts import aligned_token_frame
-from biaslens.figures.formatting import MARGIN, SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, column_formats, column_label, format_margin
+from biaslens.figures.formatting import MARGIN, SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, column_formats, column_label, margin_formatter
 from biaslens.figures.html import CellFormat, aligned_tokens_html, shade_legend_html, table_html, token_bars_html
 
 #: The aligned token chart's measures in a notebook (the inspector's defaults), those the pair has.
@@ -33,7 +33,9 @@ def _table(
 ) -> str:
     """`frame`'s `columns` as the app's small table: headers for people, numbers written as in the app."""
     names = {c: (labels or {}).get(c) or column_label(str(c)) for c in columns}
-    cells: dict[str, CellFormat] = {names[c]: (format_margin if f == MARGIN else f) for c, f in column_formats(frame, columns, formats).items()}
+    fmts = column_formats(frame, columns, formats)
+    margin = margin_formatter([v for c, f in fmts.items() if f == MARGIN for v in pd.to_numeric(frame[c], errors="coerce")])
+    cells: dict[str, CellFormat] = {names[c]: (margin if f == MARGIN else f) for c, f in fmts.items()}
     return table_html(frame.loc[:, list(columns)].set_axis([names[c] for c in columns], axis=1), cells, key=key)
 
 
@@ -48,8 +50,26 @@ def manifest_line(manifest: Mapping[str, Any]) -> str:
     return _line("Made with", {k: manifest.get(k) for k in ("model", "revision", "dtype", "device", "compat")})
 
 
-def _notes(notes: Sequence[str]) -> str:
-    return "".join(f'<div style="font-size:0.85rem;color:#8a5300">{html.escape(n)}</div>' for n in notes)
+def _notes(notes: Sequence[str], manifest: Mapping[str, Any] | None = None) -> str:
+    """The result's notes and warnings, less the sanity verdict's (`caveat_html` shows it above the scores)."""
+    message = ((manifest or {}).get("sanity") or {}).get("message")
+    shown = [n for n in notes if not (message and n.endswith(message))]
+    return "".join(f'<div style="font-size:0.85rem;color:#8a5300">{html.escape(n)}</div>' for n in shown)
+
+
+def caveat_html(manifest: Mapping[str, Any]) -> str:
+    """Above the scores, as the app's banner: a model that looks untrained (its scores are noise) or weak (read them
+    with care), from the sanity verdict `biaslens.evaluate` and `biaslens.inspect_pair` record; nothing for a trained one."""
+    sanity = manifest.get("sanity") or {}
+    status, message = sanity.get("status"), str(sanity.get("message") or "")
+    if status not in ("untrained", "weak"):
+        return ""
+    name = html.escape(str(manifest.get("model") or "This model"))
+    head = f"{name} looks untrained: read these results as noise." if status == "untrained" else "Read these results with care."
+    return (
+        '<div role="alert" style="border-left:4px solid #D55E00;background:#fff4ec;padding:0.4rem 0.7rem;margin:0.3rem 0 0.6rem 0">'
+        f"<strong>{head}</strong> {html.escape(message)}</div>"
+    )
 
 
 def pair_inspection_html(inspection: PairInspection) -> str:
@@ -61,10 +81,11 @@ def pair_inspection_html(inspection: PairInspection) -> str:
     scores["verdict"] = [VERDICTS[v] for v in scores["verdict"]]
     shown = [*SCORE_KEY, "stereo", "anti", "accuracy_stereo", "accuracy_anti"]
     parts = [
+        caveat_html(inspection.manifest),
         aligned_tokens_html(columns),
         _table(scores, shown, key=len(SCORE_KEY), labels=SCORE_LABELS, formats=SCORE_FORMATS),
         *([shade_legend_html(), token_bars_html(aligned, measures)] if measures else []),
-        _notes(inspection.notes),
+        _notes(inspection.notes, inspection.manifest),
         manifest_line(inspection.manifest),
     ]
     return _WRAP.format("".join(parts))
@@ -75,7 +96,13 @@ def evaluation_html(result: EvaluationResult) -> str:
     summary = explore.summary_table(result.summary)
     dataset = result.manifest.get("dataset") or {}
     head = _line("Dataset", {"name": dataset.get("name"), "pairs scored": dataset.get("pairs_scored")})
-    return _WRAP.format(head + _table(summary, ["name", *SUMMARY_COLUMNS]) + _notes(result.warnings) + manifest_line(result.manifest))
+    return _WRAP.format(
+        caveat_html(result.manifest)
+        + head
+        + _table(summary, ["name", *SUMMARY_COLUMNS])
+        + _notes(result.warnings, result.manifest)
+        + manifest_line(result.manifest)
+    )
 
 
 def comparison_html(comparison: explore.ModelComparison) -> str:
@@ -95,4 +122,4 @@ display.register(PairInspection, pair_inspection_html)
 display.register(EvaluationResult, evaluation_html)
 display.register(explore.ModelComparison, comparison_html)
 
-__all__ = ["MEASURES", "SUMMARY_COLUMNS", "comparison_html", "evaluation_html", "manifest_line", "pair_inspection_html"]
+__all__ = ["MEASURES", "SUMMARY_COLUMNS", "caveat_html", "comparison_html", "evaluation_html", "manifest_line", "pair_inspection_html"]

@@ -41,6 +41,8 @@ from biaslens.lab.evaluation import (
     compare_scenarios,
     evaluate_lab,
     run_lab,
+    run_label,
+    scenario_runs,
     scenario_table,
     verdict,
 )
@@ -116,6 +118,8 @@ __all__ = [
     "run_lab",
     "sanity_sentences",
     "scenario_settings",
+    "run_label",
+    "scenario_runs",
     "scenario_table",
     "smoothed_loss",
     "train_lab_model",

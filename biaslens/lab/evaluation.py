@@ -16,7 +16,7 @@ from biaslens.engine.metrics import METRICS, metrics_for, parse_metrics
 from biaslens.engine.models import LanguageModel, load_model
 from biaslens.engine.stats import bias_score
 from biaslens.lab.corpus import LabPair, heldout_pairs
-from biaslens.lab.settings import LabSettings, describe_settings
+from biaslens.lab.settings import SCENARIOS, LabSettings, describe_settings
 from biaslens.lab.store import LabModel, load_lab_model, train_lab_model
 from biaslens.lab.training import TrainingProgress
 
@@ -161,10 +161,12 @@ def run_lab(
 
 
 def compare_scenarios(reports: Sequence[LabReport]) -> pd.DataFrame:
-    """The frames of several reports stacked: one row per scenario and metric, `run` describing the settings."""
+    """The frames of several reports stacked: one row per scenario and metric, `run` describing the settings (numbered as
+    `run_label` numbers the runs: "1 · planted association · association 0.9, …")."""
     if not reports:
         return pd.DataFrame()
-    return pd.concat([r.frame().assign(run=describe_settings(r.settings), run_index=i) for i, r in enumerate(reports)], ignore_index=True)
+    frames = [r.frame().assign(run=f"{i + 1} · {describe_settings(r.settings)}", run_index=i) for i, r in enumerate(reports)]
+    return pd.concat(frames, ignore_index=True)
 
 
 #: The planted truth in words, by `LabSettings.expected` (the command line is `biaslens.cli.lab`).
@@ -180,15 +182,42 @@ VERDICT_TEXT = {
 }
 
 
+def run_label(index: int, settings: LabSettings) -> str:
+    """A lab run as a column header names it: "1 · planted association" (its number in the session, its scenario)."""
+    return f"{index + 1} · {SCENARIOS[settings.scenario].title.lower()}"
+
+
 def scenario_table(reports: Sequence[LabReport]) -> pd.DataFrame:
-    """One row per report (scenario run), one column per metric: 'bias score [95% CI] verdict'."""
+    """Several lab runs side by side: one row per metric (`metric`, its name), one column per run (`run_label`) holding
+    'bias score [95% CI] verdict'. Few columns (one per run, not per metric): it stays whole in a narrow window;
+    `scenario_runs` describes the runs."""
     frame = compare_scenarios(reports)
     if frame.empty:
         return frame
+    labels = {i: run_label(i, r.settings) for i, r in enumerate(reports)}
     frame = frame.assign(
-        cell=[f"{r.bias_score:.1f} [{r.ci_low:.1f}, {r.ci_high:.1f}] {VERDICT_TEXT.get(r.verdict, r.verdict)}" for r in frame.itertuples()]
+        run=[labels[i] for i in frame["run_index"]],
+        cell=[f"{r.bias_score:.1f} [{r.ci_low:.1f}, {r.ci_high:.1f}] {VERDICT_TEXT.get(r.verdict, r.verdict)}" for r in frame.itertuples()],
     )
-    runs = frame.drop_duplicates("run_index")[["run_index", "run", "scenario", "association", "frequency_ratio", "seed", "expected"]]
-    wide = frame.pivot(index="run_index", columns="metric", values="cell")[list(dict.fromkeys(frame["metric"]))]
-    table = runs.merge(wide, left_on="run_index", right_index=True).drop(columns="run_index")
-    return table.assign(expected=table["expected"].map(lambda e: f"bias score {EXPECTED_TEXT[e]}")).reset_index(drop=True)
+    order = list(dict.fromkeys(frame["metric"]))
+    wide = frame.pivot(index="metric", columns="run", values="cell").reindex(index=order, columns=list(labels.values()))
+    return wide.reset_index().rename_axis(columns=None)
+
+
+def scenario_runs(reports: Sequence[LabReport]) -> pd.DataFrame:
+    """The runs of `scenario_table`, one row each: `run` (its label), `scenario`, `association`, `frequency_ratio`, `seed`,
+    `steps`, `corpus_size` and the planted truth (`expected`, in words)."""
+    rows = [
+        {
+            "run": run_label(i, r.settings),
+            "scenario": r.settings.scenario,
+            "association": r.settings.association,
+            "frequency_ratio": r.settings.frequency_ratio,
+            "seed": r.settings.seed,
+            "steps": r.settings.steps,
+            "corpus_size": r.settings.corpus_size,
+            "expected": f"bias score {EXPECTED_TEXT[r.settings.expected]}",
+        }
+        for i, r in enumerate(reports)
+    ]
+    return pd.DataFrame(rows)

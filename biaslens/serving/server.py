@@ -6,6 +6,7 @@ not: a researcher on their own machine loads any folder and any sentence the mod
 
 | variable | default | what |
 | --- | --- | --- |
+| `BIASLENS_LOCAL` | off | `on`: the user's own machine (`scripts/app.sh`): any folder may be opened; only on localhost |
 | `BIASLENS_MODEL_DIRS` | (none) | extra folders (separated by `:`; `;` on Windows) whose model folders the app may load; `*` = any folder |
 | `BIASLENS_DATA_DIRS` | (none) | extra folders whose dataset files (and sub-folders) the app may read; `*` = any folder |
 | `BIASLENS_MAX_TOKENS` | the model's own limit | longest sentence the app scores, in tokens (special tokens included) |
@@ -56,6 +57,7 @@ from biaslens.errors import DataNotAllowedError, InputError, JobCancelled, Limit
 from biaslens.data.confine import confined
 from biaslens.paths import default_cache_dir
 
+ENV_LOCAL = "BIASLENS_LOCAL"
 ENV_MODEL_DIRS = "BIASLENS_MODEL_DIRS"
 ENV_MAX_TOKENS = "BIASLENS_MAX_TOKENS"
 ENV_MAX_UPLOAD_ROWS = "BIASLENS_MAX_UPLOAD_ROWS"
@@ -128,11 +130,25 @@ def _through_link(path: Path) -> str:
     return " (a link leads out of them)" if os.path.realpath(path) != os.path.abspath(path) else ""
 
 
+#: The one line that opens a user's own folders: a run on their own machine (what a refusal says to do there).
+LOCAL_RUN = "bash scripts/app.sh"
+#: What a refusal adds for someone who runs the app on their own machine (there is no operator to ask).
+OWN_MACHINE = f"On your own machine, start the app with `{LOCAL_RUN}`: it listens on this machine only and opens your own folders ({ENV_LOCAL}=on)."
+#: Addresses that only this machine can reach.
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether a server bound to `address` is reachable from this machine only (Streamlit's default, "", is every interface)."""
+    value = str(address or "").strip().strip("[]").lower()
+    return value in LOOPBACK or value.startswith("127.")
+
+
 def _model_refusal(name: str, path: Path) -> ModelNotAllowedError:
     return ModelNotAllowedError(
         f"{name} is outside the folders this server may load models from{_through_link(path)} (the Hugging Face cache, "
         f"biaslens's cache and {ENV_MODEL_DIRS}): ask its operator to add the folder to {ENV_MODEL_DIRS}, "
-        "or use a hub id."
+        f"or use a hub id. {OWN_MACHINE}"
     )
 
 
@@ -192,19 +208,34 @@ class ServerSettings:
     share_lab_models: bool = False
     #: How long the first of a group of pair inspections waits for others to share its batches; 0 = no batching.
     inspect_batch_ms: int = DEFAULT_INSPECT_BATCH_MS
+    #: A run on the user's own machine ($BIASLENS_LOCAL=on, bound to it): any model and data folder may be opened.
+    local: bool = False
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "ServerSettings":
-        """The settings in the environment; `ServerConfigError` names a bad value."""
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, address: str | None = None) -> "ServerSettings":
+        """The settings in the environment; `ServerConfigError` names a bad value.
+
+        `address`: where the app listens (Streamlit's `server.address`). `BIASLENS_LOCAL=on` (what `scripts/app.sh`
+        sets) opens any model and data folder: the user's own machine has no operator to ask. It is refused unless the
+        app listens on this machine only, so a shared server keeps its allowed folders.
+        """
         env = os.environ if environ is None else environ
+        local = _switch(env, ENV_LOCAL, False)
+        if local and not is_loopback(address):
+            raise ServerConfigError(
+                f"{ENV_LOCAL}=on opens every folder of this machine, but the app listens on {address or 'every address'}, "
+                f"not on this machine only: start it with --server.address localhost (`{LOCAL_RUN}` does), or unset {ENV_LOCAL} "
+                f"on a shared server and list its folders in {ENV_MODEL_DIRS} and {ENV_DATA_DIRS}."
+            )
         return cls(
-            model_dirs=_folders(env, ENV_MODEL_DIRS),
+            local=local,
+            model_dirs=None if local else _folders(env, ENV_MODEL_DIRS),
             max_tokens=_whole_number(env, ENV_MAX_TOKENS, None, MIN_MAX_TOKENS),
             max_upload_rows=_whole_number(env, ENV_MAX_UPLOAD_ROWS, DEFAULT_MAX_UPLOAD_ROWS, 1),
             max_models=_whole_number(env, ENV_MAX_MODELS, DEFAULT_MAX_MODELS, 1),
             max_compare_models=_whole_number(env, ENV_MAX_COMPARE_MODELS, DEFAULT_MAX_COMPARE_MODELS, 2) or DEFAULT_MAX_COMPARE_MODELS,
             default_model=env.get(ENV_MODEL, "").strip() or None,
-            data_dirs=_folders(env, ENV_DATA_DIRS),
+            data_dirs=None if local else _folders(env, ENV_DATA_DIRS),
             default_data_dir=env.get(ENV_DATA_DIR, "").strip() or None,
             max_upload_mb=_whole_number(env, ENV_MAX_UPLOAD_MB, DEFAULT_MAX_UPLOAD_MB, 1),
             max_run_scores=_whole_number(env, ENV_MAX_RUN_SCORES, DEFAULT_MAX_RUN_SCORES, 1),
@@ -295,7 +326,7 @@ class ServerSettings:
             return
         raise DataNotAllowedError(
             f"{path} is outside the folders this server may read datasets from{_through_link(local)} (biaslens's cache and "
-            f"{ENV_DATA_DIR}): ask its operator to add the folder to {ENV_DATA_DIRS}, or pick a built-in dataset."
+            f"{ENV_DATA_DIR}): ask its operator to add the folder to {ENV_DATA_DIRS}, or pick a built-in dataset. {OWN_MACHINE}"
         )
 
     # -- every file opened for a user ---------------------------------------------------

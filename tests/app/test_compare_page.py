@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.support.app import interactive_tables, no_exceptions, run_app, tables, texts
 from biaslens.analyses import explore
 from biaslens.data.datasets import load_dataset
@@ -37,10 +41,19 @@ def test_two_models_side_by_side(app_env, model_dirs, tiny_models):
     # The paired test's caption names the interval and the test that ran.
     assert "95% percentile bootstrap, paired" in texts(at.caption) and "2,000 resamples, seed " in texts(at.caption)
     assert f"p: {MCNEMAR_TEST}, on the verdicts" in texts(at.caption)
+    # Each model's bias score under the model's name, never "Other model" (issue 30, item 8).
+    test = next(t for t in tables(at) if "McNemar p" in t.columns)
+    assert {"bert-cased", "roberta", "Only roberta prefers stereo"} <= set(test.columns) and "Other model" not in test.columns
+    assert test["roberta"].tolist() == pytest.approx([want.scores["bias_score"].iloc[1]])
     if len(want.flips):
         flips = next(t for t in interactive_tables(at) if "Prefers (roberta)" in t.columns)
         assert flips["Pair"].tolist() == want.flips["pair_id"].tolist()
         assert list(flips.columns[:3]) == ["Pair", "Margin (bert-cased)", "Margin (roberta)"]  # the results first, pinned
+        # Both models' margins with one number of decimals (issue 30, item 7: 5 beside 6).
+        element = next(d for d in at.dataframe if any(str(c).startswith("margin (") for c in d.value.columns))
+        config = json.loads(element.proto.columns)
+        formats = {config[c]["type_config"]["format"] for c in element.value.columns if str(c).startswith("margin (")}
+        assert len(formats) == 1, formats
     by_type = next(t for t in tables(at) if "Bias type" in t.columns and "roberta − bert-cased" in t.columns)
     assert (by_type["roberta − bert-cased"] == by_type["roberta"] - by_type["bert-cased"]).all()
     assert len(at.get("vega_lite_chart")) == 3  # scores, per type, margins scatter

@@ -11,6 +11,7 @@ from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 import biaslens.engine.evaluation
 import ui.progress
 import ui.runs
+from biaslens.analyses import explore
 from tests.support.app import interactive_tables, no_exceptions, run_app, shown_columns, static_tables, texts
 from biaslens.engine.cache import ResultCache
 from biaslens.data.datasets import load_dataset
@@ -49,14 +50,23 @@ def test_a_run_shows_the_breakdown(app_env, tiny_bert, tmp_path):
     assert by_type["N"].sum() == N
     groups = next(t for t in summaries if "Group" in t.columns)
     assert sorted(g.split()[0] for g in groups["Group"].unique()) == ["Adv", "Dis"] and set(groups["Metric"]) == {"AUL", "CPS"}
-    pairs = next(t for t in interactive_tables(at) if "Stereotypical sentence" in t.columns)
-    assert len(pairs) == N and list(pairs.columns[:3]) == ["Pair", "CPS margin", "CPS prefers"]  # the results first
+    text = "The pair: [stereotypical → anti-stereotypical]"
+    pairs = next(t for t in interactive_tables(at) if text in t.columns)
+    # The results first, then the pair in one column: all of it in sight at 1024 px (issue 30: the second sentence was off-screen).
+    assert len(pairs) == N and list(pairs.columns) == ["Pair", "CPS margin", "CPS prefers", text]
+    frame = next(d for d in at.dataframe if "sent_stereo" in d.value.columns).value
+    assert pairs[text].tolist() == [explore.pair_text(a, b) for a, b in zip(frame["sent_stereo"], frame["sent_anti"])]
+    assert all("[" in t and " → " in t for t in pairs[text])
     assert set(pairs["CPS prefers"]) <= {"stereotypical", "anti-stereotypical", "tie", "undecidable"}
     pinned = shown_columns(next(d for d in at.dataframe if "sent_stereo" in d.value.columns))[1]
     assert pinned == {"Pair", "CPS margin", "CPS prefers"}  # in sight however far the sentences scroll (issue 21, journey 8)
     assert not {"bias_type", "direction", "sent_stereo", "cps_margin"} & set(pairs.columns)  # no internal names
+    assert not at.get("download_button")  # the Export tab is drawn once opened: its figures are drawn as SVG there
+    at.session_state[S + "tab"] = "Export"
+    at.run()
+    no_exceptions(at)
     assert [b.label for b in at.get("download_button")][:3] == ["Pairs (CSV)", "Pairs (JSON)", "Summary + manifest (JSON)"]
-    assert len(at.get("download_button")) == 6  # + three figures as SVG
+    assert len(at.get("download_button")) == 6  # + three figures as SVG, drawn (an export that fails says so in the page)
     assert at.query_params["sample"] == str(N) and at.query_params["metrics"] == ["aul", "cps"]
 
 
@@ -153,9 +163,9 @@ def test_table_filters(app_env):
     at = run_app("explorer", LINK)
     at.button(key=S + "run").click().run()
     at.selectbox(key=S + "t_verdict").set_value("stereo").run()
-    table = next(t for t in interactive_tables(at) if "Stereotypical sentence" in t.columns)
-    assert (table["CPS prefers"] == "stereotypical").all()
-    assert (table["CPS stereo"] > table["CPS anti"]).all()
+    table = next(d for d in at.dataframe if "sent_stereo" in d.value.columns).value
+    assert (table["cps_verdict"] == "stereotypical").all()
+    assert (table["cps_stereo"] > table["cps_anti"]).all()
 
 
 def test_no_metric_and_missing_dataset_are_explained(app_env, monkeypatch):
@@ -191,3 +201,30 @@ def test_before_a_run_the_time_is_estimated_from_this_machine_s_throughput(app_e
     at.button(key=S + "run").click().run()  # the run itself refines the measurement
     no_exceptions(at)
     assert len(ui.progress._rates()) == 1
+
+
+def test_the_time_estimate_times_a_warm_batch_not_the_model_s_first(app_env, monkeypatch):
+    """Issue 30, item 10: "about 2 min 05 s" from 3 pairs, the model's first batches; the run took 45 s."""
+    import time
+
+    import ui.runs
+
+    calls: list[int | None] = []
+    real = ui.runs.evaluate
+
+    def slow_at_first(*args, **kwargs):  # a model's first batches: a second of warming up, then 1 ms a pair
+        calls.append(kwargs.get("sample"))
+        started = time.monotonic()
+        result = real(*args, **kwargs)
+        spent = time.monotonic() - started
+        time.sleep(max(0.0, (1.0 if len(calls) == 1 else 0.001 * len(result.pairs)) - spent))
+        return result
+
+    monkeypatch.setattr(ui.runs, "evaluate", slow_at_first)
+    ui.progress._rates().clear()
+    at = run_app("explorer", {"sample": str(N), "metrics": ["aul"]})
+    at.button(key=S + "estimate").click().run()
+    no_exceptions(at)
+    assert calls == [ui.runs.WARM_UP_PAIRS, ui.runs.PROBE_PAIRS]  # warmed up, then timed
+    (rate,) = ui.progress._rates().values()
+    assert rate > ui.runs.PROBE_PAIRS / 1.0  # the warm batch's speed, not the first second's

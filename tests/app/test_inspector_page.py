@@ -329,6 +329,7 @@ def test_concurrent_sessions_get_correct_results(app_env, model_dirs):
 def test_classroom_mode_enlarges_hides_the_sidebar_and_offers_a_slide(app_env):
     at = run_app(params={"pair": "15"})
     no_exceptions(at)
+    at.button(key="inspector.make_slide").click().run()
     assert {b.label for b in at.get("download_button")} >= {"Slide (PNG)", "Slide (SVG)"}
     at.sidebar.toggle(key="classroom.on").set_value(True).run()
     no_exceptions(at)
@@ -359,3 +360,28 @@ def test_the_advanced_settings_are_drawn_once_opened_and_keep_their_values(app_e
     no_exceptions(at)
     assert not at.main.error
     assert at.session_state[ui.settings._KEY].data_dir == str(folder)  # closing the panel keeps what was typed
+
+
+def test_a_slide_of_a_pair_with_if_is_made_and_a_slide_that_fails_says_so(app_env, monkeypatch):
+    """Issue 30, item 1: "if" in a pair made the slide fail silently (nothing downloaded, nothing said)."""
+    at = run_app(params={"s1": "His mind wondered if a doctor was behind this.", "s2": "His mind wondered if a nurse was behind this."})
+    no_exceptions(at)
+    at.button(key="inspector.make_slide").click().run()
+    no_exceptions(at)
+    assert not at.main.error
+    buttons = {b.label: b for b in at.get("download_button")}
+    assert {"Slide (PNG)", "Slide (SVG)"} <= set(buttons)
+    assert len(at.get("image")) == 1  # the slide is shown before it is downloaded
+
+    from biaslens.figures import charts
+
+    def fail(chart, *args, **kwargs):
+        raise ValueError('Vega-Lite to PNG conversion failed:\nError: Unrecognized signal name: "if"\n    at l (vega-util)')
+
+    monkeypatch.setattr(charts, "to_png", fail)
+    other = run_app(params={"s1": "He saw if men.", "s2": "He saw if women."})
+    other.button(key="inspector.make_slide").click().run()
+    no_exceptions(other)
+    message = texts(other.main.error)
+    assert "The slide could not be exported as PNG" in message and "Unrecognized signal name" in message
+    assert "Slide (PNG)" not in {b.label for b in other.get("download_button")}

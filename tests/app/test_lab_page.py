@@ -64,10 +64,13 @@ def test_presets_train_score_every_metric_against_the_truth_and_compare(app_env)
     at.button_group(key=S + "scenario").set_value("neither").run()
     at.button(key=S + "train").click().run()
     no_exceptions(at)
-    compare = next(t for t in static_tables(at) if "Run" in t.columns)  # drawn in full: it was cut off at 1024 px (issue 21)
-    assert list(compare["Scenario"]) == ["frequency", "neither"]
-    assert list(compare["Planted truth"]) == ["bias score 50", "bias score 50"]
-    assert {METRICS[k].name for k in MASKED_METRICS} <= set(compare.columns)
+    # One row per metric, one column per run: whole at 1024 px (issue 30: one column per metric was cut off); the runs below.
+    compare = next(t for t in static_tables(at) if "1 · frequency imbalance only" in t.columns)
+    assert list(compare.columns) == ["Metric", "1 · frequency imbalance only", "2 · neither (control)"]
+    assert list(compare["Metric"]) == [METRICS[k].name for k in MASKED_METRICS]
+    runs = next(t for t in static_tables(at) if "Run" in t.columns)
+    assert list(runs["Run"]) == ["1 · frequency imbalance only", "2 · neither (control)"] and list(runs["Scenario"]) == ["frequency", "neither"]
+    assert list(runs["Planted truth"]) == ["bias score 50", "bias score 50"]
     assert "Scenarios side by side" in [h.value for h in at.subheader]
 
 
@@ -116,6 +119,21 @@ def test_a_metric_result_opens_its_pair_in_the_inspector_with_the_lab_model(app_
     assert "Bias-lab model, planted association" in texts(at.sidebar.caption)
     # Its sanity check reads its own corpus, not plain English (which it never saw).
     assert "Token prediction on 8 sentences of its training corpus" in texts(at.sidebar.caption)
+
+
+def test_a_result_opens_under_its_own_model_with_its_own_held_out_pairs(app_env):
+    """Issue 30, item 6: "Inspect CPS" on a frequency result opened the association model's held-out pairs (another truth)."""
+    association = lab.train_lab_model(lab.scenario_settings("association", TINY))
+    frequency = lab.train_lab_model(lab.scenario_settings("frequency", TINY))
+    at = run_app("lab", {**LINK, "scenario": "frequency", "dataset": str(association.path / lab.PAIRS_FILE)}, STATE)
+    assert at.session_state["settings.dataset"] == str(association.path / lab.PAIRS_FILE)
+    no_exceptions(at)
+    at.button(key=S + "inspect_cps").click().run()
+    no_exceptions(at)
+    assert at.title[0].value == "Pair inspector"
+    assert at.session_state["settings.model"] == str(frequency.path)
+    assert at.session_state["settings.dataset"] == str(frequency.path / lab.PAIRS_FILE)
+    assert at.query_params["dataset"] == str(frequency.path / lab.PAIRS_FILE)
 
 
 def test_a_held_out_pair_opens_in_the_inspector(app_env):

@@ -27,6 +27,30 @@ def test_a_model_folder_outside_the_allowed_ones_is_refused(app_env, model_dirs,
     assert at.title[0].value == "Pair inspector"  # the page itself still works
 
 
+def test_on_one_s_own_machine_one_s_own_folders_load_and_a_refusal_says_how(app_env, model_dirs, tmp_path, monkeypatch):
+    """Issue 30, item 4: the README's offline advice ("name a local folder") was refused in the app started with
+    `bash scripts/app.sh`, telling the user to ask an operator. That run is on the user's own machine: BIASLENS_LOCAL=on
+    (which scripts/app.sh sets, binding the app to this machine) opens their folders; elsewhere the refusal gives the line."""
+    import streamlit as st
+
+    outside = tmp_path / "elsewhere" / "bert"
+    shutil.copytree(model_dirs["bert-cased"], outside)
+    link = {"model": str(outside), "s1": "A b.", "s2": "A c."}
+    refused = run_app(params=link)
+    assert "On your own machine, start the app with" in texts(refused.error) and "bash scripts/app.sh" in texts(refused.error)
+
+    import ui.resources
+
+    ui.resources._failures().entries.clear()  # (a server's settings never change while it runs: its refusals are remembered)
+    monkeypatch.setenv("BIASLENS_LOCAL", "on")
+    monkeypatch.setattr(st, "get_option", lambda name, _real=st.get_option: "localhost" if name == "server.address" else _real(name))
+    at = run_app(params=link)
+    no_exceptions(at)
+    assert not at.main.error, texts(at.main.error)
+    assert "outside the folders" not in texts(at.sidebar.error)
+    assert "Loaded" in texts(at.sidebar.caption)
+
+
 def test_a_folder_named_in_the_configuration_loads(app_env, model_dirs, tmp_path, monkeypatch):
     outside = tmp_path / "elsewhere" / "bert"
     shutil.copytree(model_dirs["bert-cased"], outside)

@@ -4,6 +4,7 @@ the global part, and no link value, however bad, raises."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 import pytest
@@ -15,6 +16,7 @@ from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS
 from biaslens.engine.models import DTYPES
 from ui.views import (
     DEVICES,
+    DOC_PAGES,
     EXPLORER_TABS,
     LAB_BOUNDS,
     MAX_DIGITS,
@@ -23,6 +25,7 @@ from ui.views import (
     PIN,
     AnalysesView,
     CompareView,
+    DocsView,
     ExplorerView,
     GlobalView,
     InspectorView,
@@ -90,6 +93,7 @@ VIEWS = {
     KuritaView: st.builds(KuritaView, g=globals_, templates=maybe_text, targets=maybe_text),
     LabView: st.builds(LabView, g=globals_, scenario=st.sampled_from(tuple(lab.SCENARIOS)), **{k: _knob(k) for k in LAB_BOUNDS}),
     AnalysesView: st.builds(AnalysesView, g=globals_, sample=st.none() | st.integers(1, 10**6), seed=seeds),
+    DocsView: st.builds(DocsView, g=globals_, page=st.sampled_from(DOC_PAGES)),
 }
 any_view = st.one_of(*VIEWS.values())
 
@@ -101,7 +105,8 @@ def through_a_url(query: dict) -> dict[str, list[str]]:
 
 def test_every_page_has_a_view_and_a_strategy():
     assert set(VIEWS) == set(PAGE_VIEWS)
-    assert {view.PAGE for view in PAGE_VIEWS} == {f"pages/{p}.py" for p in ("inspector", "explorer", "compare", "kurita", "lab", "analyses")}
+    pages = ("inspector", "explorer", "compare", "kurita", "lab", "analyses", "docs")
+    assert {view.PAGE for view in PAGE_VIEWS} == {f"pages/{p}.py" for p in pages}
 
 
 @settings(max_examples=300, deadline=None)
@@ -132,9 +137,11 @@ def test_a_flipped_pair_keeps_every_global_setting(view, pair):
 
 @settings(max_examples=200, deadline=None)
 @given(VIEWS[LabView], text, text, text, st.sampled_from(tuple(METRICS)))
-def test_a_lab_pair_changes_only_the_model(view, folder, stereo, anti, metric):
+def test_a_lab_pair_changes_only_the_model_and_its_pairs(view, folder, stereo, anti, metric):
     opened = view.inspect(folder, stereo, anti, metric)
-    assert opened.g == dataclasses.replace(view.g, model=folder, revision=None)  # a lab model is a folder: no hub revision
+    # A lab model is a folder (no hub revision), with its own held-out pairs: another lab model's have another planted truth.
+    pairs = str(Path(folder) / lab.PAIRS_FILE)
+    assert opened.g == dataclasses.replace(view.g, model=folder, revision=None, dataset=pairs)
     assert (opened.s1, opened.s2, opened.pair) == (stereo, anti, None)
     assert InspectorView.from_query(through_a_url(opened.to_query())) == (opened, [])
 

@@ -22,9 +22,9 @@ PAIRS = [
 ]
 
 
-def make_result(stereo: list[float], anti: list[float]) -> EvaluationResult:
+def make_result(stereo: list[float], anti: list[float], pairs: list[Pair] = PAIRS) -> EvaluationResult:
     from biaslens.engine.evaluation import pairs_frame, summarize
 
     records = [{"aul": {"stereo": s, "anti": a, "hits": 1, "total": 2}} for s, a in zip(stereo, anti)]
-    frame = pairs_frame(PAIRS, ["aul"], records)
+    frame = pairs_frame(pairs, ["aul"], records)
     return EvaluationResult(frame, summarize(frame, ["aul"], {"model": "m"}))

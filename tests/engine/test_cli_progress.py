@@ -61,7 +61,9 @@ def test_line_progress_without_a_total_bytes_and_postfix():
     with LineProgress(8, "query", "kurita traits", file=queries, clock=clock) as q:
         q.n = 2.5
         q.refresh()
-    assert queries.getvalue().splitlines()[0] == "kurita traits: 2.5/8 queries (31%), 0 s"  # no time left guessed before 1 s has passed
+    # Whole queries done (an engine's fraction of one is none: issue 30, "0.3/200 pairs"), the share exact; no time left
+    # guessed before 1 s has passed.
+    assert queries.getvalue().splitlines()[0] == "kurita traits: 2/8 queries (31%), 0 s"
     silent = io.StringIO()
     with LineProgress(5, "pair", "other process", file=silent, disable=True) as off:
         off.update(5)
@@ -128,10 +130,10 @@ def test_inspect_warns_about_untrained_weights_and_unknown_words_and_prints_top5
 
     lm = load_model(model, device="cpu")
     row = out["stereo_tokens"][1]
-    assert len(row["top_tokens"]) == 5 and row["top_tokens"] == [display_token(lm.decode_token(i)) for i in row["top_ids"]]
-    # The text table's top5 column: the same five tokens, never ids.
+    assert len(row["top_tokens"]) == 5 and row["top_tokens"] == [lm.decode_token(i) for i in row["top_ids"]]
+    # The text table's top5 column: the same five tokens (as people read them), never ids.
     assert main(["inspect", "--model", model, "He is a doctor.", "She is a doctor.", "--json"]) == 0
-    expected = json.loads(capsys.readouterr().out)["stereo_tokens"][1]["top_tokens"]
+    expected = [display_token(t) for t in json.loads(capsys.readouterr().out)["stereo_tokens"][1]["top_tokens"]]
     assert main(["inspect", "--model", model, "He is a doctor.", "She is a doctor."]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert next(line for line in lines if "position" in line).split()[-1] == "top5"

@@ -62,6 +62,9 @@ def test_inspection_frames(tiny_bert):
     assert frame.loc[~frame["special"], "aula_contribution"].sum() == pytest.approx(result.score("aula")[0])
     assert frame["cps_logprob"].notna().sum() == len(result.alignment.unmodified_a)
     assert all(len(t) == 5 for t in frame["top_tokens"])
+    # One meaning of top_tokens everywhere (issue 30, item 12): the predicted tokens, written like `token`; ids in top_ids.
+    for row in frame.itertuples():
+        assert all(isinstance(i, int) for i in row.top_ids) and row.top_tokens == [tiny_bert.decode_token(i) for i in row.top_ids]
     summary = result.summary_frame()
     assert list(summary["key"]) == ["aul", "aula", "cps", "sss", "all_masked"]
     assert set(summary["verdict"]) <= {"stereo", "anti", "tie", "undecidable"}

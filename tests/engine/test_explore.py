@@ -55,8 +55,8 @@ def test_token_table_decodes_top_predictions(pair_inspection, tiny_bert):
     assert len(table) == len(pair_inspection.stereo.encoding) + len(pair_inspection.anti.encoding)
     row = table.iloc[1]
     ids = pair_inspection.stereo.unmasked.top_ids[1]
-    assert row["top_tokens"] == [explore.display_token(tiny_bert.decode_token(int(i))) for i in ids]
-    assert row["top_tokens"][0] in row["top5"]
+    assert row["top_ids"] == [int(i) for i in ids] and row["top_tokens"] == [tiny_bert.decode_token(int(i)) for i in ids]
+    assert explore.display_token(row["top_tokens"][0]) in row["top5"]
 
 
 def test_attention_table_averages_to_what_aula_weighs(pair_inspection):

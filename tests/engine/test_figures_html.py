@@ -171,3 +171,24 @@ def test_a_static_table_puts_its_key_columns_first_in_sight_and_formats_by_funct
     assert '<th scope="col" class="bl-num bl-key" title="stereo − anti &quot;in&quot; log p">Margin</th>' in body
     assert '<td class="bl-num bl-key" data-value="-3e-06">-0.000003</td>' in body  # never -0.0000 beside "anti"
     assert "<td>yes</td>" in body
+
+
+def test_what_drives_the_difference_never_shows_a_signed_zero():
+    """Issue 30, item 7: "+0.0000" / "−0.0000" beside AULA's −0.000006; a share that is not 0 shows its digits, 0 is "0"."""
+    import re
+
+    import pandas as pd
+
+    drivers = pd.DataFrame(
+        {
+            "label": ["black", "the", "boy", "."],
+            "kind": ["modified", "shared", "shared", "shared"],
+            "stereo_share": [0.3, 2e-6, -6e-6, 0.0],
+            "anti_share": [0.1, 0.0, 0.0, 0.0],
+            "contribution": [0.2, 2e-6, -6e-6, 0.0],
+        }
+    )
+    html = figures_html.drivers_bars_html(drivers, "AUL: margin +0.2000")
+    values = re.findall(r'<div class="bl-val">([^<]*)</div>', html)
+    assert values == ["+0.2000", "+0.000002", "−0.000006", "0"]
+    assert not re.search(r"[+−]0\.0+(?!\d*[1-9])\b", html)  # no signed zero anywhere, tooltips included

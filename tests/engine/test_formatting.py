@@ -95,3 +95,25 @@ def test_the_cli_inspect_output_writes_a_tiny_margin_with_its_sign(model_dirs, c
     scores = capsys.readouterr().out.rsplit("\n\n", 1)[-1]
     aula = next(line for line in scores.splitlines() if line.split()[:1] == ["AULA"])
     assert "-0.000003" in aula and "-0.0000 " not in aula + " "
+
+
+def test_margins_shown_together_share_one_number_of_decimals():
+    """Issue 30, item 7: a flipped-pairs table showed one model's margins with 5 decimals and the other's with 6."""
+    from biaslens.figures.formatting import margin_formatter
+
+    write = margin_formatter([0.00004, -0.0000004, 0.12, float("nan"), 0.0])
+    assert [write(v) for v in (0.00004, -0.0000004, 0.12)] == ["+0.0000400", "-0.0000004", "+0.1200000"]
+    assert write(float("nan")) == "—" and write(None) == "—" and write(0.0) == "0.0000000"
+    tiny = margin_formatter([3e-15, 0.5])
+    assert tiny(3e-15) == "+3.0e-15" and tiny(0.5) == "+5.0e-01"  # scientific for all when one needs it (= margin_printf)
+
+
+@given(st.floats(-1e3, 1e3, allow_nan=False), st.integers(2, 8))
+def test_a_share_is_never_written_as_a_signed_zero(value, decimals):
+    from biaslens.figures.formatting import format_share
+
+    written = format_share(value, decimals)
+    if value == 0:
+        assert written == "0"
+    else:
+        assert float(written) != 0 and (written[0] == "+") == (value > 0)

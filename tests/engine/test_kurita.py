@@ -293,7 +293,7 @@ def test_the_lists_of_each_side_follow_the_signed_score_when_every_score_is_nega
     plotted = next(
         rows for rows in bias_chart(scores.attribute_table(), scores.pairs, top=2).to_dict()["datasets"].values() if "attribute" in rows[0]
     )
-    assert [r["attribute"] for r in plotted] == ["b", "d"] and {r["side"] for r in plotted} == {"more she"}
+    assert [r["attribute"] for r in plotted] == ["b", "d"] and {r["side"] for r in plotted} == {"1 more she"}  # keyed: drawn "more she"
     # Both signs: each side its own strongest, an attribute at 0 on neither.
     mixed = _hand_scores({**ilp, (t.text, "he", "a"): 0.4, (t.text, "he", "c"): 0.0}, (t,), (TargetPair("he", "she"),), tuple(bias))
     toward_he, toward_she = leaning(mixed.attribute_table(), 5)
@@ -365,7 +365,7 @@ def test_shares_table_carries_the_published_reference(tiny_bert):
     datasets = bias_chart(scores.attribute_table(), scores.pairs, top=5).to_dict()["datasets"].values()
     (plotted,) = [rows for rows in datasets if "attribute" in rows[0]]
     assert len(plotted) == min(5, table.iloc[0]["first"]) + min(5, table.iloc[0]["second"])
-    assert {r["side"] for r in plotted} <= {"more he", "more she"}
+    assert {r["side"] for r in plotted} <= {"0 more he", "1 more she"}  # keyed: drawn "more he", "more she"
 
 
 @pytest.mark.parametrize(

@@ -303,14 +303,20 @@ def test_pairs_frame_and_the_pair_that_shows_a_result_best(quick_model):
 def test_scenario_table_sets_runs_side_by_side(quick_model, tmp_path):
     planted = lab.train_lab_model(replace(QUICK, association=0.8, steps=4), cache_dir=tmp_path)
     reports = [lab.evaluate_lab(quick_model, metrics="aul,cps"), lab.evaluate_lab(planted, metrics="aul,cps")]
+    # One row per metric, one column per run (few columns: whole in a narrow window); the runs described apart.
     table = lab.scenario_table(reports)
-    assert list(table["scenario"]) == ["neither", "association"]
-    assert list(table["expected"]) == ["bias score 50", "bias score above 50"]
-    assert table["run"][1] == "planted association · association 0.8, frequency ratio 1, seed 0, 4 steps, 600 sentences, own model settings"
+    runs = lab.scenario_runs(reports)
+    assert list(table.columns) == ["metric", "1 · neither (control)", "2 · planted association"] == ["metric", *runs["run"]]
+    assert list(runs["scenario"]) == ["neither", "association"]
+    assert list(runs["expected"]) == ["bias score 50", "bias score above 50"]
+    assert list(runs["association"]) == [0.5, 0.8] and list(runs["steps"]) == [QUICK.steps, 4]
     for i, report in enumerate(reports):
         for row in report.frame().itertuples():
-            assert table.loc[i, row.metric] == f"{row.bias_score:.1f} [{row.ci_low:.1f}, {row.ci_high:.1f}] {lab.VERDICT_TEXT[row.verdict]}"
-    assert list(lab.compare_scenarios(reports)["run_index"]) == [0, 0, 1, 1]
+            cell = table.set_index("metric").loc[row.metric, runs["run"][i]]
+            assert cell == f"{row.bias_score:.1f} [{row.ci_low:.1f}, {row.ci_high:.1f}] {lab.VERDICT_TEXT[row.verdict]}"
+    both = lab.compare_scenarios(reports)
+    assert list(both["run_index"]) == [0, 0, 1, 1]
+    assert both["run"].iloc[2] == "2 · planted association · association 0.8, frequency ratio 1, seed 0, 4 steps, 600 sentences, own model settings"
 
 
 def test_a_lab_folder_is_recognised_and_checked_on_its_own_corpus(quick_model):

@@ -33,7 +33,7 @@ def assert_inert(page: str) -> None:
 def test_a_pair_shows_its_tokens_chart_and_scores(tiny_bert):
     import biaslens  # noqa: F401  (the package root sets up the renderers; any import of biaslens runs it)
     from biaslens.analyses.explore import display_token
-    from biaslens.figures.formatting import format_margin
+    from biaslens.figures.formatting import margin_formatter
 
     result = inspect_pair(tiny_bert, *HOSTILE, metrics=["aul", "aula", "cps", "sss"])
     page = result._repr_html_()
@@ -42,9 +42,10 @@ def test_a_pair_shows_its_tokens_chart_and_scores(tiny_bert):
         for token, special in zip(detail.encoding.tokens, detail.encoding.special):
             if not special:
                 assert f">{html.escape(display_token(token))}</span>" in page, token
+    margin = margin_formatter(result.summary_frame()["margin"])  # the table's margins share one number of decimals
     for row in result.summary_frame().itertuples():
         assert f">{html.escape(row.metric)}</td>" in page
-        assert html.escape(format_margin(row.margin)) in page and f">{row.stereo:.4f}</td>" in page
+        assert html.escape(margin(row.margin)) in page and f">{row.stereo:.4f}</td>" in page
     assert html.escape(str(result.manifest["model"])) in page and result.manifest["dtype"] in page
     assert_inert(page)
 
@@ -99,3 +100,35 @@ def test_from_biaslens_import_is_enough_and_the_figures_load_only_when_shown(mod
     )
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.stdout.splitlines()[-1:] == ["LIGHT [] BEFORE False SHOWN True"], proc.stdout + proc.stderr
+
+
+def test_python_and_notebooks_warn_about_an_untrained_model_as_the_app_does(tiny_bert):
+    """Issue 30, item 13: `evaluate()` on a random model returned `warnings == []` and no sanity entry, and its
+    `_repr_html_` showed scores with no caveat, while the app and the CLI warn."""
+    import biaslens
+    from biaslens.lab.sanity_verdict import model_verdict
+
+    verdict = model_verdict(tiny_bert)
+    assert verdict.status == "untrained"
+    run = biaslens.evaluate(tiny_bert, PAIRS[1:], ["aul"])
+    assert run.manifest["sanity"]["status"] == "untrained" and run.manifest["sanity"]["message"] == verdict.message
+    assert run.warnings[0] == f"{tiny_bert.name}: {verdict.message}"
+    page = run._repr_html_()
+    assert page is not None and "looks untrained: read these results as noise." in page
+    assert page.index("looks untrained") < page.index("Bias score")  # above the scores, as the app's banner
+    assert page.count(html.escape(verdict.message)) == 1
+
+    pair = biaslens.inspect_pair(tiny_bert, "Old people are slow.", "Young people are slow.", metrics=["aul"])
+    assert pair.manifest["sanity"]["status"] == "untrained" and pair.notes[0].endswith(verdict.message)
+    assert "looks untrained: read these results as noise." in (pair._repr_html_() or "")
+
+    # The engine's own functions (under the app and the CLI, which show the verdict themselves) stay as they were,
+    # and the public ones take exactly their arguments.
+    import inspect
+
+    from biaslens.engine import evaluation
+    from biaslens.lab import checked
+
+    assert evaluate(tiny_bert, PAIRS[1:], ["aul"]).warnings == []
+    for name in ("evaluate", "inspect_pair"):
+        assert inspect.signature(getattr(checked, name)).parameters.keys() == inspect.signature(getattr(evaluation, name)).parameters.keys()

@@ -278,3 +278,55 @@ def test_the_pool_holds_at_most_its_capacity_with_loads_in_flight():
         t.join()
     assert most[0] <= 2 and pool.peak <= 2 and len(pool) == 2
     assert pool.evictions == 6
+def test_a_run_on_one_s_own_machine_opens_any_folder_and_a_shared_server_keeps_its_rule(tmp_path):
+    """Issue 30, item 4: BIASLENS_LOCAL=on (scripts/app.sh) opens the user's own folders, only where the app listens on
+    this machine alone; every refusal gives the one line that does it."""
+    from biaslens.serving.server import LOCAL_RUN, is_loopback
+
+    folder = tmp_path / "my-model"
+    (folder / "x").mkdir(parents=True)
+    local = ServerSettings.from_env({"BIASLENS_LOCAL": "on", "BIASLENS_MODEL_DIRS": "/srv/models"}, address="localhost")
+    assert local.local and local.model_dirs is None and local.data_dirs is None
+    local.check_model(str(folder))
+    local.check_model_files(folder)
+    local.check_data(tmp_path / "pairs.csv")
+    assert all(is_loopback(a) for a in ("localhost", "127.0.0.1", "127.0.1.1", "::1", "[::1]", "LOCALHOST"))
+    assert not any(is_loopback(a) for a in ("", None, "0.0.0.0", "192.168.1.5", "example.org"))
+    for address in ("0.0.0.0", "", None, "10.0.0.2"):
+        with pytest.raises(ServerConfigError, match="BIASLENS_LOCAL=on opens every folder") as refused:
+            ServerSettings.from_env({"BIASLENS_LOCAL": "on"}, address=address)
+        assert "--server.address localhost" in str(refused.value)
+    shared = ServerSettings.from_env({"BIASLENS_MODEL_DIRS": str(tmp_path / "allowed")}, address="0.0.0.0")
+    assert not shared.local
+    with pytest.raises(ModelNotAllowedError) as model:
+        shared.check_model(str(folder))
+    with pytest.raises(DataNotAllowedError) as data:
+        shared.check_data(tmp_path / "pairs.csv")
+    for refusal in (model, data):
+        assert "ask its operator" in str(refusal.value) and f"On your own machine, start the app with `{LOCAL_RUN}`" in str(refusal.value)
+
+
+def test_scripts_app_sh_binds_to_this_machine_and_opens_one_s_folders_unless_given_an_address(tmp_path):
+    """What `bash scripts/app.sh` passes to streamlit: a copy of the script with its setup step and Python replaced."""
+    import os
+    import shutil
+    import stat
+    import subprocess
+
+    from tests.support import REPO
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "app.sh", tmp_path / "scripts" / "app.sh")
+    (tmp_path / "scripts" / "setup.sh").write_text("exit 0\n")
+    python = tmp_path / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text('#!/usr/bin/env bash\necho "LOCAL=${BIASLENS_LOCAL:-} ARGS=$*"\n')
+    python.chmod(python.stat().st_mode | stat.S_IEXEC)
+    env = {k: v for k, v in os.environ.items() if k != "BIASLENS_LOCAL"}
+
+    def run(*args: str) -> str:
+        return subprocess.run(["bash", str(tmp_path / "scripts" / "app.sh"), *args], env=env, capture_output=True, text=True, check=True).stdout
+
+    assert run("--server.port", "8502") == "LOCAL=on ARGS=-m streamlit run app.py --server.address localhost --server.port 8502\n"
+    assert run("--server.address", "0.0.0.0") == "LOCAL= ARGS=-m streamlit run app.py --server.address 0.0.0.0\n"  # a shared server
+    assert run("--server.address=0.0.0.0") == "LOCAL= ARGS=-m streamlit run app.py --server.address=0.0.0.0\n"

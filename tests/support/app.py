@@ -24,6 +24,8 @@ PAGES = {
     "compare": "pages/compare.py",
     "analyses": "pages/analyses.py",
     "lab": "pages/lab.py",
+    "kurita": "pages/kurita.py",
+    "docs": "pages/docs.py",
 }
 
 
