@@ -225,15 +225,17 @@ def _readout(
     candidates: torch.Tensor | None,
     top_k: int,
     project: bool,
+    entropy: bool = False,
 ) -> dict[str, torch.Tensor]:
     """float32 log-softmax over the vocabulary for (N, H) hidden rows (or (N, V) logits).
 
     The (N, V) block is made a few rows at a time, so that the logits and their
-    log-probabilities stay in the cache while gold, rank and top-k are read from them.
+    log-probabilities stay in the cache while gold, rank and top-k (and, with `entropy`, the
+    entropy of each row's distribution, in nats) are read from them.
     """
     vocab = int(getattr(lm.model.config, "vocab_size", 0) or 0) if project else rows.shape[1]
     step = max(1, _READOUT_ELEMENTS.get(lm.device.type, _READOUT_ELEMENTS["cpu"]) // max(vocab, 1))
-    out: dict[str, list[torch.Tensor]] = {"logprob": [], "rank": [], "cand": [], "top_ids": [], "top_lp": []}
+    out: dict[str, list[torch.Tensor]] = {"logprob": [], "rank": [], "cand": [], "top_ids": [], "top_lp": [], "entropy": []}
     for start in range(0, rows.shape[0], step):
         chunk = rows[start : start + step]
         logits = lm.project(chunk) if project else chunk
@@ -249,7 +251,14 @@ def _readout(
             values, ids = logp.topk(top_k, dim=-1)
             out["top_lp"].append(values)
             out["top_ids"].append(ids)
+        if entropy:
+            out["entropy"].append(_entropy(logp))
     return {k: torch.cat(v) for k, v in out.items() if v}
+
+
+def _entropy(logp: torch.Tensor) -> torch.Tensor:
+    """-sum p log p of each row of float32 log-probabilities (nats); a zero probability adds nothing (0 x -inf: nansum)."""
+    return -(logp.exp() * logp).nansum(dim=-1)
 
 
 def _forward_and_read(
@@ -261,15 +270,16 @@ def _forward_and_read(
     candidates: torch.Tensor | None,
     top_k: int,
     attentions: bool,
+    entropy: bool = False,
 ) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...] | None]:
     """Forward a padded batch (on the device) and read the vocabulary distribution at flat positions; nothing leaves the device."""
     if lm.project is not None:
         hidden, att = lm.hidden_states(input_ids, attention_mask, attentions=attentions)
         rows = hidden.reshape(-1, hidden.shape[-1])[flat_positions]
-        return _readout(lm, rows, gold, candidates, top_k, project=True), att
+        return _readout(lm, rows, gold, candidates, top_k, project=True, entropy=entropy), att
     logits, att = lm.logits(input_ids, attention_mask, attentions=attentions)
     rows = logits.reshape(-1, logits.shape[-1])[flat_positions]
-    return _readout(lm, rows, gold, candidates, top_k, project=False), att
+    return _readout(lm, rows, gold, candidates, top_k, project=False, entropy=entropy), att
 
 
 def _collect(
@@ -336,12 +346,14 @@ def unmasked_pass(
     attention_matrices: bool = False,
     batch_tokens: int | None = None,
     progress: Progress | None = None,
+    entropy: bool = False,
 ) -> list[UnmaskedResult]:
     """Score every token of every sentence, nothing masked: at its own position (masked LM) or from the one before (causal LM).
 
     `attention=True` also returns the attention each token receives (needs eager
     attention, so it costs a little more); `attention_matrices=True` keeps the full
-    per-layer, per-head matrices (meant for the one pair on screen).
+    per-layer, per-head matrices (meant for the one pair on screen); `entropy=True` the
+    entropy of the distribution each token is read from (nats).
     """
     if not encodings:
         return []
@@ -362,7 +374,7 @@ def unmasked_pass(
         else:
             ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, input_ids.reshape(-1)[flat])
             read_d = flat_d
-        out, att = _forward_and_read(lm, ids_d, mask_d, read_d, gold_d, None, top_k, need_att)
+        out, att = _forward_and_read(lm, ids_d, mask_d, read_d, gold_d, None, top_k, need_att, entropy)
         if att is not None:  # asked for (need_att)
             out["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
             if attention_matrices:  # the inspector's pair: (layers, B, heads, L, L) -> (B, layers, heads, L, L), copied now
@@ -376,7 +388,7 @@ def unmasked_pass(
         done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
         read = _collect(lm, done, int(starts[-1]))
         if lm.start_context is not None:
-            _read_first_tokens(lm, read, [e.ids[0] for e in encodings], starts[:-1], top_k)
+            _read_first_tokens(lm, read, [e.ids[0] for e in encodings], starts[:-1], top_k, entropy)
     return [
         UnmaskedResult(
             encoding=encoding,
@@ -386,12 +398,15 @@ def unmasked_pass(
             top_ids=read["top_ids"][a:b] if top_k else None,
             top_logprob=read["top_lp"][a:b] if top_k else None,
             attention_matrices=matrices.get(i),
+            entropy=read["entropy"][a:b] if entropy else None,
         )
         for i, (encoding, a, b) in enumerate(zip(encodings, starts[:-1].tolist(), starts[1:].tolist()))
     ]
 
 
-def _read_first_tokens(lm: LanguageModel, read: dict[str, np.ndarray], first_ids: Sequence[int], at: np.ndarray, top_k: int) -> None:
+def _read_first_tokens(
+    lm: LanguageModel, read: dict[str, np.ndarray], first_ids: Sequence[int], at: np.ndarray, top_k: int, entropy: bool = False
+) -> None:
     """A causal model's first position of each sentence (entries `at`), read from its `start_context`: the distribution
     after that context (bias-bench's start token), computed once for every sentence."""
     ids = torch.tensor([list(lm.start_context or ())], device=lm.device)
@@ -400,7 +415,10 @@ def _read_first_tokens(lm: LanguageModel, read: dict[str, np.ndarray], first_ids
         logits = lm.project(hidden[0, -1:])
     else:
         logits = lm.logits(ids, torch.ones_like(ids))[0][0, -1:]
-    logp = torch.log_softmax(logits.float(), dim=-1)[0].cpu().numpy().astype(np.float64)
+    logp_t = torch.log_softmax(logits.float(), dim=-1)
+    if entropy:
+        read["entropy"][at] = float(_entropy(logp_t)[0])
+    logp = logp_t[0].cpu().numpy().astype(np.float64)
     gold = logp[np.asarray(first_ids, dtype=np.int64)]
     read["logprob"][at] = gold
     read["rank"][at] = (logp[None, :] > gold[:, None]).sum(axis=1) + 1
@@ -422,8 +440,12 @@ def masked_pass(
     top_k: int = 0,
     batch_tokens: int | None = None,
     progress: Progress | None = None,
+    entropy: bool = False,
 ) -> list[MaskedResult]:
-    """Run every masked query: one row of a batch each, or one per masked position (`MaskedQuery.singly`)."""
+    """Run every masked query: one row of a batch each, or one per masked position (`MaskedQuery.singly`).
+
+    `entropy=True` also gives the entropy of the distribution at each read position (nats).
+    """
     if not queries:
         return []
     # The rows, query by query (a singly query's one per masked position), and the positions each row masks and
@@ -445,13 +467,15 @@ def masked_pass(
         input_ids[masking, mask_at[masked]] = lm.mask_id
         ids_d, mask_d, flat_d, gold_d = _to_device(lm, input_ids, mask, flat, gold)
         cand_d = _to_device(lm, candidates[owner[reading]])[0] if candidates is not None else None
-        return _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, cand_d, top_k, False)[0], entries
+        return _forward_and_read(lm, ids_d, mask_d, flat_d, gold_d, cand_d, top_k, False, entropy)[0], entries
 
     budget = batch_tokens or default_batch_tokens(lm)
     lengths = np.fromiter((len(q.ids) for q in queries), dtype=np.int64, count=len(queries))[query_of]
     with torch.inference_mode():
         done = _run_batched(lengths.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
         read = _collect(lm, done) if done else _nothing_read(n_cand, top_k)  # (every query singly, with no position)
+    if entropy and "entropy" not in read:
+        read["entropy"] = np.zeros(0)
     no_candidates = np.zeros((len(read["logprob"]), 0))
     results, end = [], 0
     for q in queries:  # each query's reads, in order, are entries `start` to `end`
@@ -464,6 +488,7 @@ def masked_pass(
                 candidate_logprob=read["cand"][start:end, : len(q.candidates)] if n_cand else no_candidates[start:end],
                 top_ids=read["top_ids"][start:end] if top_k else None,
                 top_logprob=read["top_lp"][start:end] if top_k else None,
+                entropy=read["entropy"][start:end] if entropy else None,
             )
         )
     return results
