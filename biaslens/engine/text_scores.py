@@ -399,7 +399,9 @@ def _layout(item: _Input, encoding: Encoding, offsets: np.ndarray) -> _Layout:
 Record = dict[str, list]
 
 
-def _compute(lm: LanguageModel, variant: str, layouts: Sequence[_Layout], batch_tokens: int | None, progress: Progress | None) -> list[Record]:
+def _compute(
+    lm: LanguageModel, variant: str, layouts: Sequence[_Layout], batch_tokens: int | None, progress: Callable[[int, int], None] | None
+) -> list[Record]:
     """Each text's log p, rank and entropy at its own tokens (in order), from the pass its reading needs."""
     from biaslens.engine.scoring import MaskedQuery, masked_pass, unmasked_pass
 
@@ -547,18 +549,21 @@ def _word_frame(tokens: TokenScores) -> WordScores:
     scoring = tokens.scoring
     measures = _measures(scoring)
     rows = []
-    grouped = tokens.groupby(["text_id", "word"], sort=False) if len(tokens) else None
-    sums = grouped[measures].sum(min_count=1) if grouped is not None else pd.DataFrame()
-    counts = grouped.size() if grouped is not None else pd.Series(dtype=np.int64)
-    scored = grouped["scored"].sum() if grouped is not None else pd.Series(dtype=np.int64)
+    counts: dict[tuple[int, int], int] = {}
+    scored: dict[tuple[int, int], int] = {}
+    sums: dict[tuple[int, int], dict[str, float]] = {}
+    if len(tokens):
+        grouped = tokens.groupby(["text_id", "word"], sort=False)
+        counts = {(int(t), int(w)): int(n) for (t, w), n in grouped.size().items()}  # type: ignore[misc]
+        scored = {(int(t), int(w)): int(n) for (t, w), n in grouped["scored"].sum().items()}  # type: ignore[misc]
+        sums = {(int(t), int(w)): values for (t, w), values in grouped[measures].sum().to_dict("index").items()}  # type: ignore[misc]
     for text_id, (text, words) in enumerate(zip(scoring.texts, scoring.words)):
         for word, (a, b) in enumerate(words):
             key = (text_id, word)
-            n = int(counts.get(key, 0))
-            m = int(scored.get(key, 0))
-            row = {"text_id": text_id, "word": word, "text": text[a:b], "start": a, "end": b, "tokens": n, "scored_tokens": m}
+            n, m = counts.get(key, 0), scored.get(key, 0)
+            row: dict[str, Any] = {"text_id": text_id, "word": word, "text": text[a:b], "start": a, "end": b, "tokens": n, "scored_tokens": m}
             for c in measures:
-                row[c] = float(sums.loc[key, c]) if n and m else math.nan
+                row[c] = float(sums[key][c]) if m else math.nan
             row["complete"] = n > 0 and m == n
             rows.append(row)
     frame = WordScores(rows, columns=["text_id", "word", "text", "start", "end", "tokens", "scored_tokens", *measures, "complete"])
@@ -569,12 +574,13 @@ def _word_frame(tokens: TokenScores) -> WordScores:
 def _sequence_frame(tokens: TokenScores, reduction: str) -> SequenceScores:
     _reduction(reduction)
     scoring = tokens.scoring
-    scored = tokens[tokens["scored"]]
-    by_text = scored.groupby("text_id")
     n = len(scoring.texts)
-    count = by_text.size().reindex(range(n), fill_value=0).to_numpy()
-    total = by_text["logprob"].sum().reindex(range(n)).to_numpy(dtype=np.float64)
-    all_tokens = tokens.groupby("text_id").size().reindex(range(n), fill_value=0).to_numpy()
+    text_id = tokens["text_id"].to_numpy(dtype=np.int64)
+    scored = tokens["scored"].to_numpy(dtype=bool)
+    all_tokens = np.bincount(text_id, minlength=n)
+    count = np.bincount(text_id[scored], minlength=n)
+    total = np.bincount(text_id[scored], weights=tokens["logprob"].to_numpy(dtype=np.float64)[scored], minlength=n)
+    total[count == 0] = np.nan
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / count
     frame_columns: dict[str, Any] = {
