@@ -604,6 +604,82 @@ def _sequence_frame(tokens: TokenScores, reduction: str) -> SequenceScores:
     return frame
 
 
+def check_token_lengths(
+    spec: Any,
+    texts: Sequence[str],
+    *,
+    where: Callable[[int], str] | None = None,
+    prefix: str | None = None,
+    suffix: str | None = None,
+    separator: str = " ",
+    first_token: str | None = None,
+) -> str | None:
+    """Refuse a text longer than the model accepts, with the model's tokenizer alone, before its weights load.
+
+    `spec` is a `ModelSpec`; only its tokenizer and config are read (from a local folder, or for a hub id from the local
+    Hugging Face cache). Returns the model's kind ("masked" or "causal"), or None when the tokenizer
+    cannot be had this way (the check then happens when the model loads and its texts are encoded, as always).
+    An `InputError` names the text (`where(k)`, e.g. "line 7") and both lengths.
+    """
+    found = _tokenizer_alone(spec)
+    if found is None:
+        return None
+    tokenizer, config, name = found
+    from biaslens.engine.lm import max_length_of
+    from biaslens.engine.models import model_kind
+
+    try:
+        kind = model_kind(config, tokenizer, name)
+    except Exception:
+        return None
+    limit = max_length_of(config, tokenizer)
+    extra, specials = 0, kind == "masked"
+    if kind == "causal":
+        has_bos = tokenizer.bos_token_id is not None or tokenizer.eos_token_id is not None
+        policy = FirstToken.parse(first_token) if first_token else (FirstToken.BOS if has_bos else FirstToken.NONE)
+        extra, specials = (1 if policy is FirstToken.BOS else 0), policy is FirstToken.TOKENIZER
+    head = "" if not prefix else prefix + separator
+    tail = "" if not suffix else separator + suffix
+    full = [head + t + tail for t in texts]
+    for start in range(0, len(full), 2048):
+        batch = tokenizer(full[start : start + 2048], add_special_tokens=specials, verbose=False)["input_ids"]
+        for k, ids in enumerate(batch, start=start):
+            if len(ids) + extra > limit:
+                at = where(k) if where is not None else f"text {k + 1}"
+                raise InputError(
+                    f"{at}: the text has {len(ids) + extra:,} tokens{' with its context' if head or tail else ''}; {name} accepts at most "
+                    f"{limit:,} (special tokens included). Shorten it: biaslens never truncates a scored text."
+                )
+    return kind
+
+
+def _tokenizer_alone(spec: Any) -> tuple[Any, Any, str] | None:
+    """(tokenizer, config, name) of a model spec without its weights, or None if they cannot be read so."""
+    import os
+    from pathlib import Path
+
+    from transformers import AutoConfig, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    name = str(spec.model).strip()
+    folder = Path(os.path.expanduser(name))
+    common: dict[str, Any] = {"trust_remote_code": False}
+    if folder.is_dir():
+        target, shown = str(folder), str(folder.resolve())
+        common["local_files_only"] = True
+    else:  # the hub's files already in the local cache only: asking the hub is load_model's (with its time limit)
+        target, shown = name, name
+        common.update(revision=spec.revision, local_files_only=True)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        return AutoTokenizer.from_pretrained(target, **common), AutoConfig.from_pretrained(target, **common), shown
+    except Exception:  # anything wrong is load_model's to say, in its own words
+        return None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
 def check_variant(kind: str, variant: str | None) -> str:
     """The variant a model of `kind` reads with (`variant`, checked; the default if None), before any model loads."""
     if kind == "causal":
@@ -627,6 +703,7 @@ __all__ = [
     "TextScoring",
     "TokenScores",
     "WordScores",
+    "check_token_lengths",
     "check_variant",
     "score",
     "score_sequences",
