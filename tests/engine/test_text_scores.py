@@ -228,3 +228,17 @@ def test_the_table_draws_itself_as_aligned_token_strips_escaped(tiny_bert):
     assert "<table" in frame.sequences()._repr_html_()
     plain = frame[frame["text_id"] == 0]  # a derived table is a plain DataFrame, drawn as one
     assert type(plain).__name__ == "DataFrame" and "bl-strips" not in plain._repr_html_()
+
+
+def test_the_read_out_blocks_change_nothing(tiny_gpt2, tiny_bert, monkeypatch):
+    """Rows projected several blocks at a time and read a few rows at a time (scoring._readout) give the same scores."""
+    from biaslens.engine import scoring
+
+    expected = {lm.name: score(lm, TEXTS) for lm in (tiny_gpt2, tiny_bert)}
+    monkeypatch.setattr(scoring, "_READOUT_ELEMENTS", {"cpu": 5 * 700})
+    monkeypatch.setattr(scoring, "_PROJECT_ROWS", {"cpu": 12})
+    for lm in (tiny_gpt2, tiny_bert):
+        got = score(lm, TEXTS)
+        np.testing.assert_allclose(got["logprob"], expected[lm.name]["logprob"], atol=TOL, rtol=0)
+        np.testing.assert_allclose(got["entropy"], expected[lm.name]["entropy"], atol=TOL, rtol=0)
+        assert got["rank"].tolist() == expected[lm.name]["rank"].tolist()
