@@ -1,7 +1,7 @@
 """minicons' own speed, for benchmarks/bench_scoring.py: run in the peer environment (.venv-peers), never in biaslens's.
 
 Reads a JSON request on stdin: {"model", "kind": "masked" | "causal", "texts", "batches": [sizes], "threads"}, and
-writes {"seconds": {batch size: seconds}, "logprob": [per text, per token]} (the token log-probabilities of the
+writes {"runs": [[batch size, seconds], ...], "logprob": [per text, per token]} (the token log-probabilities of the
 first run, to check that both sides computed the same thing). Each setting scores every text with
 `token_score` (masked: PLL_metric="original"; causal: bos_token=True), the texts cut into batches of that size,
 after one warm-up batch. The shim transformers 5 needs is tests/peers/run_minicons.py's (batch_encode_plus).
@@ -32,17 +32,17 @@ def main() -> None:
     else:
         model = scorer.IncrementalLMScorer(request["model"], "cpu")
         kwargs = {"bos_token": True}
-    seconds, logprob = {}, None
+    runs, logprob = [], None
     for size in request["batches"]:
         model.token_score(texts[:size], **kwargs)  # warm-up
         start = time.perf_counter()
         found = []
         for at in range(0, len(texts), size):
             found += model.token_score(texts[at : at + size], **kwargs)
-        seconds[str(size)] = time.perf_counter() - start
+        runs.append([size, time.perf_counter() - start])
         if logprob is None:
             logprob = [[score for _, score in text] for text in found]
-    json.dump({"seconds": seconds, "logprob": logprob}, sys.stdout)
+    json.dump({"runs": runs, "logprob": logprob}, sys.stdout)
 
 
 if __name__ == "__main__":
