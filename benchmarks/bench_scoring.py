@@ -10,8 +10,9 @@ On a bert-base-sized masked LM and a GPT-2-sized (124M) causal LM, random weight
   batch sizes: its fastest is the one compared with;
 * the largest difference between the two sides' token log-probabilities (they compute the same thing).
 
-The machine may be shared: after one run of each minicons batch size, both sides run `--repeats` more times, taking
-turns (biaslens, then minicons at its fastest batch size), and each side's fastest time is the one compared.
+The machine may be shared: after `--sweeps` runs of each minicons batch size (its fastest run chooses the batch
+size), both sides run `--repeats` more times, taking turns (biaslens, then minicons at that batch size), and each
+side's fastest time is the one compared.
 
 Writes `scoring-cpu.json` and `scoring-cpu.md` under `--out` (default benchmarks/results). Both sides run one after
 the other in one invocation; compare the ratio within a run (other load slows both, not always equally).
@@ -89,6 +90,7 @@ def main() -> None:
     parser.add_argument("--batches", default="1,8,32,128", help="minicons batch sizes tried (its fastest is compared with)")
     parser.add_argument("--kinds", default="masked,causal")
     parser.add_argument("--repeats", type=int, default=2, help="more turns of both sides after the first (each side's fastest counts)")
+    parser.add_argument("--sweeps", type=int, default=1, help="runs of every minicons batch size before its fastest is chosen")
     parser.add_argument("--out", type=Path, default=_CHECKOUT / "benchmarks" / "results")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -109,6 +111,8 @@ def main() -> None:
             ours, tokens = time_biaslens(folder, texts)
             sweep = time_minicons(args.peers, folder, kind, texts, batches, args.threads)
             runs = sweep["runs"]
+            for _ in range(args.sweeps - 1):  # each batch size again: a busy moment does not decide which is fastest
+                runs += time_minicons(args.peers, folder, kind, texts, batches, args.threads)["runs"]
             fastest = min(runs, key=lambda r: r[1])[0]
             mine_runs = [ours]
             for _ in range(args.repeats):

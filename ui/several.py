@@ -70,7 +70,7 @@ def show(settings: ui.settings.Settings) -> None:
                 key=S + "variant",
                 default="original",
                 required=True,
-                format_func=VARIANT_NAMES.get,
+                format_func=lambda v: VARIANT_NAMES[v],
                 help="PLL: each token masked alone; PLL-word-l2r: with the rest of its word to its right masked too; "
                 "Unmasked: nothing masked, one pass (AUL's reading).",
             )

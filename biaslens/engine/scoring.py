@@ -244,9 +244,10 @@ def _readout(
     at_once = max(at_once, step)
     out: dict[str, list[torch.Tensor]] = {"logprob": [], "rank": [], "cand": [], "top_ids": [], "top_lp": [], "entropy": []}
     projected, projected_at = rows, 0  # the rows' logits, projected `at_once` rows at a time
+    head = lm.project
     for start in range(0, rows.shape[0], step):
-        if project and (start == 0 or start >= projected_at + projected.shape[0]):
-            projected, projected_at = lm.project(rows[start : start + at_once]), start
+        if project and head is not None and (start == 0 or start >= projected_at + projected.shape[0]):
+            projected, projected_at = head(rows[start : start + at_once]), start
         logits = projected[start - projected_at : start - projected_at + step] if project else rows[start : start + step]
         logp = torch.log_softmax(logits.float(), dim=-1)
         g = gold[start : start + step]
