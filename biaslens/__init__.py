@@ -7,6 +7,8 @@ The public API, importable from the package root:
     inspect_pair, evaluate        biaslens.lab.checked (biaslens.engine.evaluation's, with the model's sanity verdict)
     available_metrics             biaslens.engine.pairs (what a model can give, and why not)
     METRICS                       biaslens.engine.metrics
+    score, score_words,           biaslens.engine.text_scores (any text, token by token: TokenScores,
+      score_sequences               WordScores, SequenceScores)
 
 The package is layered (docs/architecture.md): errors, paths and version at the base, then data/, engine/,
 analyses/, lab/ and kurita/, figures/ and serving/, report/ and cli/; a layer imports only the layers below it
@@ -28,6 +30,8 @@ if TYPE_CHECKING:  # the names below, for type checkers and the API reference (g
     from .engine.conventions import CONVENTIONS as CONVENTIONS
     from .engine.pairs import available_metrics as available_metrics
     from .engine.presets import PRESETS as PRESETS
+    from .engine.text_scores import SequenceScores as SequenceScores, TokenScores as TokenScores, WordScores as WordScores
+    from .engine.text_scores import score as score, score_sequences as score_sequences, score_words as score_words
 
 _EXPORTS = {
     "load_model": "engine.models",
@@ -46,6 +50,12 @@ _EXPORTS = {
     "available_metrics": "engine.pairs",
     "METRICS": "engine.metrics",
     "ResultCache": "engine.cache",
+    "score": "engine.text_scores",
+    "score_words": "engine.text_scores",
+    "score_sequences": "engine.text_scores",
+    "TokenScores": "engine.text_scores",
+    "WordScores": "engine.text_scores",
+    "SequenceScores": "engine.text_scores",
 }
 
 

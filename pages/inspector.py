@@ -18,6 +18,7 @@ import ui.feedback
 import ui.honesty
 import ui.resources
 import ui.settings
+import ui.several
 import ui.sidebar
 import ui.state
 from ui.views import InspectorView
@@ -38,7 +39,7 @@ ABOUT = (
     "Pick a pair or type your own; every metric is computed and shown token by token."
 )
 EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")
-SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences"}
+SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences", "texts": "Several sentences"}
 #: Most pairs listed in the Pair box (the search box reaches every pair): each listed pair costs the browser ~0.1 ms of
 #: CPU per page, and all 1,508 of CrowS-Pairs held up the scoring of a pair opened by link (benchmarks/results/browser.md).
 MAX_LISTED = 200
@@ -574,6 +575,10 @@ def main() -> None:
     source = (
         st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
     )
+    if source == "texts":  # any number of sentences, each token by token (ui/several.py): no pair
+        ui.state.publish(InspectorView(ui.state.global_view(), metric=st.session_state[S + "metric"]))
+        ui.several.show(settings)
+        return
     chosen = pair_from_dataset(settings) if source == "dataset" else pair_from_form()
     focus = st.session_state[S + "metric"]
     custom = st.session_state.get(S + "custom") or (None, None)

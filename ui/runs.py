@@ -327,7 +327,9 @@ def time_estimate(spec: RunSpec, lm: LanguageModel | Callable[[], LanguageModel]
     ):
 
         def score(n: int) -> None:
-            evaluate(lm if isinstance(lm, LanguageModel) else lm(), dataset, list(spec.metrics), cache=None, compat=spec.compat, sample=n, seed=spec.seed)
+            evaluate(
+                lm if isinstance(lm, LanguageModel) else lm(), dataset, list(spec.metrics), cache=None, compat=spec.compat, sample=n, seed=spec.seed
+            )
 
         with st.spinner(f"Timing {probe} pairs…"):
             with guard():

@@ -144,6 +144,57 @@ def text_table(header: Sequence[str], rows: Iterable[Sequence[Any]], *, left: in
     return "\n".join(out)
 
 
+#: The table files `write_table` writes, by suffix.
+TABLE_FORMATS = (".csv", ".jsonl", ".parquet")
+
+
+def check_output_file(path: str | Path, *, option: str = "--out", formats: tuple[str, ...] = TABLE_FORMATS) -> Path:
+    """Refuse, before any work, an output file that cannot be written or whose suffix is not one of `formats`."""
+    if not str(path).strip():
+        raise OutputError(f"{option} is empty: name an output file ({', '.join(formats)}).")
+    out = Path(os.path.expanduser(str(path)))
+    if out.suffix.lower() not in formats:
+        raise OutputError(f"{option} {out}: write a {', '.join(formats[:-1])} or {formats[-1]} file (the suffix says which).")
+    if out.is_dir():
+        raise OutputError(f"{option} {out} is a folder: name a file in it.")
+    check_output_dir(out.parent if str(out.parent) else ".", option=option)
+    return out
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
+    """`frame` as a CSV (text cells neutralised: `safe_csv`), JSON lines (NaN as null) or Parquet file, written atomically."""
+    path = Path(path)
+    kind = path.suffix.lower()
+    plain = pd.DataFrame(frame)
+    if kind == ".csv":
+        return atomic_write(path, safe_csv(plain))
+    if kind == ".jsonl":
+        text = plain.to_json(orient="records", lines=True, force_ascii=False) or ""
+        return atomic_write(path, text if text.endswith("\n") or not text else text + "\n")
+    if kind == ".parquet":
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            os.close(fd)
+        except OSError as exc:
+            raise OutputError(f"cannot write {path} ({_reason(exc)}).") from None
+        try:
+            plain.to_parquet(tmp, index=False)
+            os.chmod(tmp, 0o666 & ~current_umask())
+            os.replace(tmp, path)
+        except ImportError:
+            Path(tmp).unlink(missing_ok=True)
+            raise OutputError(f"cannot write {path}: Parquet needs pyarrow (pip install pyarrow); write .csv or .jsonl instead.") from None
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise OutputError(f"cannot write {path} ({_reason(exc)}).") from None
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+    raise OutputError(f"cannot write {path}: write a {', '.join(TABLE_FORMATS)} file.")
+
+
 # ---------------------------------------------------------------------------------------
 # Text in markdown
 # ---------------------------------------------------------------------------------------
@@ -182,4 +233,17 @@ def escape_markdown(text: Any) -> str:
     return _LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), out)
 
 
-__all__ = ["atomic_write", "check_output_dir", "current_umask", "escape_markdown", "json_safe", "neutralize_cell", "safe_csv", "text_table", "to_json"]
+__all__ = [
+    "TABLE_FORMATS",
+    "atomic_write",
+    "check_output_dir",
+    "check_output_file",
+    "current_umask",
+    "escape_markdown",
+    "json_safe",
+    "neutralize_cell",
+    "safe_csv",
+    "text_table",
+    "to_json",
+    "write_table",
+]

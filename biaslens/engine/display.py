@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-_RENDERERS: dict[type, Callable[[Any], str]] = {}
+_RENDERERS: dict[type, Callable[[Any], str | None]] = {}
 _loader: Callable[[], None] | None = None
 
 
-def register(kind: type, render: Callable[[Any], str]) -> None:
-    """`render(obj)` draws the instances of `kind` (and of its subclasses) as self-contained HTML."""
+def register(kind: type, render: Callable[[Any], str | None]) -> None:
+    """`render(obj)` draws the instances of `kind` (and of its subclasses) as self-contained HTML (None: it cannot, e.g. a
+    table whose columns were removed; Jupyter then shows its plain form)."""
     _RENDERERS[kind] = render
 
 

@@ -28,6 +28,7 @@ class UnmaskedResult:
     top_ids: np.ndarray | None = None  # (L, k)
     top_logprob: np.ndarray | None = None  # (L, k)
     attention_matrices: np.ndarray | None = None  # (layers, heads, L, L), only on request
+    entropy: np.ndarray | None = None  # entropy (nats) of the distribution each token is read from, only on request
 
 
 class MaskedQuery(NamedTuple):
@@ -63,6 +64,7 @@ class MaskedResult:
     candidate_logprob: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (R, C)
     top_ids: np.ndarray | None = None  # (R, k)
     top_logprob: np.ndarray | None = None
+    entropy: np.ndarray | None = None  # (R,) entropy (nats) of the distribution at each read position, only on request
 
 
 __all__ = ["MaskedQuery", "MaskedResult", "UnmaskedResult"]

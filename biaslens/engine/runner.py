@@ -1,8 +1,9 @@
 """The one chunked, cached, resumable runner behind every dataset run.
 
 `evaluate` (per-pair metric scores), the paper analyses (`analyses.cached_pair_records`:
-per-token ranks, shuffle sensitivity) and the explorer's instant reopen of a finished
-run (`cache_only=True`) all go through `run_chunked`:
+per-token ranks, shuffle sensitivity), the explorer's instant reopen of a finished
+run (`cache_only=True`) and `text_scores.score` with a cache (its "pairs" are texts) all go
+through `run_chunked`:
 
 * the pairs are cut into chunks sized by time (`ChunkSizer`): about `chunk_seconds` of
   computation each on the device at hand (`DEFAULT_CHUNK_SECONDS`; the app's

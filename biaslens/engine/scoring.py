@@ -62,6 +62,9 @@ DEFAULT_BATCH_TOKENS = {"cpu": 1024, "cuda": 65536, "mps": 16384}
 _BATCH_OVERHEAD_TOKENS = {"cpu": 32, "cuda": 2048, "mps": 512}
 #: Elements of the (rows x vocabulary) float32 log-probability block computed at once.
 _READOUT_ELEMENTS = {"cpu": 1 << 22, "cuda": 1 << 26, "mps": 1 << 24}
+#: Rows projected onto the vocabulary at once, at least (then read in blocks of `_READOUT_ELEMENTS`): on a CPU the
+#: projection of a few dozen rows (a large vocabulary's block) runs at about 60% of its speed for 512 rows.
+_PROJECT_ROWS = {"cpu": 512}
 #: CUDA budget: share of the free memory a batch may use, and the bounds of the budget.
 _CUDA_MEMORY_SHARE = 0.5
 _CUDA_BUDGET_RANGE = (4096, 1 << 19)
@@ -245,18 +248,27 @@ def _readout(
     candidates: torch.Tensor | None,
     top_k: int,
     project: bool,
+    entropy: bool = False,
 ) -> dict[str, torch.Tensor]:
     """float32 log-softmax over the vocabulary for (N, H) hidden rows (or (N, V) logits).
 
     The (N, V) block is made a few rows at a time, so that the logits and their
-    log-probabilities stay in the cache while gold, rank and top-k are read from them.
+    log-probabilities stay in the cache while gold, rank and top-k (and, with `entropy`, the
+    entropy of each row's distribution, in nats) are read from them; on a CPU the rows are
+    projected `_PROJECT_ROWS` at a time (a matrix product of a few rows is slow), then read in
+    those blocks.
     """
     vocab = int(getattr(lm.model.config, "vocab_size", 0) or 0) if project else rows.shape[1]
     step = max(1, _READOUT_ELEMENTS.get(lm.device.type, _READOUT_ELEMENTS["cpu"]) // max(vocab, 1))
-    out: dict[str, list[torch.Tensor]] = {"logprob": [], "rank": [], "cand": [], "top_ids": [], "top_lp": []}
+    at_once = step * -(-_PROJECT_ROWS.get(lm.device.type, 0) // step) if project else step  # whole blocks of `step` rows
+    at_once = max(at_once, step)
+    out: dict[str, list[torch.Tensor]] = {"logprob": [], "rank": [], "cand": [], "top_ids": [], "top_lp": [], "entropy": []}
+    projected, projected_at = rows, 0  # the rows' logits, projected `at_once` rows at a time
+    head = lm.project
     for start in range(0, rows.shape[0], step):
-        chunk = rows[start : start + step]
-        logits = lm.project(chunk) if project else chunk
+        if project and head is not None and (start == 0 or start >= projected_at + projected.shape[0]):
+            projected, projected_at = head(rows[start : start + at_once]), start
+        logits = projected[start - projected_at : start - projected_at + step] if project else rows[start : start + step]
         logp = torch.log_softmax(logits.float(), dim=-1)
         g = gold[start : start + step]
         gold_lp = logp.gather(1, g[:, None])
@@ -269,7 +281,14 @@ def _readout(
             values, ids = logp.topk(top_k, dim=-1)
             out["top_lp"].append(values)
             out["top_ids"].append(ids)
+        if entropy:
+            out["entropy"].append(_entropy(logp))
     return {k: torch.cat(v) for k, v in out.items() if v}
+
+
+def _entropy(logp: torch.Tensor) -> torch.Tensor:
+    """-sum p log p of each row of float32 log-probabilities (nats); a zero probability adds nothing (0 x -inf: nansum)."""
+    return -(logp.exp() * logp).nansum(dim=-1)
 
 
 def _forward_and_read(
@@ -281,8 +300,10 @@ def _forward_and_read(
     candidates: np.ndarray | None,
     top_k: int,
     attentions: bool,
+    entropy: bool = False,
 ) -> tuple[dict[str, torch.Tensor], tuple[torch.Tensor, ...] | None, torch.Tensor | None]:
-    """Forward a right-padded batch (host arrays) and read the vocabulary distribution at flat positions `read_at`.
+    """Forward a right-padded batch (host arrays) and read the vocabulary distribution at flat positions `read_at`
+    (with `entropy`, the entropy of each read distribution too).
 
     Returns (read-outs, per-layer attention when asked, the attention mask on the device); nothing leaves the device.
     Where the model packs its batches (`packing.decision`) and no attention weights are asked for, the batch runs as
@@ -293,14 +314,14 @@ def _forward_and_read(
         packed = packing.pack(input_ids, mask, packing.position_offset(lm))
         rows_d, gold_d, *cand = _to_device(lm, packed.index[read_at], gold, *([candidates] if candidates is not None else []))
         body = packing.forward_packed(lm, packed, project=project)
-        return _readout(lm, body[rows_d], gold_d, cand[0] if cand else None, top_k, project=project), None, None
+        return _readout(lm, body[rows_d], gold_d, cand[0] if cand else None, top_k, project=project, entropy=entropy), None, None
     ids_d, mask_d, read_d, gold_d, *cand = _to_device(lm, input_ids, mask, read_at, gold, *([candidates] if candidates is not None else []))
     if project:
         out, att = lm.hidden_states(ids_d, mask_d, attentions=attentions)
     else:
         out, att = lm.logits(ids_d, mask_d, attentions=attentions)
     rows = out.reshape(-1, out.shape[-1])[read_d]
-    return _readout(lm, rows, gold_d, cand[0] if cand else None, top_k, project=project), att, mask_d
+    return _readout(lm, rows, gold_d, cand[0] if cand else None, top_k, project=project, entropy=entropy), att, mask_d
 
 
 def _collect(
@@ -367,12 +388,14 @@ def unmasked_pass(
     attention_matrices: bool = False,
     batch_tokens: int | None = None,
     progress: Progress | None = None,
+    entropy: bool = False,
 ) -> list[UnmaskedResult]:
     """Score every token of every sentence, nothing masked: at its own position (masked LM) or from the one before (causal LM).
 
     `attention=True` also returns the attention each token receives (needs eager
     attention, so it costs a little more); `attention_matrices=True` keeps the full
-    per-layer, per-head matrices (meant for the one pair on screen).
+    per-layer, per-head matrices (meant for the one pair on screen); `entropy=True` the
+    entropy of the distribution each token is read from (nats).
     """
     if not encodings:
         return []
@@ -391,7 +414,7 @@ def unmasked_pass(
             read = flat[flat % input_ids.shape[1] > 0]
             where = {"*": entries[flat % input_ids.shape[1] > 0], "attention": entries}
         hidden_at = read - 1 if lm.reads_previous else read
-        out, att, mask_d = _forward_and_read(lm, input_ids, mask, hidden_at, input_ids.reshape(-1)[read], None, top_k, need_att)
+        out, att, mask_d = _forward_and_read(lm, input_ids, mask, hidden_at, input_ids.reshape(-1)[read], None, top_k, need_att, entropy)
         if att is not None and mask_d is not None:  # asked for (need_att)
             (flat_d,) = _to_device(lm, flat)
             out["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
@@ -407,7 +430,7 @@ def unmasked_pass(
         done = _run_batched(sizes.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True), packs)
         read = _collect(lm, done, int(starts[-1]))
         if lm.start_context is not None:
-            _read_first_tokens(lm, read, [e.ids[0] for e in encodings], starts[:-1], top_k)
+            _read_first_tokens(lm, read, [e.ids[0] for e in encodings], starts[:-1], top_k, entropy)
     return [
         UnmaskedResult(
             encoding=encoding,
@@ -417,12 +440,15 @@ def unmasked_pass(
             top_ids=read["top_ids"][a:b] if top_k else None,
             top_logprob=read["top_lp"][a:b] if top_k else None,
             attention_matrices=matrices.get(i),
+            entropy=read["entropy"][a:b] if entropy else None,
         )
         for i, (encoding, a, b) in enumerate(zip(encodings, starts[:-1].tolist(), starts[1:].tolist()))
     ]
 
 
-def _read_first_tokens(lm: LanguageModel, read: dict[str, np.ndarray], first_ids: Sequence[int], at: np.ndarray, top_k: int) -> None:
+def _read_first_tokens(
+    lm: LanguageModel, read: dict[str, np.ndarray], first_ids: Sequence[int], at: np.ndarray, top_k: int, entropy: bool = False
+) -> None:
     """A causal model's first position of each sentence (entries `at`), read from its `start_context`: the distribution
     after that context (bias-bench's start token), computed once for every sentence."""
     ids = torch.tensor([list(lm.start_context or ())], device=lm.device)
@@ -431,7 +457,10 @@ def _read_first_tokens(lm: LanguageModel, read: dict[str, np.ndarray], first_ids
         logits = lm.project(hidden[0, -1:])
     else:
         logits = lm.logits(ids, torch.ones_like(ids))[0][0, -1:]
-    logp = torch.log_softmax(logits.float(), dim=-1)[0].cpu().numpy().astype(np.float64)
+    logp_t = torch.log_softmax(logits.float(), dim=-1)
+    if entropy:
+        read["entropy"][at] = float(_entropy(logp_t)[0])
+    logp = logp_t[0].cpu().numpy().astype(np.float64)
     gold = logp[np.asarray(first_ids, dtype=np.int64)]
     read["logprob"][at] = gold
     read["rank"][at] = (logp[None, :] > gold[:, None]).sum(axis=1) + 1
@@ -453,8 +482,12 @@ def masked_pass(
     top_k: int = 0,
     batch_tokens: int | None = None,
     progress: Progress | None = None,
+    entropy: bool = False,
 ) -> list[MaskedResult]:
-    """Run every masked query: one row of a batch each, or one per masked position (`MaskedQuery.singly`)."""
+    """Run every masked query: one row of a batch each, or one per masked position (`MaskedQuery.singly`).
+
+    `entropy=True` also gives the entropy of the distribution at each read position (nats).
+    """
     if not queries:
         return []
     # The rows, query by query (a singly query's one per masked position), and the positions each row masks and
@@ -475,7 +508,7 @@ def masked_pass(
         masking, masked = _entries(mask_start, rows)
         input_ids[masking, mask_at[masked]] = lm.mask_id  # type: ignore[attr-defined]  # masked queries: a masked LM
         cand = candidates[owner[reading]] if candidates is not None else None
-        return _forward_and_read(lm, input_ids, mask, flat, gold, cand, top_k, False)[0], entries
+        return _forward_and_read(lm, input_ids, mask, flat, gold, cand, top_k, False, entropy)[0], entries
 
     budget = batch_tokens or default_batch_tokens(lm)
     lengths = np.fromiter((len(q.ids) for q in queries), dtype=np.int64, count=len(queries))[query_of]
@@ -483,6 +516,8 @@ def masked_pass(
         packs = packing.decision(lm)["pack"]
         done = _run_batched(lengths.tolist(), run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True), packs)
         read = _collect(lm, done) if done else _nothing_read(n_cand, top_k)  # (every query singly, with no position)
+    if entropy and "entropy" not in read:
+        read["entropy"] = np.zeros(0)
     no_candidates = np.zeros((len(read["logprob"]), 0))
     results, end = [], 0
     for q in queries:  # each query's reads, in order, are entries `start` to `end`
@@ -495,6 +530,7 @@ def masked_pass(
                 candidate_logprob=read["cand"][start:end, : len(q.candidates)] if n_cand else no_candidates[start:end],
                 top_ids=read["top_ids"][start:end] if top_k else None,
                 top_logprob=read["top_lp"][start:end] if top_k else None,
+                entropy=read["entropy"][start:end] if entropy else None,
             )
         )
     return results

@@ -1,4 +1,5 @@
-"""Results in a Jupyter notebook: the HTML that `PairInspection`, `EvaluationResult` and `explore.ModelComparison` show.
+"""Results in a Jupyter notebook: the HTML that `PairInspection`, `EvaluationResult`, `explore.ModelComparison` and the
+tables of `biaslens.score` (`TokenScores`, `WordScores`, `SequenceScores`: the texts aligned in strips, `figures.strips`) show.
 
 Importing this module registers the renderers with `biaslens.engine.display`; the package root does it the first time
 a result is shown (`_repr_html_`). The HTML is the app's (`figures.html`: the aligned tokens, the aligned token
@@ -17,9 +18,11 @@ from biaslens.analyses import explore
 from biaslens.engine import display
 from biaslens.engine.evaluation import EvaluationResult, PairInspection
 from biaslens.engine.metrics import METRICS
+from biaslens.engine.text_scores import SequenceScores, TextScoring, TokenScores, WordScores
 from biaslens.figures.charts import aligned_token_frame
 from biaslens.figures.formatting import MARGIN, SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, column_formats, column_label, margin_formatter
 from biaslens.figures.html import CellFormat, aligned_tokens_html, shade_legend_html, table_html, token_bars_html
+from biaslens.figures.strips import MAX_STRIPS, strips_html
 
 #: The aligned token chart's measures in a notebook (the inspector's defaults), those the pair has.
 MEASURES = ("logprob", "aula_contribution")
@@ -118,8 +121,80 @@ def comparison_html(comparison: explore.ModelComparison) -> str:
     return _WRAP.format("".join(parts))
 
 
+#: The columns of a text-scores table's summary (`score_sequences`), and the extra values of a token's tooltip.
+SEQUENCE_COLUMNS = ("text_id", "text", "tokens", "scored_tokens", "logprob_sum", "logprob_mean")
+TOKEN_TIPS = ("rank", "entropy", "word", "start", "end", "scored")
+
+
+def _scoring_line(scoring: TextScoring, n: int) -> str:
+    fields = {"texts": f"{n:,}", "reading": scoring.reading, "prefix": _first(scoring.prefix), "suffix": _first(scoring.suffix)}
+    return _line("Scored", fields)
+
+
+def _first(values: tuple[str, ...] | None) -> str | None:
+    if not values:
+        return None
+    return values[0] if len(set(values)) == 1 else f"{values[0]} … ({len(values)} different)"
+
+
+def _complete(frame, columns: Sequence[str]) -> bool:
+    return all(c in frame for c in columns)
+
+
+def token_scores_html(tokens: TokenScores) -> str | None:
+    """Each text token by token, aligned in strips shaded by log p, then one line per text (its sum and mean)."""
+    if not _complete(tokens, ("text_id", "token", "logprob", "scored", "word")):
+        return None
+    scoring = tokens.scoring
+    parts = [
+        _scoring_line(scoring, len(scoring.texts)),
+        strips_html(tokens, unit="token", measure="logprob", extra=TOKEN_TIPS),
+        _table(tokens.sequences().iloc[:MAX_STRIPS], SEQUENCE_COLUMNS),
+        manifest_line(scoring.manifest),
+    ]
+    return _WRAP.format("".join(parts))
+
+
+def word_scores_html(words: WordScores) -> str | None:
+    """Each text word by word (its tokens' log p added up), aligned in strips."""
+    if not _complete(words, ("text_id", "text", "logprob")):
+        return None
+    scoring = words.scoring
+    parts = [
+        _scoring_line(scoring, len(scoring.texts)),
+        strips_html(words, unit="text", measure="logprob", extra=("tokens", "scored_tokens", "start", "end")),
+        manifest_line(scoring.manifest),
+    ]
+    return _WRAP.format("".join(parts))
+
+
+def sequence_scores_html(sequences: SequenceScores) -> str | None:
+    """One line per text: the reduction's score beside the sum, the mean and the token counts."""
+    shown = ("text_id", "text", "tokens", "scored_tokens", "logprob_sum", "logprob_mean", "reduction", "score", "unit")
+    if not _complete(sequences, ("text_id", "text", "score")):
+        return None
+    scoring = sequences.scoring
+    table = _table(sequences, [c for c in shown if c in sequences], key=2)
+    return _WRAP.format(_scoring_line(scoring, len(sequences)) + table + manifest_line(scoring.manifest))
+
+
 display.register(PairInspection, pair_inspection_html)
 display.register(EvaluationResult, evaluation_html)
 display.register(explore.ModelComparison, comparison_html)
+display.register(TokenScores, token_scores_html)
+display.register(WordScores, word_scores_html)
+display.register(SequenceScores, sequence_scores_html)
 
-__all__ = ["MEASURES", "SUMMARY_COLUMNS", "caveat_html", "comparison_html", "evaluation_html", "manifest_line", "pair_inspection_html"]
+__all__ = [
+    "MEASURES",
+    "SEQUENCE_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "caveat_html",
+    "comparison_html",
+    "evaluation_html",
+    "manifest_line",
+    "pair_inspection_html",
+    "sequence_scores_html",
+    "token_scores_html",
+    "word_scores_html",
+]

@@ -5,11 +5,12 @@ directory, with a fresh cache. The examples name real hub models and datasets, w
 and a test must be quick, so the test substitutes, openly:
 
 - models: a hub id in `MODELS` (a command's word, or a string literal in Python) becomes the suite's tiny
-  random-weight model of the same family (tests/conftest.py's `model_dirs`), and so does the default model
+  random-weight model of the same family (tests/conftest.py's `model_dirs`, `causal_dirs`), and so does the default model
   (bert-base-cased) of a command in `MODEL_COMMANDS` that names none; any other hub id fails, offline;
 - data: `BIASLENS_DATA_DIR` is the hand-written fixture data (tests/fixtures/data: every dataset, WEAT and flag
   file under its real name), and the hub is offline;
-- files: the attribute lists the Kurita examples name (`ATTRIBUTE_LISTS`) are written into the block's folder;
+- files: the attribute lists the Kurita examples name and the texts the `score` examples read (`ATTRIBUTE_LISTS`) are
+  written into the block's folder;
 - the cache: `BIASLENS_CACHE_DIR` is the block's own, and `~/.cache/biaslens` in a command means it; `<hash>` in a
   path is the one folder there that matches;
 - the bias lab: `lab` commands train on a quick recipe (`LAB_QUICK` appended) and `lab sweep` on a 2 x 2 x 1 grid
@@ -52,6 +53,9 @@ ATTRIBUTE_LISTS = {
     "positive_traits.txt": (FIXTURE_DATA / "kurita" / "positive_traits").read_text(encoding="utf-8"),
     "negative_traits.txt": (FIXTURE_DATA / "kurita" / "negative_traits").read_text(encoding="utf-8"),
     "jobs.txt": "nurse\nengineer\nteacher\ncarpenter\n",
+    # the texts the `biaslens score` examples read
+    "texts.txt": "Women don't know how to drive.\nMen don't know how to drive.\nThe nurse was tired.\n",
+    "texts.csv": 'id,sentence\n1,"Women don\'t know how to drive."\n2,"Men don\'t know how to drive."\n',
 }
 #: The commands whose --model defaults to bert-base-cased.
 MODEL_COMMANDS = {"evaluate", "compare", "inspect", "report", "shuffle", "kurita"}

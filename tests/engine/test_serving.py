@@ -278,6 +278,8 @@ def test_the_pool_holds_at_most_its_capacity_with_loads_in_flight():
         t.join()
     assert most[0] <= 2 and pool.peak <= 2 and len(pool) == 2
     assert pool.evictions == 6
+
+
 def test_a_run_on_one_s_own_machine_opens_any_folder_and_a_shared_server_keeps_its_rule(tmp_path):
     """Issue 30, item 4: BIASLENS_LOCAL=on (scripts/app.sh) opens the user's own folders, only where the app listens on
     this machine alone; every refusal gives the one line that does it."""
