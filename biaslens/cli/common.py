@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "kurita": "Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests",
     "report": "reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML",
     "shuffle": "one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)",
+    "zoo": "many models x datasets as jobs (Slurm or this machine), resumable, kept in a results store: run, status, merge",
 }
 
 

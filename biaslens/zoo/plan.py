@@ -275,6 +275,11 @@ def parse_plan(data: Mapping[str, Any], base: str | Path = ".", *, name: str = "
         first = labels.setdefault(m.label, m.index)
         if first != m.index:
             raise check.error(f"models[{m.index}].label", f"{m.label!r} is also models[{first}]'s label; labels name one model each")
+    by_label: dict[str, ZooDataset] = {d.label: d for d in datasets}
+    for m in models:
+        for d in m.datasets:
+            if by_label.setdefault(d.label, d) != d:
+                raise check.error(f"models[{m.index}].datasets", f"{d.label!r} names another dataset or selection elsewhere in the plan; give it its own label")
     store = check.path(data.get("store"), "store") or check.base / "zoo-store"
     data_dir = check.path(data.get("data_dir"), "data_dir")
     return ZooPlan(
