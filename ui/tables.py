@@ -47,6 +47,7 @@ def table(
     help: Mapping[str, str] | None = None,
     decimals: int = 2,
     select: bool = False,
+    selection: Sequence[str] | None = None,
     sortable: bool = False,
     key: str | None = None,
     height: int | None = None,
@@ -57,12 +58,14 @@ def table(
     `labels` overrides a header (default `column_label`); `formats` a column's format ("{:.1f}", or `MARGIN`;
     default: margins by `format_margin`, p-values to 3 significant digits, other floats to `decimals` places);
     `help` gives a header's tooltip. `select` makes the rows clickable: the interactive table's selection event is
-    returned (`event.selection.rows`); `sortable` keeps a small table interactive (click a header to sort); `key` is
+    returned (`event.selection.rows`); `selection` names other selection modes instead (["multi-row", "single-cell"]:
+    the leaderboard's rows to compare and cells to open); `sortable` keeps a small table interactive (click a header to sort); `key` is
     the interactive table's widget key. Returns None for a static table.
     """
     shown = list(dict.fromkeys([*pin, *(columns if columns is not None else frame.columns)]))
     names = {c: (labels or {}).get(c) or column_label(str(c)) for c in shown}
     fmts = column_formats(frame, shown, formats, decimals=decimals)
+    select = select or bool(selection)
     if not select and not sortable and len(frame) <= STATIC_ROWS:
         cells: dict[str, CellFormat] = {names[c]: (format_margin if f == MARGIN else f) for c, f in fmts.items()}
         tips = {names[c]: text for c, text in (help or {}).items() if c in names}
@@ -77,7 +80,7 @@ def table(
             config[c] = st.column_config.NumberColumn(**common, format=_printf(fmts[c], frame[c]) if c in fmts else None)
         else:
             config[c] = st.column_config.TextColumn(**common)
-    options: dict[str, Any] = {"on_select": "rerun", "selection_mode": "single-row"} if select else {}
+    options: dict[str, Any] = {"on_select": "rerun", "selection_mode": list(selection) if selection else "single-row"} if select else {}
     tall = height or (TALL if len(frame) > 10 else "auto")
     return st.dataframe(
         frame, hide_index=True, width="stretch", height=tall, column_order=shown, column_config=config, placeholder="—", key=key, **options

@@ -10,6 +10,7 @@ a message, unless BIASLENS_REQUIRE_SLURM=1 (CI), where that is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -75,7 +76,11 @@ class Cluster:
         return "\n".join(out)
 
     def stop(self) -> None:
+        """Cancel every job, wait for their steps to end (so no slurmstepd outlives slurmd), then stop the daemons."""
         subprocess.run(["scancel", "--full", "-u", "root"], env=self.env, capture_output=True, timeout=30, check=False)
+        with contextlib.suppress(TimeoutError):
+            _wait(lambda: self.run("squeue", "-h", "-o", "%i", check=False).strip() == "", 30, "jobs still running")
+        time.sleep(1)
         subprocess.run(["scontrol", "shutdown"], env=self.env, capture_output=True, timeout=30, check=False)
         for process in reversed(self.processes):
             if process.poll() is None:
