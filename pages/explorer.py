@@ -164,7 +164,9 @@ def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str)
         )
 
 
-def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: ExplorerView, inspect: Callable[[int], InspectorView] | None = None) -> None:
+def show_result(
+    result: EvaluationResult, metrics: list[str], stem: str, view: ExplorerView, inspect: Callable[[int], InspectorView] | None = None
+) -> None:
     summary = explore.summary_table(result.summary)
     show_headline(result, summary)
     st.session_state[S + "focus"] = st.session_state.get(S + "focus") if st.session_state.get(S + "focus") in metrics else metrics[0]

@@ -168,7 +168,13 @@ def _ranks(board: Leaderboard, shown: pd.DataFrame, store, default: str | None) 
         shown_ranks,
         ["bias_score", "kept"],
         pin=["rank", "model", "interval"],
-        labels={"rank": "Rank", "model": "Model", "interval": "95% rank interval", "kept": "Keeps its rank (% of resamples)", "bias_score": "Bias score"},
+        labels={
+            "rank": "Rank",
+            "model": "Model",
+            "interval": "95% rank interval",
+            "kept": "Keeps its rank (% of resamples)",
+            "bias_score": "Bias score",
+        },
         formats={"bias_score": "{:.1f}", "kept": "{:.0f}"},
     )
     st.caption(
@@ -186,8 +192,7 @@ def main() -> None:
         "Results store",
         key=S + "store",
         placeholder="the folder `biaslens zoo run` wrote (the plan's store)",
-        help="A results store folder. On a shared server it must be inside the folders the server may read (BIASLENS_DATA_DIRS, "
-        "BIASLENS_ZOO_STORE).",
+        help="A results store folder. On a shared server it must be inside the folders the server may read (BIASLENS_DATA_DIRS, BIASLENS_ZOO_STORE).",
     ).strip()
     if not path:
         ui.state.publish(LeaderboardView(ui.state.global_view()))

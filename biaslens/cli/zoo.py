@@ -51,7 +51,9 @@ def register(sub: Any) -> argparse.ArgumentParser:
     run.add_argument("--gpus-per-job", type=_whole, default=None, help="GPUs per job (Slurm default 1; local default: every GPU)")
     run.add_argument("--cpus-per-job", type=positive_int, default=None, help="CPUs per job (Slurm)")
     run.add_argument("--mem-gb", type=float, default=None, help="memory per job in GB (Slurm)")
-    run.add_argument("--time", type=_time, default=None, help="a job's time limit: minutes or HH:MM:SS (default 24 h); a job that reaches it is requeued")
+    run.add_argument(
+        "--time", type=_time, default=None, help="a job's time limit: minutes or HH:MM:SS (default 24 h); a job that reaches it is requeued"
+    )
     run.add_argument("--max-parallel", type=positive_int, default=None, help="jobs running at once (Slurm: the array's throttle; local default 1)")
     run.add_argument("--retries", type=_whole, default=None, help="times a failed or killed job is submitted again (default: the plan's, else 2)")
     run.add_argument("--no-wait", action="store_true", help="submit the jobs and return (follow them with `zoo status`)")

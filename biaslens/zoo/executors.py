@@ -101,9 +101,7 @@ class RunReport:
 
 def _biaslens_path() -> str:
     """The folder that holds the `biaslens` package (for the jobs' PYTHONPATH: a checkout works as well as an install)."""
-    import biaslens
-
-    return str(Path(biaslens.__file__).resolve().parents[1])
+    return str(Path(__file__).resolve().parents[2])  # biaslens/zoo/executors.py
 
 
 def _setup_lines() -> list[str]:
@@ -142,7 +140,9 @@ def _slurm_classes() -> tuple[type, type]:
 
         def _from_squeue(self) -> dict[str, dict[str, str]]:
             try:
-                output = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T"], capture_output=True, check=True, timeout=60, text=True).stdout
+                output = subprocess.run(
+                    ["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T"], capture_output=True, check=True, timeout=60, text=True
+                ).stdout
             except (subprocess.SubprocessError, OSError):
                 return {}
             info = self.read_info("JobID|State\n" + output)
@@ -166,7 +166,9 @@ def make_executor(options: ExecutorOptions, folder: Path) -> Any:
         import shutil
 
         if shutil.which("sbatch") is None:
-            raise InputError("--executor slurm needs Slurm's sbatch on this machine's PATH: run it on a cluster's login node, or use --executor local.")
+            raise InputError(
+                "--executor slurm needs Slurm's sbatch on this machine's PATH: run it on a cluster's login node, or use --executor local."
+            )
         _, executor_class = _slurm_classes()
         executor = executor_class(folder=folder, python=sys.executable)
         params: dict[str, Any] = {"job_name": "biaslens-zoo", "time": options.time_min, "nodes": 1, "ntasks_per_node": 1, "setup": _setup_lines()}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -94,8 +94,13 @@ class Choices:
     compats: list[str]
 
 
+def _where(frame: pd.DataFrame, mask: Any) -> pd.DataFrame:
+    """The rows of `frame` where `mask` holds (typed: pandas' stubs make `frame[mask]` a union)."""
+    return cast(pd.DataFrame, frame[mask])
+
+
 def choices(summaries: pd.DataFrame, types: pd.DataFrame) -> Choices:
-    done = summaries[summaries["status"] == "done"]
+    done = _where(summaries, summaries["status"] == "done")
 
     def values(column: str) -> list[str]:
         return sorted({str(v) for v in done[column].dropna() if str(v)})
@@ -134,29 +139,34 @@ def leaderboard(
 
     Convention, precision and compat default to the store's most frequent; a model's newest biaslens version's cells are
     used. `bias_type` replaces each score by its score over that type's pairs (no such pairs: no score)."""
-    done = summaries[summaries["status"] == "done"]
+    done = _where(summaries, summaries["status"] == "done")
     convention = convention or next(iter(_by_count(done, "convention")), None)
     precision = precision or next(iter(_by_count(done, "precision")), None)
     compat = compat or next(iter(_by_count(done, "compat")), None)
-    frame = done[(done["convention"] == convention) & (done["precision"] == precision) & (done["compat"] == compat)]
+    frame = _where(done, (done["convention"] == convention) & (done["precision"] == precision) & (done["compat"] == compat))
     frame = frame.assign(size=[size_label(p) for p in frame["parameters"]])
     for column, wanted in (("family", families), ("kind", kinds), ("size", sizes)):
         if wanted is not None:
-            frame = frame[frame[column].isin(list(wanted))]
+            frame = _where(frame, frame[column].isin(list(wanted)))
     if bias_type is not None:
         if types is None:
             raise InputError("A bias type needs the store's scores per bias type.")
-        by_type = types[types["bias_type"] == bias_type].set_index("key")
-        frame = frame.assign(**{c: frame["key"].map(by_type[c]) for c in ("bias_score", "ci_low", "ci_high", "n")})
+        by_type = _where(types, types["bias_type"] == bias_type).set_index("key")
+        frame = frame.assign(
+            **{c: [dict(zip(by_type.index, by_type[c])).get(k) for k in frame["key"]] for c in ("bias_score", "ci_low", "ci_high", "n")}
+        )
     names = metric_names or _metric_names()
     order = _metric_order()
     frame = frame.assign(
         _dataset=frame["dataset_label"].astype(str) + frame["selection"].map(lambda s: _selection_note(s)),
-        _order=frame["metric"].map(order),
+        _order=frame["metric"].map(lambda m: order.get(m, len(order))),
     )
     frame = frame.assign(_column=frame["_dataset"] + " · " + frame["metric"].map(lambda m: names.get(m, m)))
     frame = frame.sort_values(["biaslens", "created"]).drop_duplicates(["model_fingerprint", "model_revision", "_column"], keep="last")
-    columns = [Column(n, d, m) for n, d, m in frame.sort_values(["_dataset", "_order"])[["_column", "_dataset", "metric"]].drop_duplicates().itertuples(index=False)]
+    columns = [
+        Column(n, d, m)
+        for n, d, m in frame.sort_values(["_dataset", "_order"])[["_column", "_dataset", "metric"]].drop_duplicates().itertuples(index=False)
+    ]
     models = frame.sort_values("created").drop_duplicates(["model_fingerprint", "model_revision"], keep="last")
     rows = pd.DataFrame(
         {
@@ -172,7 +182,10 @@ def leaderboard(
     )
     rows["model"] = _unique_labels(rows)
     index = {(f, r): i for i, (f, r) in enumerate(zip(rows["model_fingerprint"], rows["model_revision"]))}
-    row_of = [index[(f, "" if r is None or (isinstance(r, float) and math.isnan(r)) else str(r))] for f, r in zip(frame["model_fingerprint"], frame["model_revision"])]
+    row_of = [
+        index[(f, "" if r is None or (isinstance(r, float) and math.isnan(r)) else str(r))]
+        for f, r in zip(frame["model_fingerprint"], frame["model_revision"])
+    ]
     frame = frame.assign(_row=row_of)
     board = Leaderboard(rows, columns, convention=convention, precision=precision, compat=compat)
     for column in columns:
@@ -188,7 +201,9 @@ def leaderboard(
 def _unique_labels(rows: pd.DataFrame) -> list[str]:
     """Each row's label; a label two models share gets its revision or fingerprint added."""
     labels = list(rows["model"])
-    counts = pd.Series(labels).value_counts()
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
     out = []
     for label, revision, fingerprint in zip(labels, rows["model_revision"], rows["model_fingerprint"]):
         if counts[label] > 1:
@@ -314,7 +329,7 @@ def paired_rows(store: ResultsStore, first: dict[str, str], second: dict[str, st
     if not frames:
         raise InputError(f"{names[0]} and {names[1]} share no dataset and metric in this store: nothing to compare.")
     out = pd.concat(frames, ignore_index=True)
-    return out[["dataset", "first", "second", *PAIRED_COLUMNS]]
+    return cast(pd.DataFrame, out[["dataset", "first", "second", *PAIRED_COLUMNS]])
 
 
 def _common_pairs(a, b, metrics: Sequence[str]):

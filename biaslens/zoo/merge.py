@@ -10,6 +10,7 @@ The numbers are the cells' summaries: those `biaslens evaluate` writes in summar
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -58,7 +59,11 @@ def merged_table(store: ResultsStore, plan: ZooPlan | None = None) -> pd.DataFra
     summaries = store.summaries()
     if plan is None:
         frame = summaries.sort_values(["biaslens", "created"]).drop_duplicates(_IDENTITY, keep="last")
-        frame = frame.assign(model=frame["model_label"], dataset=frame["dataset_label"], _metric=frame["metric"].map(_metric_order()))
+        frame = frame.assign(
+            model=frame["model_label"],
+            dataset=frame["dataset_label"],
+            _metric=[_metric_order().get(m, len(_metric_order())) for m in frame["metric"]],
+        )
         return _ordered(frame.sort_values(["model", "dataset", "_metric", "convention", "precision", "compat"], kind="stable"))
     by_key = summaries.set_index("key", drop=False)
     datasets = load_datasets(plan)
@@ -114,27 +119,32 @@ def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
             frame[column] = None
     frame = frame.loc[:, list(MERGED_COLUMNS)].reset_index(drop=True)
     for column in ("bias_score", "ci_low", "ci_high", "token_accuracy", "parameters"):
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+        frame[column] = frame[column].astype(float)
     for column in ("n", "wins", "ties", "undecidable"):
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("Int64")
+        frame[column] = frame[column].astype("Int64")
     return frame
 
 
 def wide_table(merged: pd.DataFrame) -> pd.DataFrame:
     """One row per model: for each dataset and metric (and convention, precision or compat mode, where the table has
     several), its bias score and interval as `<column>`, `<column> low`, `<column> high`."""
-    frame = merged[merged["status"] == "done"]
-    parts = ["dataset", "metric"] + [c for c in ("convention", "precision", "compat") if merged[c].nunique(dropna=True) > 1]
-    names = frame[parts].astype(str).agg(" · ".join, axis=1) if not frame.empty else pd.Series(dtype=str)
-    frame = frame.assign(column=names, _dataset=frame["dataset"].map({d: i for i, d in enumerate(dict.fromkeys(merged["dataset"]))}))
-    frame = frame.assign(_metric=frame["metric"].map(_metric_order())).sort_values(["_dataset", "_metric"], kind="stable")
+    frame = cast(pd.DataFrame, merged[merged["status"] == "done"])
+    parts = ["dataset", "metric"] + [c for c in ("convention", "precision", "compat") if len(set(merged[c].dropna())) > 1]
+    datasets = {d: i for i, d in enumerate(dict.fromkeys(merged["dataset"]))}
+    metrics = _metric_order()
+    frame = frame.assign(
+        column=[" · ".join(str(v) for v in row) for row in frame[parts].itertuples(index=False)],
+        _dataset=[datasets.get(d, 0) for d in frame["dataset"]],
+        _metric=[metrics.get(m, len(metrics)) for m in frame["metric"]],
+    ).sort_values(["_dataset", "_metric"], kind="stable")
     order = list(dict.fromkeys(frame["column"]))
     models = list(dict.fromkeys(merged["model"]))
     out = pd.DataFrame({"model": models})
     for name in order:
-        part = frame[frame["column"] == name].drop_duplicates("model", keep="last").set_index("model")
+        part = cast(pd.DataFrame, frame[frame["column"] == name]).drop_duplicates(subset=["model"], keep="last").set_index("model")
         for suffix, source in (("", "bias_score"), (" low", "ci_low"), (" high", "ci_high")):
-            out[name + suffix] = out["model"].map(part[source])
+            values = dict(zip(part.index, part[source]))
+            out[name + suffix] = [values.get(m) for m in out["model"]]
     return out
 
 

@@ -162,9 +162,7 @@ class ZooModel:
 
     def units(self) -> list[Unit]:
         """Its `evaluate` calls: datasets × conventions × precisions × compat modes, in that order."""
-        return [
-            Unit(d, c, p, k, self.metrics) for d in self.datasets for c in self.conventions for p in self.precisions for k in self.compats
-        ]
+        return [Unit(d, c, p, k, self.metrics) for d in self.datasets for c in self.conventions for p in self.precisions for k in self.compats]
 
     def load_dtypes(self) -> list[str]:
         """The dtypes the model is loaded in (one load each), in the plan's order."""
@@ -279,7 +277,9 @@ def parse_plan(data: Mapping[str, Any], base: str | Path = ".", *, name: str = "
     for m in models:
         for d in m.datasets:
             if by_label.setdefault(d.label, d) != d:
-                raise check.error(f"models[{m.index}].datasets", f"{d.label!r} names another dataset or selection elsewhere in the plan; give it its own label")
+                raise check.error(
+                    f"models[{m.index}].datasets", f"{d.label!r} names another dataset or selection elsewhere in the plan; give it its own label"
+                )
     store = check.path(data.get("store"), "store") or check.base / "zoo-store"
     data_dir = check.path(data.get("data_dir"), "data_dir")
     return ZooPlan(
@@ -307,7 +307,9 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {bool: "true/false", int: "a number", float: "a number", str: "text", list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+    return {bool: "true/false", int: "a number", float: "a number", str: "text", list: "a list", dict: "a table"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def parse_time(value: Any) -> int:
@@ -522,7 +524,7 @@ class _Checker:
         self.keys(value, _SLURM_KEYS, "[slurm]")
         additional = value.get("additional") or {}
         if not isinstance(additional, dict) or not all(isinstance(v, (str, int, float, bool)) for v in additional.values()):
-            raise self.error("slurm.additional", "must be a table of sbatch options (e.g. account = \"my-lab\")")
+            raise self.error("slurm.additional", 'must be a table of sbatch options (e.g. account = "my-lab")')
         gpus = self.whole(value.get("gpus_per_job"), "slurm.gpus_per_job", 0)
         return SlurmSettings(
             partition=self.text(value.get("partition"), "slurm.partition"),

@@ -37,24 +37,27 @@ class PlanStatus:
         """The status for people: a line per model, then the totals."""
         out = []
         width = max([len(str(m)) for m in self.frame["model"]] + [5])
-        for row in self.frame.itertuples():
-            counts = f"{row.done}/{row.cells} cells" if pd.notna(row.cells) else "cells not known until it loads"
+        for row in self.frame.to_dict(orient="records"):
+            counts = f"{row['done']}/{row['cells']} cells" if pd.notna(row["cells"]) else "cells not known until it loads"
+            attempt = row["attempt"] if pd.notna(row["attempt"]) else None
             extra = "".join(
                 f" · {x}"
                 for x in (
-                    f"{row.unavailable} unavailable" if row.unavailable else "",
-                    row.progress if row.progress else "",
-                    f"job {row.job}" + (f" (attempt {row.attempt})" if row.attempt and row.attempt > 1 else "") if row.job else "",
-                    row.detail,
+                    f"{row['unavailable']} unavailable" if row["unavailable"] else "",
+                    row["progress"] or "",
+                    f"job {row['job']}" + (f" (attempt {attempt})" if attempt and attempt > 1 else "") if row["job"] else "",
+                    row["detail"],
                 )
                 if x
             )
-            out.append(f"{str(row.model):<{width}}  {row.state:<11} {counts}{extra}")
+            out.append(f"{str(row['model']):<{width}}  {row['state']:<11} {counts}{extra}")
         known = self.frame["cells"].dropna()
-        done = int(self.frame.loc[known.index, "done"].sum())
+        done = sum(int(x) for x in self.frame.loc[known.index, "done"])
         states = self.frame["state"].value_counts()
         out.append(
-            f"{len(self.frame)} models: " + ", ".join(f"{n} {s}" for s, n in states.items()) + f"; {done:,} of {int(known.sum()):,} known cells in {self.store}"
+            f"{len(self.frame)} models: "
+            + ", ".join(f"{n} {s}" for s, n in states.items())
+            + f"; {done:,} of {sum(int(x) for x in known):,} known cells in {self.store}"
         )
         return out
 

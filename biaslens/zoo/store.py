@@ -184,7 +184,11 @@ def _takes_over(owner: Owner, holder: Owner) -> bool:
     driver saw the earlier one end), the same job requeued by submitit (same job id), or the same process."""
     if owner.group != holder.group:
         return False
-    return holder.attempt < owner.attempt or (bool(owner.job_id) and holder.job_id == owner.job_id) or (holder.host, holder.pid) == (owner.host, owner.pid)
+    return (
+        holder.attempt < owner.attempt
+        or (bool(owner.job_id) and holder.job_id == owner.job_id)
+        or (holder.host, holder.pid) == (owner.host, owner.pid)
+    )
 
 
 def _pid_alive(pid: int) -> bool:
@@ -216,7 +220,9 @@ class ResultsStore:
         except ValueError:
             raise StoreError(f"{marker} is not valid JSON: this is not a results store biaslens can read.") from None
         if not isinstance(info, dict) or info.get("format") not in range(1, STORE_FORMAT + 1):
-            raise StoreError(f"{self.root} is a results store of a newer layout ({info.get('format') if isinstance(info, dict) else '?'}): upgrade biaslens.")
+            raise StoreError(
+                f"{self.root} is a results store of a newer layout ({info.get('format') if isinstance(info, dict) else '?'}): upgrade biaslens."
+            )
         self._cache: ResultCache | None = None
 
     # -- paths -----------------------------------------------------------------------
@@ -381,13 +387,13 @@ class ResultsStore:
                 types.append({"key": key, "bias_type": bias_type, **{c: block.get(c) for c in ("bias_score", "ci_low", "ci_high", "n")}})
         main = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
         for column in ("bias_score", "ci_low", "ci_high", "token_accuracy", "parameters"):
-            main[column] = pd.to_numeric(main[column], errors="coerce").astype(float)
+            main[column] = main[column].astype(float)
         for column in ("n", "wins", "ties", "undecidable"):
-            main[column] = pd.to_numeric(main[column], errors="coerce").astype("Int64")
+            main[column] = main[column].astype("Int64")
         by_type = pd.DataFrame(types, columns=list(TYPE_COLUMNS))
         for column in ("bias_score", "ci_low", "ci_high"):
-            by_type[column] = pd.to_numeric(by_type[column], errors="coerce").astype(float)
-        by_type["n"] = pd.to_numeric(by_type["n"], errors="coerce").astype("Int64")
+            by_type[column] = by_type[column].astype(float)
+        by_type["n"] = by_type["n"].astype("Int64")
         return main, by_type
 
     # -- a stored run, as `evaluate` returns it ----------------------------------------
@@ -460,7 +466,9 @@ class ResultsStore:
             data = json.loads(path.read_bytes() or b"{}")
         except (FileNotFoundError, ValueError):
             return None
-        owner = Owner(**{k: data.get(k, default) for k, default in (("run_id", ""), ("index", -1), ("job_id", ""), ("attempt", 1), ("host", ""), ("pid", 0))})
+        owner = Owner(
+            **{k: data.get(k, default) for k, default in (("run_id", ""), ("index", -1), ("job_id", ""), ("attempt", 1), ("host", ""), ("pid", 0))}
+        )
         age = time.time() - stat.st_mtime
         stale = age > LOCK_TTL_S or (owner.host == socket.gethostname() and owner.pid > 0 and not _pid_alive(owner.pid))
         return LockInfo(owner, stat.st_mtime, stale)

@@ -9,7 +9,7 @@ the stereotypical sentence with its own probability, per metric. Every cell's su
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,12 @@ def synthetic_store(
     families = list(FAMILIES)
     for dataset in datasets:
         store.put_dataset(dataset)
-    frames = {d.sha256: pd.DataFrame([{c: getattr(p, c) for c in ("pair_id", "dataset", "bias_type", "direction", "sent_stereo", "sent_anti")} for p in d.pairs]) for d in datasets}
+    frames = {
+        d.sha256: pd.DataFrame(
+            [{c: getattr(p, c) for c in ("pair_id", "dataset", "bias_type", "direction", "sent_stereo", "sent_anti")} for p in d.pairs]
+        )
+        for d in datasets
+    }
     for i in range(models):
         family = families[i % len(families)]
         parameters = int(10 ** rng.uniform(7, 10.8))
@@ -63,7 +68,9 @@ def synthetic_store(
                 stereo = -rng.uniform(1, 5, n)
                 anti = stereo - np.where(wins, 1, -1) * rng.uniform(0.01, 1, n)
                 total = rng.integers(3, 12, n)
-                records = pd.DataFrame({"pair_id": pairs["pair_id"], "stereo": stereo, "anti": anti, "hits": rng.integers(0, total + 1), "total": total})
+                records = pd.DataFrame(
+                    {"pair_id": pairs["pair_id"], "stereo": stereo, "anti": anti, "hits": rng.integers(0, total + 1), "total": total}
+                )
                 columns = pair_columns(metric)
                 frame = pairs.assign(**{columns.stereo: stereo, columns.anti: anti, columns.hits: records["hits"], columns.total: total})
                 fields = cell_fields(
@@ -85,13 +92,19 @@ def synthetic_store(
                         "status": "done",
                         "fields": fields,
                         "model": about,
-                        "dataset": {"name": dataset.name, "label": dataset.name, "path": str(dataset.path), "sha256": dataset.sha256, "pairs_total": n},
+                        "dataset": {
+                            "name": dataset.name,
+                            "label": dataset.name,
+                            "path": str(dataset.path),
+                            "sha256": dataset.sha256,
+                            "pairs_total": n,
+                        },
                         "summary": summary["metrics"][metric],
                         "manifest": {**manifest, "metrics": [metric], "synthetic": True},
                         "warnings": ["synthetic scores: made up for a test or a benchmark, not a model's"],
                         "run": {"run_id": "synthetic", "created": f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}+00:00"},
                     },
-                    records[list(RECORD_COLUMNS)],
+                    cast(pd.DataFrame, records[list(RECORD_COLUMNS)]),
                 )
     return store
 

@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from submitit.helpers import Checkpointable
 
@@ -26,6 +26,8 @@ from biaslens.zoo.plan import DEFAULT_CONVENTION, PRECISIONS, Unit, ZooModel
 from biaslens.zoo.store import RECORD_COLUMNS, Heartbeat, Owner, ResultsStore, cell_key
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from biaslens.data.datasets import PairDataset
     from biaslens.engine.evaluation import EvaluationResult
 
@@ -342,7 +344,9 @@ def _write_cell(
 
     fields = fields_of(identity, unit, metric, dataset.sha256)
     columns = pair_columns(metric)
-    records = result.pairs[["pair_id", columns.stereo, columns.anti, columns.hits, columns.total]].set_axis(list(RECORD_COLUMNS), axis=1)
+    records = cast("pd.DataFrame", result.pairs[["pair_id", columns.stereo, columns.anti, columns.hits, columns.total]]).set_axis(
+        list(RECORD_COLUMNS), axis=1
+    )
     manifest = dict(result.manifest)
     store.write_cell(
         {

@@ -96,7 +96,9 @@ def test_a_bias_type_restricts_every_score(env, stores):
     types = store.type_summaries().merge(store.summaries()[["key", "model_label", "dataset", "metric"]], on="key")
     board = _board(at)
     for model, cell in zip(board["Model"], board["crows-pairs · CPS"]):
-        row = types[(types["model_label"] == model) & (types["dataset"] == "crows-pairs") & (types["metric"] == "cps") & (types["bias_type"] == "gender")]
+        row = types[
+            (types["model_label"] == model) & (types["dataset"] == "crows-pairs") & (types["metric"] == "cps") & (types["bias_type"] == "gender")
+        ]
         assert cell.startswith(f"{row['bias_score'].iloc[0]:5.1f} [")
 
 
@@ -157,4 +159,3 @@ def test_a_store_outside_the_allowed_folders_or_not_a_store(app_env, stores, tmp
     assert "is not a biaslens results store" in texts(at.error)
     at = run_app("leaderboard")
     assert "Name a results store" in texts(at.info)
-

@@ -121,7 +121,11 @@ def test_errors_are_one_line_and_exit_2(scored_plan, tmp_path, capsys, argv, mes
 
 
 def test_bad_option_values_are_refused_by_the_parser(capsys):
-    for argv in (["zoo", "run", "p.toml", "--time", "soon"], ["zoo", "run", "p.toml", "--executor", "pbs"], ["zoo", "run", "p.toml", "--retries", "-1"]):
+    for argv in (
+        ["zoo", "run", "p.toml", "--time", "soon"],
+        ["zoo", "run", "p.toml", "--executor", "pbs"],
+        ["zoo", "run", "p.toml", "--retries", "-1"],
+    ):
         with pytest.raises(SystemExit) as caught:
             main(argv)
         assert caught.value.code == 2

@@ -58,7 +58,9 @@ additional = {{ account = "lab" }}
     assert second.label == "RoBERTa tiny" and second.metrics == ("aula",) and [d.label for d in second.datasets] == ["crows-pairs"]
     assert [u.compat for u in second.units()] == ["default", "kaneko2022"] * 2
     assert not third.local and third.pinned and third.family == "bert" and third.label == "bert-base-cased@cd5ef92a9f"
-    assert plan.slurm.partition == "gpu" and plan.slurm.time_min == 120 and plan.slurm.max_parallel == 8 and plan.slurm.additional == {"account": "lab"}
+    assert (
+        plan.slurm.partition == "gpu" and plan.slurm.time_min == 120 and plan.slurm.max_parallel == 8 and plan.slurm.additional == {"account": "lab"}
+    )
     assert plan.slurm.gpus_per_job == 1 and plan.local.max_parallel == 1
     assert plan.sha256 and len(plan.sha256) == 64
 

@@ -72,7 +72,13 @@ def _cell(key_fields, score=50.0, status="done"):
         "fields": key_fields,
         "model": {"id": "m", "label": "M", "family": "bert", "kind": "masked", "parameters": 1000},
         "dataset": {"name": "crows-pairs", "label": "crows-pairs"},
-        "summary": {"bias_score": score, "ci_low": score - 5, "ci_high": score + 5, "n": 10, "by_bias_type": {"gender": {"bias_score": 40.0, "n": 4}}},
+        "summary": {
+            "bias_score": score,
+            "ci_low": score - 5,
+            "ci_high": score + 5,
+            "n": 10,
+            "by_bias_type": {"gender": {"bias_score": 40.0, "n": 4}},
+        },
         "run": {"run_id": "r", "created": "2026-01-01T00:00:00+00:00"},
     }
 
@@ -106,7 +112,13 @@ def test_a_stored_result_is_the_evaluate_result(tmp_path, tiny_bert):
     from tests.support import FIXTURE_DATA
 
     plan = parse_plan(
-        {"datasets": ["crows-pairs"], "data_dir": str(FIXTURE_DATA), "download": False, "metrics": ["aul", "cps"], "models": [{"id": tiny_bert.name}]},
+        {
+            "datasets": ["crows-pairs"],
+            "data_dir": str(FIXTURE_DATA),
+            "download": False,
+            "metrics": ["aul", "cps"],
+            "models": [{"id": tiny_bert.name}],
+        },
         tmp_path,
     )
     ResultsStore(plan.store, create=True)
@@ -119,7 +131,9 @@ def test_a_stored_result_is_the_evaluate_result(tmp_path, tiny_bert):
     pd.testing.assert_frame_equal(stored.pairs, expected.pairs, check_exact=False, atol=1e-5)
     for metric in ("aul", "cps"):
         got, want = stored.summary["metrics"][metric], expected.summary["metrics"][metric]
-        assert {k: got[k] for k in ("bias_score", "n", "wins", "ci_low", "ci_high")} == {k: want[k] for k in ("bias_score", "n", "wins", "ci_low", "ci_high")}
+        assert {k: got[k] for k in ("bias_score", "n", "wins", "ci_low", "ci_high")} == {
+            k: want[k] for k in ("bias_score", "n", "wins", "ci_low", "ci_high")
+        }
         assert got["by_bias_type"].keys() == want["by_bias_type"].keys()
     assert stored.manifest["fingerprint"] == tiny_bert.fingerprint and stored.manifest["store"]["unit"] == unit
     assert list(store.result(unit, ["cps"]).summary["metrics"]) == ["cps"]

@@ -31,7 +31,11 @@ def test_a_model_is_scored_once(write_plan, model_dirs):
     assert record["state"] == "finished" and record["scored"] == 4 and record["pid"] > 0
     cell = store.read_cell(next(iter(keys)))
     assert cell["status"] == "done" and cell["run"]["run_id"] == "run-1" and cell["model"]["parameters"] > 0
-    assert cell["model"]["family"] == "bert" and cell["model"]["kind"] == "masked" and cell["manifest"]["fingerprint"] == cell["fields"]["model_fingerprint"]
+    assert (
+        cell["model"]["family"] == "bert"
+        and cell["model"]["kind"] == "masked"
+        and cell["manifest"]["fingerprint"] == cell["fields"]["model_fingerprint"]
+    )
     assert not list((store.root / "locks").glob("*.lock"))  # every lock given back
 
 
@@ -76,7 +80,9 @@ class Killed(Exception):
 def test_a_killed_job_loses_only_its_unfinished_chunk(write_plan, model_dirs, many_pairs):
     """Killed within its 4th chunk (of 4 pairs), the job kept 3 chunks in the store's cache: its retry reads those back
     (3 x 4 pairs x 2 metrics) and computes the rest."""
-    plan = load_plan(write_plan([{"id": str(model_dirs["bert-cased"])}], datasets=f'["{many_pairs}"]', extra='metrics = ["aul", "cps"]\nchunk_pairs = 4'))
+    plan = load_plan(
+        write_plan([{"id": str(model_dirs["bert-cased"])}], datasets=f'["{many_pairs}"]', extra='metrics = ["aul", "cps"]\nchunk_pairs = 4')
+    )
 
     def kill_in_chunk_four(unit: str, done: float, total: int) -> None:
         if 12 < done < 16:
