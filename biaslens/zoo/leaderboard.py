@@ -151,10 +151,9 @@ def leaderboard(
     if bias_type is not None:
         if types is None:
             raise InputError("A bias type needs the store's scores per bias type.")
-        by_type = _where(types, types["bias_type"] == bias_type).set_index("key")
-        frame = frame.assign(
-            **{c: [dict(zip(by_type.index, by_type[c])).get(k) for k in frame["key"]] for c in ("bias_score", "ci_low", "ci_high", "n")}
-        )
+        by_type = _where(types, types["bias_type"] == bias_type)
+        scores = {c: dict(zip(by_type["key"], by_type[c])) for c in ("bias_score", "ci_low", "ci_high", "n")}
+        frame = frame.assign(**{c: [scores[c].get(k) for k in frame["key"]] for c in scores})
     names = metric_names or _metric_names()
     order = _metric_order()
     frame = frame.assign(
