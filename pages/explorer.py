@@ -241,8 +241,9 @@ def show_stored(store: str, unit: str) -> None:
     m = result.manifest
     info = m.get("dataset", {})
     dataset = info.get("name") if info.get("name") in DATASETS else info.get("path") or info.get("name", "")
+    label = m.get("store", {}).get("label") or ui.settings.model_label(m["model"])
     st.info(
-        f"A stored run: {ui.feedback.md(ui.settings.model_label(m['model']))} on {ui.feedback.md(info.get('name', ''))}, "
+        f"A stored run: {ui.feedback.md(label)} on {ui.feedback.md(info.get('name', ''))}, "
         f"read from the results store {ui.feedback.md(store)}. Nothing is scored; a pair opens in the inspector under this model.",
         icon=":material/inventory_2:",
     )

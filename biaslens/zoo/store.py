@@ -426,7 +426,8 @@ class ResultsStore:
         assert order is not None
         frame = frame.set_index("pair_id").loc[[p for p in order if p in set(frame["pair_id"])]].reset_index()
         frame = pd.DataFrame(frame)
-        manifest = {**first.get("manifest", {}), "metrics": wanted, "store": {"root": str(self.root), "unit": unit}}
+        label = (first.get("model") or {}).get("label")
+        manifest = {**first.get("manifest", {}), "metrics": wanted, "store": {"root": str(self.root), "unit": unit, "label": label}}
         warnings = list(dict.fromkeys(w for c in cells.values() for w in c.get("warnings", [])))
         return EvaluationResult(frame, summarize(frame, wanted, manifest), warnings, 0)
 

@@ -159,3 +159,38 @@ def test_a_store_outside_the_allowed_folders_or_not_a_store(app_env, stores, tmp
     assert "is not a biaslens results store" in texts(at.error)
     at = run_app("leaderboard")
     assert "Name a results store" in texts(at.info)
+
+
+def test_a_hostile_label_renders_as_text(app_env, monkeypatch, model_dirs, tmp_path):
+    """A plan's label is text a user wrote: in the table, the comparison's headings and the explorer's note, never markup."""
+    from tests.support.app import live_markup, markdown_texts
+
+    label = "[Session expired](http://evil.example/login) :red[boom] **x**"
+    plan = parse_plan(
+        {
+            "store": "store",
+            "datasets": ["crows-pairs"],
+            "data_dir": str(FIXTURE_DATA),
+            "download": False,
+            "metrics": ["aul"],
+            "models": [{"id": str(model_dirs["bert-cased"]), "label": label}, {"id": str(model_dirs["albert"])}],
+        },
+        tmp_path,
+    )
+    ResultsStore(plan.store, create=True)
+    for model in plan.models:
+        run_model(ModelTask(str(plan.store), "run-1", model, plan.data_dir, False))
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
+    at = run_app("leaderboard", {"store": str(plan.store)})
+    table = next(d for d in at.dataframe if "crows-pairs · AUL" in d.value.columns)
+    assert label in list(_board(at)["Model"])
+    at.session_state[table.key] = {"selection": {"rows": [0, 1], "columns": [], "cells": []}}
+    at.run()
+    no_exceptions(at)
+    assert "pair by pair" in texts(at.subheader) and live_markup(markdown_texts(at)) == []
+    row = list(_board(at)["Model"]).index(label)
+    table = next(d for d in at.dataframe if "crows-pairs · AUL" in d.value.columns)
+    at.session_state[table.key] = {"selection": {"rows": [], "columns": [], "cells": [(row, "crows-pairs · AUL")]}}
+    at.run()
+    no_exceptions(at)
+    assert "A stored run" in texts(at.info) and live_markup(markdown_texts(at)) == []

@@ -29,6 +29,7 @@ PAGES = {
     "inspector": ("s1", "s2", "pair", "metric"),
     "explorer": ("metrics", "metric", "sample", "seed"),
     "compare": ("models", "metric", "sample", "seed"),
+    "leaderboard": ("store", "sort", "bias_type", "families", "kinds", "sizes"),
     "kurita": ("templates", "targets"),
     "lab": ("scenario", "association", "ratio", "corpus", "steps", "seed"),
     "analyses": ("sample", "seed", "metric"),
