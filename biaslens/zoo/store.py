@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from biaslens.data.datafiles import read_bytes
 from biaslens.data.export import atomic_write, to_json
-from biaslens.errors import DatasetError, InputError
+from biaslens.errors import BiaslensError, DatasetError, InputError
 from biaslens.version import __version__
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ class ResultsStore:
         if create and not marker.exists():
             if self.root.exists() and not self.root.is_dir():
                 raise StoreError(f"{self.root} is a file: the results store is a folder.")
-            if self.root.is_dir() and any(self.root.iterdir()):
+            if self.root.is_dir() and any(not p.name.startswith(".") for p in self.root.iterdir()) and not marker.exists():
                 raise StoreError(f"{self.root} is a folder with other files in it: choose an empty or new folder for the results store.")
             atomic_write(marker, to_json({"format": STORE_FORMAT, "kind": "biaslens results store", "created": _now(), "biaslens": __version__}))
         try:
@@ -361,7 +361,7 @@ class ResultsStore:
             frames = None
         if frames is None:
             frames = self._build_index([key for key, _, _ in listing])
-            with contextlib.suppress(OSError, InputError):  # a read-only store is still readable, only slower
+            with contextlib.suppress(OSError, BiaslensError):  # a read-only store is still readable, only slower
                 self._write_parquet(main, frames[0])
                 self._write_parquet(types, frames[1])
                 for old in folder.glob("*.parquet"):

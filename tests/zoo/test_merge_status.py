@@ -130,3 +130,20 @@ def test_bad_option_values_are_refused_by_the_parser(capsys):
             main(argv)
         assert caught.value.code == 2
     assert "is not a time" in capsys.readouterr().err
+
+
+def test_a_model_being_scored_shows_as_running(write_plan, model_dirs):
+    """A live lock on one of its cells: the model is running, by that run's job on that host; its record gives the progress."""
+    from biaslens.zoo.cells import load_datasets, planned_cells
+    from biaslens.zoo.store import Owner
+
+    plan = load_plan(write_plan([{"id": str(model_dirs["roberta"])}], datasets='["stereoset"]', extra='metrics = ["aul"]'))
+    store = ResultsStore(plan.store, create=True)
+    assert plan_status(plan).frame["state"].tolist() == ["pending"]
+    (cell,) = planned_cells(plan.models[0], store, load_datasets(plan))
+    run = store.new_run({"plan": str(plan.path), "models": [{"index": 0, "id": plan.models[0].id, "label": "roberta"}]})
+    store.write_job(run, 0, {"state": "scoring", "unit": "stereoset · float32", "done": 3, "total": 7, "job_id": "12_0"}, side="worker")
+    assert store.try_lock(cell.key, Owner.here(run, 0, "12_0"))
+    row = plan_status(plan).frame.iloc[0]
+    assert row["state"] == "running" and row["running"] == 1 and f"run {run} job 12_0" in row["detail"]
+    assert row["progress"] == "43% of stereoset · float32"
