@@ -26,6 +26,7 @@ PAGES = [
     st.Page("pages/inspector.py", title="Pair inspector", icon=":material/compare_arrows:", url_path="inspector", default=True),
     st.Page("pages/explorer.py", title="Dataset explorer", icon=":material/table_chart:", url_path="explorer"),
     st.Page("pages/compare.py", title="Model comparison", icon=":material/leaderboard:", url_path="compare"),
+    st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/format_list_numbered:", url_path="leaderboard"),
     st.Page("pages/kurita.py", title="Kurita templates", icon=":material/text_fields:", url_path="kurita"),
     st.Page("pages/lab.py", title="Bias lab", icon=":material/science:", url_path="lab"),
     st.Page("pages/analyses.py", title="Paper analyses", icon=":material/analytics:", url_path="analyses"),

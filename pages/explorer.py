@@ -19,8 +19,12 @@ import ui.settings
 import ui.state
 import ui.tables
 import ui.trust
-from ui.views import EXPLORER_TABS, ExplorerView
+import ui.zoo
+from ui.views import EXPLORER_TABS, ExplorerView, InspectorView
+from typing import Callable
+
 from biaslens.analyses import explore
+from biaslens.data.datasets import DATASETS
 from biaslens.figures import charts as figures
 from biaslens.figures.formatting import VERDICTS
 from biaslens.engine.evaluation import EvaluationResult
@@ -46,6 +50,10 @@ def _adopt_url() -> ui.state.Link[ExplorerView]:
     if "tab" in link:
         st.session_state[S + "tab"] = TABS[link.view.tab]
     st.session_state.setdefault(S + "metrics", list(PAPER_METRICS))
+    if "result" in link and link.view.stored:  # a stored run, opened from the leaderboard: kept until the user leaves it
+        st.session_state[S + "stored"] = (link.view.store, link.view.result)
+    elif "result" in link or "store" in link or link.fields - {"metric", "metrics", "tab"}:
+        st.session_state.pop(S + "stored", None)  # a link to the sidebar's run
     return link
 
 
@@ -102,7 +110,7 @@ PAIR_TEXT_WIDTH = 200
 SCORE_COLUMNS = ["bias_score", "ci_low", "ci_high", "n", "wins", "ties", "undecidable", "token_accuracy"]
 
 
-def show_pairs(result: EvaluationResult, metrics: list[str], focus: str, view: ExplorerView) -> None:
+def show_pairs(result: EvaluationResult, metrics: list[str], focus: str, view: ExplorerView, inspect: Callable[[int], InspectorView]) -> None:
     frame = explore.with_verdicts(result.pairs, metrics)
     st.caption("Select a row to open the pair in the inspector. Click a column header to sort.")
     c1, c2, c3 = st.columns([1, 1, 2])
@@ -140,7 +148,7 @@ def show_pairs(result: EvaluationResult, metrics: list[str], focus: str, view: E
     if event.selection.rows:
         # A fresh table next time, so coming back here does not reopen the same pair.
         st.session_state[S + "table_version"] = st.session_state.get(S + "table_version", 0) + 1
-        ui.state.open_view(view.inspect(int(shown["pair_id"].iloc[event.selection.rows[0]])))
+        ui.state.open_view(inspect(int(shown["pair_id"].iloc[event.selection.rows[0]])))
 
 
 def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str) -> None:
@@ -169,7 +177,14 @@ def show_exports(result: EvaluationResult, charts: dict[str, object], stem: str)
                 )
 
 
-def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: ExplorerView, controls: dict | None = None) -> None:
+def show_result(
+    result: EvaluationResult,
+    metrics: list[str],
+    stem: str,
+    view: ExplorerView,
+    controls: dict | None = None,
+    inspect: Callable[[int], InspectorView] | None = None,
+) -> None:
     summary = explore.summary_table(result.summary)
     if controls:  # the control pairs' score beside each bias score
         summary = summary.assign(
@@ -226,7 +241,7 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: E
             ui.charts.show(charts["Adv vs Dis"], S + "chart_groups")
             ui.tables.table(groups, SCORE_COLUMNS, pin=["name", "group_name"])
     with tabs[3]:
-        show_pairs(result, metrics, focus, view)
+        show_pairs(result, metrics, focus, view, inspect or view.inspect)
     with tabs[4]:
         if tabs[4].open:  # its figures are drawn as SVG for the downloads: only when it is open
             show_exports(result, charts, stem)
@@ -237,11 +252,45 @@ def show_result(result: EvaluationResult, metrics: list[str], stem: str, view: E
 # ---------------------------------------------------------------------------------------
 
 
+def show_stored(store: str, unit: str) -> None:
+    """A stored run of a results store (opened from the leaderboard): read from the store, nothing scored."""
+    result = None
+    with ui.feedback.guard():
+        result = ui.zoo.stored_result(store, unit)
+    leave = st.button("Back to the sidebar's model", key=S + "leave_stored", icon=":material/arrow_back:")
+    if leave:
+        st.session_state.pop(S + "stored", None)
+        st.rerun()
+    if result is None:
+        st.stop()
+    m = result.manifest
+    info = m.get("dataset", {})
+    dataset = info.get("name") if info.get("name") in DATASETS else info.get("path") or info.get("name", "")
+    label = m.get("store", {}).get("label") or ui.settings.model_label(m["model"])
+    st.info(
+        f"A stored run: {ui.feedback.md(label)} on {ui.feedback.md(info.get('name', ''))}, "
+        f"read from the results store {ui.feedback.md(store)}. Nothing is scored; a pair opens in the inspector under this model.",
+        icon=":material/inventory_2:",
+    )
+    metrics = list(result.summary["metrics"])
+    focus = st.session_state.get(S + "focus")
+    view = ExplorerView(ui.state.global_view(), metrics=tuple(metrics), metric=focus, tab=_tab(), store=store, result=unit)
+
+    def inspect(pair: int) -> InspectorView:
+        return view.inspect_stored(pair, m["model"], m.get("revision"), dataset, m.get("dtype"))
+
+    show_result(result, metrics, _file_stem(m["model"], info.get("name", "stored")), view, inspect=inspect)
+
+
 def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url()
     ui.feedback.header("Dataset explorer", ABOUT, docs="app")
+    stored = st.session_state.get(S + "stored")
+    if stored:
+        show_stored(*stored)
+        return
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
     for note in dataset.notes:

@@ -11,6 +11,7 @@ TESTS=(
     "tests/browser/test_pages.py::test_a_dataset_run_shows_progress_then_the_breakdown"
     "tests/browser/test_pages.py::test_model_comparison_page"
     "tests/browser/test_kurita_page.py::test_in_a_browser_uploaded_lists_and_the_weat_table"
+    "tests/browser/test_leaderboard.py::test_five_hundred_models"
 )
 bash scripts/setup.sh --dev
 shots=$(mktemp -d)

@@ -51,6 +51,7 @@ def table(
     help: Mapping[str, str] | None = None,
     decimals: int = 2,
     select: bool = False,
+    selection: Sequence[str] | None = None,
     sortable: bool = False,
     key: str | None = None,
     height: int | None = None,
@@ -63,15 +64,17 @@ def table(
     `labels` overrides a header (default `column_label`); `formats` a column's format ("{:.1f}", or `MARGIN`;
     default: margins by `margin_formatter`, p-values to 3 significant digits, other floats to `decimals` places);
     `help` gives a header's tooltip. `select` makes the rows clickable: the interactive table's selection event is
-    returned (`event.selection.rows`); `sortable` keeps a small table interactive (click a header to sort); `key` is
-    the interactive table's widget key. In an interactive table, `widths` fixes columns' widths (px) and `wrap_lines`
-    lets text wrap onto that many lines a row (taller rows). Returns None for a static table.
+    returned (`event.selection.rows`); `selection` names other selection modes instead (["multi-row", "single-cell"]:
+    the leaderboard's rows to compare and cells to open); `sortable` keeps a small table interactive (click a header to
+    sort); `key` is the interactive table's widget key. In an interactive table, `widths` fixes columns' widths (px) and
+    `wrap_lines` lets text wrap onto that many lines a row (taller rows). Returns None for a static table.
     """
     shown = list(dict.fromkeys([*pin, *(columns if columns is not None else frame.columns)]))
     names = {c: (labels or {}).get(c) or column_label(str(c)) for c in shown}
     fmts = column_formats(frame, shown, formats, decimals=decimals)
     # A table's margins (one model's or several models' columns) share one number of decimals: enough for every sign.
     margins = [v for c, f in fmts.items() if f == MARGIN for v in pd.to_numeric(frame[c], errors="coerce")]
+    select = select or bool(selection)
     if not select and not sortable and len(frame) <= STATIC_ROWS:
         margin = margin_formatter(margins)
         cells: dict[str, CellFormat] = {names[c]: (margin if f == MARGIN else f) for c, f in fmts.items()}
@@ -88,7 +91,7 @@ def table(
             config[c] = st.column_config.NumberColumn(**common, format=printf)
         else:
             config[c] = st.column_config.TextColumn(**common)
-    options: dict[str, Any] = {"on_select": "rerun", "selection_mode": "single-row"} if select else {}
+    options: dict[str, Any] = {"on_select": "rerun", "selection_mode": list(selection) if selection else "single-row"} if select else {}
     tall = height or (TALL if len(frame) > 10 else "auto")
     if wrap_lines:  # Streamlit wraps a cell's text only in rows taller than 4rem
         options["row_height"] = max(WRAP_MIN_ROW, LINE_PX * wrap_lines + 12)

@@ -86,6 +86,13 @@ class _Reader:
     def texts(self, name: str) -> tuple[str, ...] | None:
         return tuple(self._values(name)) or None
 
+    def matching(self, name: str, pattern: re.Pattern[str], expected: str) -> str | None:
+        value = self._one(name)
+        if value is None or pattern.fullmatch(value):
+            return value
+        self._reject(name, value, expected)
+        return None
+
     def choice(self, name: str, options: Sequence[str], expected: str | None = None) -> str | None:
         value = self._one(name)
         if value is None or value in options:
@@ -301,9 +308,17 @@ class InspectorView(View):
 EXPLORER_TABS = ("scores", "types", "groups", "pairs", "export")
 
 
+#: A stored result's id in a link: a results store's unit key (64 hex digits).
+RESULT_EXPECTED = "a stored result's id (64 hexadecimal digits)"
+_RESULT = re.compile(r"[0-9a-f]{64}")
+
+
 @dataclass(frozen=True)
 class ExplorerView(View):
-    """The dataset explorer: the metrics scored, the one in focus (None: the first), the sample and its seed, the tab."""
+    """The dataset explorer: the metrics scored, the one in focus (None: the first), the sample and its seed, the tab.
+
+    With `store` and `result` (a results store of `biaslens zoo run` and one of its units, opened from the leaderboard),
+    it shows that stored run, read from the store: nothing is scored and the sidebar's model and dataset are not used."""
 
     PAGE: ClassVar[str] = "pages/explorer.py"
     g: GlobalView = GlobalView()
@@ -312,6 +327,8 @@ class ExplorerView(View):
     sample: int | None = None
     seed: int = 0
     tab: str = "scores"
+    store: str | None = None
+    result: str | None = None
 
     @classmethod
     def read(cls, r: _Reader) -> Self:
@@ -322,11 +339,23 @@ class ExplorerView(View):
             metric=r.choice("metric", tuple(METRICS)),
             **r.sample_and_seed(),
             tab=r.choice("tab", EXPLORER_TABS),
+            store=r.text("store"),
+            result=r.matching("result", _RESULT, RESULT_EXPECTED),
         )
+
+    @property
+    def stored(self) -> bool:
+        """Whether this is a stored run (from a results store), not the sidebar's model on the sidebar's dataset."""
+        return self.store is not None and self.result is not None
 
     def inspect(self, pair: int) -> InspectorView:
         """A pair of the run in the inspector: the same settings, the metric in focus."""
         return InspectorView(g=self.g, pair=pair, metric=_inspectable(self.metric or self.metrics[0]))
+
+    def inspect_stored(self, pair: int, model: str, revision: str | None, dataset: str, dtype: str | None) -> InspectorView:
+        """A pair of a stored run in the inspector, under the run's model (its revision and dtype) on its dataset."""
+        g = replace(self.g, model=model, revision=revision, dataset=dataset, dtype=dtype if dtype in DTYPES else self.g.dtype)
+        return InspectorView(g=g, pair=pair, metric=_inspectable(self.metric or self.metrics[0]))
 
 
 @dataclass(frozen=True)
@@ -437,7 +466,10 @@ class AnalysesView(View):
 
 
 #: The documentation pages the app shows (docs/<name>.md, which ship with the project), in the docs site's order.
-DOC_PAGES = ("index", "app", "cli", "python", "notebooks", "metrics", "models", "datasets", "analyses", "kurita", "lab", "performance", "operators")
+DOC_PAGES = (
+    "index", "app", "cli", "python", "scoring", "notebooks", "metrics", "models", "datasets", "analyses", "kurita", "lab", "trust", "zoo",
+    "performance", "operators",
+)
 
 
 @dataclass(frozen=True)
@@ -453,5 +485,43 @@ class DocsView(View):
         return _build(cls, g=GlobalView.read(r), page=r.choice("page", DOC_PAGES, "a page of the documentation: " + ", ".join(DOC_PAGES)))
 
 
+#: The leaderboard's sort orders, as a link names them: distance from 50 (smallest first), highest or lowest score first.
+LEADERBOARD_ORDERS = ("closest", "highest", "lowest")
+
+
+@dataclass(frozen=True)
+class LeaderboardView(View):
+    """The leaderboard: the results store it reads, the column it is sorted by and how, the bias type its scores are
+    restricted to, and the families, kinds and sizes of the models shown (empty: all)."""
+
+    PAGE: ClassVar[str] = "pages/leaderboard.py"
+    g: GlobalView = GlobalView()
+    store: str | None = None
+    sort: str | None = None
+    order: str = "closest"
+    bias_type: str | None = None
+    families: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = ()
+
+    @classmethod
+    def read(cls, r: _Reader) -> Self:
+        return _build(
+            cls,
+            g=GlobalView.read(r),
+            store=r.text("store"),
+            sort=r.text("sort"),
+            order=r.choice("order", LEADERBOARD_ORDERS),
+            bias_type=r.text("bias_type"),
+            families=r.texts("families"),
+            kinds=r.texts("kinds"),
+            sizes=r.texts("sizes"),
+        )
+
+    def explore(self, result: str, metrics: tuple[str, ...], metric: str) -> ExplorerView:
+        """A cell in the explorer: the stored run of its model and dataset (every metric stored), the cell's metric in focus."""
+        return ExplorerView(g=self.g, metrics=metrics or (metric,), metric=metric, store=self.store, result=result)
+
+
 #: Every page's view, in the order of the app's pages.
-PAGE_VIEWS: tuple[type[View], ...] = (InspectorView, ExplorerView, CompareView, KuritaView, LabView, AnalysesView, DocsView)
+PAGE_VIEWS: tuple[type[View], ...] = (InspectorView, ExplorerView, CompareView, LeaderboardView, KuritaView, LabView, AnalysesView, DocsView)

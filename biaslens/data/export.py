@@ -105,8 +105,8 @@ def check_output_dir(path: str | Path, *, option: str = "--out") -> Path:
     return out
 
 
-def atomic_write(path: str | Path, text: str) -> Path:
-    """Write a text file so that readers see either the old or the new file, never half of one.
+def atomic_write(path: str | Path, text: str | bytes) -> Path:
+    """Write a text file (or `bytes`: a binary one) so that readers see either the old or the new file, never half of one.
 
     The file gets the usual permissions (0666 less the umask), not the private 0600 of a
     temporary file. A failure (read-only folder, disk full) raises `OutputError` naming the file.
@@ -118,8 +118,12 @@ def atomic_write(path: str | Path, text: str) -> Path:
     except OSError as exc:
         raise OutputError(f"cannot write {path} ({_reason(exc)}).") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except OSError as exc:

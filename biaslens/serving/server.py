@@ -22,6 +22,7 @@ not: a researcher on their own machine loads any folder and any sentence the mod
 | `BIASLENS_LAB_MAX_STEPS`, `_CORPUS`, `_LAYERS`, `_HIDDEN`, `_SECONDS` | 5000, 100000, 6, 512, 900 | caps of one lab training |
 | `BIASLENS_SHARE_LAB_MODELS` | off | `on` lists every lab model of the server to every user; off: each session its own |
 | `BIASLENS_INSPECT_BATCH_MS` | 20 | pair inspections on one model arriving within this many ms are scored in shared batches (0: each alone) |
+| `BIASLENS_ZOO_STORE` | (none) | the results store (`biaslens zoo run`) the leaderboard opens first; always readable, like `BIASLENS_DATA_DIR` |
 
 Local model folders the app may always load: the Hugging Face cache (where hub models are
 downloaded), biaslens's own cache folder (bias-lab models) and the folder named by
@@ -30,7 +31,8 @@ downloaded), biaslens's own cache folder (bias-lab models) and the folder named 
 from safetensors only).
 
 Dataset files and data folders the app may always read: biaslens's cache folder (downloaded
-datasets) and `BIASLENS_DATA_DIR` (the preselected data folder). Any other path typed into
+datasets), `BIASLENS_DATA_DIR` (the preselected data folder) and `BIASLENS_ZOO_STORE` (the
+leaderboard's results store; other stores are read from the allowed data folders too). Any other path typed into
 the app's Dataset or Data folder box is refused with a message naming `BIASLENS_DATA_DIRS`,
 before the path is looked at, so the refusal says nothing about what exists.
 
@@ -79,6 +81,7 @@ ENV_LAB_MAX_HIDDEN = "BIASLENS_LAB_MAX_HIDDEN"
 ENV_LAB_MAX_SECONDS = "BIASLENS_LAB_MAX_SECONDS"
 ENV_SHARE_LAB_MODELS = "BIASLENS_SHARE_LAB_MODELS"
 ENV_INSPECT_BATCH_MS = "BIASLENS_INSPECT_BATCH_MS"
+ENV_ZOO_STORE = "BIASLENS_ZOO_STORE"
 
 DEFAULT_MAX_UPLOAD_ROWS = 10_000
 DEFAULT_MAX_MODELS = 3
@@ -210,6 +213,8 @@ class ServerSettings:
     inspect_batch_ms: int = DEFAULT_INSPECT_BATCH_MS
     #: A run on the user's own machine ($BIASLENS_LOCAL=on, bound to it): any model and data folder may be opened.
     local: bool = False
+    #: The results store the leaderboard opens first ($BIASLENS_ZOO_STORE): always readable.
+    zoo_store: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, address: str | None = None) -> "ServerSettings":
@@ -250,6 +255,7 @@ class ServerSettings:
             lab_max_seconds=_whole_number(env, ENV_LAB_MAX_SECONDS, DEFAULT_LAB_MAX_SECONDS, 1),
             share_lab_models=_switch(env, ENV_SHARE_LAB_MODELS, False),
             inspect_batch_ms=_whole_number(env, ENV_INSPECT_BATCH_MS, DEFAULT_INSPECT_BATCH_MS, 0),
+            zoo_store=env.get(ENV_ZOO_STORE, "").strip() or None,
         )
 
     # -- model folders ----------------------------------------------------------------
@@ -316,6 +322,8 @@ class ServerSettings:
         roots = [default_cache_dir(), *self.data_dirs]
         if self.default_data_dir:
             roots.append(Path(self.default_data_dir).expanduser())
+        if self.zoo_store:
+            roots.append(Path(self.zoo_store).expanduser())
         return [root.expanduser().resolve() for root in roots]
 
     def check_data(self, path: str | Path) -> None:

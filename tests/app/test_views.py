@@ -31,6 +31,8 @@ from ui.views import (
     InspectorView,
     KuritaView,
     LabView,
+    LEADERBOARD_ORDERS,
+    LeaderboardView,
 )
 
 #: Text as a link can carry it (no lone surrogates: a URL holds UTF-8), never empty (an empty parameter is no parameter).
@@ -81,6 +83,8 @@ VIEWS = {
         sample=st.none() | st.integers(1, 10**MAX_DIGITS - 1),
         seed=seeds,
         tab=st.sampled_from(EXPLORER_TABS),
+        store=maybe_text,
+        result=st.none() | st.text("0123456789abcdef", min_size=64, max_size=64),
     ),
     CompareView: st.builds(
         CompareView,
@@ -89,6 +93,17 @@ VIEWS = {
         metric=st.sampled_from(tuple(METRICS)),
         sample=st.none() | st.integers(1, 10**6),
         seed=seeds,
+    ),
+    LeaderboardView: st.builds(
+        LeaderboardView,
+        g=globals_,
+        store=maybe_text,
+        sort=maybe_text,
+        order=st.sampled_from(LEADERBOARD_ORDERS),
+        bias_type=maybe_text,
+        families=st.lists(text, max_size=3).map(tuple),
+        kinds=st.lists(text, max_size=2).map(tuple),
+        sizes=st.lists(text, max_size=2).map(tuple),
     ),
     KuritaView: st.builds(KuritaView, g=globals_, templates=maybe_text, targets=maybe_text),
     LabView: st.builds(LabView, g=globals_, scenario=st.sampled_from(tuple(lab.SCENARIOS)), **{k: _knob(k) for k in LAB_BOUNDS}),
@@ -105,7 +120,7 @@ def through_a_url(query: dict) -> dict[str, list[str]]:
 
 def test_every_page_has_a_view_and_a_strategy():
     assert set(VIEWS) == set(PAGE_VIEWS)
-    pages = ("inspector", "explorer", "compare", "kurita", "lab", "analyses", "docs")
+    pages = ("inspector", "explorer", "compare", "leaderboard", "kurita", "lab", "analyses", "docs")
     assert {view.PAGE for view in PAGE_VIEWS} == {f"pages/{p}.py" for p in pages}
 
 
@@ -133,6 +148,17 @@ def test_a_flipped_pair_keeps_every_global_setting(view, pair):
     opened = view.inspect(pair)
     assert opened.g == view.g and opened.pair == pair
     assert InspectorView.from_query(through_a_url(opened.to_query())) == (opened, [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(VIEWS[LeaderboardView], st.text("0123456789abcdef", min_size=64, max_size=64), st.sampled_from(tuple(METRICS)), whole)
+def test_a_leaderboard_cell_opens_the_stored_run_and_its_pairs_open_under_its_model(view, result, metric, pair):
+    opened = view.explore(result, ("aul", metric), metric)
+    assert opened.g == view.g and opened.store == view.store and opened.result == result and opened.metric == metric
+    assert ExplorerView.from_query(through_a_url(opened.to_query())) == (opened, [])
+    inspected = opened.inspect_stored(pair, "org/model", "abc123", "stereoset", "bfloat16")
+    assert inspected.g == dataclasses.replace(view.g, model="org/model", revision="abc123", dataset="stereoset", dtype="bfloat16")
+    assert inspected.pair == pair and InspectorView.from_query(through_a_url(inspected.to_query())) == (inspected, [])
 
 
 @settings(max_examples=200, deadline=None)
@@ -193,6 +219,8 @@ def test_no_link_value_raises(view_class, query):
         (ExplorerView, "sample", "²", "a number of pairs (a whole number, 1 or more)"),
         (ExplorerView, "sample", "0", "a number of pairs (a whole number, 1 or more)"),
         (ExplorerView, "seed", "abc", "a seed (a whole number, 0 or more)"),
+        (ExplorerView, "result", "../../etc", "a stored result's id (64 hexadecimal digits)"),
+        (LeaderboardView, "order", "random", "one of closest, highest, lowest"),
         (CompareView, "seed", str(MAX_SEED + 1), "a seed (a whole number, 0 or more)"),
         (LabView, "association", "nan", "a number from 0 to 1"),
         (LabView, "ratio", "1e999", "a number from 1 to 100"),

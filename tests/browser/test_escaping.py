@@ -34,6 +34,7 @@ PAGES = {
     "inspector": ("s1", "s2", "pair", "metric", "pin.model", "pin.pair"),
     "explorer": ("metrics", "metric", "sample", "seed", "tab"),
     "compare": ("models", "metric", "sample", "seed"),
+    "leaderboard": ("store", "sort", "bias_type", "families", "kinds", "sizes"),
     "kurita": ("templates", "targets"),
     "lab": ("scenario", "association", "ratio", "corpus", "steps", "seed"),
     "analyses": ("sample", "seed", "metric"),

@@ -317,7 +317,7 @@ def offline_server(tmp_path_factory):
         yield base
 
 
-OFFLINE_PAGES = ["", "explorer", "compare", "kurita", "lab", "analyses"]
+OFFLINE_PAGES = ["", "explorer", "compare", "leaderboard", "kurita", "lab", "analyses"]
 
 
 def test_a_first_run_offline_has_no_red_and_the_lab_model_fits_every_page(browser, offline_server):

@@ -14,7 +14,10 @@ and a test must be quick, so the test substitutes, openly:
 - the cache: `BIASLENS_CACHE_DIR` is the block's own, and `~/.cache/biaslens` in a command means it; `<hash>` in a
   path is the one folder there that matches;
 - the bias lab: `lab` commands train on a quick recipe (`LAB_QUICK` appended) and `lab sweep` on a 2 x 2 x 1 grid
-  (`SWEEP_GRID` appended). Blocks that train lab models are marked slow.
+  (`SWEEP_GRID` appended). Blocks that train lab models are marked slow, and so are those that run a zoo's jobs
+  (`zoo run`, `run_plan`: a process with torch per model);
+- files a page shows: a ```toml block whose first line is `# <name>.toml` (a zoo plan) is written into the folder of
+  every later block of its page, with the hub ids of `MODELS` replaced as in Python.
 
 A block that cannot run here has `<!-- not-run: the reason -->` on the line above it; at most 10% of the blocks may.
 """
@@ -66,7 +69,9 @@ MAX_NOT_RUN = 0.10
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 NOT_RUN = re.compile(r"<!-- not-run: (\S.*?) -->\n\Z")
 SHELLS = ("bash", "sh", "shell", "console")
-TRAINS = re.compile(r"\b(run_sweep|run_lab|train_lab_model|default_lab_model)\(")
+TRAINS = re.compile(r"\b(run_sweep|run_lab|train_lab_model|default_lab_model|run_plan)\(")
+#: A page's file: a ```toml block that names itself on its first line.
+FILE_BLOCK = re.compile(r"\A# ([\w.-]+\.toml)\n")
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,15 @@ class Block:
 
     @property
     def trains(self) -> bool:
-        return any(_argv(words)[:1] == ["lab"] for words in self.commands()) or bool(TRAINS.search(self.code))
+        """Whether it trains lab models or runs a zoo's jobs (slow)."""
+        slow = any(_argv(words)[:1] == ["lab"] or _argv(words)[:2] == ["zoo", "run"] for words in self.commands())
+        return slow or bool(TRAINS.search(self.code))
+
+    @property
+    def file_name(self) -> str | None:
+        """The file a ```toml block stands for (its first line names it), else None."""
+        found = FILE_BLOCK.match(self.code) if self.lang == "toml" else None
+        return found.group(1) if found else None
 
 
 def _is_biaslens(words: list[str]) -> bool:
@@ -188,9 +201,23 @@ def run_block(block: Block, models: dict[str, Path], cache: Path) -> None:
     exec(compile(code, block.id, "exec"), {"__name__": "__docs__"})
 
 
+def write_files(block: Block, models: dict[str, Path], folder: Path) -> None:
+    """The files the page shows before `block` (```toml blocks naming themselves), written into `folder`."""
+    for earlier in parse(block.path):
+        if earlier.line >= block.line:
+            break
+        if earlier.file_name:
+            text = earlier.code
+            for hub_id, family in MODELS.items():
+                text = text.replace(f'"{hub_id}"', f'"{models[family]}"')
+            (folder / earlier.file_name).write_text(text, encoding="utf-8")
+
+
 @pytest.mark.parametrize("block", RUNNABLE)
 def test_example_runs(block, model_dirs, causal_dirs, workdir):
-    run_block(block, {**model_dirs, **causal_dirs}, workdir / "cache")
+    models = {**model_dirs, **causal_dirs}
+    write_files(block, models, workdir)
+    run_block(block, models, workdir / "cache")
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.id) for b in EXAMPLES if b.trains and not b.not_run])

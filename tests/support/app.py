@@ -22,6 +22,7 @@ PAGES = {
     "inspector": "pages/inspector.py",
     "explorer": "pages/explorer.py",
     "compare": "pages/compare.py",
+    "leaderboard": "pages/leaderboard.py",
     "analyses": "pages/analyses.py",
     "lab": "pages/lab.py",
     "kurita": "pages/kurita.py",

@@ -1,0 +1,112 @@
+"""The cells a plan asks for, with their keys where they can be known before a model loads.
+
+A model's cells are its datasets × metrics × conventions × precisions × compat modes. Their keys need the model's
+fingerprint and revision: known at once for a local folder (`folder_fingerprint`) and a hub id pinned to a full
+commit, else from the store's record of what the model resolved to when a job last loaded it
+(`ResultsStore.resolution`). `planned_cells` returns None for a model whose keys cannot be known yet: its job finds out.
+The default metrics (none named) are the paper's five; a job records those a model cannot give as cells of status
+"unavailable", so they count as settled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from biaslens.zoo.plan import PRECISIONS, Unit, ZooDataset, ZooModel, ZooPlan
+from biaslens.zoo.store import ResultsStore, cell_fields, cell_key
+
+if TYPE_CHECKING:
+    from biaslens.data.datasets import PairDataset
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a model is, as a cell's key holds it."""
+
+    fingerprint: str
+    revision: str | None
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """One cell of a plan: its key, its model, its unit (dataset, convention, precision, compat) and its metric."""
+
+    key: str
+    model: ZooModel
+    unit: Unit
+    metric: str
+    fields: Mapping[str, Any]
+
+
+def unit_metrics(unit: Unit, kind: str | None = None) -> tuple[str, ...]:
+    """The metrics a unit asks for: its own, or the default metrics of a model of `kind` (None: a masked model's, the
+    paper's five)."""
+    from biaslens.engine.metrics import default_metrics
+
+    return unit.metrics if unit.metrics is not None else tuple(default_metrics(kind or "masked"))
+
+
+def known_identity(model: ZooModel, dtype: str, store: ResultsStore | None) -> Identity | None:
+    """The model's identity without loading it, where it can be known (else None)."""
+    if model.local:
+        from biaslens.engine.models import folder_fingerprint
+
+        return Identity(folder_fingerprint(Path(model.id)), None)
+    if model.pinned:
+        return Identity(f"hub:{model.id}@{model.revision}", model.revision)
+    resolved = store.resolution(model.resolution_key(dtype)) if store is not None else None
+    if resolved and resolved.get("fingerprint"):
+        return Identity(str(resolved["fingerprint"]), resolved.get("revision"))
+    return None
+
+
+def fields_of(identity: Identity, unit: Unit, metric: str, sha256: str) -> dict[str, Any]:
+    return cell_fields(
+        fingerprint=identity.fingerprint,
+        revision=identity.revision,
+        dataset_sha256=sha256,
+        selection=unit.dataset.selection,
+        metric=metric,
+        convention=unit.convention,
+        precision=unit.precision,
+        compat=unit.compat,
+    )
+
+
+def planned_cells(model: ZooModel, store: ResultsStore | None, datasets: Mapping[str, PairDataset]) -> list[PlannedCell] | None:
+    """Every cell of `model` with its key (`datasets`: the plan's, loaded, by label); None where its identity is unknown."""
+    cells = []
+    for dtype in model.load_dtypes():
+        identity = known_identity(model, dtype, store)
+        if identity is None:
+            return None
+        # The model's kind decides its default metrics: the plan's `kind`, else the kind its first load recorded.
+        resolved = store.resolution(model.resolution_key(dtype)) if store is not None else None
+        kind = model.kind or (resolved or {}).get("kind")
+        for unit in model.units():
+            if PRECISIONS[unit.precision] != dtype:
+                continue
+            sha = datasets[unit.dataset.label].sha256
+            for metric in unit_metrics(unit, kind):
+                fields = fields_of(identity, unit, metric, sha)
+                cells.append(PlannedCell(cell_key(fields), model, unit, metric, fields))
+    return cells
+
+
+def load_datasets(plan: ZooPlan) -> dict[str, PairDataset]:
+    """Every dataset the plan names, loaded (a missing or malformed one is a one-line `DatasetError`), by label."""
+    from biaslens.data.datasets import load_dataset
+
+    found: dict[str, PairDataset] = {}
+    wanted: dict[str, ZooDataset] = {}
+    for model in plan.models:
+        for d in model.datasets:
+            wanted.setdefault(d.label, d)
+    for label, d in wanted.items():
+        found[label] = load_dataset(d.name, data_dir=plan.data_dir, download=plan.download)
+    return found
+
+
+__all__ = ["Identity", "PlannedCell", "fields_of", "known_identity", "load_datasets", "planned_cells", "unit_metrics"]

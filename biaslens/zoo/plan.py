@@ -1,0 +1,595 @@
+"""The zoo plan: one TOML file that names the models, the datasets and how to score them; checked before anything runs.
+
+    store = "zoo-store"                      # the results store (a folder; relative to the plan's folder)
+    datasets = ["crows-pairs", "stereoset"]  # names, pairs files, or tables {name = ..., limit = ..., sample = ..., seed = ...}
+    metrics = ["aul", "aula", "cps"]         # optional: default the paper's five (those each model can give)
+    precision = "float32"                    # or a list: float32, bfloat16, float16, bf16-rescore
+    compat = "default"                       # or a list: default, kaneko2022
+    conventions = ["default"]                # optional: default, lm-eval, bias-bench, oba2024 (causal models)
+
+    [[models]]
+    id = "bert-base-cased"                   # a hub id (with `revision`) or a local folder
+    revision = "cd5ef92a9fb2f889e972770a36d4ed042daf221e"
+
+    [[models]]
+    id = "models/my-finetune"
+    label = "my fine-tune"                   # optional: the name shown in tables
+    metrics = ["aul"]                        # optional per-model overrides
+
+`load_plan(path)` reads and checks it (`PlanError`: one line naming the file, the place and the problem, before any
+model loads); `parse_plan(data, base)` does the same for a mapping. A model's cells are its datasets × metrics ×
+conventions × precisions × compat modes (`ZooModel.units`, `Unit.metrics`). `[slurm]` and `[local]` hold the executors'
+defaults (the command line's options win).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from biaslens.engine.conventions import CONVENTIONS as _ENGINE_CONVENTIONS
+from biaslens.engine.conventions import DEFAULT_CONVENTION
+from biaslens.engine.options import RENAMED as _RENAMED_PRECISION
+from biaslens.errors import InputError
+
+#: The scoring conventions a plan may name (`biaslens.engine.conventions`): "default" is the engine's own scoring (no
+#: `convention=` passed to `biaslens.evaluate`); the others (lm-eval, bias-bench, oba2024) score causal models as those
+#: peers do, and a masked model's cells under them are recorded as not applicable.
+CONVENTIONS: tuple[str, ...] = tuple(_ENGINE_CONVENTIONS)
+#: What kind of model a plan may say a model is (checked when it loads).
+KINDS: tuple[str, ...] = ("masked", "causal")
+#: Precisions a plan may name: the dtype the model is loaded in, or bf16-rescore (a float32 model scored in bfloat16,
+#: pairs within a calibrated estimate of bfloat16's error re-scored in float32: `biaslens.engine.rescore`; not exact).
+PRECISIONS: dict[str, str] = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "bf16-rescore": "float32"}
+DEFAULT_PRECISION = "float32"
+#: Attempts after the first of a job that fails or is killed (the plan's `retries`, `--retries`).
+DEFAULT_RETRIES = 2
+EXECUTORS = ("local", "slurm")
+
+_TOP_KEYS = (
+    "store",
+    "datasets",
+    "metrics",
+    "conventions",
+    "precision",
+    "compat",
+    "device",
+    "data_dir",
+    "download",
+    "batch_tokens",
+    "chunk_pairs",
+    "retries",
+    "allow_pickle",
+    "models",
+    "slurm",
+    "local",
+)
+_MODEL_KEYS = (
+    "id",
+    "revision",
+    "label",
+    "family",
+    "kind",
+    "datasets",
+    "metrics",
+    "conventions",
+    "precision",
+    "compat",
+    "device",
+    "batch_tokens",
+    "chunk_pairs",
+    "allow_pickle",
+)
+_DATASET_KEYS = ("name", "label", "limit", "sample", "seed")
+_SLURM_KEYS = ("partition", "gpus_per_job", "cpus_per_job", "mem_gb", "time", "max_parallel", "additional")
+_LOCAL_KEYS = ("max_parallel", "time", "gpus_per_job")
+_FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+class PlanError(InputError):
+    """A zoo plan that cannot run: the file, the place in it and the problem, in one line."""
+
+
+@dataclass(frozen=True)
+class ZooDataset:
+    """A dataset of the plan: a dataset name or a pairs file (absolute), and which of its pairs (`limit`, `sample`, `seed`)."""
+
+    name: str
+    label: str
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+
+    @property
+    def selection(self) -> dict[str, int] | None:
+        """The pairs chosen, as the cell keys hold it (None: every pair)."""
+        if self.limit is None and self.sample is None:
+            return None
+        return {k: v for k, v in (("limit", self.limit), ("sample", self.sample), ("seed", self.seed)) if v is not None}
+
+    def selection_kwargs(self) -> dict[str, Any]:
+        return {"limit": self.limit, "sample": self.sample, "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one `evaluate` call of a model scores: a dataset, a convention, a precision, a compat mode, and its metrics
+    (None: the paper's five that the model can give)."""
+
+    dataset: ZooDataset
+    convention: str
+    precision: str
+    compat: str
+    metrics: tuple[str, ...] | None
+
+    def describe(self) -> str:
+        parts = [self.dataset.label, self.precision]
+        if self.compat != "default":
+            parts.append(self.compat)
+        if self.convention != DEFAULT_CONVENTION:
+            parts.append(self.convention)
+        return " · ".join(parts)
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    """A model of the plan with its settings (the plan's, overridden by its own)."""
+
+    index: int
+    id: str  # a hub id, or a local folder (absolute)
+    local: bool
+    revision: str | None = None
+    label: str = ""
+    family: str | None = None
+    kind: str | None = None
+    datasets: tuple[ZooDataset, ...] = ()
+    metrics: tuple[str, ...] | None = None
+    conventions: tuple[str, ...] = (DEFAULT_CONVENTION,)
+    precisions: tuple[str, ...] = (DEFAULT_PRECISION,)
+    compats: tuple[str, ...] = ("default",)
+    device: str = "auto"
+    batch_tokens: int | None = None
+    chunk_pairs: int | None = None
+    allow_pickle: bool = False
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the model's content is known before it loads: a local folder, or a hub id at a full commit."""
+        return self.local or bool(self.revision and _FULL_COMMIT.fullmatch(self.revision))
+
+    def units(self) -> list[Unit]:
+        """Its `evaluate` calls: datasets × conventions × precisions × compat modes, in that order."""
+        return [Unit(d, c, p, k, self.metrics) for d in self.datasets for c in self.conventions for p in self.precisions for k in self.compats]
+
+    def load_dtypes(self) -> list[str]:
+        """The dtypes the model is loaded in (one load each), in the plan's order."""
+        return list(dict.fromkeys(PRECISIONS[p] for p in self.precisions))
+
+    def resolution_key(self, dtype: str) -> str:
+        """What identifies this model as asked for (id, revision, dtype), for the store's record of what it resolved to."""
+        return hashlib.sha256(repr((self.id, self.revision, dtype)).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """The Slurm executor's settings (`[slurm]`; the command line's options win)."""
+
+    partition: str | None = None
+    gpus_per_job: int = 1
+    cpus_per_job: int | None = None
+    mem_gb: float | None = None
+    time_min: int = 24 * 60
+    max_parallel: int | None = None
+    additional: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """The local executor's settings (`[local]`): at most `max_parallel` jobs at once on this machine."""
+
+    max_parallel: int = 1
+    time_min: int = 24 * 60
+    gpus_per_job: int | None = None  # None: every GPU the machine has
+
+
+@dataclass(frozen=True)
+class ZooPlan:
+    """A checked zoo plan."""
+
+    path: Path | None
+    store: Path
+    models: tuple[ZooModel, ...]
+    datasets: tuple[ZooDataset, ...]
+    data_dir: str | None = None
+    download: bool = True
+    retries: int = DEFAULT_RETRIES
+    slurm: SlurmSettings = SlurmSettings()
+    local: LocalSettings = LocalSettings()
+    sha256: str = ""
+
+    def model(self, index: int) -> ZooModel:
+        return self.models[index]
+
+    def with_store(self, store: str | Path) -> ZooPlan:
+        return replace(self, store=Path(store).expanduser().resolve())
+
+
+# ---------------------------------------------------------------------------------------
+# Reading and checking
+# ---------------------------------------------------------------------------------------
+
+
+def load_plan(path: str | Path) -> ZooPlan:
+    """The plan in a TOML file, checked (`PlanError` in one line); relative paths are taken from the plan's folder."""
+    path = Path(path).expanduser()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise PlanError(f"{path}: no such plan file.") from None
+    except IsADirectoryError:
+        raise PlanError(f"{path} is a folder: give the plan's TOML file.") from None
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read the plan ({exc.strerror or exc}).") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise PlanError(f"{path}: the plan is not UTF-8 text.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"{path}: not valid TOML ({_one_line(exc)}).") from None
+    plan = parse_plan(data, path.resolve().parent, name=str(path))
+    return replace(plan, path=path.resolve(), sha256=hashlib.sha256(raw).hexdigest())
+
+
+def parse_plan(data: Mapping[str, Any], base: str | Path = ".", *, name: str = "plan") -> ZooPlan:
+    """A plan from its mapping (TOML's tables), checked; `base` is the folder relative paths start from."""
+    check = _Checker(name, Path(base).expanduser().resolve())
+    check.keys(data, _TOP_KEYS, "the top level")
+    datasets = check.datasets(data.get("datasets"), "datasets", required=True)
+    defaults = {
+        "metrics": check.metrics(data.get("metrics"), "metrics"),
+        "conventions": check.choices(data.get("conventions"), "conventions", CONVENTIONS, (DEFAULT_CONVENTION,)),
+        "precisions": check.choices(data.get("precision"), "precision", tuple(PRECISIONS), (DEFAULT_PRECISION,)),
+        "compats": check.choices(data.get("compat"), "compat", _compat_modes(), ("default",)),
+        "device": check.text(data.get("device"), "device", "auto"),
+        "batch_tokens": check.whole(data.get("batch_tokens"), "batch_tokens", 1),
+        "chunk_pairs": check.whole(data.get("chunk_pairs"), "chunk_pairs", 1),
+        "allow_pickle": check.flag(data.get("allow_pickle"), "allow_pickle", False),
+    }
+    models_raw = data.get("models")
+    if models_raw is None:
+        raise check.error("models", "no models: add at least one [[models]] table with an id")
+    if not isinstance(models_raw, list) or not models_raw or not all(isinstance(m, dict) for m in models_raw):
+        raise check.error("models", "must be a list of tables ([[models]] with an id each)")
+    models = tuple(check.model(i, m, datasets, defaults) for i, m in enumerate(models_raw))
+    seen: dict[tuple[str, str | None], int] = {}
+    labels: dict[str, int] = {}
+    for m in models:
+        first = seen.setdefault((m.id, m.revision), m.index)
+        if first != m.index:
+            raise check.error(f"models[{m.index}]", f"the same model as models[{first}] ({m.id}); give each model once")
+        first = labels.setdefault(m.label, m.index)
+        if first != m.index:
+            raise check.error(f"models[{m.index}].label", f"{m.label!r} is also models[{first}]'s label; labels name one model each")
+    by_label: dict[str, ZooDataset] = {d.label: d for d in datasets}
+    for m in models:
+        for d in m.datasets:
+            if by_label.setdefault(d.label, d) != d:
+                raise check.error(
+                    f"models[{m.index}].datasets", f"{d.label!r} names another dataset or selection elsewhere in the plan; give it its own label"
+                )
+    store = check.path(data.get("store"), "store") or check.base / "zoo-store"
+    data_dir = check.path(data.get("data_dir"), "data_dir")
+    return ZooPlan(
+        path=None,
+        store=store,
+        models=models,
+        datasets=datasets,
+        data_dir=str(data_dir) if data_dir else None,
+        download=check.flag(data.get("download"), "download", True),
+        retries=check.whole(data.get("retries"), "retries", 0) if data.get("retries") is not None else DEFAULT_RETRIES,
+        slurm=check.slurm(data.get("slurm")),
+        local=check.local(data.get("local")),
+    )
+
+
+def _compat_modes() -> tuple[str, ...]:
+    from biaslens.engine.metrics import COMPAT_MODES
+
+    return tuple(COMPAT_MODES)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def _kind(value: Any) -> str:
+    return {bool: "true/false", int: "a number", float: "a number", str: "text", list: "a list", dict: "a table"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def parse_time(value: Any) -> int:
+    """A job's time limit in minutes: a number of minutes, or Slurm's "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM(:SS)"."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(value)
+        return value
+    text = str(value).strip()
+    days = 0
+    if "-" in text:
+        day_text, text = text.split("-", 1)
+        days = int(day_text)
+        parts = [int(p) for p in text.split(":")]
+        hours, minutes, seconds = (parts + [0, 0, 0])[:3]
+    else:
+        parts = [int(p) for p in text.split(":")]
+        if len(parts) == 1:
+            hours, minutes, seconds = 0, parts[0], 0
+        elif len(parts) == 2:
+            hours, minutes, seconds = 0, parts[0], parts[1]
+        elif len(parts) == 3:
+            hours, minutes, seconds = parts
+        else:
+            raise ValueError(value)
+    if min(days, hours, minutes, seconds) < 0 or len(parts) > 3:
+        raise ValueError(value)
+    total = days * 1440 + hours * 60 + minutes + math.ceil(seconds / 60)
+    if total < 1:
+        raise ValueError(value)
+    return total
+
+
+TIME_EXPECTED = 'minutes (a whole number) or Slurm\'s "HH:MM:SS" / "D-HH:MM"'
+
+
+class _Checker:
+    """Checks a plan's values, each error one line: `<file>: <where>: <problem>`."""
+
+    def __init__(self, name: str, base: Path):
+        self.name = name
+        self.base = base
+
+    def error(self, where: str, problem: str) -> PlanError:
+        return PlanError(f"{self.name}: {where}: {problem}.")
+
+    def keys(self, table: Mapping[str, Any], known: Sequence[str], where: str) -> None:
+        unknown = [k for k in table if k not in known]
+        if unknown:
+            raise PlanError(f"{self.name}: unknown key {unknown[0]!r} in {where}; the keys there are {', '.join(known)}.")
+
+    def text(self, value: Any, where: str, default: str | None = None) -> Any:
+        if value is None:
+            return default
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(where, f"must be text, not {_kind(value)}")
+        return value.strip()
+
+    def flag(self, value: Any, where: str, default: bool) -> bool:
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.error(where, f"must be true or false, not {value!r}")
+        return value
+
+    def whole(self, value: Any, where: str, minimum: int) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.error(where, f"must be a whole number of at least {minimum}, not {value!r}")
+        return value
+
+    def path(self, value: Any, where: str) -> Path | None:
+        text = self.text(value, where)
+        if text is None:
+            return None
+        path = Path(os.path.expanduser(text))
+        return (path if path.is_absolute() else self.base / path).resolve()
+
+    def texts(self, value: Any, where: str) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list) or not values or not all(isinstance(v, str) and v.strip() for v in values):
+            raise self.error(where, "must be text or a non-empty list of text")
+        return tuple(dict.fromkeys(v.strip() for v in values))
+
+    def choices(self, value: Any, where: str, options: Sequence[str], default: tuple[str, ...] | None) -> Any:
+        values = self.texts(value, where)
+        if values is None:
+            return default
+        unknown = [v for v in values if v not in options]
+        if _RENAMED_PRECISION in unknown and "bf16-rescore" in options:
+            raise self.error(
+                where,
+                f"{_RENAMED_PRECISION} was renamed bf16-rescore: it is not exact (its float32 re-scoring threshold is "
+                "calibrated, not proven); name bf16-rescore knowing that, or float32",
+            )
+        if unknown:
+            raise self.error(where, f"unknown {unknown[0]!r}; choose from {', '.join(options)}")
+        return values
+
+    def metrics(self, value: Any, where: str) -> tuple[str, ...] | None:
+        from biaslens.engine.metrics import parse_metrics
+
+        values = self.texts(value, where)
+        if values is None:
+            return None
+        try:
+            return tuple(parse_metrics(list(values)))
+        except InputError as exc:
+            raise self.error(where, str(exc).rstrip(".")) from None
+
+    def datasets(self, value: Any, where: str, *, required: bool = False) -> Any:
+        if value is None:
+            if required:
+                raise self.error(where, "no datasets: name at least one (crows-pairs, stereoset, or a pairs file)")
+            return None
+        values = [value] if isinstance(value, (str, dict)) else value
+        if not isinstance(values, list) or not values:
+            raise self.error(where, "must be a dataset name, a pairs file, or a list of them")
+        out = tuple(self.dataset(v, f"{where}[{i}]") for i, v in enumerate(values))
+        labels = [d.label for d in out]
+        duplicate = next((x for x in labels if labels.count(x) > 1), None)
+        if duplicate is not None:
+            raise self.error(where, f"{duplicate!r} is named twice; give each dataset once (or a different label)")
+        return out
+
+    def dataset(self, value: Any, where: str) -> ZooDataset:
+        from biaslens.data.datasets import canonical_name
+
+        table = {"name": value} if isinstance(value, str) else value
+        if not isinstance(table, dict):
+            raise self.error(where, f"must be a dataset name, a pairs file or a table, not {_kind(value)}")
+        self.keys(table, _DATASET_KEYS, where)
+        name = self.text(table.get("name"), f"{where}.name")
+        if name is None:
+            raise self.error(where, "has no name (a dataset name or a pairs file)")
+        key = canonical_name(name)
+        if key is None:
+            path = Path(os.path.expanduser(name))
+            path = (path if path.is_absolute() else self.base / path).resolve()
+            if not path.is_file():
+                from biaslens.data.datasets import DATASETS
+
+                raise self.error(f"{where}.name", f"no dataset named {name!r} and no file {path}; known datasets: {', '.join(DATASETS)}")
+            resolved, label = str(path), self.text(table.get("label"), f"{where}.label", path.stem)
+        else:
+            resolved, label = key, self.text(table.get("label"), f"{where}.label", key)
+        return ZooDataset(
+            name=resolved,
+            label=label,
+            limit=self.whole(table.get("limit"), f"{where}.limit", 1),
+            sample=self.whole(table.get("sample"), f"{where}.sample", 1),
+            seed=self.whole(table.get("seed"), f"{where}.seed", 0) or 0,
+        )
+
+    def model(self, index: int, table: dict[str, Any], datasets: tuple[ZooDataset, ...], defaults: dict[str, Any]) -> ZooModel:
+        where = f"models[{index}]"
+        self.keys(table, _MODEL_KEYS, where)
+        ident = self.text(table.get("id"), f"{where}.id")
+        if ident is None:
+            raise self.error(where, "has no id (a hub id such as bert-base-cased, or a model folder)")
+        local, resolved = self.model_id(ident, f"{where}.id")
+        revision = self.text(table.get("revision"), f"{where}.revision")
+        if local and revision is not None:
+            raise self.error(f"{where}.revision", "a revision names a commit of a hub model; a local folder has none (leave it out)")
+        kind = self.text(table.get("kind"), f"{where}.kind")
+        if kind is not None and kind not in KINDS:
+            raise self.error(f"{where}.kind", f"unknown {kind!r}; choose from {', '.join(KINDS)}")
+        default_label = Path(resolved).name if local else resolved + (f"@{revision[:10]}" if revision else "")
+        own_metrics = self.metrics(table.get("metrics"), f"{where}.metrics")
+        precisions = self.choices(table.get("precision"), f"{where}.precision", tuple(PRECISIONS), None) or defaults["precisions"]
+        return ZooModel(
+            index=index,
+            id=resolved,
+            local=local,
+            revision=revision,
+            label=self.text(table.get("label"), f"{where}.label", default_label),
+            family=self.text(table.get("family"), f"{where}.family"),
+            kind=kind,
+            datasets=self.datasets(table.get("datasets"), f"{where}.datasets") or datasets,
+            metrics=own_metrics if own_metrics is not None else defaults["metrics"],
+            conventions=self.choices(table.get("conventions"), f"{where}.conventions", CONVENTIONS, None) or defaults["conventions"],
+            precisions=precisions,
+            compats=self.choices(table.get("compat"), f"{where}.compat", _compat_modes(), None) or defaults["compats"],
+            device=self.text(table.get("device"), f"{where}.device", defaults["device"]),
+            batch_tokens=self.whole(table.get("batch_tokens"), f"{where}.batch_tokens", 1) or defaults["batch_tokens"],
+            chunk_pairs=self.whole(table.get("chunk_pairs"), f"{where}.chunk_pairs", 1) or defaults["chunk_pairs"],
+            allow_pickle=self.flag(table.get("allow_pickle"), f"{where}.allow_pickle", defaults["allow_pickle"]),
+        )
+
+    def model_id(self, ident: str, where: str) -> tuple[bool, str]:
+        """(is a local folder, the folder made absolute or the hub id)."""
+        from biaslens.engine.models import _looks_like_path, check_hub_id
+
+        path = Path(os.path.expanduser(ident))
+        path = path if path.is_absolute() else self.base / path
+        if path.is_dir():
+            if not (path / "config.json").is_file():
+                raise self.error(where, f"{path} has no config.json: give the folder that holds the model's config and weights")
+            return True, str(path.resolve())
+        if _looks_like_path(ident):
+            raise self.error(where, f"no model folder {path}")
+        try:
+            check_hub_id(ident)
+        except InputError as exc:
+            raise self.error(where, str(exc).rstrip(".")) from None
+        return False, ident
+
+    def slurm(self, value: Any) -> SlurmSettings:
+        if value is None:
+            return SlurmSettings()
+        if not isinstance(value, dict):
+            raise self.error("slurm", "must be a table ([slurm])")
+        self.keys(value, _SLURM_KEYS, "[slurm]")
+        additional = value.get("additional") or {}
+        if not isinstance(additional, dict) or not all(isinstance(v, (str, int, float, bool)) for v in additional.values()):
+            raise self.error("slurm.additional", 'must be a table of sbatch options (e.g. account = "my-lab")')
+        gpus = self.whole(value.get("gpus_per_job"), "slurm.gpus_per_job", 0)
+        return SlurmSettings(
+            partition=self.text(value.get("partition"), "slurm.partition"),
+            gpus_per_job=1 if gpus is None else gpus,
+            cpus_per_job=self.whole(value.get("cpus_per_job"), "slurm.cpus_per_job", 1),
+            mem_gb=self.number(value.get("mem_gb"), "slurm.mem_gb"),
+            time_min=self.time(value.get("time"), "slurm.time"),
+            max_parallel=self.whole(value.get("max_parallel"), "slurm.max_parallel", 1),
+            additional=dict(additional),
+        )
+
+    def local(self, value: Any) -> LocalSettings:
+        if value is None:
+            return LocalSettings()
+        if not isinstance(value, dict):
+            raise self.error("local", "must be a table ([local])")
+        self.keys(value, _LOCAL_KEYS, "[local]")
+        return LocalSettings(
+            max_parallel=self.whole(value.get("max_parallel"), "local.max_parallel", 1) or 1,
+            time_min=self.time(value.get("time"), "local.time"),
+            gpus_per_job=self.whole(value.get("gpus_per_job"), "local.gpus_per_job", 0),
+        )
+
+    def number(self, value: Any, where: str) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise self.error(where, f"must be a number above 0, not {value!r}")
+        return float(value)
+
+    def time(self, value: Any, where: str) -> int:
+        if value is None:
+            return 24 * 60
+        try:
+            return parse_time(value)
+        except (ValueError, TypeError):
+            raise self.error(where, f"{value!r} is not a time: give {TIME_EXPECTED}") from None
+
+
+__all__ = [
+    "CONVENTIONS",
+    "DEFAULT_CONVENTION",
+    "DEFAULT_PRECISION",
+    "DEFAULT_RETRIES",
+    "EXECUTORS",
+    "KINDS",
+    "PRECISIONS",
+    "LocalSettings",
+    "PlanError",
+    "SlurmSettings",
+    "TIME_EXPECTED",
+    "Unit",
+    "ZooDataset",
+    "ZooModel",
+    "ZooPlan",
+    "load_plan",
+    "parse_plan",
+    "parse_time",
+]

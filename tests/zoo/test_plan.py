@@ -1,0 +1,162 @@
+"""The zoo plan: what it holds once read, and every mistake refused in one line before anything runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from biaslens.zoo import plan as zoo_plan
+from biaslens.zoo.plan import PlanError, load_plan, parse_plan, parse_time
+from tests.support import FIXTURE_DATA
+
+
+def _plan(tmp_path, text: str):
+    path = tmp_path / "plan.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_plan(path)
+
+
+def test_a_plan_with_defaults_and_overrides(tmp_path, model_dirs):
+    bert, roberta = model_dirs["bert-cased"], model_dirs["roberta"]
+    plan = _plan(
+        tmp_path,
+        f"""
+store = "out/store"
+datasets = ["crows_pairs", {{ name = "stereoset", limit = 5 }}]
+metrics = ["cps", "aul"]
+precision = ["float32", "bf16-rescore"]
+retries = 4
+
+[[models]]
+id = "{bert}"
+
+[[models]]
+id = "{roberta}"
+label = "RoBERTa tiny"
+metrics = "aula"
+compat = ["default", "kaneko2022"]
+datasets = ["crows-pairs"]
+
+[[models]]
+id = "bert-base-cased"
+revision = "cd5ef92a9fb2f889e972770a36d4ed042daf221e"
+family = "bert"
+kind = "masked"
+
+[slurm]
+partition = "gpu"
+time = "2:00:00"
+max_parallel = 8
+additional = {{ account = "lab" }}
+""",
+    )
+    assert plan.store == (tmp_path / "out" / "store").resolve() and plan.retries == 4 and plan.path == (tmp_path / "plan.toml").resolve()
+    assert [d.label for d in plan.datasets] == ["crows-pairs", "stereoset"] and plan.datasets[1].selection == {"limit": 5, "seed": 0}
+    first, second, third = plan.models
+    assert first.local and first.label == "bert-cased" and first.metrics == ("aul", "cps")  # registry order
+    assert first.precisions == ("float32", "bf16-rescore") and first.load_dtypes() == ["float32"]  # bf16-rescore scores a float32 model
+    assert len(first.units()) == 2 * 2 and first.pinned
+    assert second.label == "RoBERTa tiny" and second.metrics == ("aula",) and [d.label for d in second.datasets] == ["crows-pairs"]
+    assert [u.compat for u in second.units()] == ["default", "kaneko2022"] * 2
+    assert not third.local and third.pinned and third.family == "bert" and third.label == "bert-base-cased@cd5ef92a9f"
+    assert (
+        plan.slurm.partition == "gpu" and plan.slurm.time_min == 120 and plan.slurm.max_parallel == 8 and plan.slurm.additional == {"account": "lab"}
+    )
+    assert plan.slurm.gpus_per_job == 1 and plan.local.max_parallel == 1
+    assert plan.sha256 and len(plan.sha256) == 64
+
+
+def test_a_hub_id_without_a_full_commit_is_not_pinned(tmp_path):
+    plan = _plan(tmp_path, 'datasets = ["crows-pairs"]\n[[models]]\nid = "roberta-base"\nrevision = "main"\n[[models]]\nid = "org/model"\n')
+    assert [m.pinned for m in plan.models] == [False, False]
+    assert plan.models[0].resolution_key("float32") != plan.models[0].resolution_key("bfloat16")
+
+
+BAD = [
+    ("datasets = [\n", "not valid TOML"),
+    ('[[models]]\nid = "x"\n', "datasets: no datasets"),
+    ('datasets = ["crows-pairs"]\n', "models: no models"),
+    ('datasets = ["crows-pairs"]\nmetric = "aul"\n[[models]]\nid = "x"\n', "unknown key 'metric' in the top level"),
+    ('datasets = ["nope"]\n[[models]]\nid = "x"\n', "datasets[0].name: no dataset named 'nope'"),
+    ('datasets = ["crows-pairs", "cp"]\n[[models]]\nid = "x"\n', "'crows-pairs' is named twice"),
+    ('datasets = [{ name = "cp", limit = 0 }]\n[[models]]\nid = "x"\n', "datasets[0].limit: must be a whole number of at least 1, not 0"),
+    ('datasets = ["cp"]\nmetrics = ["aul", "xyz"]\n[[models]]\nid = "x"\n', "metrics: "),
+    ('datasets = ["cp"]\nprecision = "float8"\n[[models]]\nid = "x"\n', "precision: unknown 'float8'"),
+    ('datasets = ["cp"]\ncompat = ["paper"]\n[[models]]\nid = "x"\n', "compat: unknown 'paper'"),
+    ('datasets = ["cp"]\nconventions = ["lm-eval"]\n[[models]]\nid = "x"\n', "conventions: unknown 'lm-eval'; choose from default"),
+    ('datasets = ["cp"]\n[[models]]\nlabel = "x"\n', "models[0]: has no id"),
+    ('datasets = ["cp"]\n[[models]]\nid = "x"\nkind = "seq2seq"\n', "models[0].kind: unknown 'seq2seq'"),
+    ('datasets = ["cp"]\n[[models]]\nid = "./no/such/folder"\n', "models[0].id: no model folder"),
+    ('datasets = ["cp"]\n[[models]]\nid = "a b"\n', "models[0].id: 'a b' is not a hub id"),
+    ('datasets = ["cp"]\n[[models]]\nid = "x"\n[[models]]\nid = "x"\n', "models[1]: the same model as models[0]"),
+    ('datasets = ["cp"]\n[[models]]\nid = "x"\nlabel = "a"\n[[models]]\nid = "y"\nlabel = "a"\n', "models[1].label: 'a' is also models[0]'s label"),
+    ('datasets = ["cp"]\n[[models]]\nid = "x"\nchunk_pairs = true\n', "models[0].chunk_pairs: must be a whole number"),
+    ('datasets = ["cp"]\nretries = -1\n[[models]]\nid = "x"\n', "retries: must be a whole number of at least 0"),
+    ('datasets = ["cp"]\n[[models]]\nid = "x"\nmetrics = []\n', "models[0].metrics: must be text or a non-empty list"),
+    ('datasets = ["cp"]\n[slurm]\ntime = "soon"\n[[models]]\nid = "x"\n', "slurm.time: 'soon' is not a time"),
+    ('datasets = ["cp"]\n[slurm]\nnodes = 2\n[[models]]\nid = "x"\n', "unknown key 'nodes' in [slurm]"),
+    ('datasets = ["cp"]\nmodels = "x"\n', "models: must be a list of tables"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD, ids=[e for _, e in BAD])
+def test_a_bad_plan_is_refused_in_one_line(tmp_path, text, expected):
+    with pytest.raises(PlanError) as caught:
+        _plan(tmp_path, text)
+    message = str(caught.value)
+    assert expected in message and "\n" not in message
+    assert message.startswith(str(tmp_path / "plan.toml"))
+
+
+def test_a_revision_for_a_local_folder_and_a_folder_without_config(tmp_path, model_dirs):
+    with pytest.raises(PlanError, match=r"models\[0\]\.revision: a revision names a commit of a hub model"):
+        _plan(tmp_path, f'datasets = ["cp"]\n[[models]]\nid = "{model_dirs["albert"]}"\nrevision = "main"\n')
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PlanError, match="has no config.json"):
+        _plan(tmp_path, 'datasets = ["cp"]\n[[models]]\nid = "empty"\n')
+
+
+def test_missing_and_unreadable_plan_files(tmp_path):
+    with pytest.raises(PlanError, match="no such plan file"):
+        load_plan(tmp_path / "absent.toml")
+    with pytest.raises(PlanError, match="is a folder"):
+        load_plan(tmp_path)
+    (tmp_path / "bin.toml").write_bytes(b"\xff\xfe")
+    with pytest.raises(PlanError, match="not UTF-8"):
+        load_plan(tmp_path / "bin.toml")
+
+
+def test_a_pairs_file_and_relative_paths_are_taken_from_the_plans_folder(tmp_path, model_dirs):
+    pairs = FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mine.csv").write_bytes(pairs.read_bytes())
+    plan = parse_plan({"datasets": ["data/mine.csv"], "models": [{"id": str(model_dirs["albert"])}], "data_dir": "data"}, tmp_path)
+    assert plan.datasets[0].name == str((tmp_path / "data" / "mine.csv").resolve()) and plan.datasets[0].label == "mine"
+    assert plan.data_dir == str((tmp_path / "data").resolve()) and plan.store == (tmp_path / "zoo-store").resolve()
+
+
+def test_conventions_come_from_one_tuple(tmp_path, monkeypatch):
+    """The list the engine's registry will fill: a convention it names is accepted, and stored per unit."""
+    monkeypatch.setattr(zoo_plan, "CONVENTIONS", ("default", "lm-eval"))
+    plan = parse_plan({"datasets": ["cp"], "conventions": ["default", "lm-eval"], "models": [{"id": "x"}]}, tmp_path)
+    assert [u.convention for u in plan.models[0].units()] == ["default", "lm-eval"]
+
+
+@pytest.mark.parametrize(
+    ("value", "minutes"), [(90, 90), ("90", 90), ("1:30:00", 90), ("2-00:00", 2880), ("1-1", 1500), ("0:30", 1), ("00:10:30", 11)]
+)
+def test_times(value, minutes):
+    assert parse_time(value) == minutes
+
+
+@pytest.mark.parametrize("value", [0, -5, "soon", "1:2:3:4", "0:0:0", True])
+def test_bad_times(value):
+    with pytest.raises((ValueError, TypeError)):
+        parse_time(value)
+
+
+def test_a_dataset_label_means_one_dataset_in_the_whole_plan(tmp_path):
+    text = 'datasets = ["cp"]\n[[models]]\nid = "x"\ndatasets = [{ name = "cp", limit = 3 }]\n'
+    with pytest.raises(PlanError, match=r"models\[0\]\.datasets: 'crows-pairs' names another dataset or selection"):
+        _plan(tmp_path, text)
+    plan = _plan(tmp_path, 'datasets = ["cp"]\n[[models]]\nid = "x"\ndatasets = [{ name = "cp", limit = 3, label = "cp-3" }]\n')
+    assert plan.models[0].datasets[0].label == "cp-3"

@@ -1,0 +1,207 @@
+"""The results store: keys made of content, cells written whole and read back as `evaluate` made them, the index, locks."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from biaslens.zoo import store as zoo_store
+from biaslens.zoo.store import Owner, ResultsStore, StoreError, cell_fields, cell_key, unit_key
+
+
+def _fields(**changes):
+    base = dict(
+        fingerprint="sha256:abc",
+        revision=None,
+        dataset_sha256="d" * 64,
+        selection=None,
+        metric="aul",
+        convention="default",
+        precision="float32",
+        compat="default",
+    )
+    return cell_fields(**{**base, **changes})
+
+
+def test_a_cell_key_changes_with_every_fact_it_is_made_of():
+    first = cell_key(_fields())
+    assert cell_key(_fields()) == first and len(first) == 64
+    changes = [
+        {"fingerprint": "sha256:abd"},
+        {"revision": "main"},
+        {"dataset_sha256": "e" * 64},
+        {"selection": {"limit": 5}},
+        {"metric": "cps"},
+        {"convention": "lm-eval"},
+        {"precision": "bfloat16"},
+        {"compat": "kaneko2022"},
+        {"version": "0.2.0"},
+    ]
+    keys = {cell_key(_fields(**c)) for c in changes}
+    assert first not in keys and len(keys) == len(changes)
+    assert unit_key(_fields()) == unit_key(_fields(metric="cps")) != unit_key(_fields(precision="bfloat16"))
+
+
+def test_a_folder_that_is_not_a_store(tmp_path):
+    with pytest.raises(StoreError, match="is not a biaslens results store"):
+        ResultsStore(tmp_path)
+    (tmp_path / "other.txt").write_text("x")
+    with pytest.raises(StoreError, match="with other files in it"):
+        ResultsStore(tmp_path, create=True)
+    (tmp_path / "new").mkdir()
+    store = ResultsStore(tmp_path / "new", create=True)
+    assert json.loads((store.root / "store.json").read_text())["format"] == zoo_store.STORE_FORMAT
+    assert ResultsStore(tmp_path / "new").root == store.root  # opened again
+    (tmp_path / "newer").mkdir()
+    (tmp_path / "newer" / "store.json").write_text(json.dumps({"format": 99}))
+    with pytest.raises(StoreError, match="newer layout"):
+        ResultsStore(tmp_path / "newer")
+
+
+def _cell(key_fields, score=50.0, status="done"):
+    return {
+        "key": cell_key(key_fields),
+        "status": status,
+        "fields": key_fields,
+        "model": {"id": "m", "label": "M", "family": "bert", "kind": "masked", "parameters": 1000},
+        "dataset": {"name": "crows-pairs", "label": "crows-pairs"},
+        "summary": {
+            "bias_score": score,
+            "ci_low": score - 5,
+            "ci_high": score + 5,
+            "n": 10,
+            "by_bias_type": {"gender": {"bias_score": 40.0, "n": 4}},
+        },
+        "run": {"run_id": "r", "created": "2026-01-01T00:00:00+00:00"},
+    }
+
+
+def test_the_index_follows_the_cells(tmp_path):
+    store = ResultsStore(tmp_path / "s", create=True)
+    assert store.summaries().empty and list(store.summaries().columns) == list(zoo_store.SUMMARY_COLUMNS)
+    a, b = _fields(), _fields(metric="cps")
+    store.write_cell(_cell(a, 60.0))
+    first = store.summaries()
+    assert list(first["bias_score"]) == [60.0] and first["unit"].iloc[0] == unit_key(a)
+    store.write_cell(_cell(b, 40.0))
+    assert sorted(store.summaries()["bias_score"]) == [40.0, 60.0]  # rebuilt: the listing changed
+    types = store.type_summaries()
+    assert list(types["bias_type"]) == ["gender", "gender"] and set(types["key"]) == {cell_key(a), cell_key(b)}
+    assert len(list((store.root / "index").glob("summaries-*.parquet"))) >= 1
+    zoo_store._MEMO.clear()  # a fresh process: read from the index file, not rebuilt from the cells
+    (store.root / "cells").rename(store.root / "cells-away")
+    assert store.summaries().empty  # (no cells: another listing)
+    (store.root / "cells-away").rename(store.root / "cells")
+    assert sorted(store.summaries()["bias_score"]) == [40.0, 60.0]
+    with pytest.raises(ValueError):
+        store.write_cell({**_cell(a), "key": "0" * 64})
+
+
+def test_a_stored_result_is_the_evaluate_result(tmp_path, tiny_bert):
+    """Records and summary written by the worker's path, read back as an EvaluationResult: evaluate's pairs and summary."""
+    from biaslens import evaluate, load_dataset
+    from biaslens.zoo.plan import parse_plan
+    from biaslens.zoo.worker import ModelTask, run_model
+    from tests.support import FIXTURE_DATA
+
+    plan = parse_plan(
+        {
+            "datasets": ["crows-pairs"],
+            "data_dir": str(FIXTURE_DATA),
+            "download": False,
+            "metrics": ["aul", "cps"],
+            "models": [{"id": tiny_bert.name}],
+        },
+        tmp_path,
+    )
+    ResultsStore(plan.store, create=True)
+    outcome = run_model(ModelTask(str(plan.store), "run", plan.models[0], plan.data_dir, False))
+    assert outcome.count("scored") == 2
+    store = ResultsStore(plan.store)
+    unit = store.summaries()["unit"].iloc[0]
+    stored = store.result(unit)
+    expected = evaluate(tiny_bert, load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False), ["aul", "cps"])
+    pd.testing.assert_frame_equal(stored.pairs, expected.pairs, check_exact=False, atol=1e-5)
+    for metric in ("aul", "cps"):
+        got, want = stored.summary["metrics"][metric], expected.summary["metrics"][metric]
+        assert {k: got[k] for k in ("bias_score", "n", "wins", "ci_low", "ci_high")} == {
+            k: want[k] for k in ("bias_score", "n", "wins", "ci_low", "ci_high")
+        }
+        assert got["by_bias_type"].keys() == want["by_bias_type"].keys()
+    assert stored.manifest["fingerprint"] == tiny_bert.fingerprint and stored.manifest["store"]["unit"] == unit
+    assert list(store.result(unit, ["cps"]).summary["metrics"]) == ["cps"]
+    with pytest.raises(StoreError, match="holds no aula"):
+        store.result(unit, ["aula"])
+
+
+def test_a_lock_is_held_by_one_owner(tmp_path):
+    store = ResultsStore(tmp_path / "s", create=True)
+    first, other = Owner.here("run-a", 0, "1"), Owner.here("run-b", 0, "2")
+    assert store.try_lock("k" * 64, first)
+    assert not store.try_lock("k" * 64, other)  # another run's job: refused while the holder is alive
+    info = store.lock_info("k" * 64)
+    assert info is not None and info.owner.run_id == "run-a" and not info.stale
+    assert store.live_locks(["k" * 64, "j" * 64]).keys() == {"k" * 64}
+    store.release("k" * 64, other)  # not its lock: left alone
+    assert store.lock_info("k" * 64) is not None
+    store.release("k" * 64, first)
+    assert store.lock_info("k" * 64) is None and store.try_lock("k" * 64, other)
+
+
+def test_a_retry_of_the_same_job_takes_its_lock_over(tmp_path):
+    store = ResultsStore(tmp_path / "s", create=True)
+    killed = Owner("run-a", 3, "7_3", 1, "elsewhere", 123)
+    assert store.try_lock("k" * 64, killed)
+    assert not store.try_lock("k" * 64, Owner("run-a", 4, "7_4", 1, "elsewhere", 124))  # another model of the run
+    assert store.try_lock("k" * 64, Owner("run-a", 3, "8", 2, "elsewhere", 125))  # its retry (attempt 2)
+    assert store.lock_info("k" * 64).owner.attempt == 2
+
+
+def test_a_lock_goes_stale_when_its_holder_dies_or_stops_beating(tmp_path, monkeypatch):
+    store = ResultsStore(tmp_path / "s", create=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    assert store.try_lock("a" * 64, Owner("run-a", 0, "1", 1, socket.gethostname(), int(dead)))
+    assert store.lock_info("a" * 64).stale  # its process is gone (this host)
+    assert store.try_lock("a" * 64, Owner.here("run-b", 0, "2"))
+    assert store.try_lock("b" * 64, Owner("run-a", 0, "1", 1, "another-host", 1))
+    assert not store.lock_info("b" * 64).stale
+    old = time.time() - zoo_store.LOCK_TTL_S - 5
+    os.utime(store.root / "locks" / f"{'b' * 64}.lock", (old, old))
+    assert store.lock_info("b" * 64).stale  # no heartbeat for longer than the TTL
+    store.refresh(["b" * 64])
+    assert not store.lock_info("b" * 64).stale  # a heartbeat
+    os.utime(store.root / "locks" / f"{'b' * 64}.lock", (old, old))
+    assert store.try_lock("b" * 64, Owner.here("run-b", 0, "2"))
+
+
+def test_locks_taken_at_once_by_many_processes_go_to_one(tmp_path):
+    """Eight processes race for the same ten cells: each cell ends up with exactly one winner."""
+    store = ResultsStore(tmp_path / "s", create=True)
+    code = (
+        "import sys, json; from biaslens.zoo.store import ResultsStore, Owner\n"
+        "s = ResultsStore(sys.argv[1]); o = Owner.here('run-' + sys.argv[2], 0, sys.argv[2])\n"
+        "print(json.dumps([k for k in [str(i) * 64 for i in range(10)] if s.try_lock(k, o)]))\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(store.root), str(i)], stdout=subprocess.PIPE, text=True) for i in range(8)]
+    won = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    flat = [k for keys in won for k in keys]
+    assert sorted(flat) == sorted(str(i) * 64 for i in range(10))  # every cell once: never two holders
+
+
+def test_job_records_and_runs(tmp_path):
+    store = ResultsStore(tmp_path / "s", create=True)
+    run = store.new_run({"plan": "p.toml", "models": []})
+    store.write_job(run, 2, {"state": "submitted", "job_id": "5_2"}, side="driver")
+    assert store.job(run, 2, "driver")["job_id"] == "5_2" and store.job(run, 2, "worker") is None
+    assert [r["run_id"] for r in store.runs()] == [run]
+    store.put_failure("abc", {"error": "no weights"})
+    assert store.failure("abc")["error"] == "no weights"
+    store.clear_failure("abc")
+    assert store.failure("abc") is None
