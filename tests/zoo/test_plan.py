@@ -82,7 +82,8 @@ BAD = [
     ('datasets = ["cp"]\nmetrics = ["aul", "xyz"]\n[[models]]\nid = "x"\n', "metrics: "),
     ('datasets = ["cp"]\nprecision = "float8"\n[[models]]\nid = "x"\n', "precision: unknown 'float8'"),
     ('datasets = ["cp"]\ncompat = ["paper"]\n[[models]]\nid = "x"\n', "compat: unknown 'paper'"),
-    ('datasets = ["cp"]\nconventions = ["lm-eval"]\n[[models]]\nid = "x"\n', "conventions: unknown 'lm-eval'; choose from default"),
+    ('datasets = ["cp"]\nconventions = ["lm-evaluation"]\n[[models]]\nid = "x"\n', "conventions: unknown 'lm'; choose from default, lm-eval"),
+    ('datasets = ["cp"]\nprecision = "exact-bf16"\n[[models]]\nid = "x"\n', "precision: exact-bf16 was renamed bf16-rescore: it is not exact"),
     ('datasets = ["cp"]\n[[models]]\nlabel = "x"\n', "models[0]: has no id"),
     ('datasets = ["cp"]\n[[models]]\nid = "x"\nkind = "seq2seq"\n', "models[0].kind: unknown 'seq2seq'"),
     ('datasets = ["cp"]\n[[models]]\nid = "./no/such/folder"\n', "models[0].id: no model folder"),
@@ -134,9 +135,11 @@ def test_a_pairs_file_and_relative_paths_are_taken_from_the_plans_folder(tmp_pat
     assert plan.data_dir == str((tmp_path / "data").resolve()) and plan.store == (tmp_path / "zoo-store").resolve()
 
 
-def test_conventions_come_from_one_tuple(tmp_path, monkeypatch):
-    """The list the engine's registry will fill: a convention it names is accepted, and stored per unit."""
-    monkeypatch.setattr(zoo_plan, "CONVENTIONS", ("default", "lm-eval"))
+def test_conventions_are_the_engine_s(tmp_path):
+    """A plan names the engine's conventions (`biaslens.engine.conventions.CONVENTIONS`), each stored per unit."""
+    from biaslens.engine.conventions import CONVENTIONS
+
+    assert zoo_plan.CONVENTIONS == tuple(CONVENTIONS)
     plan = parse_plan({"datasets": ["cp"], "conventions": ["default", "lm-eval"], "models": [{"id": "x"}]}, tmp_path)
     assert [u.convention for u in plan.models[0].units()] == ["default", "lm-eval"]
 

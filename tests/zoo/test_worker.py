@@ -116,3 +116,22 @@ def test_evaluate_options_pass_a_convention_only_when_it_is_not_the_default(tmp_
     assert options[("default", "float32")] == base
     assert options[("lm-eval", "float32")] == {**base, "convention": "lm-eval"}
     assert options[("default", "bf16-rescore")] == {**base, "precision": "bf16-rescore"}
+
+
+def test_a_causal_model_gets_its_own_metrics_and_the_peers_conventions(write_plan, model_dirs, causal_dirs):
+    """A zoo of both kinds: the causal model is scored with its own metrics under each convention, the masked one under
+    the default, and its cells under a causal convention are settled as not applicable (never tried again)."""
+    from biaslens.engine.metrics import CAUSAL_METRICS, default_metrics
+
+    models = [{"id": str(causal_dirs["gpt2"]), "kind": "causal"}, {"id": str(model_dirs["bert-cased"])}]
+    plan = load_plan(write_plan(models, datasets='["crows-pairs"]', extra='conventions = ["default", "lm-eval"]'))
+    causal = run_model(_task(plan, 0))
+    assert causal.state == "finished" and causal.count("scored") == 2 * len(CAUSAL_METRICS)  # 2 conventions
+    keys = {c.key for c in planned_cells(plan.models[0], ResultsStore(plan.store), load_datasets(plan))}
+    assert set(causal.cells) == keys  # planned with the causal metrics: the plan names its kind
+    masked = run_model(_task(plan, 1))
+    assert masked.count("scored") == masked.count("unavailable") == len(default_metrics("masked"))
+    store = ResultsStore(plan.store)
+    reasons = {store.read_cell(k)["reason"] for k, v in masked.cells.items() if v == "unavailable"}
+    assert reasons == {"the lm-eval convention scores causal language models"}
+    assert run_model(_task(plan, 1, "run-2")).count("scored") == 0
