@@ -82,7 +82,7 @@ BAD = [
     ('datasets = ["cp"]\nmetrics = ["aul", "xyz"]\n[[models]]\nid = "x"\n', "metrics: "),
     ('datasets = ["cp"]\nprecision = "float8"\n[[models]]\nid = "x"\n', "precision: unknown 'float8'"),
     ('datasets = ["cp"]\ncompat = ["paper"]\n[[models]]\nid = "x"\n', "compat: unknown 'paper'"),
-    ('datasets = ["cp"]\nconventions = ["lm-evaluation"]\n[[models]]\nid = "x"\n', "conventions: unknown 'lm'; choose from default, lm-eval"),
+    ('datasets = ["cp"]\nconventions = ["lm"]\n[[models]]\nid = "x"\n', "conventions: unknown 'lm'; choose from default, lm-eval"),
     ('datasets = ["cp"]\nprecision = "exact-bf16"\n[[models]]\nid = "x"\n', "precision: exact-bf16 was renamed bf16-rescore: it is not exact"),
     ('datasets = ["cp"]\n[[models]]\nlabel = "x"\n', "models[0]: has no id"),
     ('datasets = ["cp"]\n[[models]]\nid = "x"\nkind = "seq2seq"\n', "models[0].kind: unknown 'seq2seq'"),
