@@ -47,7 +47,7 @@ def export(chart: Any, fmt: Literal["svg", "png"], what: str = "This figure") ->
     except Exception as exc:  # vl-convert's error: its first lines say what Vega refused
         reason = " ".join(line.strip() for line in str(exc).splitlines()[:2] if line.strip()) or type(exc).__name__
         st.error(
-            f"**{md(what)} could not be exported as {fmt.upper()}**: {md(reason)}. The rest of the page is unaffected; "
+            f"**{md(what)} could not be exported as {md(fmt.upper())}**: {md(reason)}. The rest of the page is unaffected; "
             "please report this with what the page shows.",
             icon=":material/broken_image:",
         )
