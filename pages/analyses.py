@@ -419,6 +419,14 @@ def main() -> None:
     settings = ui.settings.current()
     ui.feedback.header("Paper analyses", ABOUT, docs="analyses")
     lm = ui.resources.model_or_stop(settings)
+    if lm.kind == "causal":
+        st.info(
+            "Not for a causal model: these are Kaneko & Bollegala's tables for masked language models (AUL, AULA, CPS, SSS, "
+            "All Masked). A causal model's own metrics (LL, AUL-c, AULA-c, CPS-c, SSS-c) are in the Dataset explorer, and "
+            "its peers' scoring conventions side by side in `biaslens conventions` (docs: Metrics, Causal models).",
+            icon=":material/block:",
+        )
+        st.stop()
     _lab_model = ui.settings.selected_lab_model()
     # A lab model knows only its own words: it defaults to its held-out pairs, not to CrowS-Pairs and StereoSet.
     _defaults = [str(_lab_model.path / lab.PAIRS_FILE)] if _lab_model else list(dict.fromkeys([*DEFAULT_DATASETS, settings.dataset]))

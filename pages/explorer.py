@@ -30,7 +30,7 @@ from biaslens.figures.formatting import VERDICTS
 from biaslens.engine.evaluation import EvaluationResult
 from biaslens.engine.pairs import available_metrics, unavailable_note
 from biaslens.data.export import safe_csv, to_json
-from biaslens.engine.metrics import METRICS, PAPER_METRICS
+from biaslens.engine.metrics import METRICS, default_metrics, metrics_for, metrics_of_kind
 
 ui.require_app()
 
@@ -49,7 +49,6 @@ def _adopt_url() -> ui.state.Link[ExplorerView]:
         st.session_state[S + "focus"] = link.view.metric
     if "tab" in link:
         st.session_state[S + "tab"] = TABS[link.view.tab]
-    st.session_state.setdefault(S + "metrics", list(PAPER_METRICS))
     if "result" in link and link.view.stored:  # a stored run, opened from the leaderboard: kept until the user leaves it
         st.session_state[S + "stored"] = (link.view.store, link.view.result)
     elif "result" in link or "store" in link or link.fields - {"metric", "metrics", "tab"}:
@@ -295,15 +294,28 @@ def main() -> None:
     ui.feedback.content_warning(dataset)
     for note in dataset.notes:
         st.caption(f"Note on the file: {ui.feedback.md(note)}")
+    lm = ui.resources.model_or_stop(settings)
+    # The metrics of the model's kind (a causal model's LL, AUL-c, ...): chosen ones of the other kind become their
+    # counterparts (AUL <-> AUL-c) when the model changes kind.
+    chosen = st.session_state.get(S + "metrics")
+    if chosen is None:
+        st.session_state[S + "metrics"] = default_metrics(lm.kind)
+    elif any(lm.kind not in METRICS[m].kinds for m in chosen):
+        st.session_state[S + "metrics"] = metrics_of_kind(chosen, lm.kind)
     c1, c2 = st.columns([1.4, 1])
     with c1:
         metrics = st.multiselect(
             "Metrics",
-            list(METRICS),
+            metrics_for(lm.kind),
             key=S + "metrics",
             format_func=lambda k: METRICS[k].name,
             persist_state="session",
-            help="AUL and AULA need one pass per sentence; CPS and PLL one per token, so they take longest.",
+            help=f"The metrics of a {lm.kind} language model. "
+            + (
+                "AUL and AULA need one pass per sentence; CPS and PLL one per token, so they take longest."
+                if lm.kind == "masked"
+                else "All of them come from one pass per sentence (each token read given the tokens before it)."
+            ),
         )
     with c2:
         sample, seed = ui.runs.sample_controls(S, len(dataset), link)
@@ -313,7 +325,6 @@ def main() -> None:
     if not metrics:
         st.info("Choose at least one metric.", icon=":material/checklist:")
         st.stop()
-    lm = ui.resources.model_or_stop(settings)
     metrics, unavailable = available_metrics(lm, metrics)
     if unavailable:  # e.g. AULA for a model that returns no attention weights: left out, with the reason
         st.info(unavailable_note(unavailable), icon=":material/info:")

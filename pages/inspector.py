@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from typing import Sequence
 import html
 import random
 import re
@@ -28,7 +29,7 @@ from biaslens.figures import charts as figures, html as figures_html
 from biaslens import lab
 from biaslens.engine.evaluation import PairInspection, prepare_inspection
 from biaslens.figures.formatting import SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, format_margin
-from biaslens.engine.metrics import METRICS, PAPER_METRICS
+from biaslens.engine.metrics import METRICS
 
 ui.require_app()
 
@@ -459,9 +460,9 @@ def attention_view(result: PairInspection) -> None:
         )
 
 
-def metric_cards() -> None:
-    """One card per metric, full width: the formula on its own line (never clipped), then what it means."""
-    for key in PAPER_METRICS:
+def metric_cards(keys: Sequence[str]) -> None:
+    """One card per metric (`keys`: the pair's), full width: the formula on its own line (never clipped), then what it means."""
+    for key in keys:
         m = METRICS[key]
         with st.container(border=True):
             st.markdown(f"**{m.name}** · {m.long_name}")
@@ -671,13 +672,16 @@ def main() -> None:
             if result.attention_matrices is None:
                 st.info(ui.feedback.md(lm.attention_unavailable or "This model returned no attention weights."), icon=":material/info:")
             else:
-                st.caption("What AULA weighs tokens by: the attention each token receives. Changing these controls redraws only this panel.")
+                st.caption(
+                    "What AULA (AULA-c for a causal model) weighs tokens by: the attention each token receives. "
+                    "Changing these controls redraws only this panel."
+                )
             if attention.open and result.attention_matrices is not None:
                 attention_view(result)
         about = st.expander("About the metrics: formula, direction, citation", icon=":material/functions:", key=S + "cards_open", on_change="rerun")
         with about:
             if about.open:  # drawn once opened: five formulas cost the browser a typesetting library and ~20 elements
-                metric_cards()
+                metric_cards(result.metrics)
         st.caption(
             f"Model {ui.feedback.md(ui.settings.model_label(result.manifest['model']))} · {ui.feedback.md(result.manifest['device'])} · "
             f"{ui.feedback.md(result.manifest['dtype'])} · "

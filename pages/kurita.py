@@ -24,6 +24,7 @@ from biaslens.errors import InputError
 from biaslens.data.export import safe_csv, to_json
 from biaslens.kurita import (
     ALPHA,
+    NO_CAUSAL_READING,
     CITATION,
     KURITA_CATEGORIES,
     TABLE5_TEMPLATES,
@@ -501,6 +502,9 @@ def main() -> None:
     settings = ui.settings.current()
     _adopt_url()
     ui.feedback.header("Kurita templates", ABOUT, docs="kurita")
+    if ui.resources.model_or_stop(settings).kind == "causal":
+        st.info(f"Not for a causal model: {ui.feedback.md(NO_CAUSAL_READING)} Choose a masked model in the sidebar.", icon=":material/block:")
+        st.stop()
     tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
     with tab_templates:
         template_tab(settings)

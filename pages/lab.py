@@ -16,11 +16,11 @@ import ui.runs
 import ui.settings
 import ui.state
 import ui.sweep
-from ui.views import LAB_BOUNDS, LabView
+from ui.views import INSPECTED_METRICS, LAB_BOUNDS, LabView
 import ui.tables
 from biaslens.figures import charts as figures
 from biaslens import lab
-from biaslens.engine.metrics import METRICS, PAPER_METRICS
+from biaslens.engine.metrics import METRICS
 
 ui.require_app()
 
@@ -72,11 +72,12 @@ def _adopt_url() -> None:
     if "scenario" in link:
         st.session_state[S + "scenario"] = link.view.scenario
         _apply_preset()
-    for knob in ("association", "ratio", "corpus", "steps", "seed"):  # after the scenario: a link's own knob wins
+    for knob in ("kind", "association", "ratio", "corpus", "steps", "seed"):  # after the scenario: a link's own knob wins
         if knob in link:
             st.session_state[S + knob] = getattr(link.view, knob)
     defaults = {
         "scenario": PRESET.key,
+        "kind": DEFAULTS.kind,
         "association": PRESET.association,
         "ratio": PRESET.frequency_ratio,
         "corpus": DEFAULTS.corpus_size,
@@ -127,6 +128,16 @@ def knobs() -> lab.LabSettings | None:
         help="A preset sets the association strength and the frequency ratio; moving either knob picks the matching scenario.",
     )
     st.caption(lab.SCENARIOS[st.session_state[S + "scenario"]].description)
+    st.segmented_control(
+        "Model",
+        list(lab.LAB_KINDS),
+        key=S + "kind",
+        persist_state="session",
+        required=True,
+        format_func=lambda k: {"masked": "Masked (a small BERT)", "causal": "Causal (a small GPT-2)"}.get(k, k),
+        help="A masked model learns to fill in masked words and is scored with the paper's metrics; a causal model learns "
+        "to predict the next word and is scored with LL, AUL-c, AULA-c, CPS-c and SSS-c.",
+    )
     c1, c2 = st.columns(2)
     # The two knobs a scenario sets: moving either picks the matching scenario.
     for widget, label, knob, step, why in (
@@ -197,6 +208,7 @@ def knobs() -> lab.LabSettings | None:
             num_heads=values[S + "heads"],
             batch_size=values[S + "batch"],
             learning_rate=values[S + "lr"],
+            kind=values[S + "kind"],
         )
     except Exception as exc:  # an InputError the user can fix: shown in one line
         ui.feedback.show_error(exc)
@@ -275,7 +287,7 @@ def show_report(settings: ui.settings.Settings, report: lab.LabReport, view: Lab
     )
 
     st.markdown("**Open a result in the pair inspector** (with this lab model selected): the pair that shows each metric's result best.")
-    inspectable = [k for k in frame["key"] if k in PAPER_METRICS]
+    inspectable = [k for k in frame["key"] if k in INSPECTED_METRICS]
     buttons = st.container(horizontal=True, gap="small")  # a row that wraps: no label broken mid-word on a laptop
     for key in inspectable:
         if buttons.button(
@@ -294,7 +306,7 @@ def show_report(settings: ui.settings.Settings, report: lab.LabReport, view: Lab
                 list(frame["key"]),
                 key=S + "focus",
                 persist_state="session",
-                default="aul",
+                default=frame["key"].iloc[0],
                 required=True,
                 format_func=lambda k: METRICS[k].name,
             )
@@ -376,7 +388,7 @@ def main() -> None:
     _adopt_url()
     ui.feedback.header("Bias lab", ABOUT, docs="lab")
     chosen = knobs()
-    knobs_now = {name: st.session_state[S + name] for name in ("scenario", "association", "ratio", "corpus", "steps", "seed")}
+    knobs_now = {name: st.session_state[S + name] for name in ("scenario", "kind", "association", "ratio", "corpus", "steps", "seed")}
     view = LabView(ui.state.global_view(), **knobs_now)
     ui.state.publish(view)
     with st.expander("What this shows, and what it cannot", icon=":material/info:"):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from biaslens import lab
-from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS
+from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS, default_metrics
 from biaslens.engine.models import DTYPES
 
 #: The URL's parameters: a value, or several for a repeated parameter (a list field, e.g. `models`).
@@ -247,9 +247,13 @@ SEED_EXPECTED = "a seed (a whole number, 0 or more)"
 MAX_SEED = 2**32 - 1
 
 
+#: The metrics the inspector scores: the paper's five for a masked model, a causal model's own five.
+INSPECTED_METRICS: tuple[str, ...] = (*PAPER_METRICS, *default_metrics("causal"))
+
+
 def _inspectable(metric: str | None) -> str:
-    """A metric the inspector shows (the paper's five), else its default: the inspector scores no other."""
-    return metric if metric in PAPER_METRICS else InspectorView.metric
+    """A metric the inspector shows (`INSPECTED_METRICS`), else its default: the inspector scores no other."""
+    return metric if metric in INSPECTED_METRICS else InspectorView.metric
 
 
 #: The prefix of the pinned inspection's parameters in the inspector's link (`pin.model`, `pin.pair`, `pin.compat`).
@@ -282,7 +286,7 @@ class InspectorView(View):
             "pair": r.whole("pair", 0, None, PAIR_EXPECTED),
             "s1": r.text("s1"),
             "s2": r.text("s2"),
-            "metric": r.choice("metric", PAPER_METRICS),
+            "metric": r.choice("metric", INSPECTED_METRICS),
         }
 
     @classmethod
@@ -430,6 +434,7 @@ class LabView(View):
     corpus: int = _LAB.corpus_size
     steps: int = _LAB.steps
     seed: int = _LAB.seed
+    kind: str = _LAB.kind
 
     @classmethod
     def read(cls, r: _Reader) -> Self:
@@ -437,6 +442,7 @@ class LabView(View):
             cls,
             g=GlobalView.read(r),
             scenario=r.choice("scenario", tuple(lab.SCENARIOS)),
+            kind=r.choice("kind", tuple(lab.LAB_KINDS)),
             association=_knob(r, "association"),
             ratio=_knob(r, "ratio"),
             corpus=_knob(r, "corpus"),
@@ -467,8 +473,22 @@ class AnalysesView(View):
 
 #: The documentation pages the app shows (docs/<name>.md, which ship with the project), in the docs site's order.
 DOC_PAGES = (
-    "index", "app", "cli", "python", "scoring", "notebooks", "metrics", "models", "datasets", "analyses", "kurita", "lab", "trust", "zoo",
-    "performance", "operators",
+    "index",
+    "app",
+    "cli",
+    "python",
+    "scoring",
+    "notebooks",
+    "metrics",
+    "models",
+    "datasets",
+    "analyses",
+    "kurita",
+    "lab",
+    "trust",
+    "zoo",
+    "performance",
+    "operators",
 )
 
 

@@ -240,7 +240,7 @@ def inspect_prepared(lm: LanguageModel, requests: Sequence[InspectionRequest], *
             modified = np.zeros(len(enc), dtype=bool)
             modified[list(scored.alignment.modified(side))] = True
             sentence_scores = {k: v[0 if side == "a" else 1] for k, v in scored.scores.items()}
-            top = None if u.top_ids is None else [[lm.decode_token(int(i)) for i in row] for row in u.top_ids]
+            top = None if u.top_ids is None else [[lm.decode_token(int(i)) if i >= 0 else "" for i in row] for row in u.top_ids]  # -1: unread
             details.append(SentenceDetail(enc, u, modified, sentence_scores, top))
         matrices = (ua.attention_matrices, ub.attention_matrices) if attention_matrices and has_attention_weights(lm) else None
         out.append(PairInspection(details[0], details[1], scored.alignment, list(keys), is_compat, dict(manifest), matrices, list(request.notes)))

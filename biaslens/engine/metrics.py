@@ -702,6 +702,22 @@ def metrics_for(kind: str) -> list[str]:
 MASKED_METRICS = tuple(metrics_for("masked"))
 
 
+def metrics_of_kind(metrics: Sequence[str], kind: str) -> list[str]:
+    """`metrics` for a model of `kind`: each metric it can give, each other one as its counterpart (AUL as AUL-c for a
+    causal model, and back), the rest dropped; none left: the kind's defaults. How a page keeps its metrics when the
+    model changes kind."""
+    back = {m.analogue: k for k, m in METRICS.items() if m.analogue}
+    out = []
+    for key in metrics:
+        m = METRICS.get(key)
+        if m is None:
+            continue
+        mapped = key if kind in m.kinds else (m.analogue or back.get(key))
+        if mapped and kind in METRICS[mapped].kinds and mapped not in out:
+            out.append(mapped)
+    return out or default_metrics(kind)
+
+
 def default_metrics(kind: str = "masked") -> list[str]:
     """The metrics scored for a model of `kind` when none are named (the paper's five for a masked LM)."""
     return list(DEFAULT_METRICS[kind])
@@ -757,6 +773,7 @@ __all__ = [
     "check_compat",
     "cps",
     "default_metrics",
+    "metrics_of_kind",
     "kind_unavailable",
     "metrics_for",
     "parse_metrics",

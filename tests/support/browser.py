@@ -162,3 +162,89 @@ def screenshot(page, name: str) -> None:
 
 def query(page) -> dict[str, list[str]]:
     return parse_qs(urlparse(page.url).query)
+
+
+#: Every chart in the main area: no text cut off (by the chart's edge or a box around it), no axis, legend or mark label
+#: over another (their glyph boxes, rotated ones included), no label on a mark (a dot, a bar, an error bar's cap).
+CHART_CHECK = """() => {
+  const problems = [];
+  // A text's glyph box as drawn (rotated labels included): its four corners on the screen.
+  const quad = el => {
+    const b = el.getBBox(), m = el.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+      .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  // Two convex quads overlap unless some edge's normal separates them (by more than a pixel of antialiasing).
+  const overlap = (p, q) => {
+    for (const poly of [p, q]) for (let i = 0; i < 4; i++) {
+      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y2 - y1, ny = x1 - x2, len = Math.hypot(nx, ny) || 1;
+      const proj = s => s.map(([x, y]) => (x * nx + y * ny) / len);
+      const a = proj(p), b = proj(q);
+      if (Math.max(...a) <= Math.min(...b) + 1 || Math.max(...b) <= Math.min(...a) + 1) return false;
+    }
+    return true;
+  };
+  for (const chart of document.querySelectorAll('[data-testid="stMain"] [data-testid="stVegaLiteChart"]')) {
+    const svg = chart.querySelector('svg');
+    if (!svg || chart.offsetParent === null) continue;
+    const title = (svg.querySelector('.role-title-text text') || {}).textContent || '?';
+    let box = svg.getBoundingClientRect();
+    for (let el = chart; el; el = el.parentElement) {  // what the page shows of it: an ancestor that clips (not one that scrolls)
+      const style = getComputedStyle(el);
+      if (/hidden|clip/.test(style.overflowX + style.overflowY)) {
+        const r = el.getBoundingClientRect();
+        box = {left: Math.max(box.left, r.left), right: Math.min(box.right, r.right),
+               top: Math.max(box.top, r.top), bottom: Math.min(box.bottom, r.bottom)};
+      }
+      if (el.getAttribute('data-testid') === 'stMain') break;
+    }
+    const shown = t => t.textContent.trim() && t.getAttribute('opacity') !== '0' && getComputedStyle(t).opacity !== '0';
+    const texts = [...svg.querySelectorAll('text')].filter(shown);
+    for (const t of texts) {
+      const q = quad(t), xs = q.map(c => c[0]), ys = q.map(c => c[1]);
+      if (Math.min(...xs) < box.left - 1 || Math.max(...xs) > box.right + 1 || Math.min(...ys) < box.top - 1 || Math.max(...ys) > box.bottom + 1)
+        problems.push(`${title}: "${t.textContent}" cut off`);
+    }
+    const labels = [...svg.querySelectorAll('g.role-axis-label text, g.role-mark text, g.role-legend-label text')].filter(shown);
+    const quads = labels.map(quad);
+    for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++)
+      if (overlap(quads[i], quads[j])) problems.push(`${title}: "${labels[i].textContent}" overlaps "${labels[j].textContent}"`);
+    const marks = [...svg.querySelectorAll('g.role-mark:not(.mark-text) path, g.role-mark:not(.mark-text) rect, g.role-mark:not(.mark-text) line')];
+    svg.querySelectorAll('g.role-mark.mark-text text').forEach((t, i) => {
+      if (!shown(t)) return;
+      const q = quad(t);
+      if (marks.some(m => overlap(q, quad(m)))) problems.push(`${title}: "${t.textContent}" lies on a mark`);
+    });
+  }
+  return problems;
+}"""
+
+#: Tables in the main area: a static table never wider than its box; an interactive table headed by exactly `columns`
+#: (the argument) never scrolls sideways (every column in sight).
+TABLE_CHECK = """(columns) => {
+  const problems = [];
+  const main = document.querySelector('[data-testid="stMain"]');
+  for (const el of main.querySelectorAll('.bl-table-wrap')) {  // a static table: whole in its box, no column scrolled away
+    if (el.offsetParent === null) continue;
+    if (el.scrollWidth > el.clientWidth + 2)
+      problems.push(`table wider than its box (${el.scrollWidth}>${el.clientWidth}): ${el.innerText.slice(0, 80)}`);
+  }
+  for (const d of main.querySelectorAll('[data-testid="stDataFrame"]')) {  // an interactive table headed by `columns`: every column in sight
+    if (d.offsetParent === null) continue;
+    const heads = [...d.querySelectorAll('[role="columnheader"]')].map(h => h.innerText.trim());
+    if (!columns.length || heads.join('|') !== columns.join('|')) continue;
+    const scroller = d.querySelector('.dvn-scroller');
+    if (scroller.scrollWidth > scroller.clientWidth + 2)
+      problems.push(`table headed ${columns.join(', ')} scrolls sideways (${scroller.scrollWidth}>${scroller.clientWidth})`);
+  }
+  return problems;
+}"""
+
+#: `{placeholders}` left in the main area's text (code and formulas aside).
+PLACEHOLDER_CHECK = r"""() => {
+  // The main area's text as drawn, less code and typeset formulas (they show syntax: `{name}`, \frac{1}{n}).
+  const main = document.querySelector('[data-testid="stMain"]').cloneNode(true);
+  // The lab's templates box says its own syntax in its label ("each with {name} and {attribute}").
+  main.querySelectorAll('code, pre, .katex, textarea, input, [data-testid="stTextArea"] label').forEach(el => el.remove());
+  return (main.textContent.match(/\{[A-Za-z_]\w*\}|\{\d+\}/g) || []);
+}"""
