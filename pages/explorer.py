@@ -310,7 +310,7 @@ def main() -> None:
             key=S + "metrics",
             format_func=lambda k: METRICS[k].name,
             persist_state="session",
-            help=f"The metrics of a {lm.kind} language model. "
+            help=f"The metrics of a {ui.feedback.md(lm.kind)} language model. "
             + (
                 "AUL and AULA need one pass per sentence; CPS and PLL one per token, so they take longest."
                 if lm.kind == "masked"
@@ -363,7 +363,9 @@ def main() -> None:
     show_result(result, metrics, _file_stem(settings.model, dataset.name), view, controls)
     ui.field.stereoset_panel(settings, lm, dataset, result, metrics)
     ui.trust.controls_panel(settings, lm, dataset, result, metrics)
-    ui.trust.mlm_bias_panel(lm, dataset, result)
+    ui.trust.conventions_panel(lm, dataset, result, view.inspect)
+    if lm.kind == "masked":  # mlm-bias's measures mask each token: a masked model's
+        ui.trust.mlm_bias_panel(lm, dataset, result)
 
 
 main()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from .text import md
 from .views import DOC_PAGES
 
 #: The docs site's pages, beside app.py (they ship with the project).
@@ -20,8 +21,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 _FENCE = re.compile(r"^```([\w+-]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 _IMAGE = re.compile(r"^!\[([^\]]*)\]\(([^)\s]+)\)[ \t]*$", re.M)
-_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+# A link (its text may hold code: [`score`](scoring.md)) or a code span, whichever starts first.
+_LINK_OR_CODE = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)|(?P<ticks>`+).+?(?P=ticks)", re.S)
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,11 @@ def _link(match: re.Match) -> str:
 def _markdown(text: str) -> str:
     """Prose of a docs page for `st.markdown`: links to docs pages within the app, and `$` a dollar outside code spans."""
     out, last = [], 0
-    for span in _CODE_SPAN.finditer(text):
-        out.append(_LINK.sub(_link, text[last : span.start()]).replace("$", "\\$"))
-        out.append(span.group(0))
-        last = span.end()
-    out.append(_LINK.sub(_link, text[last:]).replace("$", "\\$"))
+    for found in _LINK_OR_CODE.finditer(text):
+        out.append(text[last : found.start()].replace("$", "\\$"))
+        out.append(_link(found) if found.group(2) else found.group(0))
+        last = found.end()
+    out.append(text[last:].replace("$", "\\$"))
     return "".join(out)
 
 
@@ -98,7 +99,7 @@ def draw(name: str) -> None:
     try:
         text = doc_path(name).read_text(encoding="utf-8")
     except OSError:
-        st.info(f"The documentation is not in this installation ({doc_path(name)} is missing).", icon=":material/menu_book:")
+        st.info(f"The documentation is not in this installation ({md(doc_path(name))} is missing).", icon=":material/menu_book:")
         return
     text = re.sub(r"\A# [^\n]*\n", "", text.lstrip())  # its title: the page's own (`doc_title`)
     for part in parts(text):
@@ -115,10 +116,10 @@ def docs_link(name: str) -> None:
     """Under a page's description: a link to its docs page (`name`, of `DOC_PAGES`), shown in the app (the Documentation page)."""
     st.page_link(
         "pages/docs.py",
-        label=f"Documentation: {doc_title(name)}",
+        label=f"Documentation: {md(doc_title(name))}",
         icon=":material/menu_book:",
         query_params={"page": name},
-        help=f"What this page shows and how to use it: docs/{name}.md, in the app.",
+        help=f"What this page shows and how to use it: docs/{md(name)}.md, in the app.",
     )
 
 

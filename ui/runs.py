@@ -323,7 +323,7 @@ def time_estimate(spec: RunSpec, lm: LanguageModel | Callable[[], LanguageModel]
         key=key,
         icon=":material/timer:",
         type="tertiary",
-        help=f"Warms the model up on {WARM_UP_PAIRS} pairs, then scores {probe} (not cached) and times them on this machine.",
+        help=f"Warms the model up on {WARM_UP_PAIRS} pairs, then scores {probe:,} (not cached) and times them on this machine.",
     ):
 
         def score(n: int) -> None:
@@ -331,7 +331,7 @@ def time_estimate(spec: RunSpec, lm: LanguageModel | Callable[[], LanguageModel]
                 lm if isinstance(lm, LanguageModel) else lm(), dataset, list(spec.metrics), cache=None, compat=spec.compat, sample=n, seed=spec.seed
             )
 
-        with st.spinner(f"Timing {probe} pairs…"):
+        with st.spinner(f"Timing {probe:,} pairs…"):
             with guard():
                 # A model's first batches are slow (allocations, kernels chosen): timed, 3 pairs said "about 2 min 05 s"
                 # for a run of 45 s. So the model warms up first, and a warm batch is timed.

@@ -76,7 +76,7 @@ def show(settings: ui.settings.Settings) -> None:
             )
         else:
             policy = lm.first_token.value if isinstance(lm, CausalLM) else "?"
-            st.caption(f"A causal model: each token given the tokens before it (first-token policy: {policy}).")
+            st.caption(f"A causal model: each token given the tokens before it (first-token policy: {ui.feedback.md(policy)}).")
         submitted = st.form_submit_button("Score these sentences", type="primary", icon=":material/play_arrow:")
     if submitted:
         st.session_state[S + "asked"] = (st.session_state[S + "input"], variant)
@@ -101,7 +101,7 @@ def show_tokens(tokens: TokenScores) -> None:
     st.subheader("Token by token")
     st.caption(
         f"Each sentence (numbered from 0, as in the tables) is a row of its tokens, aligned with the others: a token they "
-        f"all share sits in one column, where they differ it is outlined. Reading: {tokens.scoring.reading}. Hover a token "
+        f"all share sits in one column, where they differ it is outlined. Reading: {ui.feedback.md(tokens.scoring.reading)}. Hover a token "
         "for its rank, entropy and word."
     )
     measure = (

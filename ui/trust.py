@@ -1,29 +1,31 @@
-"""Which score can you trust: control pairs beside every bias score and mlm-bias's measures (the explorer), rank
-stability and mlm-bias's relative bias (the comparison).
+"""Which score can you trust: control pairs beside every bias score, mlm-bias's measures and the scoring conventions
+side by side (the explorer), rank stability and mlm-bias's relative bias (the comparison).
 
-Streamlit-only; the computing is in `biaslens.analyses.controls`, `biaslens.analyses.mlm_bias` and
-`biaslens.analyses.stability` (the same as `biaslens evaluate --controls --mlm-bias` and `biaslens compare`).
+Streamlit-only; the computing is in `biaslens.analyses.controls`, `biaslens.analyses.mlm_bias`,
+`biaslens.analyses.conventions` and `biaslens.analyses.stability` (the same as `biaslens evaluate --controls --mlm-bias`,
+`biaslens conventions` and `biaslens compare`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 import streamlit as st
 
 from biaslens.analyses import controls as control_pairs
-from biaslens.analyses import mlm_bias, stability
+from biaslens.analyses import conventions, explore, mlm_bias, stability
 from biaslens.data.datasets import Pair, PairDataset
 from biaslens.engine.evaluation import EvaluationResult
 from biaslens.engine.metrics import METRICS
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel, MaskedLM
 
 from . import resources, runs
 from .feedback import guard, md
 from .memo import LRU
 from .progress import ProgressBar
 from .settings import Settings, model_label
+from .state import open_view
 from .tables import table
 
 S = "trust."
@@ -203,6 +205,94 @@ def mlm_bias_panel(lm: MaskedLM, dataset: PairDataset, result: EvaluationResult)
         with st.expander("By bias type", icon=":material/category:"):
             table(by_type, ["n", "wins", "ties"], pin=["bias_type", "name", "bias_score", "ci_low", "ci_high"], labels={"name": "Measure"})
     st.caption("Intervals: 95% Wilson. `biaslens evaluate --mlm-bias` writes the same, per pair, to mlm_bias.csv.")
+
+
+def _conventions_store() -> LRU[tuple, conventions.ConventionReport]:
+    return st.session_state.setdefault(S + "conventions_store", LRU(4))
+
+
+def _convention_report(lm: LanguageModel, pairs: list[Pair], label: str) -> conventions.ConventionReport | None:
+    """Every convention's (or likelihood metric's) scores of `pairs` (session memo; the result cache keeps each pair's
+    passes, shared between the conventions that read alike), with progress and Stop."""
+    job = (S + "conv", lm.fingerprint, str(lm.dtype), tuple(p.pair_id for p in pairs), tuple(p.sent_stereo for p in pairs[:3]))
+    found = _conventions_store().get(job)
+    if found is not None:
+        return found
+    with runs.stoppable(job, help="Stop. Every finished pair stays in the result cache: computing again resumes from there."):
+        bar = ProgressBar(label)
+        with guard():
+            with runs.heavy_job(label):
+                found = conventions.convention_sensitivity(lm, pairs, cache=resources.result_cache(), progress=runs.watched(bar))
+        bar.clear()
+    return None if found is None else _conventions_store().put(job, found)
+
+
+def conventions_panel(lm: LanguageModel, dataset: PairDataset, result: EvaluationResult, inspect: Callable[[int], Any]) -> None:
+    """The run's pairs under every scoring convention (a causal model: lm-eval, bias-bench, oba2024 and biaslens's own;
+    a masked model: AUL, CPS, PLL, PLL-word-l2r), the bias scores side by side and the pairs whose verdict flips, each
+    a click from the inspector. Computed on request."""
+    st.subheader("Scoring conventions")
+    if lm.kind == "causal":
+        st.caption(
+            "Tools score a causal model's pairs differently: lm-evaluation-harness sums each sentence's log-probabilities "
+            "after one prefix token, bias-bench takes the geometric mean after <|endoftext|>, Oba et al. (2024) the mean "
+            "log-likelihood. The same pairs under each convention (and each causal metric), and the pairs whose verdict flips."
+        )
+    else:
+        st.caption(
+            "A masked model's conventions are its likelihood metrics: AUL, CPS, PLL and PLL-word-l2r on the same pairs, "
+            "their bias scores side by side and the pairs whose verdict flips between them."
+        )
+    pairs = _chosen(dataset, result)
+    job = (S + "conv", lm.fingerprint, str(lm.dtype), tuple(p.pair_id for p in pairs), tuple(p.sent_stereo for p in pairs[:3]))
+    found = _conventions_store().get(job)
+    if found is None:
+        if not runs.offer(
+            "Compare the conventions",
+            key=S + "conv_run",
+            pending=runs.is_pending(job),
+            notice=lambda: st.caption(
+                f"{len(pairs):,} pairs, every way at once (`biaslens conventions` on the command line); what is in the result cache is read back."
+            ),
+        ):
+            return
+        found = _convention_report(lm, pairs, "Scoring conventions")
+        if found is None:
+            return
+    table(
+        found.table,
+        ["n", "ties", "flipped_vs_reference", "statistics"],
+        pin=["scoring", "bias_score", "ci_low", "ci_high"],
+        labels={"scoring": "Scoring", "flipped_vs_reference": "Pairs flipped vs reference", "statistics": "The tool's own statistics"},
+    )
+    st.caption(
+        "Reference: the same metric under biaslens's default scoring"
+        + (" (a masked model: AUL)." if lm.kind == "masked" else ".")
+        + " Intervals: 95% Wilson."
+    )
+    most = found.verdicts.sort_values("flips", ascending=False, kind="stable")
+    most = most[most["flips"] > 0]
+    if most.empty:
+        st.success("No pair changes its verdict between these scorings.", icon=":material/check_circle:")
+        return
+    shown = pd.DataFrame(
+        {
+            "pair_id": most["pair_id"],
+            "pair": [explore.pair_text(a, b) for a, b in zip(most["sent_stereo"], most["sent_anti"])],
+            "flips": most["flips"],
+        }
+    )
+    st.markdown(f"**Pairs whose verdict flips** ({len(shown):,} of {len(found.verdicts):,}): select one to open it in the inspector.")
+    event = table(
+        shown,
+        pin=["pair_id", "pair", "flips"],
+        labels={"pair_id": "Pair", "pair": "The pair: [stereotypical → anti-stereotypical]", "flips": "Scorings against its majority"},
+        select=True,
+        key=S + "conv_pairs",
+        wrap_lines=2,
+    )
+    if event is not None and event.selection.rows:
+        open_view(inspect(int(shown["pair_id"].iloc[event.selection.rows[0]])))
 
 
 # ---------------------------------------------------------------------------------------

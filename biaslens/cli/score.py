@@ -22,7 +22,6 @@ from biaslens.cli.common import COMMANDS, Progress, add_model_args, add_progress
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
-    from biaslens.engine.causal import FirstToken
     from biaslens.engine.text_scores import CAUSAL_VARIANT, DEFAULT_REDUCTION, MASKED_VARIANTS, REDUCTIONS
 
     p = sub.add_parser("score", help=COMMANDS["score"])
@@ -42,12 +41,6 @@ def register(sub: Any) -> argparse.ArgumentParser:
         default=None,
         choices=[*MASKED_VARIANTS, CAUSAL_VARIANT],
         help="a masked model's reading: original (PLL, default), within_word_l2r or unmasked (AUL's); a causal model has one",
-    )
-    p.add_argument(
-        "--first-token",
-        default=None,
-        choices=[f.value for f in FirstToken],
-        help="a causal model's first token: bos (default where it has one), none, tokenizer or start (docs/models.md)",
     )
     p.add_argument("--base", default="e", choices=["e", "2"], help="2 adds log p, surprisal and entropy in bits")
     p.add_argument("--surprisal", action="store_true", help="add a surprisal column (-log p)")

@@ -16,20 +16,20 @@ from biaslens.data.datasets import Pair, PairDataset
 from biaslens.engine import evaluation as engine
 from biaslens.engine.cache import ResultCache
 from biaslens.engine.evaluation import EvaluationResult, PairInspection
-from biaslens.engine.models import MaskedLM
+from biaslens.engine.models import LanguageModel
 from biaslens.engine.options import InspectionKeywords
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, Progress
 from biaslens.lab.sanity_verdict import model_verdict
 
 
-def caveat(lm: MaskedLM) -> tuple[dict, str | None]:
+def caveat(lm: LanguageModel) -> tuple[dict, str | None]:
     """The model's sanity verdict as a manifest records it, and the warning it calls for (None when the model looks trained)."""
     verdict = model_verdict(lm)
     return asdict(verdict), (None if verdict.trustworthy else f"{lm.name}: {verdict.message}")
 
 
 def evaluate(
-    lm: MaskedLM,
+    lm: LanguageModel,
     dataset: PairDataset | Sequence[Pair],
     metrics: Sequence[str] | str | None = None,
     *,
@@ -44,12 +44,15 @@ def evaluate(
     progress: Progress | None = None,
     cache_only: bool = False,
     precision: str | None = "model",
+    convention: str | None = None,
 ) -> EvaluationResult:
     """Score every pair of a dataset with the given metrics (`biaslens.engine.evaluation.evaluate`), with the model's sanity verdict.
 
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs; `cache` (a `ResultCache`) keeps
     finished chunks, so an interrupted run resumes; `progress(done_pairs, total_pairs)`; `cache_only=True` computes
-    nothing (every score from `cache`); `precision="exact-bf16"`: float32's verdicts at bfloat16's speed. A model that
+    nothing (every score from `cache`); `precision="bf16-rescore"`: bfloat16, with the pairs it may get wrong re-scored in
+    float32 (not exact: `biaslens.engine.rescore`); `convention` (a causal model's: "lm-eval", "bias-bench", "oba2024")
+    reads the model as that peer does (`biaslens.engine.conventions`). A model that
     looks untrained or weak on plain text (a bias-lab model: on its own corpus) gets a warning first in `warnings`,
     and the verdict is in `summary["manifest"]["sanity"]`, as the app and the CLI show it.
     """
@@ -68,6 +71,7 @@ def evaluate(
         progress=progress,
         cache_only=cache_only,
         precision=precision,
+        convention=convention,
     )
     sanity, warning = caveat(lm)
     result.summary["manifest"]["sanity"] = sanity
@@ -77,7 +81,7 @@ def evaluate(
 
 
 def inspect_pair(
-    lm: MaskedLM, sent_stereo: str, sent_anti: str, *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
+    lm: LanguageModel, sent_stereo: str, sent_anti: str, *, attention_matrices: bool = False, **options: Unpack[InspectionKeywords]
 ) -> PairInspection:
     """Score one pair with every metric and keep the per-token detail (`biaslens.engine.evaluation.inspect_pair`), with
     the model's sanity verdict.

@@ -79,3 +79,30 @@ def test_two_causal_models_compared_and_a_masked_one_beside_them_says_why(causal
     no_exceptions(at)
     shown = texts(at.error) + texts(at.warning) + texts(at.info)
     assert "LL cannot be computed" in shown and "causal" in shown, shown
+
+
+def test_the_explorer_compares_a_causal_model_s_conventions(causal_env):
+    """The explorer's Scoring conventions: the run's pairs under the default, lm-eval, bias-bench and oba2024, with each
+    causal metric, equal to `convention_sensitivity`, and the pairs whose verdict flips listed."""
+    from biaslens.analyses.conventions import convention_sensitivity
+    from biaslens.data.datasets import load_dataset
+    from biaslens.engine.evaluation import evaluate
+    from biaslens.engine.models import load_model
+    from tests.support import FIXTURE_DATA
+
+    at = run_app("explorer", {"sample": "8", "seed": "1"})
+    at.button(key="explorer.run").click().run()
+    at.button(key="trust.conv_run").click().run()
+    no_exceptions(at)
+    assert not at.error, texts(at.error)
+
+    lm, dataset = load_model(str(causal_env)), load_dataset("crows-pairs", data_dir=FIXTURE_DATA)
+    by_id = {p.pair_id: p for p in dataset.pairs}
+    run = evaluate(lm, dataset, ["ll"], sample=8, seed=1)
+    want = convention_sensitivity(lm, [by_id[i] for i in run.pairs["pair_id"]])
+    scores = next(t for t in tables(at) if "Scoring" in t.columns)
+    assert scores["Scoring"].tolist() == want.table["scoring"].tolist()
+    assert scores["Bias score"].tolist() == want.table["bias_score"].tolist()
+    flipped = sorted(want.verdicts.loc[want.verdicts["flips"] > 0, "pair_id"])
+    listed = [t for t in tables(at) if "Scorings against its majority" in t.columns]
+    assert (sorted(listed[0]["Pair"]) if listed else []) == flipped

@@ -81,7 +81,7 @@ def test_compare_s_table_lines_up(model_dirs, tmp_path, capsys):
     models = [str(model_dirs["bert-cased"]), str(model_dirs["roberta"])]
     args = ["compare", "--model", *models, "--dataset", str(data), "--metrics", "aul,pll_word_l2r", "--no-cache", "--resamples", "50"]
     assert main(args) == 0
-    (table,) = _tables(capsys.readouterr().out)
+    table, *stability = _tables(capsys.readouterr().out)  # the paired test, then the models' rank stability
     assert_aligned(table)
     assert table[0].rstrip().endswith(" p") and [r.split()[0] for r in table[1:]] == ["AUL", "PLL-word-l2r"]
 
