@@ -106,3 +106,15 @@ def test_the_explorer_compares_a_causal_model_s_conventions(causal_env):
     flipped = sorted(want.verdicts.loc[want.verdicts["flips"] > 0, "pair_id"])
     listed = [t for t in tables(at) if "Scorings against its majority" in t.columns]
     assert (sorted(listed[0]["Pair"]) if listed else []) == flipped
+
+
+def test_a_masked_and_a_causal_model_side_by_side_on_the_same_pair(app_env, causal_dirs, model_dirs, monkeypatch):
+    """The inspector's "Compare under another model" with a causal model beside the sidebar's masked one: each model's
+    own metrics, each its own tokens."""
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", os.pathsep.join([str(model_dirs["bert-cased"].parent), str(causal_dirs["gpt2"].parent)]))
+    at = run_app("inspector", {"pair": "2", "models": [str(causal_dirs["gpt2"])]})
+    no_exceptions(at)
+    assert not at.error, texts(at.error)
+    shown = " ".join(" ".join(map(str, t.columns)) + " " + " ".join(map(str, t.iloc[:, 0])) for t in tables(at))
+    for name in ("AUL", "LL", "AUL-c"):
+        assert name in shown, shown

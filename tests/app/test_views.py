@@ -15,6 +15,7 @@ from biaslens import lab
 from biaslens.engine.metrics import COMPAT_MODES, METRICS, PAPER_METRICS
 from biaslens.engine.models import DTYPES
 from ui.views import (
+    INSPECTED_METRICS,
     DEVICES,
     DOC_PAGES,
     EXPLORER_TABS,
@@ -138,7 +139,7 @@ def test_an_explorer_row_keeps_every_global_setting(view, pair):
     opened = view.inspect(pair)
     assert opened.g == view.g and opened.pair == pair
     focus = view.metric or view.metrics[0]
-    assert opened.metric == (focus if focus in PAPER_METRICS else "aul")  # the inspector shows the paper's five
+    assert opened.metric == (focus if focus in INSPECTED_METRICS else "aul")  # the inspector shows the five of either kind
     assert InspectorView.from_query(through_a_url(opened.to_query())) == (opened, [])
 
 
