@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -73,7 +74,7 @@ def table(
     names = {c: (labels or {}).get(c) or column_label(str(c)) for c in shown}
     fmts = column_formats(frame, shown, formats, decimals=decimals)
     # A table's margins (one model's or several models' columns) share one number of decimals: enough for every sign.
-    margins = [v for c, f in fmts.items() if f == MARGIN for v in pd.to_numeric(frame[c], errors="coerce")]
+    margins = [v for c, f in fmts.items() if f == MARGIN for v in np.asarray(pd.to_numeric(frame[c], errors="coerce"), dtype=float)]
     select = select or bool(selection)
     if not select and not sortable and len(frame) <= STATIC_ROWS:
         margin = margin_formatter(margins)

@@ -125,15 +125,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"B = {name}")
         rows = [
             [
-                METRICS[row.metric].name if row.metric in METRICS else row.metric,
-                fmt(row.score_first),
-                fmt(row.score_second),
-                fmt(row.difference),
-                f"[{fmt(row.ci_low)}, {fmt(row.ci_high)}]",
-                f"{row.mcnemar_b}/{row.mcnemar_c}",
-                f"{row.p_value:.3g}",
+                METRICS[row["metric"]].name if row["metric"] in METRICS else row["metric"],
+                fmt(row["score_first"]),
+                fmt(row["score_second"]),
+                fmt(row["difference"]),
+                f"[{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]",
+                f"{row['mcnemar_b']}/{row['mcnemar_c']}",
+                f"{row['p_value']:.3g}",
             ]
-            for row in pd.DataFrame(part).itertuples(index=False)
+            for row in pd.DataFrame(part).to_dict(orient="records")
         ]
         print(text_table(["metric", "A", "B", "B − A", "95% CI (paired bootstrap)", "McNemar b/c", "p"], rows))
     interval = bootstrap_method(args.resamples, run.seed)

@@ -77,14 +77,14 @@ def format_report(report: LabReport) -> str:
     ]
     rows = [
         [
-            row.metric,
-            f"{row.bias_score:.1f}",
-            f"[{row.ci_low:.1f}, {row.ci_high:.1f}]",
-            row.verdict,
-            f"{row.group_a_preference:.1f}",
-            f"{row.bias_score_x:.1f} / {row.bias_score_y:.1f}",
+            row["metric"],
+            f"{row['bias_score']:.1f}",
+            f"[{row['ci_low']:.1f}, {row['ci_high']:.1f}]",
+            row["verdict"],
+            f"{row['group_a_preference']:.1f}",
+            f"{row['bias_score_x']:.1f} / {row['bias_score_y']:.1f}",
         ]
-        for row in frame.itertuples()
+        for row in frame.to_dict(orient="records")
     ]
     header = ["metric", "bias score", "95% CI", "verdict", "prefers A", f"{s.attributes_x_label} / {s.attributes_y_label}"]
     lines.append(text_table(header, rows, indent="  "))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import altair as alt
 import pandas as pd
@@ -74,7 +74,7 @@ def _style(chart: Any) -> Any:
 SHOW_TEXT = "slice(datum.label, indexof(datum.label, ' ') + 1)"
 
 
-def keyed(values: Sequence[Any], labels: Sequence[Any] | None = None) -> list[str]:
+def keyed(values: Iterable[Any], labels: Iterable[Any] | None = None) -> list[str]:
     """Category values no text can turn into Vega code: each distinct value becomes "<n> <label>" (its label: itself, or
     the `labels` beside it), n its first-seen order, zero-padded (so sorting the keys keeps that order); axes and legends
     draw the label (`labelExpr=SHOW_TEXT`).
@@ -415,7 +415,7 @@ def _n_lines(data: pd.DataFrame, x: str) -> list[str]:
     return [f"{v}\n{line[v]}" for v in data[x]]
 
 
-def _wrapped(texts: Sequence[str], width: int = LEGEND_WRAP) -> list[str]:
+def _wrapped(texts: Iterable[str], width: int = LEGEND_WRAP) -> list[str]:
     """Texts broken into lines of at most `width` characters at spaces (a legend label drawn with `SHOW_LINES`)."""
     import textwrap
 
@@ -739,7 +739,7 @@ def effect_size_chart(table: pd.DataFrame) -> alt.LayerChart:
             table.assign(source="Kurita et al. (bert-base-uncased)", d=table["published_log_prob"]),
         ]
     )[["category", "source", "d", "p_value"]]
-    long = _with_keys(long, "category")
+    long = _with_keys(pd.DataFrame(long), "category")
     points = (
         alt.Chart(long)
         .mark_point(filled=True, size=140)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from biaslens.analyses import explore
@@ -37,7 +38,7 @@ def _table(
     """`frame`'s `columns` as the app's small table: headers for people, numbers written as in the app."""
     names = {c: (labels or {}).get(c) or column_label(str(c)) for c in columns}
     fmts = column_formats(frame, columns, formats)
-    margin = margin_formatter([v for c, f in fmts.items() if f == MARGIN for v in pd.to_numeric(frame[c], errors="coerce")])
+    margin = margin_formatter([v for c, f in fmts.items() if f == MARGIN for v in np.asarray(pd.to_numeric(frame[c], errors="coerce"), dtype=float)])
     cells: dict[str, CellFormat] = {names[c]: (margin if f == MARGIN else f) for c, f in fmts.items()}
     return table_html(frame.loc[:, list(columns)].set_axis([names[c] for c in columns], axis=1), cells, key=key)
 
