@@ -155,23 +155,36 @@ def control_caption(entry: Mapping[str, Any] | None) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def _mlm_store() -> LRU[tuple, mlm_bias.MlmBiasResult]:
-    return st.session_state.setdefault(S + "mlm_store", LRU(4))
+def _job(what: str, lm: LanguageModel, pairs: list[Pair]) -> tuple:
+    """A computation's key (its memo and its Stop): what, the model and its dtype, and the pairs."""
+    return (S + what, lm.fingerprint, str(lm.dtype), tuple(p.pair_id for p in pairs), tuple(p.sent_stereo for p in pairs[:3]))
 
 
-def _mlm_scores(lm: MaskedLM, pairs: list[Pair], label: str) -> mlm_bias.MlmBiasResult | None:
-    """mlm-bias's measures of `pairs` under `lm` (session memo; the result cache keeps each pair), with progress and Stop."""
-    job = (S + "mlm", lm.fingerprint, str(lm.dtype), tuple(p.pair_id for p in pairs), tuple(p.sent_stereo for p in pairs[:3]))
-    found = _mlm_store().get(job)
+def _store() -> LRU[tuple, Any]:
+    """This session's computed panels (mlm-bias's measures, the conventions), by `_job`."""
+    return st.session_state.setdefault(S + "computed", LRU(8))
+
+
+def _computed(job: tuple, label: str, compute: Callable[[Any], Any]) -> Any:
+    """`compute(progress)` once per `job` (session memo; the result cache keeps each pair, so a stopped computation
+    resumes), with a progress bar and Stop; None when it failed or was stopped."""
+    found = _store().get(job)
     if found is not None:
         return found
     with runs.stoppable(job, help="Stop. Every finished pair stays in the result cache: computing again resumes from there."):
         bar = ProgressBar(label)
         with guard():
             with runs.heavy_job(label):
-                found = mlm_bias.mlm_bias_scores(lm, pairs, cache=resources.result_cache(), progress=runs.watched(bar))
+                found = compute(runs.watched(bar))
         bar.clear()
-    return None if found is None else _mlm_store().put(job, found)
+    return None if found is None else _store().put(job, found)
+
+
+def _mlm_scores(lm: MaskedLM, pairs: list[Pair], label: str) -> mlm_bias.MlmBiasResult | None:
+    """mlm-bias's measures of `pairs` under `lm` (`_computed`)."""
+    return _computed(
+        _job("mlm", lm, pairs), label, lambda progress: mlm_bias.mlm_bias_scores(lm, pairs, cache=resources.result_cache(), progress=progress)
+    )
 
 
 def mlm_bias_panel(lm: MaskedLM, dataset: PairDataset, result: EvaluationResult) -> None:
@@ -184,8 +197,8 @@ def mlm_bias_panel(lm: MaskedLM, dataset: PairDataset, result: EvaluationResult)
         "the bias score is the share of pairs whose stereotypical sentence is predicted better. Equal to the package's code."
     )
     pairs = _chosen(dataset, result)
-    job = (S + "mlm", lm.fingerprint, str(lm.dtype), tuple(p.pair_id for p in pairs), tuple(p.sent_stereo for p in pairs[:3]))
-    found = _mlm_store().get(job)
+    job = _job("mlm", lm, pairs)
+    found = _store().get(job)
     if found is None:
         if not runs.offer(
             "Compute mlm-bias's measures",
@@ -207,26 +220,6 @@ def mlm_bias_panel(lm: MaskedLM, dataset: PairDataset, result: EvaluationResult)
     st.caption("Intervals: 95% Wilson. `biaslens evaluate --mlm-bias` writes the same, per pair, to mlm_bias.csv.")
 
 
-def _conventions_store() -> LRU[tuple, conventions.ConventionReport]:
-    return st.session_state.setdefault(S + "conventions_store", LRU(4))
-
-
-def _convention_report(lm: LanguageModel, pairs: list[Pair], label: str) -> conventions.ConventionReport | None:
-    """Every convention's (or likelihood metric's) scores of `pairs` (session memo; the result cache keeps each pair's
-    passes, shared between the conventions that read alike), with progress and Stop."""
-    job = (S + "conv", lm.fingerprint, str(lm.dtype), tuple(p.pair_id for p in pairs), tuple(p.sent_stereo for p in pairs[:3]))
-    found = _conventions_store().get(job)
-    if found is not None:
-        return found
-    with runs.stoppable(job, help="Stop. Every finished pair stays in the result cache: computing again resumes from there."):
-        bar = ProgressBar(label)
-        with guard():
-            with runs.heavy_job(label):
-                found = conventions.convention_sensitivity(lm, pairs, cache=resources.result_cache(), progress=runs.watched(bar))
-        bar.clear()
-    return None if found is None else _conventions_store().put(job, found)
-
-
 def conventions_panel(lm: LanguageModel, dataset: PairDataset, result: EvaluationResult, inspect: Callable[[int], Any]) -> None:
     """The run's pairs under every scoring convention (a causal model: lm-eval, bias-bench, oba2024 and biaslens's own;
     a masked model: AUL, CPS, PLL, PLL-word-l2r), the bias scores side by side and the pairs whose verdict flips, each
@@ -244,8 +237,8 @@ def conventions_panel(lm: LanguageModel, dataset: PairDataset, result: Evaluatio
             "their bias scores side by side and the pairs whose verdict flips between them."
         )
     pairs = _chosen(dataset, result)
-    job = (S + "conv", lm.fingerprint, str(lm.dtype), tuple(p.pair_id for p in pairs), tuple(p.sent_stereo for p in pairs[:3]))
-    found = _conventions_store().get(job)
+    job = _job("conv", lm, pairs)
+    found = _store().get(job)
     if found is None:
         if not runs.offer(
             "Compare the conventions",
@@ -256,7 +249,11 @@ def conventions_panel(lm: LanguageModel, dataset: PairDataset, result: Evaluatio
             ),
         ):
             return
-        found = _convention_report(lm, pairs, "Scoring conventions")
+        found = _computed(
+            job,
+            "Scoring conventions",
+            lambda progress: conventions.convention_sensitivity(lm, pairs, cache=resources.result_cache(), progress=progress),
+        )
         if found is None:
             return
     table(
@@ -341,10 +338,8 @@ def relative_bias_section(lms: Mapping[str, MaskedLM], dataset: PairDataset, res
     )
     first = results[names[0]]
     pairs = _chosen(dataset, first)
-    jobs = {
-        n: (S + "mlm", lms[n].fingerprint, str(lms[n].dtype), tuple(p.pair_id for p in pairs), tuple(p.sent_stereo for p in pairs[:3])) for n in names
-    }
-    missing = [n for n in names if _mlm_store().get(jobs[n]) is None]
+    jobs = {n: _job("mlm", lms[n], pairs) for n in names}
+    missing = [n for n in names if _store().get(jobs[n]) is None]
     if missing:
         pending = any(runs.is_pending(jobs[n]) for n in missing)
         notice = lambda: st.caption(f"mlm-bias's measures of {len(missing)} model(s) on {len(pairs):,} pairs: one pass per token.")  # noqa: E731
@@ -353,7 +348,7 @@ def relative_bias_section(lms: Mapping[str, MaskedLM], dataset: PairDataset, res
         for n in missing:
             if _mlm_scores(lms[n], pairs, f"mlm-bias's measures of {model_label(n)}") is None:
                 return
-    found = {n: _mlm_store().get(jobs[n]) for n in names}
+    found = {n: _store().get(jobs[n]) for n in names}
     frames = [
         mlm_bias.relative_bias(found[names[0]], found[n]).assign(model=n)  # type: ignore[arg-type]
         for n in names[1:]

@@ -176,26 +176,14 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
         text = plain.to_json(orient="records", lines=True, force_ascii=False) or ""
         return atomic_write(path, text if text.endswith("\n") or not text else text + "\n")
     if kind == ".parquet":
+        import io
+
+        buffer = io.BytesIO()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            os.close(fd)
-        except OSError as exc:
-            raise OutputError(f"cannot write {path} ({_reason(exc)}).") from None
-        try:
-            plain.to_parquet(tmp, index=False)
-            os.chmod(tmp, 0o666 & ~current_umask())
-            os.replace(tmp, path)
+            plain.to_parquet(buffer, index=False)
         except ImportError:
-            Path(tmp).unlink(missing_ok=True)
             raise OutputError(f"cannot write {path}: Parquet needs pyarrow (pip install pyarrow); write .csv or .jsonl instead.") from None
-        except OSError as exc:
-            Path(tmp).unlink(missing_ok=True)
-            raise OutputError(f"cannot write {path} ({_reason(exc)}).") from None
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write(path, buffer.getvalue())
     raise OutputError(f"cannot write {path}: write a {', '.join(TABLE_FORMATS)} file.")
 
 
