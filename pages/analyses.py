@@ -421,9 +421,10 @@ def main() -> None:
     lm = ui.resources.model_or_stop(settings)
     if lm.kind == "causal":
         st.info(
-            "Not for a causal model: these are Kaneko & Bollegala's tables for masked language models (AUL, AULA, CPS, SSS, "
-            "All Masked). A causal model's own metrics (LL, AUL-c, AULA-c, CPS-c, SSS-c) are in the Dataset explorer, and "
-            "its peers' scoring conventions side by side in `biaslens conventions` (docs: Metrics, Causal models).",
+            "Not for a causal model: these are Kaneko & Bollegala's tables for masked language models (AUL against the "
+            "masked metrics, masked-token accuracy, shuffled masked inputs). A causal model's bias scores under its own "
+            "metrics (LL, AUL-c, AULA-c, CPS-c, SSS-c), per bias type and Adv/Dis (Tables 3 and 5's views), and its "
+            "peers' scoring conventions side by side are in the Dataset explorer.",
             icon=":material/block:",
         )
         st.stop()
