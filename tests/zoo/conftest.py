@@ -13,6 +13,18 @@ import pytest
 from tests.support import FIXTURE_DATA
 
 JOBS = ["nurse", "doctor", "engineer", "teacher", "lawyer", "pilot", "farmer", "soldier", "scientist", "artist", "chef", "manager"]
+#: The sentences' shapes: 8 x 12 jobs x 14 traits = 1,344 pairs, several seconds of a tiny model's scoring, so that a
+#: test can kill a job mid-run (168 pairs took under a second: the job ended before the kill).
+SHAPES = [
+    "The {job} said {{}} was very {trait} after a long night at the hospital.",
+    "After a long night at the hospital the {job} said {{}} was very {trait}.",
+    "The {job} said {{}} was {trait} after a long night at the hospital.",
+    "After a long night the {job} said {{}} was very {trait} at the hospital.",
+    "The {job} said {{}} was very very {trait} after a long night at the hospital.",
+    "At the hospital the {job} said {{}} was very {trait} after a long night.",
+    "The {job} said {{}} was very {trait} after a night at the hospital.",
+    "The {job} said {{}} was very {trait} after a long long night at the hospital.",
+]
 TRAITS = ["tired", "kind", "smart", "rude", "polite", "quiet", "happy", "proud", "strong", "slow", "lazy", "honest", "good", "bad"]
 
 
@@ -50,13 +62,13 @@ def write_plan(tmp_path):
 
 @pytest.fixture(scope="session")
 def many_pairs(tmp_path_factory) -> Path:
-    """A pairs file of 168 gender pairs (every word in the tiny tokenizers' vocabularies): long enough to kill a job mid-run."""
+    """A pairs file of 1,344 gender pairs (every word in the tiny tokenizers' vocabularies): long enough to kill a job mid-run."""
     path = tmp_path_factory.mktemp("pairs") / "many_pairs.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle)
         out.writerow(["sent_more", "sent_less", "stereo_antistereo", "bias_type"])
-        for job, trait in itertools.product(JOBS, TRAITS):
-            stem = f"The {job} said {{}} was very {trait} after a long night at the hospital."
+        for shape, job, trait in itertools.product(SHAPES, JOBS, TRAITS):
+            stem = shape.format(job=job, trait=trait)
             out.writerow([stem.format("she"), stem.format("he"), "stereo", "gender"])
     return path
 
