@@ -427,6 +427,7 @@ def main() -> None:
             "peers' scoring conventions side by side are in the Dataset explorer.",
             icon=":material/block:",
         )
+        ui.state.publish(AnalysesView(ui.state.global_view()))  # the link keeps the model and dataset
         st.stop()
     _lab_model = ui.settings.selected_lab_model()
     # A lab model knows only its own words: it defaults to its held-out pairs, not to CrowS-Pairs and StereoSet.

@@ -504,6 +504,7 @@ def main() -> None:
     ui.feedback.header("Kurita templates", ABOUT, docs="kurita")
     if ui.resources.model_or_stop(settings).kind == "causal":
         st.info(f"Not for a causal model: {ui.feedback.md(NO_CAUSAL_READING)} Choose a masked model in the sidebar.", icon=":material/block:")
+        ui.state.publish(KuritaView(ui.state.global_view()))  # the link keeps the model and dataset
         st.stop()
     tab_templates, tab_weat, tab_lists = st.tabs(["Template scores", "WEAT tests (Table 3)", "Attribute lists (Table 5)"])
     with tab_templates:

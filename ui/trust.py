@@ -258,14 +258,16 @@ def conventions_panel(lm: LanguageModel, dataset: PairDataset, result: Evaluatio
             return
     table(
         found.table,
-        ["n", "ties", "flipped_vs_reference", "statistics"],
+        ["flipped_vs_reference", "statistics"],  # N and ties: in the caption (N is the run's; every scoring has it)
         pin=["scoring", "bias_score", "ci_low", "ci_high"],
-        labels={"scoring": "Scoring", "flipped_vs_reference": "Pairs flipped vs reference", "statistics": "The tool's own statistics"},
+        labels={"scoring": "Scoring", "flipped_vs_reference": "Flips", "statistics": "The tool's own statistics"},
+        help={"flipped_vs_reference": "Pairs whose verdict differs from the reference scoring's."},
     )
     st.caption(
-        "Reference: the same metric under biaslens's default scoring"
+        f"{int(found.table['n'].max()):,} pairs; ties: {int(found.table['ties'].sum()):,} over all the scorings. "
+        "Flips: pairs whose verdict differs from the same metric under biaslens's default scoring"
         + (" (a masked model: AUL)." if lm.kind == "masked" else ".")
-        + " Intervals: 95% Wilson."
+        + " Intervals: 95% Wilson. The table with N and ties per scoring: `biaslens conventions`."
     )
     most = found.verdicts.sort_values("flips", ascending=False, kind="stable")
     most = most[most["flips"] > 0]

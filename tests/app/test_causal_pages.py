@@ -62,6 +62,7 @@ def test_the_kurita_and_analyses_pages_say_in_one_line_why_not(causal_env):
         at = run_app(page)
         no_exceptions(at)
         assert words in texts(at.info) and not at.error
+        assert at.query_params["model"] == str(causal_env)  # the link keeps the model (it stopped before its view was published)
 
 
 def test_two_causal_models_compared_and_a_masked_one_beside_them_says_why(causal_env, causal_dirs, model_dirs):
