@@ -352,10 +352,13 @@ class _Driver:
 
     def _finished(self, t: _Tracked) -> None:
         job, t.job = t.job, None
-        try:
-            outcome: ModelOutcome = job.result()
-        except Exception:  # the job raised, was killed, or left no result
-            self._retry(t, _job_failure(job))
+        try:  # one wait for its result file (submitit gives a slow shared filesystem 15 s), then the file read
+            error = job.exception()
+            outcome: ModelOutcome | None = job.result() if error is None else None
+        except Exception as exc:  # its files are gone, or unreadable
+            error, outcome = exc, None
+        if outcome is None:  # the job raised, was killed, or left no result
+            self._retry(t, _job_failure(job, error))
             return
         t.report.cached += outcome.cached
         t.report.scored += outcome.count("scored")
@@ -440,13 +443,13 @@ class _Driver:
         self.say("  … " + "; ".join(parts))
 
 
-def _job_failure(job: Any) -> str:
-    """Why a job ended without a result, in one line."""
-    try:
-        exc = job.exception()
-    except Exception as error:  # the job's files are gone
+def _job_failure(job: Any, error: BaseException | None) -> str:
+    """Why a job ended without a result, in one line, from the error submitit gave for it."""
+    from submitit.core.utils import FailedJobError, UncompletedJobError
+
+    if error is not None and not isinstance(error, (FailedJobError, UncompletedJobError)):  # the job's files are gone
         return f"job {job.job_id} ended without a result ({first_line(error)})"
-    text = str(exc or "")
+    text = str(error or "")
     if "failed during processing with trace" in text:
         lines = [line.strip() for line in text.split("----------------------")[1].splitlines() if line.strip()] if "------" in text else []
         return f"job {job.job_id} failed: {lines[-1] if lines else 'see its log'}"

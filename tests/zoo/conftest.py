@@ -60,17 +60,29 @@ def write_plan(tmp_path):
     return write
 
 
-@pytest.fixture(scope="session")
-def many_pairs(tmp_path_factory) -> Path:
-    """A pairs file of 1,344 gender pairs (every word in the tiny tokenizers' vocabularies): long enough to kill a job mid-run."""
-    path = tmp_path_factory.mktemp("pairs") / "many_pairs.csv"
+def _pairs_file(path: Path, ages: list[str]) -> Path:
+    """Gender pairs of every shape × job × trait (× each age word before the job): every word in the tiny vocabularies."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle)
         out.writerow(["sent_more", "sent_less", "stereo_antistereo", "bias_type"])
-        for shape, job, trait in itertools.product(SHAPES, JOBS, TRAITS):
-            stem = shape.format(job=job, trait=trait)
+        for shape, age, job, trait in itertools.product(SHAPES, ages, JOBS, TRAITS):
+            stem = shape.format(job=age + job, trait=trait)
             out.writerow([stem.format("she"), stem.format("he"), "stereo", "gender"])
     return path
+
+
+@pytest.fixture(scope="session")
+def many_pairs(tmp_path_factory) -> Path:
+    """A pairs file of 1,344 gender pairs: long enough to kill a job mid-run with SIGKILL."""
+    return _pairs_file(tmp_path_factory.mktemp("pairs") / "many_pairs.csv", [""])
+
+
+@pytest.fixture(scope="session")
+def more_pairs(tmp_path_factory) -> Path:
+    """A pairs file of 5,376 gender pairs (4 x many_pairs): long enough to `scancel` a Slurm job mid-run. Slurm first
+    sends SIGTERM, which submitit's job ignores, and kills it seconds later (KillWait, and srun's own wait): a tiny
+    model scores some 800 more pairs in that time, and a shorter file can end before it is killed."""
+    return _pairs_file(tmp_path_factory.mktemp("pairs") / "more_pairs.csv", ["", "old ", "young ", "rich "])
 
 
 @pytest.fixture(scope="session")
