@@ -344,16 +344,27 @@ def cached_evaluation(
 def side_by_side(inspections: Mapping[str, PairInspection]) -> pd.DataFrame:
     """Several inspections side by side (one pair under several models, a pinned pair next to this one): a row per
     inspection (`model`: the mapping's key) and, per metric any of them scored (the registry's order), its margin
-    f(stereo) − f(anti) (`<metric>_margin`) and verdict (`<metric>_verdict`), missing where it did not score the metric."""
-    keys = [k for k in METRICS if any(k in r.metrics for r in inspections.values())]
+    f(stereo) − f(anti) (`<metric>_margin`) and verdict (`<metric>_verdict`), missing where it did not score the metric.
+
+    A masked metric and its causal counterpart both scored (a masked and a causal model on one pair) share one column
+    pair, `<metric>+<counterpart>_margin` ("AUL / AUL-c margin"): each row holds the one its model gave."""
+    scored = [k for k in METRICS if any(k in r.metrics for r in inspections.values())]
+    stems: dict[str, tuple[str, ...]] = {}
+    for key in scored:
+        twin = METRICS[key].analogue
+        if twin in scored and f"{twin}+{key}" not in stems:
+            stems[f"{key}+{twin}"] = (key, twin)
+        elif twin not in scored:
+            stems[key] = (key,)
     rows = []
     for label, r in inspections.items():
         row: dict[str, Any] = {"model": label}
-        for key in keys:
-            row[f"{key}_margin"] = r.margin(key) if key in r.metrics else np.nan
-            row[f"{key}_verdict"] = r.verdict(key) if key in r.metrics else None
+        for stem, keys in stems.items():
+            key = next((k for k in keys if k in r.metrics), None)
+            row[f"{stem}_margin"] = r.margin(key) if key else np.nan
+            row[f"{stem}_verdict"] = r.verdict(key) if key else None
         rows.append(row)
-    return pd.DataFrame(rows, columns=["model", *(f"{key}_{part}" for key in keys for part in ("margin", "verdict"))])
+    return pd.DataFrame(rows, columns=["model", *(f"{stem}_{part}" for stem in stems for part in ("margin", "verdict"))])
 
 
 # ---------------------------------------------------------------------------------------

@@ -222,9 +222,10 @@ METRIC_PARTS = {
 
 
 def column_label(name: str) -> str:
-    """A column's header for people: the shared names above, `<metric>_<part>` as "AUL margin", an identifier with
-    spaces for its underscores and a capital first letter ("count_unknown" is "Count unknown"); any other name (a
-    model's, "AUL (CP)", a header already written for people) stays as it is."""
+    """A column's header for people: the shared names above, `<metric>_<part>` as "AUL margin" (and `aul+aul_c_margin`,
+    a metric and its counterpart, as "AUL / AUL-c margin"), an identifier with spaces for its underscores and a capital
+    first letter ("count_unknown" is "Count unknown"); any other name (a model's, "AUL (CP)", a header already written
+    for people) stays as it is."""
     if name in COLUMN_LABELS:
         return COLUMN_LABELS[name]
     for prefix, label in PER_MODEL.items():  # `explore.compare_models`: "margin (roberta)" is "Margin (roberta)"
@@ -233,6 +234,8 @@ def column_label(name: str) -> str:
     key, _, part = name.rpartition("_")
     if key in METRICS and part in METRIC_PARTS:
         return f"{METRICS[key].name} {METRIC_PARTS[part]}"
+    if part in METRIC_PARTS and all(k in METRICS for k in key.split("+")):  # a metric and its counterpart: "AUL / AUL-c margin"
+        return f"{' / '.join(METRICS[k].name for k in key.split('+'))} {METRIC_PARTS[part]}"
     if "_" in name and name == name.lower() and " " not in name:
         text = name.replace("_", " ")
         return text[0].upper() + text[1:]

@@ -119,3 +119,4 @@ def test_a_masked_and_a_causal_model_side_by_side_on_the_same_pair(app_env, caus
     shown = " ".join(" ".join(map(str, t.columns)) + " " + " ".join(map(str, t.iloc[:, 0])) for t in tables(at))
     for name in ("AUL", "LL", "AUL-c"):
         assert name in shown, shown
+    assert "AUL / AUL-c margin" in shown, shown  # a metric and its counterpart in one column: each model's under its own

@@ -11,6 +11,7 @@ from biaslens.engine.cache import ResultCache
 from biaslens.errors import InputError
 from biaslens.engine.evaluation import evaluate, inspect_pair
 from biaslens.engine.metrics import METRICS
+from biaslens.figures.formatting import column_label
 from tests.engine.explore_cases import ADDITIVE, PAIR, PAIRS, make_result
 
 # ---------------------------------------------------------------------------------------
@@ -139,6 +140,24 @@ def test_the_same_pair_side_by_side(tiny_bert, pair_inspection):
         assert rows.loc["first", f"{key}_verdict"] == pair_inspection.verdict(key)
     assert rows.loc["second", "cps_margin"] == other.margin("cps") and rows.loc["second", "cps_verdict"] == other.verdict("cps")
     assert pd.isna(rows.loc["second", "sss_margin"]) and pd.isna(rows.loc["second", "sss_verdict"])  # not scored there
+
+
+def test_a_masked_and_a_causal_model_on_one_pair_share_their_counterpart_metrics_columns(tiny_bert, tiny_gpt2, pair_inspection):
+    """AUL and AUL-c in one column pair (each row the one its model gave); a metric with no counterpart scored keeps its own."""
+    causal = inspect_pair(tiny_gpt2, *PAIR)
+    table = explore.side_by_side({"bert": pair_inspection, "gpt2": causal}).set_index("model")
+    for key in pair_inspection.metrics:
+        twin = METRICS[key].analogue
+        if twin in causal.metrics:
+            stem = f"{key}+{twin}"
+            assert table.loc["bert", f"{stem}_margin"] == pair_inspection.margin(key)
+            assert table.loc["gpt2", f"{stem}_margin"] == causal.margin(twin)
+            assert table.loc["gpt2", f"{stem}_verdict"] == causal.verdict(twin)
+            assert f"{key}_margin" not in table and f"{twin}_margin" not in table
+    assert "aul+aul_c_margin" in table  # the pair every inspection scores
+    alone = [k for k in causal.metrics if METRICS[k].analogue not in pair_inspection.metrics]  # e.g. LL
+    assert alone and all(pd.isna(table.loc["bert", f"{k}_margin"]) for k in alone)
+    assert column_label("aul+aul_c_margin") == "AUL / AUL-c margin" and column_label("cps+cps_c_verdict") == "CPS / CPS-c prefers"
 
 
 def test_summary_tables_follow_the_summary(tiny_bert):
