@@ -181,6 +181,7 @@ def main() -> None:
                 "p_value": "McNemar p",
             },
             formats={"difference": "{:+.2f}", "ci_low": "{:+.2f}", "ci_high": "{:+.2f}"},
+            sortable=True,  # interactive: its ten columns, two headed by model names, scroll past the pinned answer in a narrow window
         )
         st.caption(
             f"The same pairs under both models: difference of bias scores in percentage points with a "

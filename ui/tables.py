@@ -32,6 +32,9 @@ TALL = 420
 #: One line of text in an interactive table's cell (px), and the least row height at which Streamlit wraps text (4rem at 17 px, and a little).
 LINE_PX = 21
 WRAP_MIN_ROW = 70
+#: An interactive table's header and default row (px), and its horizontal scroll bar, always shown (assets/app.css).
+ROW_PX = 35
+SCROLL_BAR_PX = 16
 
 
 def _printf(fmt: str, values: Iterable[float]) -> str | None:
@@ -93,9 +96,10 @@ def table(
         else:
             config[c] = st.column_config.TextColumn(**common)
     options: dict[str, Any] = {"on_select": "rerun", "selection_mode": list(selection) if selection else "single-row"} if select else {}
-    tall = height or (TALL if len(frame) > 10 else "auto")
     if wrap_lines:  # Streamlit wraps a cell's text only in rows taller than 4rem
         options["row_height"] = max(WRAP_MIN_ROW, LINE_PX * wrap_lines + 12)
+    # A short table as tall as its rows and the scroll bar below them (Streamlit's own height leaves the bar over the last row).
+    tall = height or (TALL if len(frame) > 10 else ROW_PX + options.get("row_height", ROW_PX) * max(len(frame), 1) + SCROLL_BAR_PX + 3)
     return st.dataframe(
         frame, hide_index=True, width="stretch", height=tall, column_order=shown, column_config=config, placeholder="—", key=key, **options
     )

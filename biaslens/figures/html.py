@@ -200,12 +200,13 @@ _TABLE_STYLE = (
     "<style>"
     ".bl-table-wrap{overflow-x:auto;max-width:100%;margin:0.1rem 0 0.5rem 0;scrollbar-width:auto;scrollbar-color:#8a8a8a #ededed}"
     ".bl-table{border-collapse:collapse;width:100%;font-size:0.92rem;line-height:1.35}"
-    ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.45rem;"
+    ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.35rem;"
     "overflow-wrap:anywhere}"
     # `anywhere`, not `break-word`: a long header or word may break, so the table shrinks to its box instead of overflowing it.
-    ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.45rem;vertical-align:top;overflow-wrap:anywhere}"
+    ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.35rem;vertical-align:top;overflow-wrap:anywhere}"
     ".bl-table .bl-num{text-align:right;font-variant-numeric:tabular-nums}.bl-table td.bl-num{white-space:nowrap}"
-    ".bl-table .bl-key{font-weight:600}"
+    # The key columns (a metric's or a model's name) break between words only: they keep their longest word's width.
+    ".bl-table .bl-key{font-weight:600;overflow-wrap:break-word}"
     ".bl-table tr>.bl-key:first-child{position:sticky;left:0;background:#fff;z-index:1}"
     "</style>"
 )

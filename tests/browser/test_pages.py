@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import ARTIFACTS, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle, start_scoring
+from tests.support.browser import ARTIFACTS, TABLE_CHECK, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle, start_scoring
 
 
 def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server):
@@ -227,6 +227,7 @@ def assert_readable(page, where: str) -> None:
     assert not report["errors"], f"{where}: error boxes: {report['errors']}"
     assert not report["exceptions"], f"{where}: an exception is shown"
     assert not report["none"], f"{where}: a literal None is shown"
+    assert page.evaluate(TABLE_CHECK, []) == [], where
 
 
 @pytest.mark.parametrize("width", [1400, 1024])

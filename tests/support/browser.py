@@ -219,8 +219,9 @@ CHART_CHECK = """() => {
   return problems;
 }"""
 
-#: Tables in the main area: a static table never wider than its box; an interactive table headed by exactly `columns`
-#: (the argument) never scrolls sideways (every column in sight).
+#: Tables in the main area: a static table never wider than its box, its key columns (a metric's, a model's name) never
+#: broken mid-word (between words and after a hyphen only); an interactive table headed by exactly `columns` (the
+#: argument) never scrolls sideways (every column in sight).
 TABLE_CHECK = """(columns) => {
   const problems = [];
   const main = document.querySelector('[data-testid="stMain"]');
@@ -228,6 +229,17 @@ TABLE_CHECK = """(columns) => {
     if (el.offsetParent === null) continue;
     if (el.scrollWidth > el.clientWidth + 2)
       problems.push(`table wider than its box (${el.scrollWidth}>${el.clientWidth}): ${el.innerText.slice(0, 80)}`);
+    for (const cell of el.querySelectorAll('.bl-key')) {  // each word on one line
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode())
+        for (const word of node.textContent.matchAll(/[^\\s-]+/g)) {
+          const range = document.createRange();
+          range.setStart(node, word.index);
+          range.setEnd(node, word.index + word[0].length);
+          const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+          if (lines.size > 1) problems.push(`"${word[0]}" broken mid-word in a key column`);
+        }
+    }
   }
   for (const d of main.querySelectorAll('[data-testid="stDataFrame"]')) {  // an interactive table headed by `columns`: every column in sight
     if (d.offsetParent === null) continue;
