@@ -23,7 +23,7 @@ from biaslens.analyses import explore, paired
 from biaslens.figures import charts as figures
 from biaslens.data.export import safe_csv
 from biaslens.engine.evaluation import EvaluationResult
-from biaslens.engine.metrics import METRICS
+from biaslens.engine.metrics import METRICS, kind_unavailable
 from biaslens.engine.stats import MCNEMAR_TEST
 
 ui.require_app()
@@ -91,6 +91,10 @@ def main() -> None:
             continue
         with banners:  # a model that looks untrained or does not know these words: said once, above its scores
             ui.honesty.model_banner(settings, lm, texts, name=ui.settings.model_label(model))
+        why = kind_unavailable(metric, lm.kind)  # a causal model asked for a masked-LM metric, or back: said once, left out
+        if why:
+            banners.warning(f"{ui.feedback.md(ui.settings.model_label(model))} is left out of this comparison: {why}", icon=":material/block:")
+            continue
         spec = ui.runs.spec_for(settings, lm, dataset, [metric], sample, seed)
         result = ui.runs.lookup(spec, lm, dataset)
         if result is None:
@@ -98,6 +102,14 @@ def main() -> None:
         else:
             loaded[model] = result
         del lm
+    if len(loaded) + len(missing) < 2:
+        st.info(  # nothing is offered to run: one model's scores compare with nothing
+            f"Fewer than two of the chosen models could be loaded and give {METRICS[metric].name} (see above): nothing to compare. "
+            "A masked and a causal model give different metrics; in the pair inspector they stand side by side on one pair, "
+            "each metric beside its counterpart.",
+            icon=":material/group_add:",
+        )
+        st.stop()
     if missing:
         n_pairs = missing[0][1].sample or len(dataset)
         kept = {model: n for model, _, n in missing}
@@ -131,9 +143,6 @@ def main() -> None:
             if result is None:
                 st.stop()
             loaded[model] = result
-    if len(loaded) < 2:
-        st.warning("Fewer than two of the chosen models could be loaded: nothing to compare.")
-        st.stop()
     names = ui.settings.model_names(list(loaded))
     results = {names[m]: loaded[m] for m in distinct if m in loaded}
     comparison = None

@@ -90,9 +90,8 @@ def test_a_model_that_fails_to_load_is_reported(app_env, model_dirs):
     at = run_app("compare", {"models": [str(model_dirs["bert-cased"]), str(missing)], "metric": "aul", "sample": "10"})
     no_exceptions(at)
     assert f"Model folder {missing} does not exist" in texts(at.error)
-    at.button(key=S + "run").click().run()  # scores the model that did load
-    no_exceptions(at)
-    assert "Fewer than two of the chosen models could be loaded" in texts(at.warning)
+    assert "Fewer than two of the chosen models could be loaded" in texts(at.info)  # the one that loaded is not scored alone
+    assert not [b for b in at.button if b.key == S + "run"]
 
 
 # ---------------------------------------------------------------------------------------
