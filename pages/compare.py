@@ -93,7 +93,8 @@ def main() -> None:
             ui.honesty.model_banner(settings, lm, texts, name=ui.settings.model_label(model))
         why = kind_unavailable(metric, lm.kind)  # a causal model asked for a masked-LM metric, or back: said once, left out
         if why:
-            banners.warning(f"{ui.feedback.md(ui.settings.model_label(model))} is left out of this comparison: {why}", icon=":material/block:")
+            name = ui.feedback.md(ui.settings.model_label(model))
+            banners.warning(f"{name} is left out of this comparison: {ui.feedback.md(why)}", icon=":material/block:")
             continue
         spec = ui.runs.spec_for(settings, lm, dataset, [metric], sample, seed)
         result = ui.runs.lookup(spec, lm, dataset)
