@@ -60,13 +60,13 @@ def write_plan(tmp_path):
     return write
 
 
-def _pairs_file(path: Path, ages: list[str]) -> Path:
-    """Gender pairs of every shape × job × trait (× each age word before the job): every word in the tiny vocabularies."""
+def _pairs_file(path: Path, before_job: list[str]) -> Path:
+    """Gender pairs of every shape × word before the job × job × trait: every word in the tiny vocabularies."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle)
         out.writerow(["sent_more", "sent_less", "stereo_antistereo", "bias_type"])
-        for shape, age, job, trait in itertools.product(SHAPES, ages, JOBS, TRAITS):
-            stem = shape.format(job=age + job, trait=trait)
+        for shape, word, job, trait in itertools.product(SHAPES, before_job, JOBS, TRAITS):
+            stem = shape.format(job=word + job, trait=trait)
             out.writerow([stem.format("she"), stem.format("he"), "stereo", "gender"])
     return path
 
