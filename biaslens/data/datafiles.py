@@ -62,13 +62,18 @@ def _not_regular(mode: int) -> str | None:
     return "not a file"
 
 
-def check_data_file(path: str | Path) -> os.stat_result:
+#: What `check_data_file` asks for when a path is not a regular file.
+DATA_FILE = "a data file (.csv, .json, .jsonl or .txt)"
+
+
+def check_data_file(path: str | Path, *, what: str = DATA_FILE) -> os.stat_result:
     """The one rule for every file read on a user's behalf (a dataset, WEAT stimuli, a flag, attribute, template or target
     list), checked before a byte is read, each a one-line `DatasetError` naming the file:
 
     inside the allowed folders of the server settings in effect (the app; links followed), present, a regular file (not a
     folder, FIFO, device or socket: reading a FIFO waits forever, /dev/zero never ends), at most `MAX_FILE_MB`, readable.
-    Returns the file's `os.stat` (links followed)."""
+    `what` names the file expected, for the message about one that is not a regular file. Returns the file's `os.stat`
+    (links followed)."""
     path = Path(path)
     confine_data_file(path)
     try:
@@ -79,7 +84,7 @@ def check_data_file(path: str | Path) -> os.stat_result:
         raise DatasetError(f"cannot read the file ({getattr(exc, 'strerror', None) or exc})", path=str(path)) from exc
     kind = _not_regular(info.st_mode)
     if kind is not None:
-        raise DatasetError(f"it is {kind}, not a regular file: name a data file (.csv, .json, .jsonl or .txt)", path=str(path))
+        raise DatasetError(f"it is {kind}, not a regular file: name {what}", path=str(path))
     limit = MAX_FILE_MB * 1_000_000
     if info.st_size > limit:
         raise DatasetError(
@@ -90,11 +95,11 @@ def check_data_file(path: str | Path) -> os.stat_result:
     return info
 
 
-def read_bytes(path: str | Path) -> bytes:
+def read_bytes(path: str | Path, *, what: str = DATA_FILE) -> bytes:
     """A data file's bytes, read on a user's behalf, after `check_data_file` (the one rule: allowed folders, a regular
     file, its size, readable). Opened without waiting (a file swapped for a FIFO after the check is refused, not waited on)."""
     path = Path(path)
-    check_data_file(path)
+    check_data_file(path, what=what)
     limit = MAX_FILE_MB * 1_000_000
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -102,7 +107,7 @@ def read_bytes(path: str | Path) -> bytes:
             info = os.fstat(handle.fileno())
             kind = _not_regular(info.st_mode)
             if kind is not None:
-                raise DatasetError(f"it is {kind}, not a regular file: name a data file (.csv, .json, .jsonl or .txt)", path=str(path))
+                raise DatasetError(f"it is {kind}, not a regular file: name {what}", path=str(path))
             size = info.st_size
             raw = handle.read(limit + 1) if size <= limit else b""
     except OSError as exc:

@@ -227,15 +227,18 @@ class ZooPlan:
 
 def load_plan(path: str | Path) -> ZooPlan:
     """The plan in a TOML file, checked (`PlanError` in one line); relative paths are taken from the plan's folder."""
+    from biaslens.data.datafiles import read_bytes
+    from biaslens.errors import DatasetError
+
     path = Path(path).expanduser()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise PlanError(f"{path}: no such plan file.") from None
-    except IsADirectoryError:
-        raise PlanError(f"{path} is a folder: give the plan's TOML file.") from None
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read the plan ({exc.strerror or exc}).") from None
+    if not path.exists() and not path.is_symlink():
+        raise PlanError(f"{path}: no such plan file.")
+    if path.is_dir():
+        raise PlanError(f"{path} is a folder: give the plan's TOML file.")
+    try:  # the rule of every file read on a user's behalf: a regular file (not a FIFO, not /dev/zero), its size, readable
+        raw = read_bytes(path, what="the plan's TOML file")
+    except DatasetError as exc:
+        raise PlanError(str(exc).rstrip(".") + ".") from None
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -126,6 +126,27 @@ def test_missing_and_unreadable_plan_files(tmp_path):
         load_plan(tmp_path / "bin.toml")
 
 
+@pytest.mark.timeout(60)
+def test_a_plan_path_that_is_not_a_regular_file_is_refused_at_once(tmp_path, monkeypatch):
+    """A FIFO was waited on forever and /dev/zero read until memory ran out: both are refused before a byte is read, as
+    every file read on a user's behalf is (`datafiles.read_bytes`), and so is a plan over the size limit."""
+    import os
+
+    from biaslens.data import datafiles
+
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a FIFO (named pipe)"), ("/dev/zero", "a device")):
+        with pytest.raises(PlanError) as caught:
+            load_plan(path)
+        assert str(caught.value) == f"{path}: it is {kind}, not a regular file: name the plan's TOML file."
+    big = tmp_path / "big.toml"
+    big.write_text('datasets = ["cp"]\n' + "# padding\n" * 200_000)
+    monkeypatch.setattr(datafiles, "MAX_FILE_MB", 1)
+    with pytest.raises(PlanError, match=r"big.toml: the file is 2.0 MB; biaslens reads data files up to 1 MB"):
+        load_plan(big)
+
+
 def test_a_pairs_file_and_relative_paths_are_taken_from_the_plans_folder(tmp_path, model_dirs):
     pairs = FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv"
     (tmp_path / "data").mkdir()
