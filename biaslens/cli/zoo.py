@@ -103,7 +103,8 @@ def cmd_zoo_run(args: Any) -> int:
     width = max(len(m.label) for m in report.models)
     for m in report.models:
         detail = f": {m.error}" if m.error else ""
-        counts = f" ({m.scored} scored)" if m.scored else ""
+        counted = [f"{n} {what}" for n, what in ((m.scored, "scored"), (m.unavailable, "unavailable")) if n]
+        counts = f" ({', '.join(counted)})" if counted else ""
         print(f"{m.label:<{width}}  {m.state}{counts}{detail}")
     if report.run_id:
         print(f"run {report.run_id} · store {report.store}")

@@ -702,18 +702,26 @@ def metrics_for(kind: str) -> list[str]:
 MASKED_METRICS = tuple(metrics_for("masked"))
 
 
+def counterpart(metric: str, kind: str) -> str | None:
+    """`metric` for a model of `kind`: itself where the kind can give it, else its counterpart of that kind (AUL-c for AUL
+    on a causal model, and back), else None."""
+    m = METRICS.get(metric)
+    if m is None:
+        return None
+    if kind in m.kinds:
+        return metric
+    mapped = m.analogue or next((k for k, other in METRICS.items() if other.analogue == metric), "")
+    return mapped if mapped and kind in METRICS[mapped].kinds else None
+
+
 def metrics_of_kind(metrics: Sequence[str], kind: str) -> list[str]:
     """`metrics` for a model of `kind`: each metric it can give, each other one as its counterpart (AUL as AUL-c for a
     causal model, and back), the rest dropped; none left: the kind's defaults. How a page keeps its metrics when the
     model changes kind."""
-    back = {m.analogue: k for k, m in METRICS.items() if m.analogue}
     out = []
     for key in metrics:
-        m = METRICS.get(key)
-        if m is None:
-            continue
-        mapped = key if kind in m.kinds else (m.analogue or back.get(key))
-        if mapped and kind in METRICS[mapped].kinds and mapped not in out:
+        mapped = counterpart(key, kind)
+        if mapped and mapped not in out:
             out.append(mapped)
     return out or default_metrics(kind)
 
@@ -774,6 +782,7 @@ __all__ = [
     "cps",
     "default_metrics",
     "metrics_of_kind",
+    "counterpart",
     "kind_unavailable",
     "metrics_for",
     "parse_metrics",

@@ -41,11 +41,17 @@ class PlannedCell:
 
 
 def unit_metrics(unit: Unit, kind: str | None = None) -> tuple[str, ...]:
-    """The metrics a unit asks for: its own, or the default metrics of a model of `kind` (None: a masked model's, the
-    paper's five)."""
-    from biaslens.engine.metrics import default_metrics
+    """The metrics a unit asks for, for a model of `kind` (None: not known yet): its own, each the kind cannot give as
+    its counterpart of that kind (AUL as AUL-c for a causal model; one without a counterpart stays, to be recorded as
+    unavailable), or the default metrics of the kind (a masked model's, the paper's five, when the kind is not known)."""
+    from biaslens.engine.metrics import METRICS, counterpart, default_metrics
 
-    return unit.metrics if unit.metrics is not None else tuple(default_metrics(kind or "masked"))
+    if unit.metrics is None:
+        return tuple(default_metrics(kind or "masked"))
+    if kind is None:
+        return unit.metrics
+    wanted = {counterpart(m, kind) or m for m in unit.metrics}
+    return tuple(m for m in METRICS if m in wanted)
 
 
 def known_identity(model: ZooModel, dtype: str, store: ResultsStore | None) -> Identity | None:

@@ -233,6 +233,8 @@ def run_plan(
     say = log or (lambda line: None)
     options = options or ExecutorOptions.from_plan(plan, executor)
     retries = plan.retries if retries is None else retries
+    for note in plan.notes:
+        say(f"Note: {note}")
     store = ResultsStore(plan.store, create=True)
     datasets = load_datasets(plan)
     for dataset in datasets.values():

@@ -212,6 +212,8 @@ class ZooPlan:
     slurm: SlurmSettings = SlurmSettings()
     local: LocalSettings = LocalSettings()
     sha256: str = ""
+    #: What the plan's check found worth saying and did not refuse (a declared kind's metrics mapped), one line each.
+    notes: tuple[str, ...] = ()
 
     def model(self, index: int) -> ZooModel:
         return self.models[index]
@@ -286,6 +288,7 @@ def parse_plan(data: Mapping[str, Any], base: str | Path = ".", *, name: str = "
                 raise check.error(
                     f"models[{m.index}].datasets", f"{d.label!r} names another dataset or selection elsewhere in the plan; give it its own label"
                 )
+    notes = tuple(note for m in models if (note := _kind_note(m)))
     store = check.path(data.get("store"), "store") or check.base / "zoo-store"
     data_dir = check.path(data.get("data_dir"), "data_dir")
     return ZooPlan(
@@ -298,7 +301,28 @@ def parse_plan(data: Mapping[str, Any], base: str | Path = ".", *, name: str = "
         retries=check.whole(data.get("retries"), "retries", 0) if data.get("retries") is not None else DEFAULT_RETRIES,
         slurm=check.slurm(data.get("slurm")),
         local=check.local(data.get("local")),
+        notes=notes,
     )
+
+
+def _kind_note(model: ZooModel) -> str | None:
+    """What becomes of the metrics a model of a declared kind cannot give: each scored as its counterpart of that kind
+    (AUL-c for AUL on a causal model), or recorded as unavailable where it has none."""
+    from biaslens.engine.metrics import METRICS, counterpart
+
+    if model.kind is None or model.metrics is None:
+        return None
+    foreign = [m for m in model.metrics if model.kind not in METRICS[m].kinds]
+    if not foreign:
+        return None
+    mapped = [(METRICS[m].name, METRICS[c].name) for m in foreign if (c := counterpart(m, model.kind))]
+    kept = [METRICS[m].name for m in foreign if counterpart(m, model.kind) is None]
+    parts = []
+    if mapped:
+        parts.append("scored as " + ", ".join(f"{c} (for {m})" for m, c in mapped))
+    if kept:
+        parts.append(f"{', '.join(kept)} recorded as unavailable (no {model.kind} counterpart)")
+    return f"models[{model.index}] ({model.label}) is a {model.kind} model: " + "; ".join(parts) + "."
 
 
 def _compat_modes() -> tuple[str, ...]:

@@ -135,3 +135,20 @@ def test_a_causal_model_gets_its_own_metrics_and_the_peers_conventions(write_pla
     reasons = {store.read_cell(k)["reason"] for k, v in masked.cells.items() if v == "unavailable"}
     assert reasons == {"the lm-eval convention scores causal language models"}
     assert run_model(_task(plan, 1, "run-2")).count("scored") == 0
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_causal_model_asked_for_masked_metrics_is_scored_on_their_counterparts(write_plan, causal_dirs, declared):
+    """Top-level `aul, cps` and a causal model scored nothing ("done (0 cells scored)") and the leaderboard dropped it:
+    each metric is scored as its causal counterpart (AUL-c, CPS-c), said when the plan is checked where the kind is
+    declared; one without a counterpart (All Masked) is recorded as unavailable with the reason."""
+    model = {"id": str(causal_dirs["gpt2"]), "label": "gpt2"} | ({"kind": "causal"} if declared else {})
+    plan = load_plan(write_plan([model], datasets='["crows-pairs"]', extra='metrics = ["aul", "cps", "all_masked"]'))
+    expected_note = "models[0] (gpt2) is a causal model: scored as AUL-c (for AUL), CPS-c (for CPS); All Masked recorded as unavailable"
+    assert [n.startswith(expected_note) for n in plan.notes] == ([True] if declared else [])
+    outcome = run_model(_task(plan, 0))
+    store = ResultsStore(plan.store)
+    fates = {store.read_cell(k)["fields"]["metric"]: v for k, v in outcome.cells.items()}
+    assert fates == {"aul_c": "scored", "cps_c": "scored", "all_masked": "unavailable"}
+    keys = {c.key for c in planned_cells(plan.models[0], store, load_datasets(plan))}
+    assert set(outcome.cells) == keys  # the driver plans the same cells (the kind declared, or recorded when it loaded)
