@@ -14,12 +14,14 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
-import pandas as pd
 
 from biaslens.errors import OutputError
+
+if TYPE_CHECKING:  # imported where a table is written: atomic writes and JSON need no pandas (`zoo status` answers at once)
+    import pandas as pd
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -33,6 +35,8 @@ def neutralize_cell(value: Any) -> Any:
 
 def safe_csv(frame: pd.DataFrame) -> str:
     """The frame as CSV text, text cells neutralised, floats at full precision."""
+    import pandas as pd
+
     text_columns = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
     safe = frame.copy()
     for column in text_columns:
@@ -167,6 +171,8 @@ def check_output_file(path: str | Path, *, option: str = "--out", formats: tuple
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     """`frame` as a CSV (text cells neutralised: `safe_csv`), JSON lines (NaN as null) or Parquet file, written atomically."""
+    import pandas as pd
+
     path = Path(path)
     kind = path.suffix.lower()
     plain = pd.DataFrame(frame)

@@ -4,6 +4,7 @@
 whatever else is typed around it. `model_identity` resolves a name the way `load_model` reads it (a folder on this machine
 when the name is a path or exists, else a hub id), so a comparison de-duplicates its models and the app's model pool loads
 each model once (`biaslens.serving.server.ModelPool`, keyed by identity). Nothing is read but the folder's path.
+`check_hub_id` refuses a name the hub would reject, with the rule it breaks. No torch here: a zoo plan is checked with it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,34 @@ class ModelIdentity:
 def looks_like_path(name: str) -> bool:
     """Hub ids are `name` or `org/name`; anything else is meant as a folder (what `load_model` reads as one)."""
     return name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1
+
+
+#: The longest hub id part (the hub's own rule).
+_HUB_PART_MAX = 96
+#: The most characters of a refused name a message repeats.
+_SHOWN_MAX = 60
+
+
+def check_hub_id(name: str) -> None:
+    """Refuse a hub id the Hugging Face hub would reject, with the rule it breaks (one line, no HFValidationError)."""
+    rule = "hub ids are `name` or `org/name` of letters, digits, '-', '_' and '.'"
+    shown = repr(name if len(name) <= _SHOWN_MAX else name[:_SHOWN_MAX] + "…")
+    parts = name.split("/")
+    if len(parts) > 2 or not all(parts):
+        raise InputError(f"{shown} is not a hub id: {rule}.")
+    for part in parts:
+        bad = next((c for c in part if not (c.isascii() and (c.isalnum() or c in "-_."))), None)
+        if bad is not None:
+            character = "a space" if bad == " " else repr(bad)
+            raise InputError(f"{shown} is not a hub id: it contains {character}, and {rule}.")
+        if "--" in part or ".." in part:
+            raise InputError(f"{shown} is not a hub id: it contains '--' or '..', which hub ids may not.")
+        if part[0] in "-." or part[-1] in "-.":
+            raise InputError(f"{shown} is not a hub id: a hub id's parts may not start or end with '-' or '.'.")
+        if len(part) > _HUB_PART_MAX:
+            raise InputError(f"{shown} is not a hub id: its parts are at most {_HUB_PART_MAX} characters.")
+    if name.endswith(".git") or name.endswith(".ipynb"):
+        raise InputError(f"{shown} is not a hub id: it may not end with .git or .ipynb.")
 
 
 def model_identity(name: str, revision: str | None = None) -> ModelIdentity:
@@ -73,4 +102,4 @@ def distinct_models(names: Iterable[str], revision: str | None = None) -> tuple[
     return kept, repeats
 
 
-__all__ = ["DEFAULT_REVISION", "ModelIdentity", "distinct_models", "looks_like_path", "model_identity"]
+__all__ = ["DEFAULT_REVISION", "ModelIdentity", "check_hub_id", "distinct_models", "looks_like_path", "model_identity"]

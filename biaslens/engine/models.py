@@ -33,6 +33,7 @@ from biaslens.engine.presets import (
 from biaslens.engine.causal import CausalLM, FirstToken
 from biaslens.engine.lm import Encoding, LanguageModel, first_line as _first_line, library_versions, word_ids_of
 from biaslens.data.confine import confine_model_folder
+from biaslens.engine.identity import check_hub_id  # (re-exported: `biaslens.engine.models.check_hub_id`; no torch there)
 from biaslens.engine.identity import looks_like_path as _looks_like_path  # (one rule: what a comparison de-duplicates by)
 from biaslens.engine.fingerprint import folder_fingerprint  # (re-exported: `biaslens.engine.models.folder_fingerprint`)
 
@@ -121,34 +122,6 @@ class MaskedLM(LanguageModel):
         if model_type == "modernbert" and hasattr(model, "decoder") and hasattr(model, "head"):
             return lambda h: model.decoder(model.head(h))
         return None
-
-
-#: The longest hub id part (the hub's own rule).
-_HUB_PART_MAX = 96
-#: The most characters of a refused name a message repeats.
-_SHOWN_MAX = 60
-
-
-def check_hub_id(name: str) -> None:
-    """Refuse a hub id the Hugging Face hub would reject, with the rule it breaks (one line, no HFValidationError)."""
-    rule = "hub ids are `name` or `org/name` of letters, digits, '-', '_' and '.'"
-    shown = repr(name if len(name) <= _SHOWN_MAX else name[:_SHOWN_MAX] + "…")
-    parts = name.split("/")
-    if len(parts) > 2 or not all(parts):
-        raise InputError(f"{shown} is not a hub id: {rule}.")
-    for part in parts:
-        bad = next((c for c in part if not (c.isascii() and (c.isalnum() or c in "-_."))), None)
-        if bad is not None:
-            character = "a space" if bad == " " else repr(bad)
-            raise InputError(f"{shown} is not a hub id: it contains {character}, and {rule}.")
-        if "--" in part or ".." in part:
-            raise InputError(f"{shown} is not a hub id: it contains '--' or '..', which hub ids may not.")
-        if part[0] in "-." or part[-1] in "-.":
-            raise InputError(f"{shown} is not a hub id: a hub id's parts may not start or end with '-' or '.'.")
-        if len(part) > _HUB_PART_MAX:
-            raise InputError(f"{shown} is not a hub id: its parts are at most {_HUB_PART_MAX} characters.")
-    if name.endswith(".git") or name.endswith(".ipynb"):
-        raise InputError(f"{shown} is not a hub id: it may not end with .git or .ipynb.")
 
 
 def check_model_name(name: str) -> None:

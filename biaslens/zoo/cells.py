@@ -81,8 +81,9 @@ def fields_of(identity: Identity, unit: Unit, metric: str, sha256: str) -> dict[
     )
 
 
-def planned_cells(model: ZooModel, store: ResultsStore | None, datasets: Mapping[str, PairDataset]) -> list[PlannedCell] | None:
-    """Every cell of `model` with its key (`datasets`: the plan's, loaded, by label); None where its identity is unknown."""
+def planned_cells(model: ZooModel, store: ResultsStore | None, datasets: Mapping[str, PairDataset | DatasetFile]) -> list[PlannedCell] | None:
+    """Every cell of `model` with its key (`datasets`: the plan's by label, loaded or `stored_datasets`); None where its
+    identity is unknown."""
     cells = []
     for dtype in model.load_dtypes():
         identity = known_identity(model, dtype, store)
@@ -101,18 +102,58 @@ def planned_cells(model: ZooModel, store: ResultsStore | None, datasets: Mapping
     return cells
 
 
-def load_datasets(plan: ZooPlan) -> dict[str, PairDataset]:
-    """Every dataset the plan names, loaded (a missing or malformed one is a one-line `DatasetError`), by label."""
-    from biaslens.data.datasets import load_dataset
-
-    found: dict[str, PairDataset] = {}
+def _wanted(plan: ZooPlan) -> dict[str, ZooDataset]:
     wanted: dict[str, ZooDataset] = {}
     for model in plan.models:
         for d in model.datasets:
             wanted.setdefault(d.label, d)
-    for label, d in wanted.items():
+    return wanted
+
+
+def load_datasets(plan: ZooPlan) -> dict[str, PairDataset]:
+    """Every dataset the plan names, loaded (a missing or malformed one is a one-line `DatasetError`), by label."""
+    from biaslens.data.datasets import load_dataset
+
+    return {label: load_dataset(d.name, data_dir=plan.data_dir, download=plan.download) for label, d in _wanted(plan).items()}
+
+
+@dataclass(frozen=True)
+class DatasetFile:
+    """A dataset file the store already holds: where it is and the sha256 of its bytes (what a cell's key names)."""
+
+    path: Path
+    sha256: str
+
+
+def stored_datasets(plan: ZooPlan, store: ResultsStore | None) -> dict[str, PairDataset | DatasetFile]:
+    """The plan's datasets by label, for what only needs their keys (`zoo status`, `zoo merge`): a file whose sha256 the
+    store already holds (its pairs were read and checked when it was scored) is only hashed; any other is loaded and
+    checked (`load_datasets`: a missing or malformed one is a one-line `DatasetError`)."""
+    import hashlib
+
+    from biaslens.data.datafiles import read_bytes
+    from biaslens.data.datasets import canonical_name, load_dataset, locate_dataset
+
+    found: dict[str, PairDataset | DatasetFile] = {}
+    for label, d in _wanted(plan).items():
+        path = Path(d.name) if canonical_name(d.name) is None else locate_dataset(d.name, data_dir=plan.data_dir)
+        if path is not None and store is not None and path.is_file():
+            digest = hashlib.sha256(read_bytes(path)).hexdigest()
+            if store.has_dataset(digest):
+                found[label] = DatasetFile(path, digest)
+                continue
         found[label] = load_dataset(d.name, data_dir=plan.data_dir, download=plan.download)
     return found
 
 
-__all__ = ["Identity", "PlannedCell", "fields_of", "known_identity", "load_datasets", "planned_cells", "unit_metrics"]
+__all__ = [
+    "DatasetFile",
+    "Identity",
+    "PlannedCell",
+    "fields_of",
+    "known_identity",
+    "load_datasets",
+    "planned_cells",
+    "stored_datasets",
+    "unit_metrics",
+]

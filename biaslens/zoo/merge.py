@@ -16,7 +16,7 @@ import pandas as pd
 
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.errors import InputError
-from biaslens.zoo.cells import load_datasets, planned_cells
+from biaslens.zoo.cells import planned_cells, stored_datasets
 from biaslens.zoo.plan import ZooPlan
 from biaslens.zoo.store import ResultsStore
 
@@ -59,14 +59,11 @@ def merged_table(store: ResultsStore, plan: ZooPlan | None = None) -> pd.DataFra
     summaries = store.summaries()
     if plan is None:
         frame = summaries.sort_values(["biaslens", "created"]).drop_duplicates(_IDENTITY, keep="last")
-        frame = frame.assign(
-            model=frame["model_label"],
-            dataset=frame["dataset_label"],
-            _metric=[_metric_order().get(m, len(_metric_order())) for m in frame["metric"]],
-        )
+        order = _metric_order()
+        frame = frame.assign(model=frame["model_label"], dataset=frame["dataset_label"], _metric=[order.get(m, len(order)) for m in frame["metric"]])
         return _ordered(frame.sort_values(["model", "dataset", "_metric", "convention", "precision", "compat"], kind="stable"))
-    by_key = summaries.set_index("key", drop=False)
-    datasets = load_datasets(plan)
+    by_key = {row["key"]: row for row in summaries.to_dict(orient="records")}
+    datasets = stored_datasets(plan, store)
     rows = []
     for model in plan.models:
         cells = planned_cells(model, store, datasets)
@@ -92,8 +89,8 @@ def merged_table(store: ResultsStore, plan: ZooPlan | None = None) -> pd.DataFra
             continue
         failure = next((f for d in model.load_dtypes() if (f := store.failure(model.resolution_key(d)))), None)
         for c in cells:
-            if c.key in by_key.index:
-                row = by_key.loc[c.key].to_dict()
+            if c.key in by_key:
+                row = dict(by_key[c.key])
             else:
                 row = {**c.fields, "key": c.key, "model_id": model.id, "status": "load-failed" if failure else "missing", "selection": ""}
                 row["reason"] = failure.get("error", "") if failure else ""

@@ -536,7 +536,7 @@ class _Checker:
 
     def model_id(self, ident: str, where: str) -> tuple[bool, str]:
         """(is a local folder, the folder made absolute or the hub id)."""
-        from biaslens.engine.models import _looks_like_path, check_hub_id
+        from biaslens.engine.identity import check_hub_id, looks_like_path
 
         path = Path(os.path.expanduser(ident))
         path = path if path.is_absolute() else self.base / path
@@ -544,7 +544,7 @@ class _Checker:
             if not (path / "config.json").is_file():
                 raise self.error(where, f"{path} has no config.json: give the folder that holds the model's config and weights")
             return True, str(path.resolve())
-        if _looks_like_path(ident):
+        if looks_like_path(ident):
             raise self.error(where, f"no model folder {path}")
         try:
             check_hub_id(ident)

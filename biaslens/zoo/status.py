@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from biaslens.zoo.cells import load_datasets, planned_cells
+from biaslens.zoo.cells import load_datasets, planned_cells, stored_datasets
 from biaslens.zoo.plan import ZooModel, ZooPlan
 from biaslens.zoo.store import STORE_FILE, ResultsStore
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The columns of `PlanStatus.frame`, one row per model of the plan.
 STATUS_COLUMNS = ("model", "state", "cells", "done", "unavailable", "running", "missing", "job", "attempt", "progress", "detail")
@@ -23,23 +25,30 @@ STATUS_COLUMNS = ("model", "state", "cells", "done", "unavailable", "running", "
 
 @dataclass
 class PlanStatus:
-    """A plan's status: one row per model (`STATUS_COLUMNS`), the store, and the plan's runs in it."""
+    """A plan's status: one row per model (`rows`, as a table `frame`: `STATUS_COLUMNS`), the store, and the plan's runs
+    in it. Built without pandas (`zoo status` answers at once); `frame` makes the table when asked."""
 
-    frame: pd.DataFrame
+    rows: list[dict[str, Any]]
     store: Path
     runs: list[str]
 
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=list(STATUS_COLUMNS))
+
     @property
     def finished(self) -> bool:
-        return bool((self.frame["state"] == "done").all())
+        return all(row["state"] == "done" for row in self.rows)
 
     def lines(self) -> list[str]:
         """The status for people: a line per model, then the totals."""
         out = []
-        width = max([len(str(m)) for m in self.frame["model"]] + [5])
-        for row in self.frame.to_dict(orient="records"):
-            counts = f"{row['done']}/{row['cells']} cells" if pd.notna(row["cells"]) else "cells not known until it loads"
-            attempt = row["attempt"] if pd.notna(row["attempt"]) else None
+        width = max([len(str(row["model"])) for row in self.rows] + [5])
+        for row in self.rows:
+            counts = f"{row['done']}/{row['cells']} cells" if row["cells"] is not None else "cells not known until it loads"
+            attempt = row["attempt"]
             extra = "".join(
                 f" · {x}"
                 for x in (
@@ -51,27 +60,35 @@ class PlanStatus:
                 if x
             )
             out.append(f"{str(row['model']):<{width}}  {row['state']:<11} {counts}{extra}")
-        known = self.frame["cells"].dropna()
-        done = sum(int(x) for x in self.frame.loc[known.index, "done"])
-        states = self.frame["state"].value_counts()
+        known = [row for row in self.rows if row["cells"] is not None]
+        states: dict[str, int] = {}
+        for row in self.rows:
+            states[row["state"]] = states.get(row["state"], 0) + 1
         out.append(
-            f"{len(self.frame)} models: "
-            + ", ".join(f"{n} {s}" for s, n in states.items())
-            + f"; {done:,} of {sum(int(x) for x in known):,} known cells in {self.store}"
+            f"{len(self.rows)} models: "
+            + ", ".join(f"{n} {s}" for s, n in sorted(states.items(), key=lambda item: -item[1]))
+            + f"; {sum(int(r['done']) for r in known):,} of {sum(int(r['cells']) for r in known):,} known cells in {self.store}"
         )
         return out
 
 
 def plan_status(plan: ZooPlan) -> PlanStatus:
-    """The status of every model of the plan, from its store (an absent store: everything pending)."""
-    datasets = load_datasets(plan)
+    """The status of every model of the plan, from its store (an absent store: everything pending). Reads one listing of
+    the store's cells, the locks of the cells missing, the models' failures and the latest jobs' records: no cell."""
     if not (plan.store / STORE_FILE).exists():
+        load_datasets(plan)  # (each checked: a missing one is said now)
         rows = [_row(m.label, "pending", None, detail="no results store yet") for m in plan.models]
-        return PlanStatus(pd.DataFrame(rows, columns=list(STATUS_COLUMNS)), plan.store, [])
+        return PlanStatus(rows, plan.store, [])
     store = ResultsStore(plan.store)
+    datasets = stored_datasets(plan, store)
     runs = [r for r in store.runs() if _of_plan(r, plan)]
-    rows = [_model_status(store, m, datasets, runs) for m in plan.models]
-    return PlanStatus(pd.DataFrame(rows, columns=list(STATUS_COLUMNS)), store.root, [r["run_id"] for r in runs])
+    latest: dict[tuple[int, str], str] = {}  # (index, model id) -> the newest run that had a job for it
+    for run in runs:
+        for m in run.get("models", []):
+            latest[(m.get("index"), m.get("id"))] = run["run_id"]
+    states = store.cell_states()
+    rows = [_model_status(store, m, datasets, latest.get((m.index, m.id)), states) for m in plan.models]
+    return PlanStatus(rows, store.root, [r["run_id"] for r in runs])
 
 
 def _of_plan(run: dict[str, Any], plan: ZooPlan) -> bool:
@@ -83,16 +100,8 @@ def _row(model: str, state: str, cells: int | None, **values: Any) -> dict[str, 
     return {**base, "progress": "", "detail": "", **values}
 
 
-def _latest_jobs(store: ResultsStore, model: ZooModel, runs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The driver's and the job's own record of the model's latest job, from the newest run that had one."""
-    for run in reversed(runs):
-        if any(m.get("id") == model.id and m.get("index") == model.index for m in run.get("models", [])):
-            return store.job(run["run_id"], model.index, "driver") or {}, store.job(run["run_id"], model.index, "worker") or {}
-    return {}, {}
-
-
-def _model_status(store: ResultsStore, model: ZooModel, datasets: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    driver, worker = _latest_jobs(store, model, runs)
+def _model_status(store: ResultsStore, model: ZooModel, datasets: Any, run_id: str | None, states: dict[str, str]) -> dict[str, Any]:
+    driver, worker = (store.job(run_id, model.index, "driver") or {}, store.job(run_id, model.index, "worker") or {}) if run_id else ({}, {})
     job, attempt = driver.get("job_id") or worker.get("job_id") or "", driver.get("attempt") or worker.get("attempt")
     failure = next((f for d in model.load_dtypes() if (f := store.failure(model.resolution_key(d)))), None)
     cells = planned_cells(model, store, datasets)
@@ -100,16 +109,9 @@ def _model_status(store: ResultsStore, model: ZooModel, datasets: Any, runs: lis
         if failure:
             return _row(model.label, "load-failed", None, job=job, attempt=attempt, detail=failure.get("error", ""))
         return _row(model.label, _job_state(driver, worker), None, job=job, attempt=attempt, detail=driver.get("message", ""))
-    done = unavailable = 0
-    missing = []
-    for c in cells:
-        if not store.has_cell(c.key):
-            missing.append(c.key)
-        elif store.read_cell(c.key).get("status") == "unavailable":
-            unavailable += 1
-        else:
-            done += 1
-    counts = {"done": done, "unavailable": unavailable, "missing": len(missing), "job": job, "attempt": attempt}
+    found = [states.get(c.key) for c in cells]
+    missing = [c.key for c, state in zip(cells, found) if state is None]
+    counts = {"done": found.count("done"), "unavailable": found.count("unavailable"), "missing": len(missing), "job": job, "attempt": attempt}
     if not missing:
         return _row(model.label, "done", len(cells), **counts)
     running = store.live_locks(missing)

@@ -287,6 +287,10 @@ class ResultsStore:
         )
         self._write_parquet(path, frame)
 
+    def has_dataset(self, sha256: str) -> bool:
+        """Whether the store keeps the pairs of the dataset file whose bytes have this sha256."""
+        return (self.root / "datasets" / f"{sha256}.parquet").is_file()
+
     def dataset_pairs(self, sha256: str) -> pd.DataFrame:
         path = self.root / "datasets" / f"{sha256}.parquet"
         if not path.exists():
@@ -336,6 +340,19 @@ class ResultsStore:
                             found.append((entry.name[:-5], stat.st_mtime_ns, stat.st_size))
         found.sort()
         return found
+
+    def cell_states(self) -> dict[str, str]:
+        """Every cell in the store: "done" (its per-pair records beside it) or "unavailable" (a cell the model cannot give
+        has none), from one listing of the cells' folders, no cell read: what `zoo status` counts."""
+        names: set[str] = set()
+        cells = self.root / "cells"
+        if cells.is_dir():
+            with os.scandir(cells) as shards:
+                for shard in shards:
+                    if shard.is_dir():
+                        with os.scandir(shard.path) as entries:
+                            names.update(e.name for e in entries if not e.name.startswith("."))
+        return {n[:-5]: "done" if n[:-5] + ".parquet" in names else "unavailable" for n in names if n.endswith(".json")}
 
     def summaries(self) -> pd.DataFrame:
         """Every cell's summary, one row each (`SUMMARY_COLUMNS`): read from the index, rebuilt when the cells changed."""

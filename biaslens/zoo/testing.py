@@ -8,6 +8,8 @@ the stereotypical sentence with its own probability, per metric. Every cell's su
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Sequence, cast
 
@@ -15,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from biaslens.data.datasets import PairDataset
+from biaslens.data.export import atomic_write
 from biaslens.zoo.store import RECORD_COLUMNS, ResultsStore, cell_fields, cell_key
 
 #: The made-up models' families, and whether each is masked or causal.
@@ -28,8 +31,12 @@ def synthetic_store(
     models: int = 500,
     metrics: Sequence[str] = ("aul", "cps", "sss"),
     seed: int = 0,
+    pinned: bool = False,
 ) -> ResultsStore:
-    """A results store of `models` made-up models × `datasets` × `metrics`, every cell done (see the module)."""
+    """A results store of `models` made-up models × `datasets` × `metrics`, every cell done (see the module).
+
+    `pinned`: each model is a hub id at a made-up full commit (`synthetic_revision`), so that a plan naming them
+    (`synthetic_plan`) knows their cells without loading anything, as a plan of pinned hub models does."""
     from biaslens.engine.evaluation import summarize
     from biaslens.engine.metrics import pair_columns
 
@@ -47,11 +54,12 @@ def synthetic_store(
     for i in range(models):
         family = families[i % len(families)]
         parameters = int(10 ** rng.uniform(7, 10.8))
+        revision = synthetic_revision(i) if pinned else None
         about = {
             "id": f"synthetic/{family}-{i:03d}",
             "label": f"{family}-{i:03d}",
-            "revision": None,
-            "fingerprint": f"synthetic:{i}",
+            "revision": revision,
+            "fingerprint": f"hub:synthetic/{family}-{i:03d}@{revision}" if pinned else f"synthetic:{i}",
             "source": "synthetic",
             "kind": FAMILIES[family],
             "family": family,
@@ -75,7 +83,7 @@ def synthetic_store(
                 frame = pairs.assign(**{columns.stereo: stereo, columns.anti: anti, columns.hits: records["hits"], columns.total: total})
                 fields = cell_fields(
                     fingerprint=about["fingerprint"],
-                    revision=None,
+                    revision=revision,
                     dataset_sha256=dataset.sha256,
                     selection=None,
                     metric=metric,
@@ -83,7 +91,7 @@ def synthetic_store(
                     precision="float32",
                     compat="default",
                 )
-                manifest = {"model": about["id"], "source": "synthetic", "revision": None, "fingerprint": about["fingerprint"], "dtype": "float32"}
+                manifest = {"model": about["id"], "source": "synthetic", "revision": revision, "fingerprint": about["fingerprint"], "dtype": "float32"}
                 manifest["dataset"] = {"name": dataset.name, "path": str(dataset.path), "sha256": dataset.sha256, "pairs_total": n, "pairs_scored": n}
                 summary = summarize(frame, [metric], manifest)
                 store.write_cell(
@@ -109,4 +117,22 @@ def synthetic_store(
     return store
 
 
-__all__ = ["FAMILIES", "synthetic_store"]
+def synthetic_revision(index: int) -> str:
+    """The made-up full commit of the `index`-th pinned synthetic model."""
+    return hashlib.sha1(f"synthetic-{index}".encode()).hexdigest()
+
+
+def synthetic_plan(path: str | Path, store: str | Path, datasets: Sequence[str], data_dir: str | Path, *, models: int = 500) -> Path:
+    """A plan (TOML) naming the models of a `synthetic_store(..., pinned=True)` with its `datasets` (names) found in
+    `data_dir`: what `biaslens zoo status` and `zoo merge` read, for tests and benchmarks of them. Nothing can run it
+    (the hub has no such models); every cell it names is in the store."""
+    families = list(FAMILIES)
+    lines = [f"store = {json.dumps(str(store))}", f"datasets = {json.dumps(list(datasets))}", f"data_dir = {json.dumps(str(data_dir))}"]
+    lines += ["download = false", 'metrics = ["aul", "cps", "sss"]', ""]
+    for i in range(models):
+        family = families[i % len(families)]
+        lines += ["[[models]]", f'id = "synthetic/{family}-{i:03d}"', f'revision = "{synthetic_revision(i)}"', ""]
+    return atomic_write(Path(path), "\n".join(lines))
+
+
+__all__ = ["FAMILIES", "synthetic_plan", "synthetic_revision", "synthetic_store"]

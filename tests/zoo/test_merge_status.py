@@ -14,7 +14,7 @@ from biaslens.zoo.plan import load_plan
 from biaslens.zoo.status import plan_status
 from biaslens.zoo.store import ResultsStore
 from biaslens.zoo.worker import ModelTask, run_model
-from tests.support import FIXTURE_DATA
+from tests.support import FIXTURE_DATA, REPO
 
 SUMMARY_FIELDS = ("bias_score", "ci_low", "ci_high", "n", "wins", "ties", "undecidable", "token_accuracy")
 
@@ -147,3 +147,34 @@ def test_a_model_being_scored_shows_as_running(write_plan, model_dirs):
     row = plan_status(plan).frame.iloc[0]
     assert row["state"] == "running" and row["running"] == 1 and f"run {run} job 12_0" in row["detail"]
     assert row["progress"] == "43% of stereoset · float32"
+
+
+def test_status_and_merge_read_a_store_without_torch(tmp_path):
+    """`zoo status` took 11-13 s whatever the store (2.8 s of it importing torch through the plan's check, and a read of
+    every cell): it imports neither torch nor pandas, and `zoo merge` no torch; both count the synthetic store's cells.
+    (Their speed on 3,000 cells: benchmarks/bench_zoo.py.)"""
+    import subprocess
+    import sys
+
+    from biaslens import load_dataset
+    from biaslens.zoo.testing import synthetic_plan, synthetic_store
+
+    synthetic_store(tmp_path / "store", [load_dataset("crows-pairs", data_dir=FIXTURE_DATA)], models=6, metrics=("aul", "cps", "sss"), pinned=True)
+    plan = synthetic_plan(tmp_path / "plan.toml", tmp_path / "store", ["crows-pairs"], FIXTURE_DATA, models=6)
+    script = (
+        "import sys; from biaslens.cli.main import main; code = main(sys.argv[1:]); "
+        "print('imported', *[m for m in ('torch', 'pandas') if m in sys.modules], file=sys.stderr); sys.exit(code)"
+    )
+    runs = {
+        "status": ["zoo", "status", str(plan)],
+        "merge": ["zoo", "merge", str(plan), "--output", str(tmp_path / "zoo.csv")],
+        "merge --store": ["zoo", "merge", "--store", str(tmp_path / "store"), "--output", str(tmp_path / "all.csv")],
+    }
+    done = {}
+    for name, argv in runs.items():
+        done[name] = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert done[name].returncode == 0, done[name].stderr
+    assert done["status"].stdout.splitlines()[-1].startswith("6 models: 6 done; 18 of 18 known cells")
+    assert done["status"].stderr.strip() == "imported"  # neither torch nor pandas
+    assert done["merge"].stderr.strip() == done["merge --store"].stderr.strip() == "imported pandas"
+    assert len(pd.read_csv(tmp_path / "zoo.csv")) == len(pd.read_csv(tmp_path / "all.csv")) == 18
