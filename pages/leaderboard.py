@@ -183,6 +183,20 @@ def _ranks(board: Leaderboard, shown: pd.DataFrame, store, default: str | None) 
     )
 
 
+def _failed(store) -> None:
+    """The models of the store that failed to load: on no row of the table, named here with their error."""
+    failed = store.failures()
+    if not failed:
+        return
+    named = "; ".join(f"{ui.feedback.md(str(f.get('label') or f.get('id')))} ({ui.feedback.md(str(f.get('error', '')))})" for f in failed[:20])
+    more = f"; and {len(failed) - 20:,} more" if len(failed) > 20 else ""
+    st.warning(
+        f"Not on the leaderboard: {len(failed):,} model{'s' if len(failed) > 1 else ''} that failed to load: {named}{more}. "
+        "`biaslens zoo run` tries them again.",
+        icon=":material/error:",
+    )
+
+
 def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     ui.settings.current()
@@ -253,6 +267,7 @@ def main() -> None:
         "Click a score to open that model's run on that dataset in the dataset explorer (its pairs, read from the store). "
         "Tick two rows to compare the models pair by pair. Click a header to sort by it."
     )
+    _failed(store)
     selection = event.selection if event is not None else None
     if selection is not None and selection.cells:
         _open_cell(board, shown, view, summaries, selection.cells[0])

@@ -46,7 +46,7 @@ COMMANDS: dict[str, str] = {
     "shuffle": "one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)",
     "conventions": "one model's bias scores under every scoring convention (the peers' for causal models, the likelihood metrics for "
     "masked ones) and the pairs that flip",
-    "zoo": "many models x datasets as jobs (Slurm or this machine), resumable, kept in a results store: run, status, merge",
+    "zoo": "many models x datasets as jobs (Slurm or this machine), resumable, kept in a results store: run, status, merge, import",
 }
 
 

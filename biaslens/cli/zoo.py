@@ -2,11 +2,15 @@
 
     biaslens zoo run plan.toml --executor slurm --partition gpu --gpus-per-job 1 --time 2:00:00 --max-parallel 8
     biaslens zoo run plan.toml --executor local
+    biaslens zoo run plan.toml --executor slurm --dry-run   (the jobs, their cells and sbatch scripts; nothing submitted)
     biaslens zoo status plan.toml
     biaslens zoo merge plan.toml --output zoo.csv      (or .json, .parquet)
+    biaslens zoo import other-store --store zoo-store   (cells, datasets and models scored elsewhere)
 
+`import` exits 0 when every cell was copied or already there, 1 when some were left out (a conflict or a damaged cell).
 `run` exits 0 when every model's cells are in the store (or, with --no-wait, once the jobs are submitted), 1 when a
-model failed (its one-line error is printed), 2 on a bad plan or argument.
+model failed (its one-line error is printed), 2 on a bad plan or argument or a job Slurm refuses, 128 + the signal's
+number when it is stopped (130 for Ctrl-C: its jobs cancelled, or left running with --keep-jobs).
 """
 
 from __future__ import annotations
@@ -55,8 +59,15 @@ def register(sub: Any) -> argparse.ArgumentParser:
         "--time", type=_time, default=None, help="a job's time limit: minutes or HH:MM:SS (default 24 h); a job that reaches it is requeued"
     )
     run.add_argument("--max-parallel", type=positive_int, default=None, help="jobs running at once (Slurm: the array's throttle; local default 1)")
+    run.add_argument("--models-per-job", type=positive_int, default=None, help="small models run one after the other in one job (default 1)")
     run.add_argument("--retries", type=_whole, default=None, help="times a failed or killed job is submitted again (default: the plan's, else 2)")
     run.add_argument("--no-wait", action="store_true", help="submit the jobs and return (follow them with `zoo status`)")
+    run.add_argument("--dry-run", action="store_true", help="print the jobs, their cells and the sbatch script each would get; submit nothing")
+    run.add_argument(
+        "--keep-jobs",
+        action="store_true",
+        help="when this command is stopped (Ctrl-C, SIGTERM, a hang-up), leave its jobs running (default: cancel them); the next run adopts them",
+    )
     run.set_defaults(func=cmd_zoo_run)
 
     status = zoo_sub.add_parser("status", help="each model of a plan: cells in the store, running, failed (with why)")
@@ -71,6 +82,12 @@ def register(sub: Any) -> argparse.ArgumentParser:
     merge.add_argument("--format", choices=["csv", "json", "parquet"], default=None, help="the file's format when its suffix does not say")
     merge.add_argument("--wide", action="store_true", help="one row per model, a column per dataset and metric (and its interval)")
     merge.set_defaults(func=cmd_zoo_merge)
+
+    into = zoo_sub.add_parser("import", help="copy into a results store the cells, datasets and models of another (scored elsewhere)")
+    into.add_argument("source", help="the results store to copy from (a second cluster's, a laptop's)")
+    into.add_argument("plan", nargs="?", default=None, help="the zoo plan whose store receives them (or --store)")
+    into.add_argument("--store", default=None, help="the results store to copy into (made if absent; default: the plan's `store`)")
+    into.set_defaults(func=cmd_zoo_import)
     return zoo
 
 
@@ -82,11 +99,14 @@ def _plan(args: Any):
 
 
 def _err(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # the terminal is gone (a hang-up)
+        pass
 
 
 def cmd_zoo_run(args: Any) -> int:
-    from biaslens.zoo.executors import ExecutorOptions, run_plan
+    from biaslens.zoo.executors import DriverStopped, ExecutorOptions, dry_run, run_plan
 
     plan = _plan(args)
     options = ExecutorOptions.from_plan(
@@ -98,8 +118,25 @@ def cmd_zoo_run(args: Any) -> int:
         mem_gb=args.mem_gb,
         time_min=args.time,
         max_parallel=args.max_parallel,
+        models_per_job=args.models_per_job,
     )
-    report = run_plan(plan, executor=args.executor, options=options, retries=args.retries, wait=not args.no_wait, log=_err)
+    if args.dry_run:
+        for line in dry_run(plan, options).lines():
+            print(line)
+        return 0
+    try:
+        report = run_plan(
+            plan,
+            executor=args.executor,
+            options=options,
+            retries=args.retries,
+            wait=not args.no_wait,
+            log=_err,
+            on_stop="keep" if args.keep_jobs else "cancel",
+        )
+    except DriverStopped as stopped:
+        _err(str(stopped))
+        return 128 + stopped.signum
     width = max(len(m.label) for m in report.models)
     for m in report.models:
         detail = f": {m.error}" if m.error else ""
@@ -140,6 +177,19 @@ def cmd_zoo_merge(args: Any) -> int:
         raise InputError("--format needs --output (a file to write).")
     print(_text_table(table, wide=args.wide))
     return 0
+
+
+def cmd_zoo_import(args: Any) -> int:
+    from biaslens.errors import InputError
+    from biaslens.zoo.importing import import_store
+
+    if args.plan is None and args.store is None:
+        raise InputError("Name the store to import into: a plan (its store), or --store DIR.")
+    target = _plan(args).store if args.plan else args.store
+    report = import_store(args.source, target)
+    for line in report.lines():
+        print(line)
+    return 0 if report.complete else EXIT_INCOMPLETE
 
 
 def _text_table(table: Any, *, wide: bool) -> str:

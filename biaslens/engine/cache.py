@@ -73,6 +73,8 @@ class ResultCache:
         self._lock = threading.RLock()
         #: How many times the file was set aside and started afresh (a failure seen under an older one is already handled).
         self._generation = 0
+        #: Records this object has written (a zoo job's progress: requeued only once it has some).
+        self.written = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -206,6 +208,7 @@ class ResultCache:
         generation = self._generation
         try:
             self._write(records)
+            self.written += len(records)
         except sqlite3.Error as exc:
             self._failed(exc, generation)
             if self.enabled and generation != self._generation:  # a fresh file took the damaged one's place: write there

@@ -68,6 +68,32 @@ def known_identity(model: ZooModel, dtype: str, store: ResultsStore | None) -> I
     return None
 
 
+def plan_notes(plan: ZooPlan, store: ResultsStore | None) -> list[str]:
+    """What the plan's check says and does not refuse (`ZooPlan.notes`), and the models that are the same weights under
+    two names (one fingerprint): their cells are one, scored once, and the store keeps both names (`put_label`)."""
+    notes = list(plan.notes)
+    seen: dict[tuple[str, str | None], ZooModel] = {}
+    for model in plan.models:
+        identity = known_identity(model, model.load_dtypes()[0], store)
+        if identity is None:
+            continue
+        first = seen.setdefault((identity.fingerprint, identity.revision), model)
+        if first is not model:
+            notes.append(
+                f"models[{model.index}] ({model.label}) has the same weights as models[{first.index}] ({first.label}): one model, whose "
+                "cells are scored once; both names are kept and shown."
+            )
+    return notes
+
+
+def keep_labels(plan: ZooPlan, store: ResultsStore) -> None:
+    """Keep in the store the name the plan gives each model whose identity is known before it loads."""
+    for model in plan.models:
+        identity = known_identity(model, model.load_dtypes()[0], store)
+        if identity is not None:
+            store.put_label(identity.fingerprint, identity.revision, model.label, model.id)
+
+
 def fields_of(identity: Identity, unit: Unit, metric: str, sha256: str) -> dict[str, Any]:
     return cell_fields(
         fingerprint=identity.fingerprint,
@@ -151,8 +177,10 @@ __all__ = [
     "Identity",
     "PlannedCell",
     "fields_of",
+    "keep_labels",
     "known_identity",
     "load_datasets",
+    "plan_notes",
     "planned_cells",
     "stored_datasets",
     "unit_metrics",

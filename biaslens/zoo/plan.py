@@ -85,10 +85,19 @@ _MODEL_KEYS = (
     "batch_tokens",
     "chunk_pairs",
     "allow_pickle",
+    "slurm",
 )
 _DATASET_KEYS = ("name", "label", "limit", "sample", "seed")
-_SLURM_KEYS = ("partition", "gpus_per_job", "cpus_per_job", "mem_gb", "time", "max_parallel", "additional")
-_LOCAL_KEYS = ("max_parallel", "time", "gpus_per_job")
+#: What one job asks Slurm for: a model's own `slurm = {...}` may set these.
+_RESOURCE_KEYS = ("partition", "gpus_per_job", "gpus", "gres", "cpus_per_job", "mem_gb", "time", "setup", "additional")
+_SLURM_KEYS = (*_RESOURCE_KEYS, "max_parallel", "models_per_job")
+_LOCAL_KEYS = ("max_parallel", "time", "gpus_per_job", "models_per_job")
+#: The ways a job asks for GPUs; a model that names one replaces the plan's (so a GPU type never clashes with a count).
+GPU_KEYS = ("gpus_per_job", "gpus", "gres")
+#: The shortest Slurm time limit accepted, in minutes. Slurm warns a job (submitit's signal to stop and requeue) a lead
+#: before its limit (`signal_lead_s`), and may do so up to 60 s earlier: under this a job could be warned before its
+#: model has loaded, and be requeued without ever scoring a pair.
+MIN_SLURM_MINUTES = 3
 _FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
@@ -157,6 +166,8 @@ class ZooModel:
     batch_tokens: int | None = None
     chunk_pairs: int | None = None
     allow_pickle: bool = False
+    #: Its own Slurm resources (`slurm = {...}` in its table), by `SlurmSettings` field: they replace the plan's.
+    slurm: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def pinned(self) -> bool:
@@ -176,17 +187,52 @@ class ZooModel:
         return hashlib.sha256(repr((self.id, self.revision, dtype)).encode()).hexdigest()[:32]
 
 
+def signal_lead_s(time_min: int) -> int:
+    """Seconds before a job's time limit that Slurm warns it (`--signal=USR2@<lead>`: submitit then stops the job and
+    requeues it): submitit's 90 s, or a quarter of a shorter limit, so that a short limit leaves most of its time to work."""
+    return min(90, time_min * 60 // 4)
+
+
 @dataclass(frozen=True)
 class SlurmSettings:
-    """The Slurm executor's settings (`[slurm]`; the command line's options win)."""
+    """The Slurm executor's settings (`[slurm]`; the command line's options replace these, a model's own `slurm` table
+    replaces them for its jobs: `with_overrides`).
+
+    GPUs: `gpus_per_job` (a count: `--gpus-per-node=N`), `gpus` (a type and count, `"a100:1"`: `--gpus-per-node=a100:1`)
+    or `gres` (`"gpu:a100:1"`: `--gres`); none of them: one GPU for a model whose device may be a GPU (`auto`, `cuda`),
+    none for `device = "cpu"`. `setup`: shell lines run before the job (`module load ...`, `source .../activate`).
+    `models_per_job`: models run one after the other in one job (its fixed cost paid once)."""
 
     partition: str | None = None
-    gpus_per_job: int = 1
+    gpus_per_job: int | None = None
+    gpus: str | None = None
+    gres: str | None = None
     cpus_per_job: int | None = None
     mem_gb: float | None = None
     time_min: int = 24 * 60
-    max_parallel: int | None = None
+    setup: tuple[str, ...] = ()
     additional: dict[str, Any] = field(default_factory=dict)
+    max_parallel: int | None = None
+    models_per_job: int = 1
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> SlurmSettings:
+        """These settings with others' (a model's own table, the command line's options; by field name): each replaces
+        the value here, a GPU key all three (one way of asking for GPUs), `additional`'s options are added."""
+        changes = {k: v for k, v in overrides.items() if v is not None}
+        if any(k in changes for k in GPU_KEYS):
+            changes = {**{k: None for k in GPU_KEYS}, **changes}
+        if "additional" in changes:
+            changes["additional"] = {**self.additional, **changes["additional"]}
+        return replace(self, **changes)
+
+    def gpu_request(self, device: str) -> dict[str, Any]:
+        """submitit's GPU parameters for a model on `device`: the GPU key set, else one GPU unless the device is the CPU."""
+        if self.gres:
+            return {"gres": self.gres}
+        if self.gpus:
+            return {"gpus_per_node": self.gpus}
+        count = self.gpus_per_job if self.gpus_per_job is not None else int(device in ("auto", "cuda") or device.startswith("cuda:"))
+        return {"gpus_per_node": count} if count else {}
 
 
 @dataclass(frozen=True)
@@ -196,6 +242,7 @@ class LocalSettings:
     max_parallel: int = 1
     time_min: int = 24 * 60
     gpus_per_job: int | None = None  # None: every GPU the machine has
+    models_per_job: int = 1
 
 
 @dataclass(frozen=True)
@@ -378,6 +425,17 @@ def parse_time(value: Any) -> int:
 TIME_EXPECTED = 'minutes (a whole number) or Slurm\'s "HH:MM:SS" / "D-HH:MM"'
 
 
+def slurm_time_problem(minutes: int) -> str | None:
+    """Why a Slurm job cannot be given this time limit (too short to be warned and still score), or None."""
+    if minutes >= MIN_SLURM_MINUTES:
+        return None
+    lead = signal_lead_s(minutes)
+    return (
+        f"{minutes} minute{'s' if minutes > 1 else ''} is too short for a zoo job: Slurm warns it {lead} s before its limit, "
+        f"and up to 60 s earlier, so it could be stopped before its model loads; give at least {MIN_SLURM_MINUTES} minutes"
+    )
+
+
 class _Checker:
     """Checks a plan's values, each error one line: `<file>: <where>: <problem>`."""
 
@@ -532,6 +590,7 @@ class _Checker:
             batch_tokens=self.whole(table.get("batch_tokens"), f"{where}.batch_tokens", 1) or defaults["batch_tokens"],
             chunk_pairs=self.whole(table.get("chunk_pairs"), f"{where}.chunk_pairs", 1) or defaults["chunk_pairs"],
             allow_pickle=self.flag(table.get("allow_pickle"), f"{where}.allow_pickle", defaults["allow_pickle"]),
+            slurm=self.resources(table.get("slurm"), f"{where}.slurm", _RESOURCE_KEYS),
         )
 
     def model_id(self, ident: str, where: str) -> tuple[bool, str]:
@@ -553,24 +612,48 @@ class _Checker:
         return False, ident
 
     def slurm(self, value: Any) -> SlurmSettings:
+        found = self.resources(value, "slurm", _SLURM_KEYS)
+        return SlurmSettings().with_overrides(found)
+
+    def resources(self, value: Any, where: str, known: Sequence[str]) -> dict[str, Any]:
+        """A Slurm table (`[slurm]`, or a model's `slurm = {...}`), checked: the values it sets, by `SlurmSettings` field."""
         if value is None:
-            return SlurmSettings()
+            return {}
         if not isinstance(value, dict):
-            raise self.error("slurm", "must be a table ([slurm])")
-        self.keys(value, _SLURM_KEYS, "[slurm]")
-        additional = value.get("additional") or {}
-        if not isinstance(additional, dict) or not all(isinstance(v, (str, int, float, bool)) for v in additional.values()):
-            raise self.error("slurm.additional", 'must be a table of sbatch options (e.g. account = "my-lab")')
-        gpus = self.whole(value.get("gpus_per_job"), "slurm.gpus_per_job", 0)
-        return SlurmSettings(
-            partition=self.text(value.get("partition"), "slurm.partition"),
-            gpus_per_job=1 if gpus is None else gpus,
-            cpus_per_job=self.whole(value.get("cpus_per_job"), "slurm.cpus_per_job", 1),
-            mem_gb=self.number(value.get("mem_gb"), "slurm.mem_gb"),
-            time_min=self.time(value.get("time"), "slurm.time"),
-            max_parallel=self.whole(value.get("max_parallel"), "slurm.max_parallel", 1),
-            additional=dict(additional),
-        )
+            raise self.error(where, f"must be a table ({'[slurm]' if where == 'slurm' else 'slurm = { mem_gb = 64, ... }'})")
+        self.keys(value, known, f"[{where}]" if where == "slurm" else where)
+        additional = value.get("additional")
+        if additional is not None and (
+            not isinstance(additional, dict) or not all(isinstance(v, (str, int, float, bool)) for v in additional.values())
+        ):
+            raise self.error(f"{where}.additional", 'must be a table of sbatch options (e.g. account = "my-lab")')
+        gpu_keys = [k for k in GPU_KEYS if k in value]
+        if len(gpu_keys) > 1:
+            raise self.error(
+                where, f'{" and ".join(gpu_keys)} both ask for GPUs: give one (gpus_per_job = 2, gpus = "a100:2" or gres = "gpu:a100:2")'
+            )
+        setup = self.texts(value.get("setup"), f"{where}.setup") if value.get("setup") != [] else ()
+        found = {
+            "partition": self.text(value.get("partition"), f"{where}.partition"),
+            "gpus_per_job": self.whole(value.get("gpus_per_job"), f"{where}.gpus_per_job", 0),
+            "gpus": self.text(value.get("gpus"), f"{where}.gpus"),
+            "gres": self.text(value.get("gres"), f"{where}.gres"),
+            "cpus_per_job": self.whole(value.get("cpus_per_job"), f"{where}.cpus_per_job", 1),
+            "mem_gb": self.number(value.get("mem_gb"), f"{where}.mem_gb"),
+            "time_min": self.slurm_time(value.get("time"), f"{where}.time") if "time" in value else None,
+            "setup": tuple(setup) if setup is not None else None,
+            "additional": dict(additional) if additional is not None else None,
+            "max_parallel": self.whole(value.get("max_parallel"), f"{where}.max_parallel", 1),
+            "models_per_job": self.whole(value.get("models_per_job"), f"{where}.models_per_job", 1),
+        }
+        return {k: v for k, v in found.items() if v is not None}
+
+    def slurm_time(self, value: Any, where: str) -> int:
+        minutes = self.time(value, where)
+        problem = slurm_time_problem(minutes)
+        if problem:
+            raise self.error(where, problem)
+        return minutes
 
     def local(self, value: Any) -> LocalSettings:
         if value is None:
@@ -582,6 +665,7 @@ class _Checker:
             max_parallel=self.whole(value.get("max_parallel"), "local.max_parallel", 1) or 1,
             time_min=self.time(value.get("time"), "local.time"),
             gpus_per_job=self.whole(value.get("gpus_per_job"), "local.gpus_per_job", 0),
+            models_per_job=self.whole(value.get("models_per_job"), "local.models_per_job", 1) or 1,
         )
 
     def number(self, value: Any, where: str) -> float | None:
@@ -606,7 +690,9 @@ __all__ = [
     "DEFAULT_PRECISION",
     "DEFAULT_RETRIES",
     "EXECUTORS",
+    "GPU_KEYS",
     "KINDS",
+    "MIN_SLURM_MINUTES",
     "PRECISIONS",
     "LocalSettings",
     "PlanError",
@@ -619,4 +705,6 @@ __all__ = [
     "load_plan",
     "parse_plan",
     "parse_time",
+    "signal_lead_s",
+    "slurm_time_problem",
 ]

@@ -7,12 +7,12 @@ to load): it works from any machine that sees the store, while jobs run or long 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from biaslens.zoo.cells import load_datasets, planned_cells, stored_datasets
+from biaslens.zoo.cells import load_datasets, plan_notes, planned_cells, stored_datasets
 from biaslens.zoo.plan import ZooModel, ZooPlan
 from biaslens.zoo.store import STORE_FILE, ResultsStore
 
@@ -31,6 +31,7 @@ class PlanStatus:
     rows: list[dict[str, Any]]
     store: Path
     runs: list[str]
+    notes: list[str] = field(default_factory=list)  # what the plan's check says (`cells.plan_notes`)
 
     @cached_property
     def frame(self) -> pd.DataFrame:
@@ -43,8 +44,8 @@ class PlanStatus:
         return all(row["state"] == "done" for row in self.rows)
 
     def lines(self) -> list[str]:
-        """The status for people: a line per model, then the totals."""
-        out = []
+        """The status for people: the plan's notes, a line per model, then the totals."""
+        out = [f"Note: {note}" for note in self.notes]
         width = max([len(str(row["model"])) for row in self.rows] + [5])
         for row in self.rows:
             counts = f"{row['done']}/{row['cells']} cells" if row["cells"] is not None else "cells not known until it loads"
@@ -78,7 +79,7 @@ def plan_status(plan: ZooPlan) -> PlanStatus:
     if not (plan.store / STORE_FILE).exists():
         load_datasets(plan)  # (each checked: a missing one is said now)
         rows = [_row(m.label, "pending", None, detail="no results store yet") for m in plan.models]
-        return PlanStatus(rows, plan.store, [])
+        return PlanStatus(rows, plan.store, [], plan_notes(plan, None))
     store = ResultsStore(plan.store)
     datasets = stored_datasets(plan, store)
     runs = [r for r in store.runs() if _of_plan(r, plan)]
@@ -88,7 +89,7 @@ def plan_status(plan: ZooPlan) -> PlanStatus:
             latest[(m.get("index"), m.get("id"))] = run["run_id"]
     states = store.cell_states()
     rows = [_model_status(store, m, datasets, latest.get((m.index, m.id)), states) for m in plan.models]
-    return PlanStatus(rows, store.root, [r["run_id"] for r in runs])
+    return PlanStatus(rows, store.root, [r["run_id"] for r in runs], plan_notes(plan, store))
 
 
 def _of_plan(run: dict[str, Any], plan: ZooPlan) -> bool:

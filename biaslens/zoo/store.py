@@ -17,6 +17,8 @@ biaslens version makes new keys.
       locks/<key>.lock              a cell being scored: who holds it (run, model, job, host, pid); its time stamp is
                                     the holder's heartbeat
       models/<id>.json              what a plan's model resolved to when it loaded (fingerprint, revision, family, size)
+      labels/<id>.json              a name a plan gave a model (its fingerprint and revision): the same weights under two
+                                    names are one model, shown under both (`display_labels`)
       failures/<id>.json            a model that could not load: its one-line error
       runs/<run>/                   one `biaslens zoo run`: run.json, the jobs' records (jobs/), submitit's files
       index/                        the summaries of every cell as one table, rebuilt when the cells change
@@ -314,6 +316,12 @@ class ResultsStore:
             self._write_parquet(self._cell_path(key, ".parquet"), records)
         atomic_write(self._cell_path(key, ".json"), to_json({"format": STORE_FORMAT, **record}))
 
+    def put_cell_files(self, key: str, summary: bytes, records: bytes | None = None) -> None:
+        """A cell copied from another store as it is there (`importing.import_store` checked it): records first."""
+        if records is not None:
+            atomic_write(self._cell_path(key, ".parquet"), records)
+        atomic_write(self._cell_path(key, ".json"), summary)
+
     def read_cell(self, key: str) -> dict[str, Any]:
         found = self._json(self._cell_path(key, ".json"))
         if found is None:
@@ -355,8 +363,15 @@ class ResultsStore:
         return {n[:-5]: "done" if n[:-5] + ".parquet" in names else "unavailable" for n in names if n.endswith(".json")}
 
     def summaries(self) -> pd.DataFrame:
-        """Every cell's summary, one row each (`SUMMARY_COLUMNS`): read from the index, rebuilt when the cells changed."""
-        return self._index()[0]
+        """Every cell's summary, one row each (`SUMMARY_COLUMNS`): read from the index, rebuilt when the cells changed.
+        `model_label` names the model as every plan did (`display_labels`: "BERT (= BERT copy)")."""
+        frame = self._index()[0]
+        names = self.display_labels()
+        if not names or frame.empty:
+            return frame
+        revisions = frame["model_revision"].map(lambda r: None if r is None or r != r else r)  # (NaN: no revision)
+        shown = [names.get((f, r), label) for f, r, label in zip(frame["model_fingerprint"], revisions, frame["model_label"])]
+        return frame.assign(model_label=shown)
 
     def type_summaries(self) -> pd.DataFrame:
         """Every cell's bias score per bias type (`TYPE_COLUMNS`), one row per cell and type."""
@@ -539,6 +554,36 @@ class ResultsStore:
 
     def resolution(self, key: str) -> dict[str, Any] | None:
         return self._json(self.root / "models" / f"{key}.json")
+
+    # -- names: the labels plans gave each model -------------------------------------------
+    def put_label(self, fingerprint: str, revision: str | None, label: str, model_id: str) -> None:
+        """Keep a name a plan gave the model with this fingerprint and revision (once per name)."""
+        path = self.root / "labels" / f"{_digest([fingerprint, revision, label])[:32]}.json"
+        if not path.exists():
+            atomic_write(path, to_json({"fingerprint": fingerprint, "revision": revision, "label": label, "id": model_id, "time": _now()}))
+
+    def labels(self) -> dict[tuple[str, str | None], list[str]]:
+        """Every name plans gave each model (by fingerprint and revision), the first given first."""
+        folder = self.root / "labels"
+        if not folder.is_dir():
+            return {}
+        found = [r for p in folder.glob("*.json") if (r := self._json(p)) is not None and r.get("label")]
+        out: dict[tuple[str, str | None], list[str]] = {}
+        for r in sorted(found, key=lambda r: (str(r.get("time")), str(r["label"]))):
+            names = out.setdefault((str(r.get("fingerprint")), r.get("revision")), [])
+            if r["label"] not in names:
+                names.append(str(r["label"]))
+        return out
+
+    def display_labels(self) -> dict[tuple[str, str | None], str]:
+        """For each model named more than one way: "BERT (= BERT copy)", the first name given first."""
+        return {key: f"{names[0]} (= {', '.join(names[1:])})" for key, names in self.labels().items() if len(names) > 1}
+
+    def failures(self) -> list[dict[str, Any]]:
+        """Every model that failed to load (its latest error), oldest first."""
+        folder = self.root / "failures"
+        found = [r for p in sorted(folder.glob("*.json")) if (r := self._json(p)) is not None] if folder.is_dir() else []
+        return sorted(found, key=lambda r: str(r.get("time")))
 
     def put_failure(self, key: str, info: Mapping[str, Any]) -> None:
         atomic_write(self.root / "failures" / f"{key}.json", to_json({**info, "time": _now()}))

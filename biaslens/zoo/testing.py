@@ -91,7 +91,13 @@ def synthetic_store(
                     precision="float32",
                     compat="default",
                 )
-                manifest = {"model": about["id"], "source": "synthetic", "revision": revision, "fingerprint": about["fingerprint"], "dtype": "float32"}
+                manifest = {
+                    "model": about["id"],
+                    "source": "synthetic",
+                    "revision": revision,
+                    "fingerprint": about["fingerprint"],
+                    "dtype": "float32",
+                }
                 manifest["dataset"] = {"name": dataset.name, "path": str(dataset.path), "sha256": dataset.sha256, "pairs_total": n, "pairs_scored": n}
                 summary = summarize(frame, [metric], manifest)
                 store.write_cell(

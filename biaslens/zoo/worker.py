@@ -1,11 +1,17 @@
 """One model's job: load it once, score every dataset of the plan with it, write each cell to the store.
 
-`run_model(task)` is the whole job (`ZooJob`, the callable submitit runs on a node, calls it). For each dtype the plan
-asks of the model, the model loads once; for each unit (dataset, convention, precision, compat mode) the cells already
-in the store are skipped, the others are locked, scored in one `biaslens.evaluate` call through the store's result cache
-(finished chunks are kept: a killed job's retry loses only its unfinished chunk) and written, then unlocked. Cells
-another run holds are left to it ("held"). A model that cannot load is recorded with its one-line error (the job
-still ends normally: retrying would fail the same way), and so is a metric the model cannot give ("unavailable").
+`run_model(task)` is one model's work; a job (`ZooJob`, the callable submitit runs on a node) runs one model, or several
+small ones one after the other (`models_per_job`: the job's fixed cost, the interpreter and its imports, paid once).
+A model whose cells are all in the store is not even loaded. For each dtype the plan asks of the model, the model loads
+once; for each unit (dataset, convention, precision, compat mode) the cells already in the store are skipped, the others
+are locked, scored in one `biaslens.evaluate` call through the store's result cache (finished chunks are kept: a killed
+job's retry loses only its unfinished chunk) and written, then unlocked. Cells another run holds are left to it
+("held"). A model that cannot load is recorded with its one-line error (the job still ends normally: retrying would
+fail the same way), and so is a metric the model cannot give ("unavailable").
+
+A job that Slurm warns before its time limit (or preempts) is requeued by submitit and carries on where it stopped,
+but only if it has written something since it started (a finished chunk or cell): one warned before it scored anything
+would only be warned again. It stops instead, and its outcome says so ("stopped"): the driver does not retry it.
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, cast
 
-from submitit.helpers import Checkpointable
+from submitit.helpers import Checkpointable, DelayedSubmission
 
 from biaslens.errors import BiaslensError
-from biaslens.zoo.cells import Identity, fields_of, unit_metrics
+from biaslens.zoo.cells import Identity, fields_of, planned_cells, unit_metrics
 from biaslens.zoo.plan import DEFAULT_CONVENTION, PRECISIONS, Unit, ZooModel
 from biaslens.zoo.store import RECORD_COLUMNS, Heartbeat, Owner, ResultsStore, cell_key
 
@@ -60,7 +67,7 @@ class ModelOutcome:
 
     index: int
     label: str
-    state: str = "finished"  # or "load-failed"
+    state: str = "finished"  # or "load-failed", or "stopped" (warned before it scored anything: not requeued)
     error: str | None = None
     cells: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
@@ -74,12 +81,58 @@ class ModelOutcome:
         return sum(v == fate for v in self.cells.values())
 
 
-class ZooJob(Checkpointable):
-    """The callable submitit runs for a model. Checkpointable: a job that reaches its time limit is requeued by submitit
-    with the same task, and resumes from the store (finished cells) and its cache (finished chunks)."""
+@dataclass
+class Tally:
+    """What a job has written since it started: cells, and records in the stores' result caches (finished chunks)."""
 
-    def __call__(self, task: ModelTask) -> ModelOutcome:
-        return run_model(task)
+    cells: int = 0
+    caches: list[Any] = field(default_factory=list)
+
+    @property
+    def moved(self) -> bool:
+        return self.cells > 0 or any(getattr(c, "written", 0) for c in self.caches)
+
+
+class _WarnedWithoutProgress(BaseException):
+    """Raised from a job's checkpoint (in submitit's signal handler) when it has written nothing: past the models' own
+    error handling (a BaseException), to the job's call, which ends the job with the models "stopped"."""
+
+
+class ZooJob(Checkpointable):
+    """The callable submitit runs: one job's models (`ModelTask`s), one after the other, each outcome in order.
+
+    Checkpointable: a job Slurm warns before its time limit (`time_min`) is requeued by submitit with the same tasks and
+    resumes from the store (finished cells) and its cache (finished chunks), if it has written anything since it
+    started (`Tally`); else the models left end as "stopped" and the job is not requeued (see the module)."""
+
+    def __init__(self, time_min: int | None = None):
+        self.time_min = time_min
+        self._tally = Tally()
+
+    def __call__(self, tasks: ModelTask | list[ModelTask]) -> list[ModelOutcome]:
+        todo = [tasks] if isinstance(tasks, ModelTask) else list(tasks)
+        outcomes: list[ModelOutcome] = []
+        for task in todo:
+            try:
+                outcomes.append(run_model(task, tally=self._tally))
+            except _WarnedWithoutProgress:
+                limit = f"its time limit ({self.time_min} min)" if self.time_min else "its time limit"
+                why = f"warned to stop ({limit}, or preemption) before it had scored anything, so not requeued: give its jobs more time"
+                outcomes += [ModelOutcome(t.model.index, t.model.label, state="stopped", error=why, attempt=t.attempt) for t in todo[len(outcomes) :]]
+                break
+        return outcomes
+
+    def checkpoint(self, tasks: Any) -> DelayedSubmission:
+        if not self._tally.moved:
+            raise _WarnedWithoutProgress()
+        return DelayedSubmission(ZooJob(self.time_min), tasks)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"time_min": self.time_min}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.time_min = state.get("time_min")
+        self._tally = Tally()
 
 
 def _job_id() -> str:
@@ -127,9 +180,14 @@ class _Record:
         self.update()
 
 
-def run_model(task: ModelTask, *, progress: Callable[[str, float, int], None] | None = None) -> ModelOutcome:
-    """Score every cell of the task's model that the store lacks; return what became of each (`ModelOutcome`)."""
+def run_model(task: ModelTask, *, progress: Callable[[str, float, int], None] | None = None, tally: Tally | None = None) -> ModelOutcome:
+    """Score every cell of the task's model that the store lacks; return what became of each (`ModelOutcome`). `tally`
+    counts what it writes (cells, cached chunks)."""
     started = time.perf_counter()
+    timing: dict[str, float] = {}
+    before = _since_process_start()  # the job's process so far: interpreter, imports, submitit's unpickling
+    if before is not None:
+        timing["before_s"] = before
     store = ResultsStore(task.store)
     model = task.model
     job_id = _job_id()
@@ -137,12 +195,23 @@ def run_model(task: ModelTask, *, progress: Callable[[str, float, int], None] | 
     record = _Record(store, task, job_id)
     outcome = ModelOutcome(model.index, model.label, job_id=job_id, attempt=task.attempt, host=owner.host)
     record.update()
+    if tally is not None:
+        tally.caches.append(store.cache())
     with Heartbeat(store, beat=record.beat) as heart:
         datasets = _datasets(task, store)
+        timing["datasets_s"] = time.perf_counter() - started
+        known = planned_cells(model, store, datasets)
+        if known is not None and all(store.has_cell(c.key) for c in known):  # (a requeued job's finished model): not loaded
+            outcome.cells = {c.key: "stored" for c in known}
+            outcome.seconds = time.perf_counter() - started
+            record.update(state="finished", scored=0, cached=0, seconds=round(outcome.seconds, 1))
+            return outcome
         for dtype in model.load_dtypes():
             units = [u for u in model.units() if PRECISIONS[u.precision] == dtype]
             record.update(state="loading", dtype=dtype)
+            loading = time.perf_counter()
             lm = _load(task, store, dtype, outcome)
+            timing["load_s"] = timing.get("load_s", 0.0) + time.perf_counter() - loading
             if lm is None:
                 record.update(state="load-failed", message=outcome.error)
                 outcome.seconds = time.perf_counter() - started
@@ -150,15 +219,32 @@ def run_model(task: ModelTask, *, progress: Callable[[str, float, int], None] | 
             identity = Identity(lm.fingerprint, lm.revision)
             about = _model_info(model, lm, dtype)
             store.put_resolution(model.resolution_key(dtype), about)
+            store.put_label(lm.fingerprint, lm.revision, model.label, model.id)
             store.clear_failure(model.resolution_key(dtype))
+            scoring = time.perf_counter()
             for unit in units:
+                before = outcome.count("scored")
                 _score_unit(store, task, owner, heart, record, lm, identity, about, unit, datasets[unit.dataset.label], outcome, progress)
+                if tally is not None:
+                    tally.cells += outcome.count("scored") - before
+            timing["scoring_s"] = timing.get("scoring_s", 0.0) + time.perf_counter() - scoring
             del lm
             gc.collect()
             _empty_device_cache()
     outcome.seconds = time.perf_counter() - started
-    record.update(state="finished", scored=outcome.count("scored"), cached=outcome.cached, seconds=round(outcome.seconds, 1))
+    timing = {k: round(v, 2) for k, v in timing.items()}
+    record.update(state="finished", scored=outcome.count("scored"), cached=outcome.cached, seconds=round(outcome.seconds, 1), timing=timing)
     return outcome
+
+
+def _since_process_start() -> float | None:
+    """Seconds since this process started (Linux's /proc; None elsewhere): a job's interpreter, imports and unpickling."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _datasets(task: ModelTask, store: ResultsStore) -> dict[str, PairDataset]:
@@ -419,4 +505,4 @@ def _empty_device_cache() -> None:
         pass
 
 
-__all__ = ["ModelOutcome", "ModelTask", "ZooJob", "evaluate_options", "first_line", "run_model"]
+__all__ = ["ModelOutcome", "ModelTask", "Tally", "ZooJob", "evaluate_options", "first_line", "run_model"]

@@ -25,6 +25,9 @@ DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "squeue", "scancel", "srun", "sinfo")
 #: The test node claims this many CPUs (SlurmdParameters=config_overrides): jobs of one CPU each run side by side.
 NODE_CPUS = 4
+#: Seconds a requeued job waits before it may start again (AuthInfo's cred_expire; Slurm's default is 120 s): a job
+#: submitit requeues at its time limit starts again within seconds here.
+CRED_EXPIRE_S = 10
 
 
 def missing() -> str | None:
@@ -114,7 +117,7 @@ def start_cluster(root: Path, timeout: float = 60.0) -> Cluster:
                 "SlurmdUser=root",
                 "AuthType=auth/munge",
                 "CredType=cred/munge",
-                f"AuthInfo=socket={sock}",
+                f"AuthInfo=socket={sock},cred_expire={CRED_EXPIRE_S}",
                 f"StateSaveLocation={root / 'state'}",
                 f"SlurmdSpoolDir={root / 'spool'}",
                 f"SlurmctldPidFile={root / 'slurmctld.pid'}",
@@ -126,6 +129,7 @@ def start_cluster(root: Path, timeout: float = 60.0) -> Cluster:
                 "SelectType=select/cons_tres",
                 "SelectTypeParameters=CR_CPU",
                 "SchedulerType=sched/backfill",
+                "SchedulerParameters=sched_interval=2,bf_interval=2",
                 "JobAcctGatherType=jobacct_gather/none",
                 "AccountingStorageType=accounting_storage/none",
                 "JobCompType=jobcomp/none",

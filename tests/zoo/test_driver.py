@@ -31,8 +31,12 @@ You can check full logs with 'job.stderr(0)'"""
         (None, "COMPLETED", "job 7 ended without a result (state COMPLETED)"),
     ],
 )
-def test_why_a_job_ended_without_a_result_in_one_line(error, state, expected):
-    assert _job_failure(SimpleNamespace(job_id="7", state=state), error) == expected
+def test_why_a_job_ended_without_a_result_in_one_line(error, state, expected, tmp_path):
+    """Each reason names the job's log file (runs/<run>/submitit/<job>_<task>_0_log.err), relative to the store."""
+    from submitit.core.utils import JobPaths
+
+    job = SimpleNamespace(job_id="7", state=state, paths=JobPaths(tmp_path / "runs" / "r1" / "submitit", job_id="7", task_id=0))
+    assert _job_failure(job, error, tmp_path) == f"{expected}; its log: runs/r1/submitit/7_0_log.err"
 
 
 def test_executor_options_from_the_plan_and_the_command_line(write_plan, model_dirs):

@@ -61,7 +61,7 @@ additional = {{ account = "lab" }}
     assert (
         plan.slurm.partition == "gpu" and plan.slurm.time_min == 120 and plan.slurm.max_parallel == 8 and plan.slurm.additional == {"account": "lab"}
     )
-    assert plan.slurm.gpus_per_job == 1 and plan.local.max_parallel == 1
+    assert plan.slurm.gpus_per_job is None and plan.local.max_parallel == 1  # GPUs follow each model's device
     assert plan.sha256 and len(plan.sha256) == 64
 
 
@@ -96,6 +96,12 @@ BAD = [
     ('datasets = ["cp"]\n[slurm]\ntime = "soon"\n[[models]]\nid = "x"\n', "slurm.time: 'soon' is not a time"),
     ('datasets = ["cp"]\n[slurm]\nnodes = 2\n[[models]]\nid = "x"\n', "unknown key 'nodes' in [slurm]"),
     ('datasets = ["cp"]\nmodels = "x"\n', "models: must be a list of tables"),
+    ('datasets = ["cp"]\n[slurm]\ntime = 2\n[[models]]\nid = "x"\n', "slurm.time: 2 minutes is too short for a zoo job: Slurm warns it 30 s"),
+    ('datasets = ["cp"]\n[slurm]\ngpus = "a100:1"\ngres = "gpu:1"\n[[models]]\nid = "x"\n', "slurm: gpus and gres both ask for GPUs: give one"),
+    ('datasets = ["cp"]\n[slurm]\nsetup = "module load x"\nmodels_per_job = 0\n[[models]]\nid = "x"\n', "slurm.models_per_job: must be a whole"),
+    ('datasets = ["cp"]\n[[models]]\nid = "x"\nslurm = { max_parallel = 2 }\n', "unknown key 'max_parallel' in models[0].slurm"),
+    ('datasets = ["cp"]\n[[models]]\nid = "x"\nslurm = { time = 1 }\n', "models[0].slurm.time: 1 minute is too short"),
+    ('datasets = ["cp"]\n[[models]]\nid = "x"\nslurm = "big"\n', "models[0].slurm: must be a table"),
 ]
 
 
@@ -184,3 +190,66 @@ def test_a_dataset_label_means_one_dataset_in_the_whole_plan(tmp_path):
         _plan(tmp_path, text)
     plan = _plan(tmp_path, 'datasets = ["cp"]\n[[models]]\nid = "x"\ndatasets = [{ name = "cp", limit = 3, label = "cp-3" }]\n')
     assert plan.models[0].datasets[0].label == "cp-3"
+
+
+def test_per_model_resources_setup_lines_and_packing(tmp_path):
+    """[slurm] holds every job's resources; a model's own `slurm` table replaces them for its jobs (a GPU type replacing
+    the plan's count, sbatch options added to the plan's); setup lines and models_per_job are read."""
+    from biaslens.zoo.executors import ExecutorOptions
+
+    plan = _plan(
+        tmp_path,
+        """
+datasets = ["cp"]
+[slurm]
+partition = "gpu"
+gpus_per_job = 1
+mem_gb = 16
+time = "1:00:00"
+setup = ["module load cuda/12.4", "source ~/envs/bias/bin/activate"]
+models_per_job = 4
+additional = { account = "lab" }
+
+[[models]]
+id = "bert-base-cased"
+
+[[models]]
+id = "meta-llama/Llama-2-7b-hf"
+[models.slurm]
+gpus = "a100:1"
+mem_gb = 64
+time = "6:00:00"
+additional = { constraint = "a100" }
+
+[[models]]
+id = "roberta-base"
+device = "cpu"
+slurm = { partition = "cpu", gpus_per_job = 0 }
+""",
+    )
+    assert plan.slurm.setup == ("module load cuda/12.4", "source ~/envs/bias/bin/activate") and plan.slurm.models_per_job == 4
+    options = ExecutorOptions.from_plan(plan, "slurm", time_min=90)  # the command line replaces the plan's; a model's own wins
+    small, big, cpu = (options.parameters(m) for m in plan.models)
+    assert small["gpus_per_node"] == 1 and small["mem"] == "16384M" and small["time"] == 90 and small["partition"] == "gpu"
+    assert small["setup"][:2] == ["module load cuda/12.4", "source ~/envs/bias/bin/activate"] and small["setup"][2].startswith("export PYTHONPATH=")
+    assert big["gpus_per_node"] == "a100:1" and big["mem"] == "65536M" and big["time"] == 360
+    assert big["additional_parameters"] == {"account": "lab", "constraint": "a100"} and small["additional_parameters"] == {"account": "lab"}
+    assert "gpus_per_node" not in cpu and cpu["partition"] == "cpu"
+    assert small["signal_delay_s"] == 90 and options.settings(plan.models[1]).gres is None
+
+
+def test_gpus_follow_the_device_and_short_limits_warn_sooner(tmp_path):
+    """Without a GPU key a model whose device may be a GPU asks for one and a CPU model for none; the warning's lead is
+    submitit's 90 s or a quarter of a shorter limit; a limit too short to be warned and still score is refused."""
+    from biaslens.errors import InputError
+    from biaslens.zoo.executors import ExecutorOptions
+    from biaslens.zoo.plan import signal_lead_s, slurm_time_problem
+
+    plan = parse_plan({"datasets": ["cp"], "models": [{"id": "x"}, {"id": "y", "device": "cpu"}, {"id": "z", "device": "cuda:1"}]}, tmp_path)
+    options = ExecutorOptions.from_plan(plan, "slurm")
+    assert [options.parameters(m).get("gpus_per_node") for m in plan.models] == [1, None, 1]
+    assert [signal_lead_s(m) for m in (3, 4, 6, 10, 600)] == [45, 60, 90, 90, 90]
+    assert slurm_time_problem(3) is None and "give at least 3 minutes" in (slurm_time_problem(2) or "")
+    with pytest.raises(InputError, match="--time: 1 minute is too short"):
+        ExecutorOptions.from_plan(plan, "slurm", time_min=1)
+    assert ExecutorOptions.from_plan(plan, "local", time_min=1).local.time_min == 1  # this machine: no Slurm warning
