@@ -367,9 +367,9 @@ def sbatch_script(parameters: dict[str, Any], folder: Path, tasks: int = 1, thro
 _REFUSALS: tuple[tuple[str, str], ...] = (
     ("generic resource", "gpus"),
     ("gres", "gpus"),
-    ("partition", "partition"),
     ("account", "account"),
     ("qos", "qos"),
+    ("partition", "partition"),
     ("time limit", "time"),
     ("memory", "mem_gb"),
     ("node configuration", "resources"),
@@ -384,7 +384,7 @@ def refusal(text: str, settings: SlurmSettings, device: str) -> str:
     """sbatch's refusal (its error output) as one line: its own words, then the plan's option at fault and its value."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     said = next((line for line in lines if "error:" in line or "failure" in line or "unrecognized" in line), lines[0] if lines else "no reason given")
-    said = re.sub(r"^(sbatch: )?(error: )?", "", said).rstrip(".")
+    said = re.sub(r"^(sbatch: )?(error: )?(allocation failure: )?", "", said).rstrip(".")
     lowered = said.lower()
     topic = next((option for words, option in _REFUSALS if words in lowered), None)
     return f"sbatch refused the job: {said}" + (f" ({_option_at_fault(topic, settings, device, said)})" if topic else "")
@@ -856,7 +856,7 @@ class _Driver:
 
     def _submit_failure(self, exc: BaseException, model: ZooModel) -> str:
         if isinstance(exc, OSError):
-            return f"cannot write the jobs' files in {self.folder} ({exc.strerror or first_line(exc)})"
+            return f"cannot write the jobs' files in the store {self.store.root} ({exc.strerror or first_line(exc)})"
         if isinstance(exc, BiaslensError):
             return first_line(exc)
         text = str(exc)

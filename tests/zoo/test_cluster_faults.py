@@ -79,13 +79,13 @@ def _err_of(process: subprocess.Popen) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def test_a_job_warned_before_it_scores_stops_and_one_warned_later_resumes(slurm_cluster, write_plan, model_dirs, more_pairs):
+def test_a_job_warned_before_it_scores_stops_and_one_warned_later_resumes(slurm_cluster, write_plan, model_dirs, many_pairs):
     """Slurm's warning (USR2, as at a time limit or a preemption; sent here with `scancel --signal`): a job that has
     scored nothing is not requeued (with `time = 2` it was requeued three times, warned each time before its model had
     loaded, and submitted again by the driver: ~30 minutes before a failure), and the driver does not retry it; one
     that has finished chunks is requeued by submitit and resumes from them, without the driver's retry."""
     models = [{"id": str(model_dirs["bert-cased"]), "label": "early"}, {"id": str(model_dirs["roberta"]), "label": "late"}]
-    plan = load_plan(write_plan(models, datasets=f'["{more_pairs}"]', extra=f'metrics = ["aul"]\nchunk_pairs = 4\n{CPU}'))
+    plan = load_plan(write_plan(models, datasets=f'["{many_pairs}"]', extra=f'metrics = ["aul"]\nchunk_pairs = 4\n{CPU}'))
     result: dict = {}
     lines: list[str] = []
     driver = threading.Thread(target=lambda: result.setdefault("report", run_plan(plan, options=_options(plan), log=lines.append)))
@@ -138,8 +138,12 @@ def test_an_sbatch_refusal_is_one_line_and_leaves_nothing(slurm_cluster, write_p
 def test_max_parallel_bounds_every_job_a_retry_included(slurm_cluster, write_plan, model_dirs, more_pairs):
     """With `--max-parallel 1` the array ran one task at a time, but the retry of a killed job went out beside it (two
     jobs at once). Now the retry waits for a free slot; its failure line names the job's log file."""
-    models = [{"id": str(model_dirs[f])} for f in ("bert-cased", "roberta", "albert")]
-    plan = load_plan(write_plan(models, datasets=f'["{more_pairs}"]', extra=f'metrics = ["aul"]\nchunk_pairs = 4\n{CPU}'))
+    models = [
+        {"id": str(model_dirs["bert-cased"]), "datasets": [str(more_pairs)], "chunk_pairs": 4},  # killed early on
+        {"id": str(model_dirs["roberta"]), "datasets": [str(more_pairs)], "metrics": ["aul", "cps"]},  # long: running when the retry is due
+        {"id": str(model_dirs["albert"])},
+    ]
+    plan = load_plan(write_plan(models, datasets='["crows-pairs"]', extra=f'metrics = ["aul"]\n{CPU}'))
     running: list[int] = []
     stop = threading.Event()
 

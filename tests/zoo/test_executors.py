@@ -185,3 +185,20 @@ def test_two_runs_of_the_same_plan_never_score_a_cell_twice(executor, write_plan
         assert scored == a.models[index].cells == 2, (index, lines)  # once in all: never twice
     waited = [name for name in "ab" if any("bert-cased: waiting for 2 cells another run is scoring" in line for line in lines[name])]
     assert len(waited) == 1 and reports[waited[0]].models[0].scored == 0, lines
+
+
+def test_small_models_packed_in_one_job(write_plan, model_dirs):
+    """models_per_job = 2: three models in two jobs (local executor), the first job scoring two models one after the
+    other; each model's cells as when alone, its job's timing recorded (the fixed cost paid once per job)."""
+    models = [{"id": str(model_dirs[f])} for f in ("bert-cased", "roberta", "albert")]
+    plan = load_plan(write_plan(models, datasets='["crows-pairs"]', extra='metrics = ["aul"]\n[local]\nmodels_per_job = 2'))
+    lines: list[str] = []
+    report = run_plan(plan, options=_options(plan, "local", max_parallel=1), log=lines.append)
+    assert [m.state for m in report.models] == ["done", "done", "done"], lines
+    first, second, third = (m.job_ids for m in report.models)
+    assert first == second and len(first) == 1 and third != first
+    assert any("bert-cased: job" in line and "submitted with 1 other model" in line for line in lines), lines
+    store = ResultsStore(plan.store)
+    timing = store.job(report.run_id, 1, "worker")["timing"]
+    assert {"before_s", "datasets_s", "load_s", "scoring_s"} <= set(timing) and timing["scoring_s"] > 0
+    assert len(merged_table(store, plan)) == 3
