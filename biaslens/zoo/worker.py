@@ -185,8 +185,8 @@ def run_model(task: ModelTask, *, progress: Callable[[str, float, int], None] | 
     counts what it writes (cells, cached chunks)."""
     started = time.perf_counter()
     timing: dict[str, float] = {}
-    before = _since_process_start()  # the job's process so far: interpreter, imports, submitit's unpickling
-    if before is not None:
+    before = _since_process_start() if tally is None or not tally.caches else None  # a job's first model: the process so far
+    if before is not None:  # (the interpreter, its imports, submitit's unpickling)
         timing["before_s"] = before
     store = ResultsStore(task.store)
     model = task.model

@@ -194,3 +194,20 @@ def test_a_hostile_label_renders_as_text(app_env, monkeypatch, model_dirs, tmp_p
     at.run()
     no_exceptions(at)
     assert "A stored run" in texts(at.info) and live_markup(markdown_texts(at)) == []
+
+
+def test_models_that_failed_to_load_are_named_and_one_model_under_two_names_shows_both(app_env, monkeypatch, tmp_path):
+    """The leaderboard left out a model that failed to load without a word: it names it, with its error (escaped: a
+    label is a user's text). A model a plan named twice (the same weights) is one row under both names."""
+    from biaslens.zoo.testing import synthetic_store
+
+    store = synthetic_store(tmp_path / "store", [load_dataset("crows-pairs", data_dir=FIXTURE_DATA)], models=3, metrics=("aul",))
+    store.put_failure("f" * 32, {"id": "models/broken", "label": "broken *model*", "error": "no weights: model.safetensors is missing"})
+    store.put_label("synthetic:0", None, "bert-000", "synthetic/bert-000")
+    store.put_label("synthetic:0", None, "bert copy", "models/bert-copy")
+    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
+    at = run_app("leaderboard", {"store": str(tmp_path / "store")})
+    no_exceptions(at)
+    assert sorted(_board(at)["Model"]) == ["albert-002", "bert-000 (= bert copy)", "roberta-001"]
+    warning = texts(at.warning)
+    assert "Not on the leaderboard: 1 model that failed to load: broken \\*model\\* (no weights: model.safetensors is missing)" in warning

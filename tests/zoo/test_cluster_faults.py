@@ -9,7 +9,6 @@ under two names are said at once, scored once and shown under both names. They s
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -62,16 +61,12 @@ def _until(condition, timeout: float = 300, what: str = "the condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _driver(argv: list[str], tmp_path: Path) -> subprocess.Popen:
-    """`biaslens zoo run ...` as its own process (a driver the test can kill), its stderr kept in a file."""
-    err = (tmp_path / f"driver-{time.monotonic_ns()}.err").open("w")
-    return subprocess.Popen(
-        [sys.executable, "-m", "biaslens", "zoo", "run", *argv], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, env=os.environ.copy()
-    )
-
-
-def _err_of(process: subprocess.Popen) -> str:
-    return Path(process.stderr.name if hasattr(process.stderr, "name") else "").read_text() if process.stderr else ""
+def _driver(argv: list[str], tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """`biaslens zoo run ...` as its own process (a driver the test can kill), and the file its stderr goes to."""
+    path = tmp_path / f"driver-{time.monotonic_ns()}.err"
+    with path.open("w") as err:
+        process = subprocess.Popen([sys.executable, "-m", "biaslens", "zoo", "run", *argv], cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
+    return process, path
 
 
 # ---------------------------------------------------------------------------------------
@@ -96,7 +91,7 @@ def test_a_job_warned_before_it_scores_stops_and_one_warned_later_resumes(slurm_
     subprocess.run(["scancel", "--signal=USR2", early["job_id"]], check=True, timeout=60)
     late = _until(lambda: (r := _worker(plan.store, 1)).get("state") == "scoring" and (r.get("done") or 0) >= 8 and r, what="the second job to score")
     subprocess.run(["scancel", "--signal=USR2", late["job_id"]], check=True, timeout=60)
-    driver.join(timeout=900)
+    driver.join(timeout=1800)
     first, second = result["report"].models
     assert first.state == "failed" and first.attempts == 1 and len(first.job_ids) == 1, lines
     assert "was warned to stop (its time limit (30 min), or preemption) before it had scored anything, so not requeued" in (first.error or "")
@@ -140,7 +135,7 @@ def test_max_parallel_bounds_every_job_a_retry_included(slurm_cluster, write_pla
     jobs at once). Now the retry waits for a free slot; its failure line names the job's log file."""
     models = [
         {"id": str(model_dirs["bert-cased"]), "datasets": [str(more_pairs)], "chunk_pairs": 4},  # killed early on
-        {"id": str(model_dirs["roberta"]), "datasets": [str(more_pairs)], "metrics": ["aul", "cps"]},  # long: running when the retry is due
+        {"id": str(model_dirs["roberta"]), "datasets": [str(more_pairs)]},  # long: still running when the retry is due
         {"id": str(model_dirs["albert"])},
     ]
     plan = load_plan(write_plan(models, datasets='["crows-pairs"]', extra=f'metrics = ["aul"]\n{CPU}'))
@@ -164,7 +159,7 @@ def test_max_parallel_bounds_every_job_a_retry_included(slurm_cluster, write_pla
         lambda: (r := _worker(plan.store, 0)).get("state") == "scoring" and (r.get("done") or 0) >= 8 and r, what="the first job to score"
     )
     subprocess.run(["scancel", killed["job_id"]], check=True, timeout=60)
-    driver.join(timeout=1200)
+    driver.join(timeout=1800)
     stop.set()
     sampler.join()
     report = result["report"]
@@ -187,7 +182,7 @@ def test_the_jobs_of_a_killed_driver_are_adopted_not_doubled(slurm_cluster, writ
     models = [{"id": str(model_dirs["bert-cased"]), "datasets": [str(more_pairs)]}, {"id": str(model_dirs["roberta"])}]
     path = write_plan(models, datasets='["crows-pairs"]', extra=f'metrics = ["aul"]\nchunk_pairs = 4\n{CPU}')
     plan = load_plan(path)
-    first = _driver([str(path), "--executor", "slurm"], tmp_path)
+    first, _ = _driver([str(path), "--executor", "slurm"], tmp_path)
     record = _until(lambda: (r := _worker(plan.store, 0)).get("state") == "scoring" and r, what="the first run's job to score")
     first.kill()
     first.wait(timeout=60)
@@ -199,9 +194,9 @@ def test_the_jobs_of_a_killed_driver_are_adopted_not_doubled(slurm_cluster, writ
     report = run_plan(plan, options=_options(plan), log=lines.append)
     assert [m.state for m in report.models] == ["done", "done"], lines
     new_ids = {m.index: m.job_ids for m in report.models}
-    assert all(new_ids[i] == [old_ids[i]] for i in (0, 1) if i == 0) and len(new_ids[0]) == 1, (new_ids, old_ids, lines)
+    assert new_ids[0] == [old_ids[0]] and new_ids[1] in ([], [old_ids[1]]), (new_ids, old_ids, lines)  # (the short one may be done)
     assert any(f"job {old_ids[0]} of run {old_run} is still queued or running: followed, not submitted again" in line for line in lines), lines
-    assert store.job(report.run_id, 0, "worker") is None  # no job of the second run loaded the model
+    assert all(store.job(report.run_id, i, "worker") is None for i in (0, 1))  # no job of the second run loaded a model
     cells = merged_table(store, plan)
     assert (cells["status"] == "done").all() and set(cells["key"].map(lambda k: store.read_cell(k)["run"]["run_id"])) <= {old_run}
 
@@ -215,11 +210,11 @@ def test_a_stopped_driver_cancels_its_jobs_or_says_they_run_on(slurm_cluster, wr
     --keep-jobs, leaves them running: a hang-up) and says which in one line, exit 128 + the signal."""
     path = write_plan([{"id": str(model_dirs["bert-cased"])}], datasets=f'["{more_pairs}"]', extra=f'metrics = ["aul"]\nchunk_pairs = 4\n{CPU}')
     plan = load_plan(path)
-    driver = _driver([str(path), "--executor", "slurm", *flag], tmp_path)
+    driver, err = _driver([str(path), "--executor", "slurm", *flag], tmp_path)
     record = _until(lambda: (r := _worker(plan.store, 0)).get("state") == "scoring" and r, what="the job to score")
     driver.send_signal(how)
     assert driver.wait(timeout=120) == 128 + how
-    last = _err_of(driver).strip().splitlines()[-1]
+    last = err.read_text().strip().splitlines()[-1]
     assert last.startswith(said) and record["job_id"] in last, last
     if alive:
         assert record["job_id"] in _squeue()
