@@ -715,6 +715,7 @@ class _Driver:
         self.parameters: dict[str, dict[str, Any]] = {}
         self.executors: dict[str, Any] = {}
         self.adopted: dict[str, tuple[Any, _Submission]] = {}
+        self.draining: set[str] = set()
         self.last_progress = time.monotonic()
         self.stopped_by: int | None = None
 
@@ -779,10 +780,20 @@ class _Driver:
         limit = self.options.max_parallel
         if limit is None:
             return math.inf
-        return limit - sum(min(s.throttle, s.unfinished()) for s in self.submissions)
+        return limit - sum(min(s.throttle, s.unfinished()) for s in self.submissions) - self._draining()
+
+    def _draining(self) -> int:
+        """Slurm jobs whose result is in but that Slurm still runs (their process ending): they hold their slot."""
+        if not self.draining:
+            return 0
+        states = squeue_states() or {}
+        self.draining = {j for j in self.draining if states.get(j) in ALIVE_STATES}
+        return len(self.draining)
 
     def pump(self, first: bool = False) -> None:
         """Submit what the queue holds, within `max_parallel`: an array's throttle raised first as slots free up."""
+        if not self.queue and not any(s.array_id and s.unfinished() > s.throttle for s in self.submissions):
+            return
         room = self._room()
         if self.options.kind == "slurm" and self.options.max_parallel is not None:
             for s in self.submissions:
@@ -929,6 +940,8 @@ class _Driver:
     def _finished(self, job: Any, members: list[_Tracked]) -> None:
         for t in members:
             t.job = None
+        if self.options.kind == "slurm" and self.options.max_parallel is not None:
+            self.draining.add(str(job.job_id))
         try:  # one wait for its result file (submitit gives a slow shared filesystem 15 s), then the file read
             error = job.exception()
             result: Any = job.result() if error is None else None
