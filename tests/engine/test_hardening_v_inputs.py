@@ -1,0 +1,81 @@
+"""Hardening V (issue 41, items 6, 10-13 and the lab's half of 14): the last inputs that escaped the one-line rule. Each
+test failed on the code before the issue (checked by reverting the fix); the app's case (/compare's repeats) is in
+tests/app/test_compare.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from biaslens.engine.models import load_model
+from biaslens.errors import ModelLoadError
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory):
+    from biaslens.engine.testing import build_random_causal_model
+
+    return build_random_causal_model("gpt2", None, tmp_path_factory.mktemp("gpt2") / "gpt2")
+
+
+@pytest.fixture
+def nothing_built(monkeypatch):
+    """Fail the load if transformers is asked to build the model: the config must be refused before."""
+    import transformers
+
+    def built(*args, **kwargs):
+        raise AssertionError("the model was built before the config was checked")
+
+    for auto in (transformers.AutoModelForCausalLM, transformers.AutoModelForMaskedLM):
+        monkeypatch.setattr(auto, "from_pretrained", built)
+
+
+def _with_config(source, folder, **changes):
+    shutil.copytree(source, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    return folder
+
+
+# -- 6. a config that asks for more than its weights hold: refused before the model is built -------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"n_layer": 100_000}, "config.json says 100,000 layers, but the weights hold 2: the config does not belong to these weights"),
+        ({"n_layer": 0}, "config.json says 0 layers, but the weights hold 2"),
+        ({"n_layer": 1}, "config.json says 1 layer, but the weights hold 2"),  # (the second layer's weights left unread)
+        ({"n_positions": 10_000_000}, "transformer.wpe.weight has shape (1024, 32) in the weights but (10000000, 32) by the config"),
+        ({"vocab_size": 1_000_000_000}, "config.json says vocab_size 1000000000, but the weights have 700 rows (transformer.wte.weight)"),
+        ({"n_inner": 1_000_000_000}, "has shape (64,) in the weights but (1000000000,) by the config"),
+    ],
+)
+def test_a_config_larger_than_its_weights_is_refused_before_the_model_is_built(gpt2_dir, tmp_path, nothing_built, changes, message):
+    folder = _with_config(gpt2_dir, tmp_path / "gpt2", **changes)
+    with pytest.raises(ModelLoadError) as info:
+        load_model(str(folder))
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_masked_model_with_an_absurd_number_of_layers_is_refused_before_it_is_built(model_dirs, tmp_path, nothing_built):
+    folder = _with_config(model_dirs["bert-cased"], tmp_path / "bert", num_hidden_layers=100_000)
+    with pytest.raises(ModelLoadError, match="config.json says 100,000 layers, but the weights hold 2"):
+        load_model(str(folder))
+
+
+def test_weights_of_other_names_under_an_absurd_config_are_refused_by_their_size(gpt2_dir, tmp_path, nothing_built):
+    from safetensors.torch import load_file, save_file
+
+    folder = _with_config(gpt2_dir, tmp_path / "gpt2", n_positions=10_000_000)
+    weights = load_file(folder / "model.safetensors")
+    save_file({f"other.{key}": value for key, value in weights.items()}, folder / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ModelLoadError, match=r"config.json describes a model of [\d,]+ weights, [\d,]+ of which its weights files do not hold"):
+        load_model(str(folder))
+
+
+def test_a_config_that_fits_its_weights_still_loads(gpt2_dir, model_dirs):
+    assert load_model(str(gpt2_dir)).kind == "causal"
+    assert load_model(str(model_dirs["albert"])).kind == "masked"  # (one layer's weights, shared by every layer)
