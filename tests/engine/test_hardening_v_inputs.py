@@ -5,6 +5,7 @@ tests/app/test_compare.py."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -79,3 +80,25 @@ def test_weights_of_other_names_under_an_absurd_config_are_refused_by_their_size
 def test_a_config_that_fits_its_weights_still_loads(gpt2_dir, model_dirs):
     assert load_model(str(gpt2_dir)).kind == "causal"
     assert load_model(str(model_dirs["albert"])).kind == "masked"  # (one layer's weights, shared by every layer)
+
+
+# -- 11. a loop of links inside an allowed folder: one line, not "Unexpected error (RuntimeError)" ----------------------
+
+
+def test_a_loop_of_links_is_refused_in_one_line_under_a_server_s_allowed_folders(model_dirs, tmp_path):
+    from biaslens.errors import DatasetError
+    from biaslens.serving.server import ServerSettings
+
+    folder = shutil.copytree(model_dirs["bert-cased"], tmp_path / "allowed" / "bert")
+    (folder / "self").symlink_to(folder / "self")
+    (tmp_path / "allowed" / "pairs.csv").symlink_to(tmp_path / "allowed" / "pairs.csv")
+    server = ServerSettings.from_env({"BIASLENS_MODEL_DIRS": str(tmp_path / "allowed"), "BIASLENS_DATA_DIRS": str(tmp_path / "allowed")})
+    loop = "is a symbolic link that leads back to itself (a loop of links), so it names no file: remove it."
+    with server.in_effect():
+        with pytest.raises(ModelLoadError, match=re.escape(f"{folder / 'self'} {loop}")):
+            load_model(str(folder))
+        with pytest.raises(ModelLoadError, match=re.escape(f"{folder / 'self'} {loop}")):
+            server.check_model(str(folder / "self"))
+        with pytest.raises(DatasetError, match=re.escape(f"{tmp_path / 'allowed' / 'pairs.csv'} {loop}")):
+            server.check_data(tmp_path / "allowed" / "pairs.csv")
+    assert load_model(str(folder)).kind == "masked"  # (the CLI and Python: the loop names no file, nothing to refuse)
