@@ -102,3 +102,22 @@ def test_a_loop_of_links_is_refused_in_one_line_under_a_server_s_allowed_folders
         with pytest.raises(DatasetError, match=re.escape(f"{tmp_path / 'allowed' / 'pairs.csv'} {loop}")):
             server.check_data(tmp_path / "allowed" / "pairs.csv")
     assert load_model(str(folder)).kind == "masked"  # (the CLI and Python: the loop names no file, nothing to refuse)
+
+
+# -- 12. score --words / --sequences: the files beside OUT are checked before the model loads -------------------------
+
+
+@pytest.mark.parametrize("option", ["--words", "--sequences"])
+def test_score_refuses_a_folder_where_a_file_beside_out_goes_before_the_model_loads(model_dirs, tmp_path, monkeypatch, capsys, option):
+    import biaslens.engine.models as models
+    from biaslens.cli import main
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded before the outputs were checked"))
+    (tmp_path / "texts.txt").write_text("A text.\n", encoding="utf-8")
+    beside = tmp_path / f"t{option.replace('--', '.')}.csv"
+    beside.mkdir()
+    argv = ["score", "--model", str(model_dirs["bert-cased"]), "--file", str(tmp_path / "texts.txt"), "--out", str(tmp_path / "t.csv"), option]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"biaslens score: error: {option} writes {beside} beside --out, but that is a folder: move it, or choose another --out."
+    assert not (tmp_path / "t.csv").exists()  # (before: the token table written, then the words refused after scoring)
