@@ -477,9 +477,10 @@ def _check_config_fits_weights(name: str, config: Any, auto: Any, shapes: dict[s
     layers = getattr(config, "num_hidden_layers", None)
     indices = {int(m.group(1)) for key in shapes if (m := _LAYER_INDEX.search(key))}
     if isinstance(layers, int) and indices and layers != max(indices) + 1:  # (fewer: the last layers' weights would be left unread)
+        said = f"{layers:,} layer{'' if layers == 1 else 's'}"
         raise ModelLoadError(
-            f"{name}: config.json says {layers:,} layer{'' if layers == 1 else 's'}, but the weights hold {max(indices) + 1}: the config does not belong to "
-            "these weights; copy the model's own config.json."
+            f"{name}: config.json says {said}, but the weights hold {max(indices) + 1}: the config does not belong to these weights; "
+            "copy the model's own config.json."
         )
     try:
         with torch.device("meta"):

@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence, cast
 import numpy as np
 import pandas as pd
 
-from biaslens.data.sentences import check_sentence
+from biaslens.data.sentences import check_characters, check_sentence
 from biaslens.engine import display
 from biaslens.engine.causal import FIRST_TOKEN_HELP, CausalLM, FirstToken
 from biaslens.engine.lm import Encoding, LanguageModel
@@ -266,7 +266,7 @@ def _reduction(reduction: str) -> str:
 def _per_text(value: str | Sequence[str] | None, n: int, what: str) -> list[str | None]:
     if value is None or (isinstance(value, str) and value == ""):
         return [None] * n
-    if isinstance(value, str):
+    if isinstance(value, (str, bytes, bytearray, memoryview)):  # (bytes: one prefix, refused as such, not one per byte)
         return [check_sentence(value, f"The {what}")] * n
     values = list(value)
     if len(values) != n:
@@ -275,19 +275,20 @@ def _per_text(value: str | Sequence[str] | None, n: int, what: str) -> list[str 
 
 
 def _inputs(texts: str | Sequence[str], prefix: Any, suffix: Any, separator: str, lm: LanguageModel) -> list[_Input]:
-    if isinstance(texts, str):
-        texts = [texts]
+    if isinstance(texts, (str, bytes, bytearray, memoryview)):  # (bytes: one text, refused as such, not one per byte)
+        texts = [texts]  # type: ignore[list-item]
     if not isinstance(texts, Sequence) and not hasattr(texts, "__iter__"):
         raise InputError(f"texts must be a string or a list of strings, not {type(texts).__name__}.")
     texts = list(texts)
     if not texts:
         raise InputError("No texts to score.")
     for k, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InputError(f"Text {k + 1} must be a str, not {'None' if text is None else type(text).__name__}.")
+        if text is None:
+            raise InputError(f"Text {k + 1} must be a str, not None.")
         check_sentence(text, f"Text {k + 1}")
     if not isinstance(separator, str):
         raise InputError(f"separator must be a str, not {type(separator).__name__}.")
+    check_characters(separator, "The separator")  # (blank, as it mostly is, is fine)
     prefixes = _per_text(prefix, len(texts), "prefix")
     suffixes = _per_text(suffix, len(texts), "suffix")
     if lm.kind == "causal" and any(s is not None for s in suffixes):

@@ -121,3 +121,41 @@ def test_score_refuses_a_folder_where_a_file_beside_out_goes_before_the_model_lo
     err = capsys.readouterr().err.strip()
     assert err == f"biaslens score: error: {option} writes {beside} beside --out, but that is a folder: move it, or choose another --out."
     assert not (tmp_path / "t.csv").exists()  # (before: the token table written, then the words refused after scoring)
+
+
+# -- 13. the Python API: a lone surrogate or bytes is an InputError naming the text -------------------------------------
+
+
+SURROGATE = "a lone surrogate, U+D800 at character 8: half of a character, not text"
+
+
+@pytest.mark.parametrize(
+    "texts, options, message",
+    [
+        (["A good day.", "A good \ud800 day."], {}, f"Text 2 contains {SURROGATE}"),  # (a raw TypeError from tokenizers)
+        ("A good \ud800 day.", {}, f"Text 1 contains {SURROGATE}"),
+        (b"A good day.", {}, "Text 1 is bytes, not text: decode it first (e.g. .decode('utf-8'))."),  # ("must be a str, not int")
+        ([b"A good day."], {}, "Text 1 is bytes, not text: decode it first"),
+        (["A day."], {"prefix": "A good \ud800 day."}, f"The prefix contains {SURROGATE}"),
+        (["A day."], {"prefix": b"ab"}, "The prefix is bytes, not text"),  # ("2 prefixes for 1 texts")
+        (["A day."], {"prefix": [b"ab"]}, "The prefix of text 1 is bytes, not text"),  # ("is empty")
+        (["A day."], {"prefix": "Then", "separator": "\x00"}, "The separator contains the control character U+0000 (NUL) at character 1"),
+        (["A day."], {"prefix": "Then", "separator": "\udc80"}, "The separator contains a lone surrogate, U+DC80 at character 1"),
+    ],
+)
+def test_score_refuses_what_is_not_text_in_one_line_naming_it(tiny_models, texts, options, message):
+    import biaslens
+    from biaslens.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        biaslens.score(tiny_models["bert-cased"], texts, **options)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_command_line_argument_that_is_not_utf8_is_one_line(model_dirs, capsys):
+    from biaslens.cli import main
+
+    # Python reads an argument's bytes that are not UTF-8 ($'\xff') as lone surrogates (surrogateescape).
+    assert main(["inspect", "--model", str(model_dirs["bert-cased"]), "A \udcff b.", "A c b."]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "The stereotypical sentence contains a lone surrogate, U+DCFF at character 3" in err and len(err.splitlines()) == 1
