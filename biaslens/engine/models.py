@@ -533,6 +533,11 @@ def _check_local_folder(folder: Path, allow_pickle: bool) -> dict[str, tuple[int
     truncated copy), and the tokenizer's vocabulary files. Returns each safetensors weight's
     shape by name, from the headers (empty for pickle weights).
     """
+    try:
+        str(folder).encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 in its path (read as surrogates): safetensors and tokenizers open none
+        shown = str(folder).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")  # (its bytes, as \xff)
+        raise ModelLoadError(f"{shown}: its path is not UTF-8, and safetensors and the tokenizer open only UTF-8 paths: rename it.") from None
     names = {p.name for p in folder.iterdir()}
     hint = "a folder saved with save_pretrained holds config.json, model.safetensors and the tokenizer files"
     if "config.json" not in names:

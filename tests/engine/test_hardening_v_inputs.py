@@ -159,3 +159,47 @@ def test_a_command_line_argument_that_is_not_utf8_is_one_line(model_dirs, capsys
     assert main(["inspect", "--model", str(model_dirs["bert-cased"]), "A \udcff b.", "A c b."]) == 2
     err = capsys.readouterr().err.strip()
     assert "The stereotypical sentence contains a lone surrogate, U+DCFF at character 3" in err and len(err.splitlines()) == 1
+
+
+# -- 14 (the lab's half) and its neighbours: an empty folder option, a folder name that is not UTF-8 ------------------
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    import biaslens.lab.store
+
+    monkeypatch.setattr(biaslens.lab.store, "_train", lambda *a, **k: pytest.fail("the model was trained before the refusal"))
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["lab", "train", "--models-dir", ""], "--models-dir"),  # (trained into the default cache)
+        (["lab", "evaluate", "--models-dir", "  "], "--models-dir"),
+        (["lab", "sweep", "--models-dir", "", "--out", "OUT"], "--models-dir"),
+        (["evaluate", "--model", "m", "--dataset", "crows-pairs", "--out", "OUT", "--cache-dir", ""], "--cache-dir"),  # (the default cache)
+        (["datasets", "--data-dir", ""], "--data-dir"),  # (the current folder, searched recursively)
+    ],
+)
+def test_an_empty_folder_option_is_refused_before_any_work(tmp_path, capsys, no_training, argv, option):
+    from biaslens.cli import main
+
+    assert main([str(tmp_path / "out") if a == "OUT" else a for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"error: {option} is empty: name a folder, or leave the option out for the default.") and len(err.splitlines()) == 1
+
+
+def test_a_lab_models_folder_whose_name_is_not_utf8_is_refused_before_training(tmp_path, capsys, no_training):
+    from biaslens.cli import main
+
+    folder = tmp_path / "lab\udcff"  # (bytes b"lab\xff" on disk: Python reads them as a surrogate)
+    assert main(["lab", "train", "--models-dir", str(folder), "--steps", "2", "--corpus-size", "200"]) == 2  # (trained, then a traceback)
+    err = capsys.readouterr().err.strip()
+    assert f"{tmp_path / 'lab'}\\xff cannot be used: its name is not UTF-8, which the tokenizer's files need. Choose another (--models-dir)." in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_model_folder_whose_path_is_not_utf8_says_so(model_dirs, tmp_path):
+    folder = shutil.copytree(model_dirs["bert-cased"], tmp_path / "m\udcff" / "bert")
+    with pytest.raises(ModelLoadError, match="its path is not UTF-8, and safetensors and the tokenizer open only UTF-8 paths: rename it"):
+        load_model(str(folder))  # ("the weights file model.safetensors is corrupted or incomplete ...; download or copy it again")
