@@ -203,3 +203,27 @@ def test_a_model_folder_whose_path_is_not_utf8_says_so(model_dirs, tmp_path):
     folder = shutil.copytree(model_dirs["bert-cased"], tmp_path / "m\udcff" / "bert")
     with pytest.raises(ModelLoadError, match="its path is not UTF-8, and safetensors and the tokenizer open only UTF-8 paths: rename it"):
         load_model(str(folder))  # ("the weights file model.safetensors is corrupted or incomplete ...; download or copy it again")
+
+
+# -- neighbours of 13: score's other arguments, each refused in one line ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"prefix": 123}, "The prefix must be a str, or a list of them (one per text), not int."),  # ('int' object is not iterable)
+        ({"suffix": object()}, "The suffix must be a str, or a list of them (one per text), not object."),
+        ({"batch_tokens": "x"}, "batch_tokens must be a whole number of at least 1, not 'x'."),  # (unsupported operand type(s) for //)
+        ({"batch_tokens": 0}, "batch_tokens must be a whole number of at least 1, not 0."),  # (accepted)
+        ({"chunk_texts": 0}, "chunk_texts must be a whole number of at least 1, not 0."),  # ("chunk_pairs must be ...")
+        ({"progress": 5}, "progress must be a function (or None), not int."),  # ('int' object is not callable)
+        ({"stop": 5}, "stop must be a function (or None), not int."),
+    ],
+)
+def test_score_refuses_a_bad_argument_in_one_line(tiny_models, options, message):
+    import biaslens
+    from biaslens.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        biaslens.score(tiny_models["bert-cased"], ["A good day."], **options)
+    assert str(info.value) == message
