@@ -227,3 +227,30 @@ def test_score_refuses_a_bad_argument_in_one_line(tiny_models, options, message)
     with pytest.raises(InputError) as info:
         biaslens.score(tiny_models["bert-cased"], ["A good day."], **options)
     assert str(info.value) == message
+
+
+# -- neighbours of 12: a folder where a command's result file goes, refused before the model loads ------------------
+
+
+@pytest.mark.parametrize(
+    "argv, blocked",
+    [
+        (["evaluate", "--model", "M", "--dataset", "CROWS", "--metrics", "aul", "--out", "OUT"], "pairs.csv"),
+        (["evaluate", "--model", "M", "--dataset", "CROWS", "--metrics", "aul", "--flags", "all", "--out", "OUT"], "flagged.csv"),
+        (["compare", "--model", "M", "M2", "--dataset", "CROWS", "--metrics", "aul", "--out", "OUT"], "comparison.json"),
+        (["conventions", "--model", "M", "--dataset", "CROWS", "--out", "OUT"], "flips.csv"),
+    ],
+)
+def test_a_folder_where_a_result_file_goes_is_refused_before_the_model_loads(model_dirs, tmp_path, monkeypatch, capsys, argv, blocked):
+    import biaslens.engine.models as models
+    from biaslens.cli import main
+    from tests.support import FIXTURE_DATA
+
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded before the outputs were checked"))
+    (tmp_path / "out" / blocked).mkdir(parents=True)
+    names = {"M": str(model_dirs["bert-cased"]), "M2": str(model_dirs["roberta"]), "OUT": str(tmp_path / "out")}
+    names["CROWS"] = str(FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv")
+    assert main([names.get(a, a) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"--out {tmp_path / 'out'} holds a folder named {blocked}, where a file of the results goes: move it, or choose another folder.")
+    assert len(err.splitlines()) == 1 and [p.name for p in (tmp_path / "out").iterdir()] == [blocked]
