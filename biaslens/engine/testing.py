@@ -312,9 +312,24 @@ def build_config(family: str, size: str = "tiny", tokenizer: Any = None, **overr
         )
     else:
         raise ValueError(f"unknown family {family!r}; choose from {FAMILIES}")
+    return _with_overrides(config, overrides)
+
+
+def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
+    """`config` with each of `overrides` set on it."""
     for key, value in overrides.items():
         setattr(config, key, value)
     return config
+
+
+def _random_model(auto_class: Any, config: Any, tokenizer: Any, out_dir: str | Path, seed: int, **options: Any) -> Path:
+    """A model of `config` with random weights drawn from `seed` (`auto_class.from_config`), saved with its tokenizer in `out_dir`."""
+    torch.manual_seed(seed)
+    model = auto_class.from_config(config, **options)
+    out = Path(out_dir)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
 
 
 def build_random_model(
@@ -328,12 +343,7 @@ def build_random_model(
     from transformers import AutoModelForMaskedLM
 
     tokenizer = build_tokenizer(family, tokenizer_dir)
-    torch.manual_seed(seed)
-    model = AutoModelForMaskedLM.from_config(build_config(family, size, tokenizer=tokenizer, **overrides))
-    out = Path(out_dir)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return _random_model(AutoModelForMaskedLM, build_config(family, size, tokenizer=tokenizer, **overrides), tokenizer, out_dir, seed)
 
 
 def _trained_bpe_parts(corpus: Iterable[str], vocab_size: int, specials: list[str], sentencepiece: bool) -> tuple[dict[str, int], Any]:
@@ -399,9 +409,7 @@ def build_causal_config(family: str, size: str = "tiny", tokenizer: Any = None, 
         config = Qwen2Config(**sized, num_key_value_heads=kv_heads, max_position_embeddings=4096, tie_word_embeddings=True)
     else:
         raise ValueError(f"unknown causal family {family!r}; choose from {CAUSAL_FAMILIES}")
-    for key, value in overrides.items():
-        setattr(config, key, value)
-    return config
+    return _with_overrides(config, overrides)
 
 
 def build_random_causal_model(
@@ -411,13 +419,8 @@ def build_random_causal_model(
     from transformers import AutoModelForCausalLM
 
     tokenizer = build_causal_tokenizer(family, tokenizer_dir)
-    torch.manual_seed(seed)
     config = build_causal_config(family, size, tokenizer=tokenizer, **overrides)
-    model = AutoModelForCausalLM.from_config(config, **({"dtype": dtype} if dtype is not None else {}))
-    out = Path(out_dir)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return _random_model(AutoModelForCausalLM, config, tokenizer, out_dir, seed, **({"dtype": dtype} if dtype is not None else {}))
 
 
 __all__ = [
