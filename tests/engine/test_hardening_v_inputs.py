@@ -252,5 +252,6 @@ def test_a_folder_where_a_result_file_goes_is_refused_before_the_model_loads(mod
     names["CROWS"] = str(FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv")
     assert main([names.get(a, a) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith(f"--out {tmp_path / 'out'} holds a folder named {blocked}, where a file of the results goes: move it, or choose another folder.")
+    said = f"--out {tmp_path / 'out'} holds a folder named {blocked}, where a file of the results goes: move it, or choose another folder."
+    assert err.endswith(said)
     assert len(err.splitlines()) == 1 and [p.name for p in (tmp_path / "out").iterdir()] == [blocked]
