@@ -98,6 +98,10 @@ class EvaluationPlan:
             mlm_bias_padded=bool(getattr(args, "mlm_bias_batched", False)),
         )
 
+    def output_files(self) -> tuple[str, ...]:
+        """The files `EvaluationRun.save` writes: `pairs.csv`, `summary.json` and those of every step that applies."""
+        return ("pairs.csv", "summary.json", *(name for step in STEPS.values() if step.applies(self) for name in step.files))
+
 
 @dataclass(frozen=True)
 class StepInput:

@@ -101,8 +101,10 @@ def result_cache(args: argparse.Namespace):
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from biaslens.analyses.pipeline import EvaluationPlan, run_evaluation
+    from biaslens.data.export import check_output_dir
 
     plan = EvaluationPlan.from_args(args)  # refused here, before the dataset or the model loads
+    check_output_dir(args.out, files=plan.output_files())  # (a folder named pairs.csv in --out: refused after scoring)
     cache, said = result_cache(args), []
     if cache is not None:
         said = [w for w in (cache.notice, cache.warning) if w]  # said now, not only after the run

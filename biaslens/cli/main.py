@@ -15,10 +15,12 @@ import importlib
 import sys
 from typing import Iterable, Sequence
 
-from biaslens.errors import BiaslensError
+from biaslens.errors import BiaslensError, InputError
 from biaslens.cli.common import COMMANDS, EXIT_ERROR, Parser
 
 EXIT_INTERRUPTED = 130
+#: Folder options (argparse's names) whose empty value is refused: it meant the default folder, or the current one.
+FOLDER_OPTIONS = ("models_dir", "cache_dir", "data_dir")
 
 
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
@@ -52,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from biaslens.data.export import check_output_dir
 
             check_output_dir(args.out)
+        for option in FOLDER_OPTIONS:  # an empty folder meant the default one (the cache) or the current one (data): refused
+            if isinstance(value := getattr(args, option, None), str) and not value.strip():
+                raise InputError(f"--{option.replace('_', '-')} is empty: name a folder, or leave the option out for the default.")
         return args.func(args)
     except BiaslensError as exc:
         print(f"biaslens {args.command}: error: {exc}", file=sys.stderr)

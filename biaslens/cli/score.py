@@ -63,11 +63,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     from biaslens.data.sentences import check_sentence
     from biaslens.data.texts import read_texts
     from biaslens.engine.text_scores import check_token_lengths, check_variant, score
-    from biaslens.errors import InputError
+    from biaslens.errors import InputError, OutputError
     from biaslens.cli.evaluate import result_cache
 
     # Everything that can be refused is refused before the model loads.
     out = check_output_file(args.out_file)
+    for what in ("words", "sequences"):
+        if getattr(args, what) and beside(out, what).is_dir():  # (written beside OUT, in its folder: checked with it)
+            raise OutputError(f"--{what} writes {beside(out, what)} beside --out, but that is a folder: move it, or choose another --out.")
     spec = ModelSpec.from_args(args)
     texts = read_texts(args.file, args.column)
     for k, text in enumerate(texts.texts):

@@ -202,6 +202,17 @@ def test_a_model_folder_whose_weights_link_out_of_an_allowed_folder_is_refused(a
     assert refusal in texts(at.error)
 
 
+def test_a_loop_of_links_in_an_allowed_model_folder_is_one_line(app_env, model_dirs, monkeypatch, tmp_path):
+    folder = shutil.copytree(model_dirs["bert-cased"], tmp_path / "allowed" / "bert")
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", f"{model_dirs['bert-cased'].parent}:{tmp_path / 'allowed'}")
+    at = run_app(params={"model": str(folder), "s1": "A b.", "s2": "A c."})
+    no_exceptions(at)
+    assert f"{folder / 'a'} is a symbolic link that leads back to itself (a loop of links), so it names no file: remove it." in texts(at.error)
+    assert "Unexpected error" not in _everything_shown(at)  # ("Unexpected error (RuntimeError): Symlink loop from ...")
+
+
 def test_a_300_character_model_name_is_a_one_line_error(app_env):
     at = run_app(params={"model": "a" * 300, "s1": "A b.", "s2": "A c."})
     no_exceptions(at)
