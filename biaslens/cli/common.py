@@ -47,6 +47,7 @@ COMMANDS: dict[str, str] = {
     "conventions": "one model's bias scores under every scoring convention (the peers' for causal models, the likelihood metrics for "
     "masked ones) and the pairs that flip",
     "zoo": "many models x datasets as jobs (Slurm or this machine), resumable, kept in a results store: run, status, merge",
+    "app": "start the web app (http://localhost:8501); Streamlit's options pass through, e.g. --server.port 8502",
 }
 
 
