@@ -288,7 +288,7 @@ def token_columns(kind: str) -> dict[str, str]:
     """The token table's columns for a model of `kind`: its measures in the kind's words ("log p (AUL-c term)"), then each
     metric's per-token log p ("CPS masked log p", "CPS-c log p"), in the table's order."""
     measures = figures.token_measures(kind)
-    named = {**TOKEN_COLUMNS, **{m: words[0] for m, words in measures.items() if m in TOKEN_COLUMNS}}
+    named = {**TOKEN_COLUMNS, **{m: words[0] for m, words in measures.items() if m in ("logprob", "aula_contribution")}}
     per_metric = {str(m.token_column): token_label(k) for k, m in METRICS.items() if m.token_column and kind in m.kinds}
     return {**{c: named[c] for c in list(named)[:-1]}, **per_metric, "top5": named["top5"]}
 

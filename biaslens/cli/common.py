@@ -40,7 +40,7 @@ COMMANDS: dict[str, str] = {
     "metrics": "list the metrics with formula, direction and citation",
     "models": "list the model presets",
     "datasets": "show where the datasets are; --fetch downloads missing ones",
-    "lab": "bias lab: train a small masked LM with a planted bias and see which metrics detect it",
+    "lab": "bias lab: train a small masked or causal LM with a planted bias and see which metrics detect it",
     "kurita": "Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests",
     "report": "reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML",
     "shuffle": "one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)",

@@ -29,7 +29,7 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
     metrics`, `models` and `--help` answer without loading torch.
     """
     wanted = set(COMMANDS) if commands is None else set(commands)
-    parser = Parser(prog="biaslens", description="Token-level social bias in masked language models.")
+    parser = Parser(prog="biaslens", description="Token-level social bias in masked and causal language models.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, summary in COMMANDS.items():
         if name in wanted:

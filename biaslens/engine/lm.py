@@ -272,7 +272,8 @@ class LanguageModel:
 
         Read from the tokenizer (a fast tokenizer's `offset_mapping`), tokenizing the texts again and
         matching the result to the encoding's own tokens; where the tokenizer gives no offsets, found by
-        looking for each token's characters in the text (`_matched_offsets`). What `biaslens.score` places tokens in words by, and what every drawing of a token shows (`token_texts`).
+        looking for each token's characters in the text (`_matched_offsets`). What `biaslens.score` places tokens in
+        words by, and what every drawing of a token shows (`token_texts`).
         """
         texts = [e.text for e in encodings]
         out: list[np.ndarray | None] = [None] * len(encodings)
