@@ -201,8 +201,9 @@ _TABLE_STYLE = (
     ".bl-table-wrap{overflow-x:auto;max-width:100%;margin:0.1rem 0 0.5rem 0;scrollbar-width:auto;scrollbar-color:#8a8a8a #ededed}"
     ".bl-table{border-collapse:collapse;width:100%;font-size:0.92rem;line-height:1.35}"
     ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.35rem;"
-    "overflow-wrap:anywhere}"
-    # `anywhere`, not `break-word`: a long header or word may break, so the table shrinks to its box instead of overflowing it.
+    "overflow-wrap:normal;word-break:normal;hyphens:manual}"
+    # A header breaks between words only ("Undecidab|le" read as two words): a table whose headers need more room than its
+    # box scrolls sideways, its key column pinned. A cell's text (`anywhere`) may break, so the table shrinks first.
     ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.35rem;vertical-align:top;overflow-wrap:anywhere}"
     ".bl-table .bl-num{text-align:right;font-variant-numeric:tabular-nums}.bl-table td.bl-num{white-space:nowrap}"
     # The key columns (a metric's or a model's name) break between words only: they keep their longest word's width.
