@@ -29,7 +29,7 @@ from biaslens.figures import charts as figures, html as figures_html
 from biaslens import lab
 from biaslens.engine.evaluation import PairInspection, prepare_inspection
 from biaslens.figures.formatting import SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, format_margin
-from biaslens.engine.metrics import KINDS, METRICS, token_label
+from biaslens.engine.metrics import KINDS, METRICS, metrics_of_kind, token_label
 
 ui.require_app()
 
@@ -677,8 +677,11 @@ def main() -> None:
         st.subheader("Sentence scores")
         for note in result.notes:  # e.g. AULA for a model without attention weights
             st.info(ui.feedback.md(note), icon=":material/info:")
-        if st.session_state.get(S + "metric") not in result.metrics:
-            st.session_state[S + "metric"] = result.metrics[0]
+        if st.session_state.get(S + "metric") not in result.metrics:  # another kind's metric (ll for a masked model): its
+            # counterpart, or the first, and the link says so (it kept metric=ll)
+            mapped = [m for m in metrics_of_kind([st.session_state.get(S + "metric") or ""], result.kind) if m in result.metrics]
+            st.session_state[S + "metric"] = (mapped or list(result.metrics))[0]
+            ui.state.publish(dataclasses.replace(view, metric=st.session_state[S + "metric"]))
         st.segmented_control(
             "Metric in focus",
             list(result.metrics),

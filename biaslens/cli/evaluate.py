@@ -176,7 +176,8 @@ def convention_line(block: dict) -> str:
     from biaslens.engine.metrics import METRICS
 
     # Rounded for reading (acc 0.4695, not 0.46949602122015915); summary.json keeps every digit.
-    stats = ", ".join(f"{k} {(fmt(v) if abs(v) >= 1 else fmt(v, 4)) if isinstance(v, float) else v}" for k, v in (block.get("statistics") or {}).items())
+    rounded = lambda v: (fmt(v) if abs(v) >= 1 else fmt(v, 4)) if isinstance(v, float) else v  # noqa: E731
+    stats = ", ".join(f"{k} {rounded(v)}" for k, v in (block.get("statistics") or {}).items())
     return f"{block['name']} ({block['key']}, {METRICS[block['metric']].name}, first token: {block['first_token']}): {stats}"
 
 
