@@ -62,8 +62,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             per_metric = [str(m.token_column) for k, m in METRICS.items() if k in result.metrics and m.token_column in frame]
             cols = ["position", "token", "modified", "logprob", "rank", "attention", "aula_contribution", *per_metric, "top5"]
             print(f"\n{label}: {detail.encoding.text}")
-            rank = lambda v: f"{v:.0f}"  # noqa: E731  (a dash where nothing predicts the token: a BOS)
-            print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}", formatters={"rank": rank}, na_rep="—"))
+            frame = frame.assign(rank=[f"{r:.0f}" if r == r else "—" for r in frame["rank"]])  # a dash where nothing predicts the token
+            print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         print()
         # The margin with the digits its sign needs: never -0.0000 beside the verdict "anti".
         # The metric by its name only (`key`, its internal name, is in --json's output).

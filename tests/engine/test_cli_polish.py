@@ -27,3 +27,27 @@ def test_the_score_printout_heads_each_column_once():
 
 def test_every_interval_is_headed_95_percent_ci():
     assert column_label("ci_low") == "95% CI low" and column_label("control_ci_high") == "Control 95% CI high"
+
+
+def test_inspect_prints_a_causal_model_s_own_columns_and_its_tokens_as_text(causal_dirs, capsys):
+    """Issue 40 items 7 and 8: `inspect` printed a cps_logprob column of NaN for a causal model, its BOS ranked 0, and
+    byte-level tokens raw ("ĠcafÃ©")."""
+    from biaslens.cli.main import main
+
+    assert main(["inspect", "--model", str(causal_dirs["gpt2"]), "Women can't drive a café.", "Men can't drive a café."]) == 0
+    out = capsys.readouterr().out
+    head = next(line for line in out.splitlines() if line.strip().startswith("position")).split()
+    assert "cps_logprob" not in head and "cps_c_logprob" in head and "sss_c_logprob" in head
+    bos = next(line for line in out.splitlines() if "<|endoftext|>" in line).split()
+    assert bos[head.index("rank")] == "—"  # nothing predicts it: no rank, never 0
+    assert "Ã" not in out and "Ġ" not in out and "é" in out
+
+
+def test_biaslens_help_and_models_name_both_kinds(capsys):
+    from biaslens.cli.main import main
+
+    assert main(["models"]) == 0
+    assert "masked or causal LM" in capsys.readouterr().out
+    from biaslens.cli.main import build_parser
+
+    assert "masked and causal language models" in build_parser().format_help()
