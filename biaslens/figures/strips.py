@@ -35,7 +35,7 @@ MAX_STRIPS = 60
 #: About how wide (px) one line of columns may be before the strips go on below, the texts' numbers first again: what a
 #: 1024 px window's main column holds. A cell's width is estimated from its characters (`CHAR_PX`, `SMALL_CHAR_PX` for
 #: the value under it, `CELL_PX` its padding, border and gap); a line that is wider still wraps in the browser.
-LINE_WIDTH = 620
+LINE_WIDTH = 500
 CHAR_PX, SMALL_CHAR_PX, CELL_PX = 9.5, 6.5, 17.0
 _RGB = tuple(int(STEREO_COLOR[k : k + 2], 16) for k in (1, 3, 5))
 
