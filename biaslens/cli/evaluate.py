@@ -169,7 +169,9 @@ def convention_line(block: dict) -> str:
     """A convention's own statistics, as the peer reports them (summary.json's `convention` block), in one line."""
     from biaslens.engine.metrics import METRICS
 
-    stats = ", ".join(f"{k} {fmt(v) if isinstance(v, float) and abs(v) >= 1 else v}" for k, v in (block.get("statistics") or {}).items())
+    # Rounded for reading (acc 0.4695, not 0.46949602122015915); summary.json keeps every digit.
+    rounded = lambda v: (fmt(v) if abs(v) >= 1 else fmt(v, 4)) if isinstance(v, float) else v  # noqa: E731
+    stats = ", ".join(f"{k} {rounded(v)}" for k, v in (block.get("statistics") or {}).items())
     return f"{block['name']} ({block['key']}, {METRICS[block['metric']].name}, first token: {block['first_token']}): {stats}"
 
 

@@ -195,7 +195,7 @@ def score(
             raise InputError(f"{name} must be a function (or None), not {type(function).__name__}.")
     inputs = _inputs(texts, prefix, suffix, separator, lm)
     encodings = lm.encode_many([i.full for i in inputs])
-    layouts = [_layout(i, e, o) for i, e, o in zip(inputs, encodings, _offsets(lm, encodings))]
+    layouts = [_layout(i, e, o) for i, e, o in zip(inputs, encodings, lm.char_offsets(encodings))]
     if cache is None and stop is None and chunk_texts is None and chunk_seconds is None:
         records = _compute(lm, variant, layouts, batch_tokens, progress)
     else:
@@ -327,62 +327,6 @@ class _Layout:
     encoding: Encoding
     positions: np.ndarray  # the text's own tokens' positions in the encoding, in order
     words: WordSpans  # over `positions`: spans relative to the text
-
-
-def _offsets(lm: LanguageModel, encodings: Sequence[Encoding]) -> list[np.ndarray]:
-    """Each encoding's character offsets in its text, (L, 2), (-1, -1) at special positions.
-
-    Read from the tokenizer (a fast tokenizer's `offset_mapping`), tokenizing the texts again and
-    matching the result to the encoding's own tokens; where the tokenizer gives no offsets, found by
-    looking for each token's characters in the text (`_matched_offsets`).
-    """
-    texts = [e.text for e in encodings]
-    out: list[np.ndarray | None] = [None] * len(encodings)
-    for specials in (False, True):
-        todo = [k for k, o in enumerate(out) if o is None]
-        if not todo:
-            break
-        try:
-            batch = lm.tokenizer(
-                [texts[k] for k in todo],
-                add_special_tokens=specials,
-                return_offsets_mapping=True,
-                return_special_tokens_mask=True,
-                verbose=False,
-            )
-        except (NotImplementedError, ValueError, TypeError):
-            break
-        for j, k in enumerate(todo):
-            got_special = batch["special_tokens_mask"][j]
-            own = [(int(i), tuple(o)) for i, o, s in zip(batch["input_ids"][j], batch["offset_mapping"][j], got_special) if not s]
-            enc = encodings[k]
-            positions = [p for p in range(len(enc)) if not enc.special[p]]
-            if [enc.ids[p] for p in positions] != [i for i, _ in own]:
-                continue
-            offsets = np.full((len(enc), 2), -1, dtype=np.int64)
-            offsets[positions] = np.asarray([o for _, o in own], dtype=np.int64).reshape(-1, 2)
-            out[k] = offsets
-    return [o if o is not None else _matched_offsets(lm, e) for o, e in zip(out, encodings)]
-
-
-def _matched_offsets(lm: LanguageModel, encoding: Encoding) -> np.ndarray:
-    """Offsets found by looking for each token's characters in the text, left to right (a tokenizer without offsets)."""
-    text, folded = encoding.text, encoding.text.casefold()
-    offsets = np.full((len(encoding), 2), -1, dtype=np.int64)
-    cursor = 0
-    for p, (token_id, special) in enumerate(zip(encoding.ids, encoding.special)):
-        if special:
-            continue
-        piece = lm.tokenizer.decode([token_id]).strip().removeprefix("##").casefold()
-        at = folded.find(piece, cursor) if piece else -1
-        if at < 0:
-            offsets[p] = (cursor, cursor)
-            continue
-        offsets[p] = (at, at + len(piece))
-        cursor = at + len(piece)
-    if not text:
-        offsets[:] = 0
-    return offsets
 
 
 def _layout(item: _Input, encoding: Encoding, offsets: np.ndarray) -> _Layout:

@@ -803,6 +803,14 @@ class ModelPool:
             self.evictions += 1
         return evicted
 
+    def discard(self, stale: Callable[[Hashable], bool]) -> int:
+        """Let go of every entry whose key is `stale` (a model folder changed since it was loaded); how many."""
+        with self._lock:
+            keys = [k for k in self._entries if stale(k)]
+            evicted = [self._entries.pop(k) for k in keys]
+        _free(evicted)
+        return len(keys)
+
     def keys(self) -> list[Hashable]:
         """The keys in the pool, least recently used first."""
         with self._lock:
