@@ -27,10 +27,27 @@ def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server
     """
     from playwright.sync_api import expect
 
+    # Every page link drawn while the first run loads torch, recorded as it appears: Streamlit's own list of the pages/
+    # folder ("app", "analyses", ...) must never flash before app.py's navigation (.streamlit/config.toml, app.py).
+    page.add_init_script(NAV_RECORDER)
     open_app(page, server, "explorer")
     expect(page.get_by_role("heading", name="Dataset explorer")).to_be_visible()
     expect(page.get_by_text("Sanity check", exact=False).first).to_be_visible()
     expect(page.locator('[data-testid="stSidebarNav"]')).to_contain_text("Pair inspector")
+    seen = set(page.evaluate("() => window.__navSeen"))
+    assert seen and not seen & {"app", "analyses", "explorer", "inspector", "docs"}, f"raw page list drawn: {sorted(seen)}"
+
+
+#: Records the text of every page link the app draws, from the first byte on (page.add_init_script).
+NAV_RECORDER = """
+window.__navSeen = [];
+new MutationObserver(() => {
+  for (const a of document.querySelectorAll('[data-testid="stSidebarNav"] a, [data-testid="stSidebarNavLink"], [data-testid="stTopNavLink"]')) {
+    const text = (a.innerText || '').trim();
+    if (text && !window.__navSeen.includes(text)) window.__navSeen.push(text);
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
 
 
 def test_picking_a_crows_pairs_pair_shows_its_tokens(page, server):
