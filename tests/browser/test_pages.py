@@ -146,6 +146,18 @@ def test_model_comparison_page(page, server, model_dirs):
     screenshot(page, "compare")
 
 
+def test_a_link_repeating_a_model_nine_hundred_times_draws_it_once(page, server, model_dirs):
+    """Issue 41.10: each repeat was a chip of the comparison's list of models (10,000 never rendered)."""
+    from playwright.sync_api import expect
+
+    bert, roberta = str(model_dirs["bert-cased"]), str(model_dirs["roberta"])
+    open_app(page, server, "compare", models=[bert] * 900 + [roberta], metric="aul", sample="12")
+    expect(page.get_by_text("expected each value once (899 repeats left out)")).to_be_visible()
+    chips = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Models").locator("[data-tag]")
+    expect(chips).to_have_count(2)  # (901 before)
+    assert query(page)["models"] == [bert, roberta]
+
+
 # ---------------------------------------------------------------------------------------
 # Readable at every width, honest about the model, calm offline (issue 12)
 # ---------------------------------------------------------------------------------------
