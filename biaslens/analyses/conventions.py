@@ -63,9 +63,9 @@ class ConventionReport(HtmlRepr):
 def scoring_label(convention: str, metric: str, kind: str) -> str:
     """How a scoring is named in tables and columns: "convention / metric" for a kind read under conventions (a causal model:
     `LanguageModel.takes_first_token`), the metric for one whose conventions are its metrics (a masked model)."""
-    from biaslens.engine.models import KINDS
+    from biaslens.engine.models import KIND_CLASSES
 
-    return f"{convention} / {METRICS[metric].name}" if KINDS[kind].takes_first_token else METRICS[metric].name
+    return f"{convention} / {METRICS[metric].name}" if KIND_CLASSES[kind].takes_first_token else METRICS[metric].name
 
 
 def convention_sensitivity(

@@ -132,10 +132,10 @@ def cmd_score(args: argparse.Namespace) -> int:
 def _check_kind(kind: str, args: argparse.Namespace, error: type[Exception]) -> None:
     """Refuse what a model of `kind` cannot take: a suffix (a kind read left to right), a variant (a kind with one reading),
     a first-token policy (a kind without one)."""
-    from biaslens.engine.models import KINDS
+    from biaslens.engine.models import KIND_CLASSES
     from biaslens.engine.text_scores import READINGS
 
-    model, (reading, *others) = KINDS[kind], KINDS[kind].text_variants
+    model, (reading, *others) = KIND_CLASSES[kind], KIND_CLASSES[kind].text_variants
     if model.left_to_right and args.suffix:
         raise error(f"--suffix: a {kind} model reads left to right, so text after a text cannot change its scores; leave it out.")
     if not others and args.variant not in (None, reading):

@@ -130,7 +130,7 @@ class MaskedLM(LanguageModel):
 
 
 #: The kinds of model by name (`LanguageModel.kind`): what a check made before a model loads asks of its kind.
-KINDS: dict[str, type[LanguageModel]] = {"masked": MaskedLM, "causal": CausalLM}
+KIND_CLASSES: dict[str, type[LanguageModel]] = {"masked": MaskedLM, "causal": CausalLM}
 
 
 #: The longest hub id part (the hub's own rule).
@@ -597,7 +597,7 @@ __all__ = [
     "CausalLM",
     "DEFAULT_MODEL",
     "DEVICE_MAPS",
-    "KINDS",
+    "KIND_CLASSES",
     "DTYPES",
     "Encoding",
     "FirstToken",

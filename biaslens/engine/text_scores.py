@@ -583,14 +583,14 @@ def check_token_lengths(
         return None
     tokenizer, config, name = found
     from biaslens.engine.lm import max_length_of
-    from biaslens.engine.models import KINDS, model_kind
+    from biaslens.engine.models import KIND_CLASSES, model_kind
 
     try:
         kind = model_kind(config, tokenizer, name)
     except Exception:
         return None
     limit = max_length_of(config, tokenizer)
-    extra, specials = KINDS[kind].length_rule(tokenizer, first_token)
+    extra, specials = KIND_CLASSES[kind].length_rule(tokenizer, first_token)
     head = "" if not prefix else prefix + separator
     tail = "" if not suffix else separator + suffix
     full = [head + t + tail for t in texts]
@@ -635,9 +635,9 @@ def _tokenizer_alone(spec: Any) -> tuple[Any, Any, str] | None:
 
 def check_variant(kind: str, variant: str | None) -> str:
     """The variant a model of `kind` reads with (`variant`, checked; the default if None), before any model loads."""
-    from biaslens.engine.models import KINDS
+    from biaslens.engine.models import KIND_CLASSES
 
-    variants = KINDS[kind].text_variants
+    variants = KIND_CLASSES[kind].text_variants
     chosen = variants[0] if variant is None else variant
     if chosen not in variants:
         if len(variants) == 1:
