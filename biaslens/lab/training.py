@@ -108,43 +108,29 @@ def _encode_corpus(tok: Any, sentences: Sequence[LabSentence]) -> _EncodedCorpus
     return _EncodedCorpus(*(torch.from_numpy(a) for a in (ids, special, name_slot, attribute_slot, lengths)), pad)
 
 
+def _sizes(settings: LabSettings, vocab_size: int, pad_id: int) -> dict[str, Any]:
+    """The sizes both architectures take, by the names both configs read (GPT-2's maps them onto n_embd, n_layer, n_head)."""
+    h, layers, heads = settings.hidden_size, settings.num_layers, settings.num_heads
+    return dict(vocab_size=vocab_size, hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads, pad_token_id=pad_id)
+
+
 def _gpt2(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    return GPT2LMHeadModel(
-        GPT2Config(
-            vocab_size=vocab_size,
-            n_embd=settings.hidden_size,
-            n_layer=settings.num_layers,
-            n_head=settings.num_heads,
-            n_inner=4 * settings.hidden_size,
-            n_positions=MAX_LENGTH,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-            bos_token_id=SPECIAL_TOKENS.index("[CLS]"),
-            eos_token_id=SPECIAL_TOKENS.index("[SEP]"),
-            pad_token_id=pad_id,
-        )
-    )
+    inner, bos, eos = 4 * settings.hidden_size, SPECIAL_TOKENS.index("[CLS]"), SPECIAL_TOKENS.index("[SEP]")
+    no_dropout = dict(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    sizes = _sizes(settings, vocab_size, pad_id)
+    return GPT2LMHeadModel(GPT2Config(**sizes, n_inner=inner, n_positions=MAX_LENGTH, bos_token_id=bos, eos_token_id=eos, **no_dropout))
 
 
 def _bert(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
     from transformers import BertConfig, BertForMaskedLM
 
-    config = BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=settings.hidden_size,
-        num_hidden_layers=settings.num_layers,
-        num_attention_heads=settings.num_heads,
-        intermediate_size=4 * settings.hidden_size,
-        max_position_embeddings=MAX_LENGTH,
-        type_vocab_size=1,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        pad_token_id=pad_id,
+    no_dropout = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    sizes = _sizes(settings, vocab_size, pad_id)
+    return BertForMaskedLM(
+        BertConfig(**sizes, intermediate_size=4 * settings.hidden_size, max_position_embeddings=MAX_LENGTH, type_vocab_size=1, **no_dropout)
     )
-    return BertForMaskedLM(config)
 
 
 def _masked_batch(corpus: _EncodedCorpus, rows: Any, mask_id: int, vocab_size: int, gen: Any) -> tuple[Any, Any, Any, Any]:
