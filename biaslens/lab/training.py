@@ -118,7 +118,7 @@ def _gpt2(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     inner, bos, eos = 4 * settings.hidden_size, SPECIAL_TOKENS.index("[CLS]"), SPECIAL_TOKENS.index("[SEP]")
-    no_dropout = dict(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    no_dropout: dict[str, Any] = dict(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     sizes = _sizes(settings, vocab_size, pad_id)
     return GPT2LMHeadModel(GPT2Config(**sizes, n_inner=inner, n_positions=MAX_LENGTH, bos_token_id=bos, eos_token_id=eos, **no_dropout))
 
@@ -126,7 +126,7 @@ def _gpt2(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
 def _bert(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
     from transformers import BertConfig, BertForMaskedLM
 
-    no_dropout = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    no_dropout: dict[str, Any] = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     sizes = _sizes(settings, vocab_size, pad_id)
     return BertForMaskedLM(
         BertConfig(**sizes, intermediate_size=4 * settings.hidden_size, max_position_embeddings=MAX_LENGTH, type_vocab_size=1, **no_dropout)
