@@ -364,7 +364,7 @@ def main() -> None:
     ui.field.stereoset_panel(settings, lm, dataset, result, metrics)
     ui.trust.controls_panel(settings, lm, dataset, result, metrics)
     ui.trust.conventions_panel(lm, dataset, result, view.inspect)
-    if lm.kind == "masked":  # mlm-bias's measures mask each token: a masked model's
+    if lm.fills_masks:  # mlm-bias's measures mask each token: a masked model's
         ui.trust.mlm_bias_panel(lm, dataset, result)
 
 

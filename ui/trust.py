@@ -186,7 +186,7 @@ def _computed(job: tuple, label: str, compute: Callable[[Any], Any]) -> Any:
     return None if found is None else _store().put(job, found)
 
 
-def _offered(job: tuple, button: str, notice: Callable[[], None], compute: Callable[[], Any]) -> Any:
+def _offered(job: tuple, button: str, notice: Callable[[], object], compute: Callable[[], Any]) -> Any:
     """A panel's computation: this session's result of `job`, else a button (`runs.offer`, its key from the job) that
     runs `compute()`; None until it is pressed, or when the computation failed or was stopped."""
     found = _store().get(job)

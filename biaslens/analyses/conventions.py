@@ -61,8 +61,11 @@ class ConventionReport(HtmlRepr):
 
 
 def scoring_label(convention: str, metric: str, kind: str) -> str:
-    """How a scoring is named in tables and columns: the metric for a masked model, "convention / metric" for a causal one."""
-    return METRICS[metric].name if kind == "masked" else f"{convention} / {METRICS[metric].name}"
+    """How a scoring is named in tables and columns: "convention / metric" for a kind read under conventions (a causal model:
+    `LanguageModel.takes_first_token`), the metric for one whose conventions are its metrics (a masked model)."""
+    from biaslens.engine.models import KIND_CLASSES
+
+    return f"{convention} / {METRICS[metric].name}" if KIND_CLASSES[kind].takes_first_token else METRICS[metric].name
 
 
 def convention_sensitivity(
@@ -75,10 +78,10 @@ def convention_sensitivity(
 ) -> ConventionReport:
     """Score `dataset` under every convention and metric (module docstring); `run`: `evaluate`'s run keywords."""
     keywords = run_keywords("convention_sensitivity", run, *RunKeywords.__annotations__)
-    if lm.kind == "causal":
+    if lm.takes_first_token:  # the peers' conventions: how each reads a sentence's first token (and what it compares)
         chosen = [parse_convention(c, lm.kind).key for c in (conventions or list(CONVENTIONS))]
         keys, _ = available_metrics(lm, metrics)
-    else:
+    else:  # a kind without a first-token policy: its conventions are its likelihood metrics
         if conventions and any(parse_convention(c, lm.kind).key != "default" for c in conventions):
             raise InputError("A masked model's conventions are its likelihood metrics (AUL, CPS, PLL, PLL-word-l2r): leave out --conventions.")
         chosen = ["default"]
@@ -117,7 +120,7 @@ def _report(lm: LanguageModel, results: dict[str, EvaluationResult], metrics: Se
     # What each scoring is compared with: a causal metric under the default convention (else the first asked for); a masked
     # model's first metric (AUL).
     home = "default" if "default" in results else next(iter(results))
-    reference = {m: scoring_label(home, m if lm.kind == "causal" else metrics[0], lm.kind) for m in metrics}
+    reference = {m: scoring_label(home, m if lm.takes_first_token else metrics[0], lm.kind) for m in metrics}
     rows = []
     for c, m, label in scorings:
         block = results[c].summary["metrics"][m]

@@ -388,8 +388,7 @@ def run_evaluation(
     """
     from biaslens.data.datasets import load_dataset
     from biaslens.engine import parallel
-    from biaslens.engine.evaluation import evaluate, select_pairs
-    from biaslens.engine.pairs import available_metrics, unavailable_note
+    from biaslens.engine.evaluation import evaluate_run, select_pairs
 
     download = progress.download if progress is not None else _no_progress
     bars = progress.pairs if progress is not None else _no_progress
@@ -420,13 +419,16 @@ def run_evaluation(
     for text in dataset.notes:
         note(text)
     manifest = dict(caveats(lm, chosen)) if caveats is not None and main else {}
-    if plan.default_metrics:  # the default set of the model's kind, less what it cannot give (asked for by name, it is refused)
-        keys, skipped = available_metrics(lm, None)
-        options = dataclasses.replace(options, metrics=tuple(keys))
-        if skipped:
-            note(unavailable_note(skipped))
+    # The options resolved for the model, once: the default metrics of its kind less what it cannot give (asked for by
+    # name, one it cannot give is refused), the convention and its first-token policy, the scoring mode, the precision.
+    resolved = options.resolve(lm, default_metrics=plan.default_metrics)
+    for text in resolved.notes:
+        note(text)
+    options, resolved = resolved.options or options, dataclasses.replace(resolved, notes=())  # (said here, not among the warnings)
     with bars(len(chosen), f"{dataset.name} {','.join(options.metrics)}", disable=not main) as bar:
-        result = evaluate(lm, dataset, options.metrics, cache=cache, progress=bar, **options.evaluate_kwargs())
+        result = evaluate_run(
+            resolved, dataset, cache=cache, progress=bar, batch_tokens=options.batch_tokens, chunk_pairs=options.chunk_pairs, **options.selection()
+        )
     run = EvaluationRun(plan, options, result, scored=len(result.pairs), cached=result.cached, main=main, state=state)
     if not main:
         return run

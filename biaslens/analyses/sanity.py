@@ -47,6 +47,11 @@ WEAK_LOGPROB = -4.0
 #: The same for a causal model, which predicts each token from the ones before it only: a trained GPT-2 gets about a
 #: third of plain English's next tokens right at about -3.5 nats a token (an unmasked masked LM sees the token itself).
 CAUSAL_THRESHOLDS = {"untrained_accuracy": 5.0, "weak_accuracy": 15.0, "weak_logprob": -6.0}
+#: (untrained accuracy, weak accuracy, weak mean log p) by kind of model.
+THRESHOLDS = {
+    "masked": (UNTRAINED_ACCURACY, WEAK_ACCURACY, WEAK_LOGPROB),
+    "causal": (CAUSAL_THRESHOLDS["untrained_accuracy"], CAUSAL_THRESHOLDS["weak_accuracy"], CAUSAL_THRESHOLDS["weak_logprob"]),
+}
 
 
 @dataclass(frozen=True)
@@ -71,11 +76,7 @@ class SanityReport:
 def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subject: str = "plain English", kind: str = "masked") -> tuple[str, str]:
     """(status, message) for the numbers of a sanity run on sentences of `subject` by a model of `kind`."""
     numbers = f"token accuracy {accuracy:.0f}%, mean log p {mean_logprob:.2f} (uniform: {uniform_logprob:.2f})"
-    untrained, weak_accuracy, weak_logprob = (
-        (CAUSAL_THRESHOLDS["untrained_accuracy"], CAUSAL_THRESHOLDS["weak_accuracy"], CAUSAL_THRESHOLDS["weak_logprob"])
-        if kind == "causal"
-        else (UNTRAINED_ACCURACY, WEAK_ACCURACY, WEAK_LOGPROB)
-    )
+    untrained, weak_accuracy, weak_logprob = THRESHOLDS[kind]
     if accuracy < untrained and mean_logprob < NEAR_UNIFORM_FRACTION * uniform_logprob:
         return "untrained", (
             f"Looks untrained: {numbers}. Its predictions are close to random, so its bias scores mean nothing; "

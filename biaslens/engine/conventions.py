@@ -170,7 +170,10 @@ CONVENTIONS: dict[str, Convention] = {
 
 
 def parse_convention(value: "Convention | str | None", kind: str) -> Convention:
-    """The convention named by `value` (None or "" = default) for a model of `kind`; a peer convention needs a causal model."""
+    """The convention named by `value` (None or "" = default) for a model of `kind`; a peer convention sets a first-token
+    policy, so it needs a kind that reads under one (`LanguageModel.takes_first_token`: a causal model)."""
+    from biaslens.engine.models import KIND_CLASSES
+
     if isinstance(value, Convention):
         convention = value
     else:
@@ -178,7 +181,7 @@ def parse_convention(value: "Convention | str | None", kind: str) -> Convention:
         if name not in CONVENTIONS:
             raise InputError(f"Unknown convention {value!r}: choose from {', '.join(CONVENTIONS)}.")
         convention = CONVENTIONS[name]
-    if convention.first_token is not None and kind != "causal":
+    if convention.first_token is not None and not KIND_CLASSES[kind].takes_first_token:
         raise InputError(
             f"The {convention.key} convention scores causal language models; a masked model's metrics are its conventions "
             "(compare AUL, CPS, PLL and PLL-word-l2r with `biaslens conventions`)."

@@ -53,6 +53,7 @@ from biaslens import lab
 from biaslens.errors import InputError, LimitError
 from biaslens.engine.metrics import METRICS, metrics_for, parse_metrics
 from biaslens.engine.runner import format_duration
+from biaslens.lab.settings import LAB_ARCHITECTURES
 
 # ---------------------------------------------------------------------------------------
 # The grid
@@ -162,7 +163,7 @@ class SweepGrid:
             f"{len(self)} models: associations {', '.join(f'{a:g}' for a in self.associations)} x frequency ratios "
             f"{', '.join(f'{r:g}' for r in self.ratios)} x seeds {', '.join(str(s) for s in self.seeds)}; "
             f"{b.steps:,} steps, {b.corpus_size:,} sentences, {b.num_layers} layers of {b.hidden_size}"
-            + (", causal (GPT-2)" if b.kind == "causal" else "")
+            + (f", {b.kind} ({LAB_ARCHITECTURES[b.kind]})" if b.kind != lab.LabSettings.kind else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -1189,7 +1190,7 @@ LIMITS = (
 
 def limits(kind: str) -> str:
     """`LIMITS`, of the sweep's kind of model (small BERTs, or small GPT-2s)."""
-    return LIMITS.replace("small BERTs", "small GPT-2s").replace("not BERT", "not GPT-2") if kind == "causal" else LIMITS
+    return LIMITS.replace("BERT", LAB_ARCHITECTURES[kind])
 
 
 __all__ = [

@@ -254,7 +254,7 @@ def _score_unit(
     wanted = unit_metrics(unit, kind)
     cells = _UnitCells(store, task, owner, about, unit, dataset, identity)
     keys = {m: cell_key(cells.fields(m)) for m in wanted}
-    if unit.convention != DEFAULT_CONVENTION and kind != "causal":  # a peer's convention for causal models
+    if unit.convention != DEFAULT_CONVENTION and not getattr(lm, "takes_first_token", False):  # a peer's convention sets a first-token policy
         usable, unavailable = [], {m: f"the {unit.convention} convention scores causal language models" for m in wanted}
     else:
         usable, unavailable = available_metrics(lm, list(wanted))

@@ -21,7 +21,7 @@ from biaslens.engine.scoring import unmasked_pass
 from biaslens.engine.testing import build_random_causal_model
 from biaslens.errors import InputError, MetricUnavailableError
 from tests.engine import causal_reference as ref
-from tests.support import FIXTURE_DATA, TOKENIZERS
+from tests.support import FAMILY_PAIRS, FIXTURE_DATA, TOKENIZERS
 
 #: family -> (config.model_type, the class the tiny model must be)
 CLASSES = {
@@ -31,8 +31,7 @@ CLASSES = {
     "qwen2": ("qwen2", "Qwen2ForCausalLM"),
 }
 PAIRS = [
-    ("The nurse said she was tired after the night shift.", "The doctor said he was tired after the night shift."),
-    ("Women are good at cooking and cleaning the house.", "Men are good at cooking and cleaning the house."),
+    *FAMILY_PAIRS,
     (
         "The poor are really ignorant about how to handle the money they do have.",
         "The rich are really ignorant about how to handle the money they do have.",

@@ -96,7 +96,7 @@ def test_mlm_bias_on_a_causal_model_is_refused_before_any_pair_is_scored(tiny_gp
     data = tmp_path / "ss.jsonl"
     data.write_text("\n".join(json.dumps(x) for x in STEREOSET_LINES) + "\n", encoding="utf-8")
     scored: list[int] = []
-    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: scored.append(1))
+    monkeypatch.setattr(evaluation, "evaluate_run", lambda *a, **k: scored.append(1))  # what the pipeline scores with
     with pytest.raises(InputError, match="not a masked language model"):
         run_evaluation(EvaluationPlan(SPEC, str(data), mlm_bias=True), lm=tiny_gpt2)
     assert scored == []
