@@ -415,6 +415,13 @@ def _with_convention(lm: LanguageModel, convention: str | Convention | None) -> 
     return lm, conv
 
 
+def scoring_identity(lm: LanguageModel, convention: str | Convention | None, metric: str) -> tuple[str, str]:
+    """What a result-cache key names of how `metric` is read under `convention` beyond the model (the first-token
+    reading, the convention's own sum): two scorings of one model with equal identities compute the same numbers."""
+    view, conv = _with_convention(lm, convention)
+    return view.scoring_tag, conv.value_tag(metric)
+
+
 def _convention_metrics(lm: LanguageModel, metrics: Sequence[str] | str | None, conv: Convention) -> tuple[list[str], list[str]]:
     """`_usable_metrics`, with the metric the convention compares added when it is not asked for."""
     keys, notes = _usable_metrics(lm, metrics)
@@ -688,6 +695,7 @@ __all__ = [
     "pairs_frame",
     "prepare_inspection",
     "scored_pairs",
+    "scoring_identity",
     "select_pairs",
     "summarize",
     "token_identical_pairs",
