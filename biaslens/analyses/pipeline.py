@@ -135,7 +135,8 @@ class Step:
     name: str
     files: tuple[str, ...]
     applies: Callable[[EvaluationPlan], bool]
-    compute: Callable[[StepInput], StepOutput]
+    #: None: nothing to add for this run (SSS-c's context step on a run without SSS-c).
+    compute: Callable[[StepInput], StepOutput | None]
     check: Callable[[EvaluationPlan, "list[Pair]"], None] = lambda plan, pairs: None
     #: The step gets the result an earlier step narrowed (the pairs saved: flags with exclude_flagged), not every
     #: scored pair: what it puts beside the bias scores is then of the same pairs.
@@ -291,11 +292,30 @@ def _mlm_bias(step: StepInput) -> StepOutput:
     return StepOutput(found.summary(), {"mlm_bias.csv": found.pairs, "mlm_bias_scores.csv": found.by_bias_type}, lines, list(found.notes))
 
 
+def _sss_c_context(step: StepInput) -> StepOutput | None:
+    from biaslens.analyses.left_context import METRIC, sss_c_context
+
+    if METRIC not in step.result.summary["metrics"] or all(p.context for p in step.dataset.pairs):  # StereoSet: the attribute
+        return None
+    found = sss_c_context(step.result, step.dataset.pairs)
+    block = found.summary()
+    return StepOutput(
+        block, {"sss_c_context.csv": found.pairs}, [f"\n{found.line()}"], beside={METRIC: {k: block[k] for k in ("prior_only", "with_context")}}
+    )
+
+
 STEPS: dict[str, Step] = {
     "stereoset": Step("stereoset", ("stereoset_scores.csv",), lambda plan: plan.stereoset_scores, _stereoset, _stereoset_check),
     "flags": Step("flags", ("flags.csv", "flagged.csv"), lambda plan: plan.flags is not None, _flags),
     "controls": Step("controls", ("controls.csv", "control_swaps.csv"), lambda plan: plan.controls, _controls, _controls_check, sees_saved=True),
     "mlm_bias": Step("mlm_bias", ("mlm_bias.csv", "mlm_bias_scores.csv"), lambda plan: plan.mlm_bias, _mlm_bias, sees_saved=True),
+    "sss_c_context": Step(
+        "sss_c_context",
+        ("sss_c_context.csv",),
+        lambda plan: plan.default_metrics or "sss_c" in plan.options.metrics,
+        _sss_c_context,
+        sees_saved=True,
+    ),
 }
 """The post-steps, in the order they run; each one's output is `summary.json[name]`."""
 
@@ -417,6 +437,8 @@ def run_evaluation(
     current = result
     for step in steps:  # every step sees the scored pairs, but one that `sees_saved` gets what an earlier step narrowed
         output = step.compute(StepInput(plan, options, lm, dataset, current if step.sees_saved else result, cache))
+        if output is None:
+            continue
         for text in output.notes:
             note(text)
         run.steps[step.name] = output

@@ -682,7 +682,12 @@ METRICS: dict[str, Metric] = {
             pass_kind="unmasked",
             citation=NADEEM + " Read left to right (biaslens).",
             accuracy_positions="the modified tokens",
-            note="Undefined (undecidable) when a sentence has no scored modified token.",
+            note="Reads the modified tokens given the words before them only. Where they come before every other content word "
+            "(in CrowS-Pairs the modified word is usually the group word, often the first: 80 of the first 200 pairs), SSS-c "
+            "compares the group words' prior probabilities, P('poor' | 'The') with P('rich' | 'The'), and never sees the "
+            "attribute; `evaluate` flags those pairs (sss_c_context.csv) and gives SSS-c's score over the others beside it. "
+            "On StereoSet the modified word is the attribute, read after the target. Undefined (undecidable) when a sentence "
+            "has no scored modified token.",
             score=_score_sss_c,
             reduction="mean",
             token_logprob=True,
