@@ -312,8 +312,9 @@ def evaluate(
     `biaslens.engine.runner.NotCached` is raised (`explore.cached_evaluation` turns that into None).
     The chunked, cached, resumable loop itself is `biaslens.engine.runner.run_chunked`.
     `precision="bf16-rescore"` (a float32 model) scores in bfloat16 and re-scores in float32 the
-    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.rescore`); the
-    manifest's `precision` block says how many pairs each metric re-scored.
+    pairs whose margin is within a calibrated (not proven) estimate of bfloat16's error: float32's
+    verdict on the pairs it re-scores, bfloat16's on the rest, so not exact (`biaslens.engine.rescore`);
+    the manifest's `precision` block says how many pairs each metric re-scored.
     """
     lm, conv = _with_convention(lm, convention)
     keys, notes = _convention_metrics(lm, metrics, conv)
