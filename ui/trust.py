@@ -359,6 +359,7 @@ def stability_section(results: Mapping[str, EvaluationResult], metric: str, seed
         ["n", "p_first"],
         pin=["model", "bias_score", "ci_low", "ci_high", "rank_text"],
         labels={"rank_text": "Rank (95% interval)", "p_first": "P(ranked first)"},
+        help={"p_first": "The share of resamples in which it ranks first; a tie for first is shared (half each for two models)."},
     )
     matrix = found.pairwise.pivot(index="model_a", columns="model_b", values="p_a_above_b").reindex(index=list(results), columns=list(results))
     wide = matrix.reset_index().rename(columns={"model_a": "Model"})
