@@ -31,7 +31,7 @@ from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
 from biaslens.engine.options import Compat, InspectionKeywords, Precision
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
 from biaslens.engine.lm import Encoding, LanguageModel
-from biaslens.engine.conventions import Convention, convention_block, parse_convention
+from biaslens.engine.conventions import Convention, check_peer_pairs, convention_block, parse_convention
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
 from biaslens.data.sentences import check_pair
 from biaslens.engine.stats import bias_score
@@ -293,6 +293,7 @@ def evaluate(
     cache_only: bool = False,
     precision: str | None = "model",
     convention: str | Convention | None = None,
+    peer_pairs: bool = False,
 ) -> EvaluationResult:
     """Score every pair of a dataset with the given metrics.
 
@@ -300,7 +301,10 @@ def evaluate(
     LL, AUL-c, AULA-c, CPS-c and SSS-c for a causal one). `convention` (a causal model's: "lm-eval",
     "bias-bench", "oba2024"; `biaslens.engine.conventions`) reads the model as that peer tool does
     (its first-token policy), adds the metric it compares, and puts its own statistics in the
-    summary's `convention` block beside biaslens's bias scores.
+    summary's `convention` block beside biaslens's bias scores. `peer_pairs=True` keeps only the pairs
+    the convention's own code scores (oba2024: CrowS-Pairs' gender pairs, as Oba et al.'s notebook),
+    before `limit` and `sample`; without it every pair is scored and the block gives the peer's
+    statistics over its pairs beside (`peer_pairs`).
 
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
     done in chunks of about `chunk_seconds` of computation (or of `chunk_pairs` pairs, when
@@ -324,6 +328,8 @@ def evaluate(
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
     _check_int("seed", seed, minimum=0)
     pairs = _pair_list(dataset)
+    if peer_pairs:
+        pairs = _peer_pairs(conv, pairs)
     pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
     if not pairs:
         raise InputError("No pairs to score.")
@@ -376,7 +382,7 @@ def evaluate(
     warnings += notes
     summary = summarize(frame, keys, manifest)
     if conv.metric is not None:
-        summary["convention"] = convention_block(conv, frame)
+        summary["convention"] = convention_block(conv, frame, peer_pairs)
     summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
     if identical:
         warnings.append(identical_note(identical))
@@ -414,6 +420,16 @@ def _with_convention(lm: LanguageModel, convention: str | Convention | None) -> 
     if conv.first_token is not None:
         lm = lm.with_first_token(conv.first_token)  # type: ignore[attr-defined]  # a causal model (parse_convention)
     return lm, conv
+
+
+def _peer_pairs(conv: Convention, pairs: list[Pair]) -> list[Pair]:
+    """The pairs the convention's own code scores (`Convention.bias_types`), or a one-line error when it keeps every pair
+    or none of `pairs` is of its types."""
+    check_peer_pairs(conv)
+    kept = conv.peer_pairs(pairs)
+    if not kept:
+        raise InputError(f"No {' or '.join(conv.bias_types)} pairs here: {conv.name}'s code scores those only (peer pairs).")
+    return kept
 
 
 def scoring_identity(lm: LanguageModel, convention: str | Convention | None, metric: str) -> tuple[str, str]:

@@ -45,6 +45,7 @@ def evaluate(
     cache_only: bool = False,
     precision: str | None = "model",
     convention: str | None = None,
+    peer_pairs: bool = False,
 ) -> EvaluationResult:
     """Score every pair of a dataset with the given metrics (`biaslens.engine.evaluation.evaluate`), with the model's sanity verdict.
 
@@ -52,7 +53,8 @@ def evaluate(
     finished chunks, so an interrupted run resumes; `progress(done_pairs, total_pairs)`; `cache_only=True` computes
     nothing (every score from `cache`); `precision="bf16-rescore"`: bfloat16, with the pairs it may get wrong re-scored in
     float32 (not exact: `biaslens.engine.rescore`); `convention` (a causal model's: "lm-eval", "bias-bench", "oba2024")
-    reads the model as that peer does (`biaslens.engine.conventions`). A model that
+    reads the model as that peer does (`biaslens.engine.conventions`); `peer_pairs=True` keeps only the pairs its own
+    code scores (oba2024: gender pairs, as Oba et al.). A model that
     looks untrained or weak on plain text (a bias-lab model: on its own corpus) gets a warning first in `warnings`,
     and the verdict is in `summary["manifest"]["sanity"]`, as the app and the CLI show it.
     """
@@ -72,6 +74,7 @@ def evaluate(
         cache_only=cache_only,
         precision=precision,
         convention=convention,
+        peer_pairs=peer_pairs,
     )
     sanity, warning = caveat(lm)
     result.summary["manifest"]["sanity"] = sanity

@@ -121,3 +121,53 @@ def test_the_command_prints_the_headline_and_writes_it(causal_dirs, pairs, tmp_p
     assert sensitivity["name"].tolist() == ["LL", "AUL-c", "AULA-c", "CPS-c", "SSS-c"]
     written = json.loads((out / "conventions.json").read_text())
     assert written["sensitivity"][1]["changed"] == sensitivity["changed"].iloc[1] and len(written["tools"]) == 3
+
+
+# ---------------------------------------------------------------------------------------
+# oba2024's own pairs: Oba et al.'s notebook keeps CrowS-Pairs' gender pairs only
+# ---------------------------------------------------------------------------------------
+
+
+def _gender(pairs):
+    """Their notebook's filter, written from it: `example['bias_type'] == 2` of the Hugging Face crows_pairs, whose
+    bias_type names are race-color, socioeconomic, gender, ...: index 2 is gender."""
+    names = ["race-color", "socioeconomic", "gender", "disability", "nationality", "sexual-orientation", "physical-appearance", "religion", "age"]
+    return [p for p in pairs if names.index(p.bias_type) == 2]
+
+
+def test_oba2024_offers_its_gender_pairs_and_says_it(tiny_gpt2, pairs):
+    from tests.engine import causal_reference as ref
+
+    theirs = _gender(pairs)
+    assert 0 < len(theirs) < len(pairs)
+    oba = ref.oba_evaluate(tiny_gpt2.model, tiny_gpt2.tokenizer, theirs)
+    kept = evaluate(tiny_gpt2, pairs, ["aul_c"], convention="oba2024", peer_pairs=True)
+    assert kept.pairs["pair_id"].tolist() == [p.pair_id for p in theirs]
+    block = kept.summary["convention"]
+    assert block["statistics"]["acc_score"] == oba["acc_score"] and block["statistics"]["rbs"] == pytest.approx(oba["rbs"], abs=1e-5)
+    assert block["peer_pairs"]["kept"] and "this run scored those" in block["peer_pairs"]["note"]
+    every = evaluate(tiny_gpt2, pairs, ["aul_c"], convention="oba2024")  # every pair by default, and their numbers beside
+    peer = every.summary["convention"]["peer_pairs"]
+    assert len(every.pairs) == len(pairs) and (peer["pairs"], peer["of"], peer["kept"]) == (len(theirs), len(pairs), False)
+    assert peer["statistics"]["acc_score"] == oba["acc_score"] and peer["statistics"]["rbs"] == pytest.approx(oba["rbs"], abs=1e-5)
+    assert "gender pairs only" in peer["note"] and "--peer-pairs" in peer["note"]
+    assert "peer_pairs" not in evaluate(tiny_gpt2, pairs[:3], ["ll"], convention="lm-eval").summary["convention"]
+
+
+def test_peer_pairs_are_refused_where_there_are_none(tiny_gpt2, pairs, causal_dirs, tmp_path, capsys):
+    from biaslens.engine.options import RunOptions
+    from biaslens.errors import InputError
+
+    with pytest.raises(InputError, match="The lm-eval convention scores every pair: only oba2024 has peer pairs"):
+        evaluate(tiny_gpt2, pairs, ["ll"], convention="lm-eval", peer_pairs=True)
+    with pytest.raises(InputError, match="The default convention scores every pair"):
+        RunOptions(peer_pairs=True)  # before any model loads
+    with pytest.raises(InputError, match="No gender pairs here"):
+        evaluate(tiny_gpt2, [p for p in pairs if p.bias_type != "gender"], ["aul_c"], convention="oba2024", peer_pairs=True)
+    argv = ["evaluate", "--model", str(causal_dirs["gpt2"]), "--dataset", "crows-pairs", "--data-dir", str(FIXTURE_DATA), "--no-download"]
+    assert main([*argv, "--no-cache", "--convention", "oba2024", "--metrics", "aul_c", "--out", str(tmp_path / "a")]) == 0
+    assert f"this run scored every pair ({len(_gender(pairs))} of {len(pairs)} are gender)" in capsys.readouterr().out
+    assert main([*argv, "--no-cache", "--convention", "oba2024", "--peer-pairs", "--out", str(tmp_path / "b")]) == 0
+    assert len(pd.read_csv(tmp_path / "b" / "pairs.csv")) == len(_gender(pairs))
+    assert main([*argv, "--peer-pairs", "--out", str(tmp_path / "c")]) == 2
+    assert "only oba2024 has peer pairs" in capsys.readouterr().err
