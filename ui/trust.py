@@ -268,7 +268,9 @@ def conventions_results(found: conventions.ConventionReport, inspect: Callable[[
     n = len(found.verdicts)
     st.markdown(f"**Convention sensitivity.** {md(found.headline())}")
     sensitivity = found.sensitivity.assign(changed_text=[f"{c:,} of {n:,}" for c in found.sensitivity["changed"]])
-    if not sensitivity.empty and (sensitivity["compares"] == "conventions").all():
+    compares = set(found.sensitivity["compares"].tolist())
+    masked = "metrics" in compares  # a masked model: its metrics against each other
+    if compares == {"conventions"}:
         table(
             sensitivity,
             ["scorings", "identical"],
@@ -292,14 +294,13 @@ def conventions_results(found: conventions.ConventionReport, inspect: Callable[[
         labels={"scoring": "Scoring", "flipped_vs_reference": "Flips", "statistics": "The tool's own statistics"},
         help={"flipped_vs_reference": "Pairs whose verdict differs from the same metric under biaslens's default scoring."},
     )
-    masked = (found.sensitivity["compares"] == "metrics").any()
     st.caption(
-        f"{int(found.table['n'].max()):,} pairs; ties: {int(found.table['ties'].sum()):,} over all the scorings. "
+        f"{max(found.table['n'].tolist()):,} pairs; ties: {sum(found.table['ties'].tolist()):,} over all the scorings. "
         "Flips: pairs whose verdict differs from the same metric under biaslens's default scoring"
         + (" (a masked model: AUL)." if masked else "; a convention that reads a metric as the default does is listed once.")
         + " Intervals: 95% Wilson. The table with N and ties per scoring: `biaslens conventions`."
     )
-    most = found.verdicts[found.verdicts["flips"] > 0]  # most contested first (`ConventionReport.verdicts`)
+    most = found.verdicts.loc[found.verdicts["flips"].to_numpy() > 0]  # most contested first (`ConventionReport.verdicts`)
     if most.empty:
         st.success("No pair changes its verdict between these scorings.", icon=":material/check_circle:")
         return

@@ -78,14 +78,14 @@ class ConventionReport(HtmlRepr):
     def changed(self) -> int:
         """Pairs whose verdict changes between the conventions under at least one metric (a masked model: between its
         metrics)."""
-        return int((self.verdicts["flips"] > 0).sum())
+        return int(np.count_nonzero(self.verdicts["flips"].to_numpy() > 0))
 
     def headline(self) -> str:
         """The report in a sentence: how many pairs change verdict, between what, per metric."""
         n = len(self.verdicts)
         if self.sensitivity.empty:
             return f"{n:,} pairs: only one scoring per metric, so nothing to compare."
-        if (self.sensitivity["compares"] == "metrics").all():
+        if set(self.sensitivity["compares"].tolist()) == {"metrics"}:
             return f"{self.changed:,} of {n:,} pairs change verdict between {_and(self.sensitivity['scorings'].iloc[0].split(', '))}."
         each = "; ".join(f"{r['name']} {r['changed']:,}" for r in self.sensitivity.to_dict(orient="records"))
         return f"{self.changed:,} of {n:,} pairs change verdict between conventions under at least one metric ({each})."
@@ -94,7 +94,7 @@ class ConventionReport(HtmlRepr):
         """The peer tools on their own headline scores, in a sentence ("" with fewer than two tools)."""
         if self.tools.empty:
             return ""
-        differ = int((self.verdicts["tools"] > 0).sum())
+        differ = int(np.count_nonzero(self.verdicts["tools"].to_numpy() > 0))
         each = "; ".join(f"{r['scoring_a']} vs {r['scoring_b']} {r['flips']:,}" for r in self.tools.to_dict(orient="records"))
         return f"The tools' own headline scores disagree on {differ:,} of {len(self.verdicts):,} pairs ({each})."
 

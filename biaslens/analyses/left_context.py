@@ -72,7 +72,7 @@ class SssContext:
 
     @property
     def flagged(self) -> int:
-        return int(self.pairs["prior_only"].sum())
+        return int(np.count_nonzero(self.pairs["prior_only"].to_numpy(bool)))
 
     def summary(self) -> dict[str, Any]:
         """The `summary.json` block (and the entry beside SSS-c's bias score)."""

@@ -692,8 +692,8 @@ def exact_score(score: float, n: Any = None) -> Fraction:
 def _counted(score: float, n: Any, where: str) -> Fraction:
     """`exact_score` of a model's bias score, which must be 100 x wins / n for its n (else an `InputError` naming it)."""
     value = exact_score(score, n)
-    whole = n is not None and not pd.isna(n) and float(n) == int(n) and int(n) > 0
-    if not whole or (value * int(n) / 100).denominator != 1:
+    pairs = int(n) if n is not None and not pd.isna(n) and float(n) == int(n) else 0
+    if pairs <= 0 or (value * pairs / 100).denominator != 1:
         raise InputError(
             f"The sweep's bias score {score!r} ({where}) is not 100 x wins / n for its n = {n}: ties are decided in exact "
             "arithmetic, so give each model's scores unrounded, with its pairs (as SweepResult.frame() and cells.csv have them)."
