@@ -73,6 +73,7 @@ class CausalLM(LanguageModel):
 
     kind = "causal"
     reads_previous = True
+    seen_from_later = True  # token i is attended by rows i, i + 1, ...: its attention is averaged over those (AULA-c)
     needs_padding_mask = False  # right padding comes after every real token: a causal model never sees it
     left_to_right = True
     takes_first_token = True

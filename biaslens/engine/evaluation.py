@@ -33,7 +33,7 @@ from biaslens.engine.options import scoring_mode, with_convention
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, run_chunked
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.words import display_token
-from biaslens.engine.conventions import Convention, convention_block
+from biaslens.engine.conventions import Convention, check_peer_pairs, convention_block
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
 from biaslens.data.sentences import check_pair
 from biaslens.engine.stats import bias_score
@@ -300,6 +300,7 @@ def evaluate(
     compat: str | None = "default",
     precision: str | None = "model",
     convention: str | Convention | None = None,
+    peer_pairs: bool = False,
     chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
     cache_only: bool = False,
     **run: Unpack[RunKeywords],
@@ -313,7 +314,10 @@ def evaluate(
     LL, AUL-c, AULA-c, CPS-c and SSS-c for a causal one). `convention` (a causal model's: "lm-eval",
     "bias-bench", "oba2024"; `biaslens.engine.conventions`) reads the model as that peer tool does
     (its first-token policy), adds the metric it compares, and puts its own statistics in the
-    summary's `convention` block beside biaslens's bias scores.
+    summary's `convention` block beside biaslens's bias scores. `peer_pairs=True` keeps only the pairs
+    the convention's own code scores (oba2024: CrowS-Pairs' gender pairs, as Oba et al.'s notebook),
+    before `limit` and `sample`; without it every pair is scored and the block gives the peer's
+    statistics over its pairs beside (`peer_pairs`).
 
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
     done in chunks of about `chunk_seconds` of computation (or of `chunk_pairs` pairs, when
@@ -325,24 +329,26 @@ def evaluate(
     `biaslens.engine.runner.NotCached` is raised (`explore.cached_evaluation` turns that into None).
     The chunked, cached, resumable loop itself is `biaslens.engine.runner.run_chunked`.
     `precision="bf16-rescore"` (a float32 model) scores in bfloat16 and re-scores in float32 the
-    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.rescore`); the
-    manifest's `precision` block says how many pairs each metric re-scored.
+    pairs whose margin is within a calibrated (not proven) estimate of bfloat16's error: float32's
+    verdict on the pairs it re-scores, bfloat16's on the rest, so not exact (`biaslens.engine.rescore`);
+    the manifest's `precision` block says how many pairs each metric re-scored.
     """
     run_keywords("evaluate", run)  # an unknown keyword is refused before the model is asked anything
     resolved = resolve_run(lm, metrics, compat=compat, precision=precision, convention=convention)
-    return evaluate_run(resolved, dataset, chunk_seconds=chunk_seconds, cache_only=cache_only, **run)
+    return evaluate_run(resolved, dataset, peer_pairs=peer_pairs, chunk_seconds=chunk_seconds, cache_only=cache_only, **run)
 
 
 def evaluate_run(
     resolved: ResolvedRun,
     dataset: PairDataset | Sequence[Pair],
     *,
+    peer_pairs: bool = False,
     chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
     cache_only: bool = False,
     **keywords: Unpack[RunKeywords],
 ) -> EvaluationResult:
-    """`evaluate` with its choices resolved (`resolve_run`): the pairs of `dataset` chosen by `keywords` (`RunKeywords`:
-    limit, sample, seed, cache, batch_tokens, chunk_pairs, progress), scored in resumable chunks."""
+    """`evaluate` with its choices resolved (`resolve_run`): the pairs of `dataset` chosen by `peer_pairs` and `keywords`
+    (`RunKeywords`: limit, sample, seed, cache, batch_tokens, chunk_pairs, progress), scored in resumable chunks."""
     chunking = run_keywords("evaluate_run", keywords, "chunk_pairs", "progress")
     lm, keys, notes, mode, conv = resolved.lm, list(resolved.metrics), list(resolved.notes), resolved.mode, resolved.convention
     exact_mode = resolved.precision is Precision.BF16_RESCORE
@@ -352,6 +358,8 @@ def evaluate_run(
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
     _check_int("seed", seed, minimum=0)
     pairs = _pair_list(dataset)
+    if peer_pairs:
+        pairs = _peer_pairs(conv, pairs)
     pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
     if not pairs:
         raise InputError("No pairs to score.")
@@ -403,7 +411,7 @@ def evaluate_run(
     warnings += notes
     summary = summarize(frame, keys, manifest)
     if conv.metric is not None:
-        summary["convention"] = convention_block(conv, frame)
+        summary["convention"] = convention_block(conv, frame, peer_pairs)
     summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
     if identical:
         warnings.append(identical_note(identical))
@@ -433,6 +441,23 @@ def scored_pairs(
     wanted = [[key(p, m) for m in keys] for p in pairs]
     held = cache.held(k for pair_keys in wanted for k in pair_keys)
     return sum(all(k in held for k in pair_keys) for pair_keys in wanted)
+
+
+def _peer_pairs(conv: Convention, pairs: list[Pair]) -> list[Pair]:
+    """The pairs the convention's own code scores (`Convention.bias_types`), or a one-line error when it keeps every pair
+    or none of `pairs` is of its types."""
+    check_peer_pairs(conv)
+    kept = conv.peer_pairs(pairs)
+    if not kept:
+        raise InputError(f"No {' or '.join(conv.bias_types)} pairs here: {conv.name}'s code scores those only (peer pairs).")
+    return kept
+
+
+def scoring_identity(lm: LanguageModel, convention: str | Convention | None, metric: str) -> tuple[str, str]:
+    """What a result-cache key names of how `metric` is read under `convention` beyond the model (the first-token
+    reading, the convention's own sum): two scorings of one model with equal identities compute the same numbers."""
+    view, conv = with_convention(lm, convention)
+    return view.scoring_tag, conv.value_tag(metric)
 
 
 def identical_note(pair_ids: Sequence[int]) -> str:
@@ -649,6 +674,7 @@ __all__ = [
     "pairs_frame",
     "prepare_inspection",
     "scored_pairs",
+    "scoring_identity",
     "select_pairs",
     "summarize",
     "token_identical_pairs",

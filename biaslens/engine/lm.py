@@ -10,6 +10,8 @@ differs between the kinds is declared, not branched on:
   the metric registry says which kinds each metric applies to (`Metric.kinds`).
 * `reads_previous`: where the distribution over token i is read: at i itself (a masked LM,
   nothing masked: AUL's reading) or at i - 1 (a causal LM: token i given the tokens before it).
+* `seen_from_later`: which query rows can attend to token i: every row (a masked LM) or only i and
+  the rows after it (a causal LM); the attention a token receives is averaged over those rows.
 * `start_context`: token ids run once per pass whose last distribution predicts every
   sentence's first token (bias-bench's reading of a causal model's first token), or None.
 * `compat_modes`: the scoring modes it can be scored in (kaneko2022 reproduces a masked-LM
@@ -143,6 +145,9 @@ class LanguageModel:
     kind: ClassVar[str] = ""
     #: True when the distribution over token i is read at position i - 1 (a causal LM), False when at i.
     reads_previous: ClassVar[bool] = False
+    #: True when only token i itself and the tokens after it attend to token i (a causal LM), False when every token does:
+    #: the attention a token receives (AULA's weights) is averaged over the query rows that can attend to it.
+    seen_from_later: ClassVar[bool] = False
     #: Whether a right-padded batch needs its padding mask: a causal model's tokens never see the padding after them, so it
     #: runs without one (the attention then takes its fast causal kernels instead of a materialised mask).
     needs_padding_mask: ClassVar[bool] = True

@@ -165,6 +165,8 @@ class RunOptions:
     precision: Precision = DEFAULT_PRECISION
     #: How a causal model's pairs are scored (`biaslens.engine.conventions`: default, lm-eval, bias-bench, oba2024).
     convention: str = "default"
+    #: Only the pairs the convention's own code scores (oba2024: gender pairs; `Convention.bias_types`).
+    peer_pairs: bool = False
 
     def __post_init__(self) -> None:
         from biaslens.engine.conventions import CONVENTIONS
@@ -174,6 +176,10 @@ class RunOptions:
         if convention not in CONVENTIONS:
             raise InputError(f"Unknown convention {self.convention!r}: choose from {', '.join(CONVENTIONS)}.")
         object.__setattr__(self, "convention", convention)
+        if self.peer_pairs:
+            from biaslens.engine.conventions import check_peer_pairs
+
+            check_peer_pairs(convention)
 
         raw = self.metrics
         object.__setattr__(self, "metrics", tuple(parse_metrics(None if isinstance(raw, tuple) and not raw else raw)))
@@ -196,6 +202,7 @@ class RunOptions:
             chunk_pairs=getattr(args, "chunk_pairs", None),
             precision=getattr(args, "precision", None) or DEFAULT_PRECISION,
             convention=getattr(args, "convention", None) or "default",
+            peer_pairs=bool(getattr(args, "peer_pairs", False)),
         )
 
     def selection(self) -> dict[str, Any]:
@@ -219,6 +226,8 @@ class RunOptions:
             out["precision"] = self.precision.value
         if self.convention != "default":
             out["convention"] = self.convention
+        if self.peer_pairs:
+            out["peer_pairs"] = True
         return out
 
 
@@ -309,14 +318,15 @@ class RunKeywords(TypedDict, total=False):
 
 class EvaluateKeywords(RunKeywords, total=False):
     """Every keyword of `biaslens.engine.evaluation.evaluate` (its signature is where they are written and defaulted):
-    `RunKeywords`, the scoring mode, the chunks' time, reading only the cache, the precision and the convention; for
-    the functions that hand them on whole as `**options` (the public `biaslens.evaluate`)."""
+    `RunKeywords`, the scoring mode, the chunks' time, reading only the cache, the precision, the convention and its
+    peer pairs; for the functions that hand them on whole as `**options` (the public `biaslens.evaluate`)."""
 
     compat: str | None
     chunk_seconds: float
     cache_only: bool
     precision: str | None
     convention: str | Convention | None
+    peer_pairs: bool
 
 
 class InspectionKeywords(TypedDict, total=False):

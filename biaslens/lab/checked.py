@@ -37,7 +37,8 @@ def evaluate(
     finished chunks, so an interrupted run resumes; `progress(done_pairs, total_pairs)`; `cache_only=True` computes
     nothing (every score from `cache`); `precision="bf16-rescore"`: bfloat16, with the pairs it may get wrong re-scored in
     float32 (not exact: `biaslens.engine.rescore`); `convention` (a causal model's: "lm-eval", "bias-bench", "oba2024")
-    reads the model as that peer does (`biaslens.engine.conventions`). A model that
+    reads the model as that peer does (`biaslens.engine.conventions`); `peer_pairs=True` keeps only the pairs its own
+    code scores (oba2024: gender pairs, as Oba et al.). A model that
     looks untrained or weak on plain text (a bias-lab model: on its own corpus) gets a warning first in `warnings`,
     and the verdict is in `summary["manifest"]["sanity"]`, as the app and the CLI show it.
     """

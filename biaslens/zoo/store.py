@@ -109,6 +109,32 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
 
+#: The cache tag (`biaslens.engine.metrics.Metric.cache_tag`) of each metric and compat mode when stores began, where it
+#: is not the metric's key: a cell without a `metric_tag` field was scored under these.
+FIRST_TAGS: dict[tuple[str, str], str] = {("sss", "default"): "sss@instance-accuracy"}
+
+
+def metric_tag(metric: str, compat: str) -> str:
+    """The cache tag the metric's records carry now (its key for a metric the registry does not know)."""
+    from biaslens.engine.metrics import METRICS
+
+    return METRICS[metric].cache_tag(compat) if metric in METRICS else metric
+
+
+def _metric_tags() -> list[str]:
+    """Every metric's cache tag in every compat mode, as the registry has them now."""
+    from biaslens.engine.metrics import METRICS
+    from biaslens.engine.options import Compat
+
+    return [m.cache_tag(c.value) for m in METRICS.values() for c in Compat]
+
+
+def stored_tag(fields: Mapping[str, Any]) -> str:
+    """The cache tag a cell was scored under: its `metric_tag` field, else the metric's tag when stores began."""
+    metric, compat = str(fields.get("metric")), str(fields.get("compat"))
+    return str(fields.get("metric_tag") or FIRST_TAGS.get((metric, compat), metric))
+
+
 def cell_fields(
     *,
     fingerprint: str,
@@ -121,8 +147,10 @@ def cell_fields(
     compat: str,
     version: str = __version__,
 ) -> dict[str, Any]:
-    """The facts a cell's key is made of, as stored in the cell."""
-    return {
+    """The facts a cell's key is made of, as stored in the cell. A metric whose records changed meaning since stores
+    began (a new `Metric.cache_tags` entry: AULA-c's weights) adds its tag (`metric_tag`), so its cells get new keys and
+    a cell of the older meaning is never read back as this one (`summary_row` calls it outdated)."""
+    fields = {
         "model_fingerprint": fingerprint,
         "model_revision": revision,
         "dataset_sha256": dataset_sha256,
@@ -133,6 +161,10 @@ def cell_fields(
         "compat": compat,
         "biaslens": version,
     }
+    tag = metric_tag(metric, compat)
+    if tag != FIRST_TAGS.get((metric, compat), metric):
+        fields["metric_tag"] = tag
+    return fields
 
 
 def cell_key(fields: Mapping[str, Any]) -> str:
@@ -142,7 +174,7 @@ def cell_key(fields: Mapping[str, Any]) -> str:
 
 def unit_key(fields: Mapping[str, Any]) -> str:
     """The key shared by the cells of one model, dataset, convention, precision and compat mode (every metric)."""
-    return _digest({k: v for k, v in fields.items() if k != "metric"})
+    return _digest({k: v for k, v in fields.items() if k not in ("metric", "metric_tag")})
 
 
 @dataclass(frozen=True)
@@ -342,7 +374,7 @@ class ResultsStore:
 
     def _index(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         listing = self._listing()
-        digest = _digest(listing)[:24]
+        digest = _digest([listing, _metric_tags()])[:24]  # the metrics' tags decide which cells are outdated
         memo_key = (str(self.root), digest)
         with _MEMO_LOCK:
             if memo_key in _MEMO:
@@ -529,10 +561,14 @@ def summary_row(cell: Mapping[str, Any]) -> dict[str, Any]:
     fields, model, dataset = cell.get("fields", {}), cell.get("model", {}), cell.get("dataset", {})
     summary = cell.get("summary") or {}
     selection = fields.get("selection")
+    status, reason = cell.get("status", "done"), cell.get("reason", "")
+    if status == "done" and (then := stored_tag(fields)) != (now := metric_tag(str(fields.get("metric")), str(fields.get("compat")))):
+        status = "outdated"
+        reason = f"scored under an older meaning of its metric ({then}; now {now}): a plan's next run scores it again"
     return {
         "key": cell.get("key"),
         "unit": unit_key(fields),
-        "status": cell.get("status", "done"),
+        "status": status,
         "metric": fields.get("metric"),
         "convention": fields.get("convention"),
         "precision": fields.get("precision"),
@@ -552,7 +588,7 @@ def summary_row(cell: Mapping[str, Any]) -> dict[str, Any]:
         **{c: summary.get(c) for c in SCORE_COLUMNS},
         "created": (cell.get("run") or {}).get("created"),
         "run_id": (cell.get("run") or {}).get("run_id"),
-        "reason": cell.get("reason", ""),
+        "reason": reason,
     }
 
 
