@@ -88,7 +88,7 @@ KIND_BRANCH = re.compile(r'\bkind *== *"(causal|masked)"|isinstance\([^)]*(Causa
 #: (`LanguageModel.compat_modes`, `left_to_right`, `takes_first_token`, `first_token_policy`, `text_variants`, `fills_masks`).
 KIND_MODULES = ("biaslens/engine/lm.py", "biaslens/engine/models.py", "biaslens/engine/causal.py")
 ALLOWED_KIND_BRANCHES = {
-    "ui/trust.py": 2,  # the conventions panel: what a convention is for a causal model, and for a masked one; its reference scoring
+    "ui/trust.py": 1,  # the conventions panel: what a convention is for a causal model, and for a masked one
     "pages/explorer.py": 1,  # the metrics' help: what their passes cost for a masked model
 }
 
