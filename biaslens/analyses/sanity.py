@@ -174,6 +174,18 @@ def worst_verdict(statuses: Iterable[str | None]) -> str:
     return next((s for s in VERDICT_ORDER if s in found), "")
 
 
+def untrained_note(models: Sequence[str], shown: int = 5) -> str | None:
+    """One line naming the models (labels) whose verdict is "untrained", for a table of many models' scores (None: none)."""
+    if not models:
+        return None
+    names = ", ".join(" ".join(m.split()) for m in models[:shown]) + (f" and {len(models) - shown:,} more" if len(models) > shown else "")
+    one = len(models) == 1
+    return (
+        f"{len(models):,} {'model looks' if one else 'models look'} untrained ({names}): {'its' if one else 'their'} predictions are "
+        f"close to random, so {'its' if one else 'their'} bias scores mean nothing, whatever {'its' if one else 'their'} rank."
+    )
+
+
 #: A text counts as "mostly out of vocabulary" for a model when at least this share of its words is unknown.
 MOSTLY_UNKNOWN = 0.5
 
@@ -242,6 +254,7 @@ __all__ = [
     "classify",
     "model_verdict",
     "training_sentences",
+    "untrained_note",
     "vocabulary_report",
     "worst_verdict",
 ]

@@ -55,7 +55,7 @@ import numpy as np
 from biaslens.data.datafiles import read_bytes
 from biaslens.data.export import atomic_write, to_json
 from biaslens.errors import BiaslensError, DatasetError, InputError
-from biaslens.version import __version__
+from biaslens.version import __version__, version_key
 from biaslens.zoo.integrity import json_problem, records_problem
 
 if TYPE_CHECKING:
@@ -749,6 +749,66 @@ def summary_row(cell: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def by_version(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of `summaries()` oldest first: by the biaslens version that scored each cell, compared as versions (0.9.0
+    before 0.10.0: `version_key`), then by when. The newest of each cell's kind is the last."""
+    order = {v: i for i, v in enumerate(sorted(set(frame["biaslens"]), key=version_key))}
+    return frame.assign(_version=frame["biaslens"].map(order)).sort_values(["_version", "created"], kind="stable").drop(columns="_version")
+
+
+def selection_note(selection: Any) -> str:
+    """The pairs a cell chose, as a dataset's name shows it (`summaries()`'s selection): "" (every pair), " (first 100)",
+    " (sample 50, seed 0)"."""
+    if not isinstance(selection, str) or not selection:
+        return ""
+    chosen = json.loads(selection)
+    if "sample" in chosen:
+        return f" (sample {chosen['sample']}, seed {chosen.get('seed', 0)})"
+    return f" (first {chosen.get('limit')})"
+
+
+def dataset_names(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """A name for each row's dataset (columns `dataset_label`, `dataset_sha256`, `selection`), one per dataset scored
+    (its file's sha256 and the pairs chosen), and the notes that say how they were told apart.
+
+    The name is the dataset's label with the pairs chosen when not every one ("crows-pairs (first 100)"); cells of one
+    dataset labelled differently share its most frequent label; two datasets that would share a name get their file's
+    sha256 added ("data [3f2a9c1b]"), so that a column never holds two datasets' scores."""
+    from collections import Counter
+
+    labels = [v if isinstance(v, str) else "" for v in frame["dataset_label"]]
+    ids = [
+        (sha if isinstance(sha, str) else "", sel if isinstance(sel, str) else "") for sha, sel in zip(frame["dataset_sha256"], frame["selection"])
+    ]
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    for ident, label in zip(ids, labels):
+        counts.setdefault(ident, Counter())[label] += 1
+    chosen = {ident: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for ident, c in counts.items()}
+    sharing: dict[str, list[tuple[str, str]]] = {}
+    for ident in counts:
+        sharing.setdefault(chosen[ident] + selection_note(ident[1]), []).append(ident)
+    names: dict[tuple[str, str], str] = {}
+    notes = []
+    for name, idents in sharing.items():
+        if len(idents) == 1:
+            names[idents[0]] = name
+            continue
+        width = 8
+        while len({sha[:width] for sha, _ in idents}) < len(idents) and width < 64:
+            width *= 2
+        told = {ident: f"{name} [{ident[0][:width] or '?'}]" for ident in idents}
+        names.update(told)
+        notes.append(
+            f"{len(idents)} different datasets are labelled {name!r}: their columns are told apart by their files' sha256 "
+            f"({', '.join(sorted(told.values()))})."
+        )
+    for ident, count in counts.items():
+        if len(count) > 1:
+            others = ", ".join(repr(x) for x in sorted(set(count) - {chosen[ident]}))
+            notes.append(f"{names[ident]!r} is also labelled {others} in some cells: the same file and pairs, one column.")
+    return [names[i] for i in ids], notes
+
+
 def _damaged_row(key: str, cell: Any, problem: str) -> dict[str, Any]:
     """A damaged cell's row of the index: its key, status "damaged", what is wrong, and what it says it is where that is
     text (which model, dataset and metric), nothing else."""
@@ -887,9 +947,12 @@ __all__ = [
     "Owner",
     "ResultsStore",
     "StoreError",
+    "by_version",
     "cell_fields",
     "cell_key",
     "damaged_lines",
+    "dataset_names",
+    "selection_note",
     "summary_row",
     "unit_key",
 ]

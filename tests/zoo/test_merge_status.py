@@ -67,8 +67,9 @@ def test_the_table_of_a_whole_store_and_the_wide_table(scored_plan):
     assert list(every["metric"][every["model"] == "bert-cased"]) == ["aul", "cps", "aul", "cps"]  # registry order per dataset
     wide = wide_table(merged_table(store, scored_plan))
     assert list(wide["model"]) == ["bert-cased", "roberta", "broken"]
-    assert list(wide.columns[:4]) == ["model", "crows-pairs · aul", "crows-pairs · aul low", "crows-pairs · aul high"]
+    assert list(wide.columns[:5]) == ["model", "sanity", "crows-pairs · aul", "crows-pairs · aul low", "crows-pairs · aul high"]
     assert wide.loc[wide["model"] == "broken"].iloc[0, 1:].isna().all() and wide.loc[wide["model"] == "roberta", "crows-pairs · cps"].isna().all()
+    assert list(wide["sanity"][:2]) == ["untrained", "untrained"]  # the suite's tiny models have random weights
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet"])
