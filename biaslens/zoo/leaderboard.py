@@ -178,7 +178,7 @@ def leaderboard(
     metric_label = metric_names or _metric_names()
     order = _metric_order()
     frame = frame.assign(_order=frame["metric"].map(lambda m: order.get(m, len(order))))
-    frame = frame.assign(_column=frame["_dataset"] + " · " + frame["metric"].map(lambda m: metric_label.get(m, m)))
+    frame = frame.assign(_column=frame["_dataset"].astype(str) + " · " + frame["metric"].map(lambda m: metric_label.get(m, m)).astype(str))
     frame = by_version(frame).drop_duplicates(["model_fingerprint", "model_revision", "_column"], keep="last")
     columns = [
         Column(n, d, m, sha, sel)

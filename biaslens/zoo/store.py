@@ -326,12 +326,17 @@ class ResultsStore:
 
         found = self._pairs.get((sha256, stamp))
         if found is None:
+            path = self.root / "datasets" / f"{sha256}.parquet"
             try:
-                pairs = self.dataset_pairs(sha256)
+                if not path.exists():
+                    raise FileNotFoundError(path)
+                pairs = self._parquet(path)
                 codes, names = pd.factorize(pairs["bias_type"].fillna("").astype(str))
                 found = (pairs["pair_id"].to_numpy(), pd.Index(pairs["pair_id"]), codes, [str(n) for n in names])
-            except (BiaslensError, KeyError) as exc:
-                found = f"its dataset cannot be read back ({_first_line(exc)})"
+            except FileNotFoundError:
+                found = f"its dataset ({sha256[:12]}…) is not in the store"
+            except (DatasetError, OSError, ValueError, KeyError) as exc:
+                found = f"the store's copy of its dataset ({sha256[:12]}…) cannot be read ({_first_line(exc)})"
             self._pairs[(sha256, stamp)] = found
         return found
 
