@@ -101,7 +101,7 @@ def json_problem(cell: Any) -> str | None:
         return None if _is_text(cell.get("reason", "")) else f"its reason is {_shown(cell.get('reason'))}, not text"
     summary = cell.get("summary")
     problem = _block_problem(summary, "summary's" if isinstance(summary, dict) else "summary")
-    if problem is not None:
+    if problem is not None or not isinstance(summary, dict):
         return problem
     accuracy = summary.get("token_accuracy")
     if not (accuracy is None or _is_score(accuracy)):
@@ -167,7 +167,7 @@ def records_problem(
         return f"its summary's token_accuracy ({summary.get('token_accuracy')}) is not its records' ({accuracy:.6g})"
     by_type = summary.get("by_bias_type", {})
     record_codes = type_codes[positions]
-    codes = {type_names[c]: c for c in np.flatnonzero(np.bincount(record_codes, minlength=len(type_names))) if type_names[c]}
+    codes = {type_names[int(c)]: int(c) for c in np.flatnonzero(np.bincount(record_codes, minlength=len(type_names))) if type_names[int(c)]}
     if sorted(by_type) != sorted(codes):
         return f"its bias types ({', '.join(sorted(by_type)) or 'none'}) are not its records' ({', '.join(sorted(codes)) or 'none'})"
     for bias_type, code in codes.items():

@@ -179,13 +179,9 @@ def leaderboard(
     order = _metric_order()
     frame = frame.assign(_order=frame["metric"].map(lambda m: order.get(m, len(order))))
     frame = frame.assign(_column=frame["_dataset"].astype(str) + " · " + frame["metric"].map(lambda m: metric_label.get(m, m)).astype(str))
-    frame = by_version(frame).drop_duplicates(["model_fingerprint", "model_revision", "_column"], keep="last")
-    columns = [
-        Column(n, d, m, sha, sel)
-        for n, d, m, sha, sel in frame.sort_values(["_dataset", "_order"])[["_column", "_dataset", "metric", "dataset_sha256", "selection"]]
-        .drop_duplicates(["_column"])
-        .itertuples(index=False)
-    ]
+    frame = by_version(frame).drop_duplicates(subset=["model_fingerprint", "model_revision", "_column"], keep="last")
+    described = cast(pd.DataFrame, frame.sort_values(["_dataset", "_order"])[["_column", "_dataset", "metric", "dataset_sha256", "selection"]])
+    columns = [Column(n, d, m, sha, sel) for n, d, m, sha, sel in described.drop_duplicates(subset=["_column"]).itertuples(index=False)]
     models = frame.sort_values("created").drop_duplicates(["model_fingerprint", "model_revision"], keep="last")
     verdicts: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for f, r, status, message in zip(frame["model_fingerprint"], frame["model_revision"], frame["sanity"], frame["sanity_message"]):

@@ -79,7 +79,7 @@ class PlanStatus:
         known = self.frame["cells"].dropna()
         done = sum(int(x) for x in self.frame.loc[known.index, "done"])
         states = self.frame["state"].value_counts()
-        untrained = int((self.frame["sanity"] == "untrained").sum())
+        untrained = sum(v == "untrained" for v in self.frame["sanity"])
         out.append(
             f"{len(self.frame)} models: "
             + ", ".join(f"{n} {s}" for s, n in states.items())

@@ -48,7 +48,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, cast
 
 import numpy as np
 
@@ -758,7 +758,7 @@ def by_version(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows of `summaries()` oldest first: by the biaslens version that scored each cell, compared as versions (0.9.0
     before 0.10.0: `version_key`), then by when. The newest of each cell's kind is the last."""
     order = {v: i for i, v in enumerate(sorted(set(frame["biaslens"]), key=version_key))}
-    return frame.assign(_version=frame["biaslens"].map(order)).sort_values(["_version", "created"], kind="stable").drop(columns="_version")
+    return frame.assign(_version=[order[v] for v in frame["biaslens"]]).sort_values(["_version", "created"], kind="stable").drop(columns="_version")
 
 
 def selection_note(selection: Any) -> str:
@@ -846,7 +846,7 @@ def _damaged_row(key: str, cell: Any, problem: str) -> dict[str, Any]:
 def damaged_lines(summaries: pd.DataFrame, store: str | Path | None = None) -> list[str]:
     """One line per damaged cell of `summaries` (`ResultsStore.summaries()`): which cell, what it says it is, what is
     wrong; after `DAMAGED_SHOWN` of them, one line for the rest. Nothing when every cell is whole."""
-    damaged = summaries[summaries["status"] == DAMAGED]
+    damaged = cast("pd.DataFrame", summaries[summaries["status"] == DAMAGED])
     lines = []
     for row in damaged.head(DAMAGED_SHOWN).to_dict(orient="records"):
         what = " · ".join(_one_line(str(row[c])) for c in ("model_label", "dataset_label", "metric") if isinstance(row[c], str))
