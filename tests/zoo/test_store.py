@@ -14,6 +14,7 @@ import pytest
 
 from biaslens.zoo import store as zoo_store
 from biaslens.zoo.store import Owner, ResultsStore, StoreError, cell_fields, cell_key, unit_key
+from tests.support.zoo import made_up
 
 
 def _fields(**changes):
@@ -72,20 +73,6 @@ def crows():
     from tests.support import FIXTURE_DATA
 
     return load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False)
-
-
-def made_up(dataset, wins: int) -> pd.DataFrame:
-    """Records where the first `wins` pairs prefer the stereotypical sentence (log p -1 against -2), the rest the other."""
-    n = len(dataset)
-    return pd.DataFrame(
-        {
-            "pair_id": [p.pair_id for p in dataset.pairs],
-            "stereo": [-1.0 if i < wins else -2.0 for i in range(n)],
-            "anti": [-2.0 if i < wins else -1.0 for i in range(n)],
-            "hits": [1] * n,
-            "total": [2] * n,
-        }
-    )
 
 
 def test_the_index_follows_the_cells(tmp_path, crows):
