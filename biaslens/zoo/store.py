@@ -358,6 +358,7 @@ class ResultsStore:
         json_stamp = _file_stamp(self._cell_path(key, ".json"))
         if json_stamp is None:
             return None, ""
+        self._remember_index(self.root / "index")  # a driver asking of thousands of cells checks only those that changed
         row, _ = self._checked(key, json_stamp, _file_stamp(self._cell_path(key, ".parquet")) or "", self._dataset_stamps())
         return row["status"], str(row["reason"] or "")
 
