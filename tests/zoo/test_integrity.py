@@ -364,3 +364,17 @@ def test_the_newest_version_wins_compared_as_versions(tmp_path, datasets):
     assert list(merged["key"]) == [newer] and list(merged["biaslens"]) == ["0.10.0"]
     board = leaderboard(summaries)
     assert board.rows["crows-pairs · AUL"].tolist() == [expected] and board.cells[(0, "crows-pairs · AUL")] == newer
+
+
+def test_a_sealed_cell_is_not_computed_again(copy, monkeypatch):
+    """A cell's writer seals it (its summary and its records' bytes): a reader that finds them as written does not compute
+    the summary from the records again. A cell written before seals is checked the long way, and reads as whole."""
+    root, keys = copy
+    calls = []
+    original = zoo_store.records_problem
+    monkeypatch.setattr(zoo_store, "records_problem", lambda *args: calls.append(args) or original(*args))
+    assert (ResultsStore(root).summaries()["status"] == "done").all() and calls == []
+    key = keys[(0, "crows-pairs", "aul")]
+    _edit(_json(root, key), lambda cell: cell.pop("seal"))
+    rows = ResultsStore(root).summaries().set_index("key")
+    assert len(calls) == 1 and rows.loc[key, "status"] == "done"
