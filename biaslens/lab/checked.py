@@ -3,8 +3,8 @@
 The app and the CLI warn beside their results when a model looks untrained or weak (`model_verdict`, the one verdict
 every place shows); from Python and in a notebook the same caveat comes with the result itself: a dataset run's
 `warnings` and `summary["manifest"]["sanity"]`, a pair's `notes` and `manifest["sanity"]`, and both `_repr_html_`
-show it above the scores. Here, in the lab's layer, because the verdict knows lab models (checked on their own
-corpus); the engine cannot import it.
+show it above the scores. The verdict (`biaslens.analyses.sanity.model_verdict`) sits above the engine, which cannot
+import it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from biaslens.engine import evaluation as engine
 from biaslens.engine.evaluation import EvaluationResult, PairInspection
 from biaslens.engine.models import LanguageModel
 from biaslens.engine.options import EvaluateKeywords, InspectionKeywords
-from biaslens.lab.sanity_verdict import model_verdict
+from biaslens.analyses.sanity import model_verdict
 
 
 def caveat(lm: LanguageModel) -> tuple[dict, str | None]:

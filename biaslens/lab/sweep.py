@@ -11,7 +11,7 @@ scores every model's held-out pairs with every metric, as Kaneko, Bollegala & Ok
   its scores are those of `biaslens.lab.evaluate_lab` (kept in the result cache);
 - the planted truth of a cell is the corpus generator's settings (and the association and
   frequency ratio counted in the generated corpus), never a metric;
-- every cell gets the lab's sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`, on the model's
+- every cell gets the lab's sanity verdict (`biaslens.analyses.sanity.model_verdict`, on the model's
   own corpus): `analyse` leaves out the models that learned nothing before judging any metric;
 - `analyse` reports per metric whether the bias score rises with the planted association
   within each seed's dose-response curve: Kendall's tau with an exact stratified
@@ -235,7 +235,7 @@ def _run_cell(
     """Train (or find) and score one cell, with its sanity verdict; None if it is not trained and `train` is False."""
     from biaslens.engine.cache import ResultCache
     from biaslens.engine.models import load_model
-    from biaslens.lab.sanity_verdict import model_verdict
+    from biaslens.analyses.sanity import model_verdict
 
     model = lab.find_lab_model(settings, models_dir)
     trained_here = False
@@ -614,7 +614,7 @@ MIN_STRENGTHS = 4
 MIN_SEEDS = 2
 #: Level of the (two-sided) trend test: "yes" or "inverted" when its exact p is at most this.
 ALPHA = 0.05
-#: The sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`, read on the model's own training corpus) of a model that learned
+#: The sanity verdict (`biaslens.analyses.sanity.model_verdict`, read on the model's own training corpus) of a model that learned
 #: nothing: its cells are left out of the analysis.
 UNTRAINED = "untrained"
 #: What `MetricValidity.tracks` says below the minimum design.

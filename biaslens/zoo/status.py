@@ -1,7 +1,9 @@
 """Where a plan stands: per model, its cells in the store, what is being scored now, what failed and why.
 
-`plan_status(plan)` reads only the store (cells, locks and their heartbeats, the jobs' records, the models that failed
-to load): it works from any machine that sees the store, while jobs run or long after.
+`plan_status(plan)` reads only the store (its index of checked cells, locks and their heartbeats, the jobs' records, the
+models that failed to load): it works from any machine that sees the store, while jobs run or long after. A damaged
+cell (`biaslens.zoo.integrity`) counts as missing, and is said; each model's sanity verdict (stored with its cells) is
+said beside its counts: "looks untrained", "not checked" for cells stored before verdicts were.
 """
 
 from __future__ import annotations
@@ -13,12 +15,31 @@ from typing import Any
 
 import pandas as pd
 
+from biaslens.analyses.sanity import VERDICT_LABELS, worst_verdict
 from biaslens.zoo.cells import load_datasets, planned_cells
 from biaslens.zoo.plan import ZooModel, ZooPlan
-from biaslens.zoo.store import STORE_FILE, ResultsStore
+from biaslens.zoo.store import DAMAGED, STORE_FILE, ResultsStore
 
-#: The columns of `PlanStatus.frame`, one row per model of the plan.
-STATUS_COLUMNS = ("model", "state", "cells", "done", "unavailable", "running", "missing", "job", "attempt", "progress", "detail")
+#: The columns of `PlanStatus.frame`, one row per model of the plan. `damaged`: cells found damaged (counted in
+#: `missing`); `sanity`: the model's verdict from its stored cells ("ok", "weak", "untrained", "" not checked; None: no
+#: scores yet).
+STATUS_COLUMNS = (
+    "model",
+    "state",
+    "cells",
+    "done",
+    "unavailable",
+    "running",
+    "missing",
+    "damaged",
+    "sanity",
+    "job",
+    "attempt",
+    "progress",
+    "detail",
+)
+#: The widest a model's label is shown in `PlanStatus.lines` (a longer one is cut, with "…").
+LABEL_WIDTH = 40
 
 
 @dataclass
@@ -36,28 +57,34 @@ class PlanStatus:
     def lines(self) -> list[str]:
         """The status for people: a line per model, then the totals."""
         out = []
-        width = max([len(str(m)) for m in self.frame["model"]] + [5])
-        for row in self.frame.to_dict(orient="records"):
+        labels = [_fit(str(m)) for m in self.frame["model"]]
+        width = max([len(label) for label in labels] + [5])
+        for label, row in zip(labels, self.frame.to_dict(orient="records")):
             counts = f"{row['done']}/{row['cells']} cells" if pd.notna(row["cells"]) else "cells not known until it loads"
             attempt = row["attempt"] if pd.notna(row["attempt"]) else None
+            damaged = row["damaged"] or 0
             extra = "".join(
                 f" · {x}"
                 for x in (
+                    VERDICT_LABELS[row["sanity"]] if isinstance(row["sanity"], str) else "",
                     f"{row['unavailable']} unavailable" if row["unavailable"] else "",
+                    f"{damaged} damaged (left out: `zoo run` scores {'it' if damaged == 1 else 'them'} again)" if damaged else "",
                     row["progress"] or "",
                     f"job {row['job']}" + (f" (attempt {attempt})" if attempt and attempt > 1 else "") if row["job"] else "",
                     row["detail"],
                 )
                 if x
             )
-            out.append(f"{str(row['model']):<{width}}  {row['state']:<11} {counts}{extra}")
+            out.append(f"{label:<{width}}  {row['state']:<11} {counts}{extra}")
         known = self.frame["cells"].dropna()
         done = sum(int(x) for x in self.frame.loc[known.index, "done"])
         states = self.frame["state"].value_counts()
+        untrained = sum(v == "untrained" for v in self.frame["sanity"])
         out.append(
             f"{len(self.frame)} models: "
             + ", ".join(f"{n} {s}" for s, n in states.items())
             + f"; {done:,} of {sum(int(x) for x in known):,} known cells in {self.store}"
+            + (f"; {untrained} {'model looks' if untrained == 1 else 'models look'} untrained: their bias scores mean nothing" if untrained else "")
         )
         return out
 
@@ -70,8 +97,16 @@ def plan_status(plan: ZooPlan) -> PlanStatus:
         return PlanStatus(pd.DataFrame(rows, columns=list(STATUS_COLUMNS)), plan.store, [])
     store = ResultsStore(plan.store)
     runs = [r for r in store.runs() if _of_plan(r, plan)]
-    rows = [_model_status(store, m, datasets, runs) for m in plan.models]
+    summaries = store.summaries()
+    cells = dict(zip(summaries["key"], zip(summaries["status"], summaries["sanity"])))
+    rows = [_model_status(store, m, datasets, runs, cells) for m in plan.models]
     return PlanStatus(pd.DataFrame(rows, columns=list(STATUS_COLUMNS)), store.root, [r["run_id"] for r in runs])
+
+
+def _fit(label: str) -> str:
+    """A label on one line of at most `LABEL_WIDTH` characters."""
+    flat = " ".join(label.split())
+    return flat if len(flat) <= LABEL_WIDTH else flat[: LABEL_WIDTH - 1] + "…"
 
 
 def _of_plan(run: dict[str, Any], plan: ZooPlan) -> bool:
@@ -79,7 +114,19 @@ def _of_plan(run: dict[str, Any], plan: ZooPlan) -> bool:
 
 
 def _row(model: str, state: str, cells: int | None, **values: Any) -> dict[str, Any]:
-    base = {"model": model, "state": state, "cells": cells, "done": 0, "unavailable": 0, "running": 0, "missing": cells, "job": "", "attempt": None}
+    base = {
+        "model": model,
+        "state": state,
+        "cells": cells,
+        "done": 0,
+        "unavailable": 0,
+        "running": 0,
+        "missing": cells,
+        "damaged": 0,
+        "sanity": None,
+        "job": "",
+        "attempt": None,
+    }
     return {**base, "progress": "", "detail": "", **values}
 
 
@@ -91,7 +138,10 @@ def _latest_jobs(store: ResultsStore, model: ZooModel, runs: list[dict[str, Any]
     return {}, {}
 
 
-def _model_status(store: ResultsStore, model: ZooModel, datasets: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _model_status(
+    store: ResultsStore, model: ZooModel, datasets: Any, runs: list[dict[str, Any]], stored: dict[str, tuple[str, str]]
+) -> dict[str, Any]:
+    """A model's row: `stored` gives each cell of the store's index as (status, sanity verdict)."""
     driver, worker = _latest_jobs(store, model, runs)
     job, attempt = driver.get("job_id") or worker.get("job_id") or "", driver.get("attempt") or worker.get("attempt")
     failure = next((f for d in model.load_dtypes() if (f := store.failure(model.resolution_key(d)))), None)
@@ -100,16 +150,27 @@ def _model_status(store: ResultsStore, model: ZooModel, datasets: Any, runs: lis
         if failure:
             return _row(model.label, "load-failed", None, job=job, attempt=attempt, detail=failure.get("error", ""))
         return _row(model.label, _job_state(driver, worker), None, job=job, attempt=attempt, detail=driver.get("message", ""))
-    done = unavailable = 0
-    missing = []
+    done = unavailable = damaged = 0
+    missing, verdicts = [], []
     for c in cells:
-        if not store.has_cell(c.key):
-            missing.append(c.key)
-        elif store.read_cell(c.key).get("status") == "unavailable":
+        state, sanity = stored.get(c.key, (None, ""))
+        if state == "done":
+            done += 1
+            verdicts.append(sanity)
+        elif state == "unavailable":
             unavailable += 1
         else:
-            done += 1
-    counts = {"done": done, "unavailable": unavailable, "missing": len(missing), "job": job, "attempt": attempt}
+            missing.append(c.key)
+            damaged += state == DAMAGED
+    counts = {
+        "done": done,
+        "unavailable": unavailable,
+        "missing": len(missing),
+        "damaged": damaged,
+        "sanity": worst_verdict(verdicts) if verdicts else None,
+        "job": job,
+        "attempt": attempt,
+    }
     if not missing:
         return _row(model.label, "done", len(cells), **counts)
     running = store.live_locks(missing)

@@ -5,7 +5,9 @@ asks of the model, the model loads once; for each unit (dataset, convention, pre
 in the store are skipped, the others are locked, scored in one `biaslens.evaluate` call through the store's result cache
 (finished chunks are kept: a killed job's retry loses only its unfinished chunk) and written, then unlocked. Cells
 another run holds are left to it ("held"). A model that cannot load is recorded with its one-line error (the job
-still ends normally: retrying would fail the same way), and so is a metric the model cannot give ("unavailable").
+still ends normally: retrying would fail the same way), and so is a metric the model cannot give ("unavailable"). Each
+cell keeps the model's sanity verdict (`biaslens.analyses.sanity.model_verdict`, as `biaslens.evaluate` computes it) in
+its "model" block: a model that looks untrained is said to be, wherever its scores are shown.
 """
 
 from __future__ import annotations
@@ -148,7 +150,7 @@ def run_model(task: ModelTask, *, progress: Callable[[str, float, int], None] | 
                 outcome.seconds = time.perf_counter() - started
                 return outcome
             identity = Identity(lm.fingerprint, lm.revision)
-            about = _model_info(model, lm, dtype)
+            about = {**_model_info(model, lm, dtype), "sanity": _sanity(lm)}
             store.put_resolution(model.resolution_key(dtype), about)
             store.clear_failure(model.resolution_key(dtype))
             for unit in units:
@@ -216,6 +218,19 @@ def _model_info(model: ZooModel, lm: Any, dtype: str) -> dict[str, Any]:
         "dtype": dtype,
         "device": str(lm.device),
     }
+
+
+def _sanity(lm: Any) -> dict[str, Any]:
+    """The model's sanity verdict as `biaslens.evaluate` gives it (`model_verdict`): every cell of the model keeps it, and
+    the leaderboard, `zoo merge` and `zoo status` say it beside its scores. A check that fails is "not checked", with why."""
+    from dataclasses import asdict
+
+    from biaslens.analyses.sanity import model_verdict
+
+    try:
+        return asdict(model_verdict(lm))
+    except Exception as exc:  # the scores do not depend on it: the job goes on, and the cells say it was not checked
+        return {"status": "", "message": f"Not checked: {first_line(exc)}"}
 
 
 def evaluate_options(model: ZooModel, unit: Unit) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from biaslens.cli.lab_sweep import format_ranking
 from biaslens.errors import InputError
 from biaslens.engine.metrics import MASKED_METRICS
 from biaslens.engine.models import load_model
-from biaslens.lab.sanity_verdict import model_verdict
+from biaslens.analyses.sanity import model_verdict
 
 TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
 #: 4 cells: nothing planted and total association, at ratios 1 and 3.
