@@ -101,23 +101,31 @@ def test_the_index_follows_the_cells(tmp_path, crows):
         store.write_cell({**store.read_cell(a), "key": "0" * 64})
 
 
-def test_a_cell_of_a_metric_whose_meaning_changed_gets_a_new_key_and_the_old_one_is_outdated(tmp_path):
+def test_a_cell_of_a_metric_whose_meaning_changed_gets_a_new_key_and_the_old_one_is_outdated(tmp_path, crows):
     """AULA-c's weights average over the rows that can see a token since its cache tag aula_c@visible-rows: its cells name
     the tag (new keys, the same unit as the other metrics), and a cell written before (no tag) is shown as outdated, never
     as a score; the other metrics' keys, SSS's included, are what stores began with."""
+    from biaslens.zoo.testing import synthetic_about, synthetic_cell
+
     aula_c = _fields(metric="aula_c")
     assert aula_c["metric_tag"] == "aula_c@visible-rows" and unit_key(aula_c) == unit_key(_fields(metric="ll"))
     assert all("metric_tag" not in _fields(metric=m, compat=c) for m in ("aul", "sss", "ll") for c in ("default", "kaneko2022"))
-    older = {k: v for k, v in aula_c.items() if k != "metric_tag"}  # as written before the change
-    assert cell_key(older) != cell_key(aula_c)
+    about = synthetic_about(1, "gpt2", 1000)
+    scratch = ResultsStore(tmp_path / "scratch", create=True)
+    scratch.put_dataset(crows)
+    new = scratch.read_cell(synthetic_cell(scratch, crows, about, "aula_c", made_up(crows, 12)))
+    assert new["fields"]["metric_tag"] == "aula_c@visible-rows"
+    older = {k: v for k, v in new["fields"].items() if k != "metric_tag"}  # as written before the change
+    assert cell_key(older) != new["key"]
     store = ResultsStore(tmp_path / "s", create=True)
-    store.write_cell(_cell(older, 70.0))
-    store.write_cell(_cell(_fields(metric="sss"), 55.0))
+    store.put_dataset(crows)
+    store.write_cell({**new, "key": cell_key(older), "fields": older}, made_up(crows, 12))
+    synthetic_cell(store, crows, about, "sss", made_up(crows, 4))
     rows = store.summaries().set_index("metric")
     assert rows.loc["aula_c", "status"] == "outdated" and "aula_c@visible-rows" in rows.loc["aula_c", "reason"]
     assert rows.loc["sss", "status"] == "done"
-    store.write_cell(_cell(aula_c, 60.0))
-    assert sorted(store.summaries().query("status == 'done'")["bias_score"]) == [55.0, 60.0]
+    synthetic_cell(store, crows, about, "aula_c", made_up(crows, 12))
+    assert sorted(store.summaries().query("status == 'done'")["bias_score"]) == [25.0, 75.0]
 
 
 def test_a_stored_result_is_the_evaluate_result(tmp_path, tiny_bert):
