@@ -419,7 +419,7 @@ def main() -> None:
     settings = ui.settings.current()
     ui.feedback.header("Paper analyses", ABOUT, docs="analyses")
     lm = ui.resources.model_or_stop(settings)
-    if lm.kind == "causal":
+    if not lm.fills_masks:
         st.info(
             "Not for a causal model: these are Kaneko & Bollegala's tables for masked language models (AUL against the "
             "masked metrics, masked-token accuracy, shuffled masked inputs). A causal model's bias scores under its own "

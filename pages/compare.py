@@ -231,7 +231,7 @@ def main() -> None:
             on_click="ignore",
         )
     lms = {names[m]: ui.resources.get_model(settings, m) for m in models if m in loaded}
-    if all(lm.kind == "masked" for lm in lms.values()):  # mlm-bias's measures mask each token: masked models only
+    if all(lm.fills_masks for lm in lms.values()):  # mlm-bias's measures mask each token: masked models only
         ui.trust.relative_bias_section(lms, dataset, results)
 
 

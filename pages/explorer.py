@@ -80,11 +80,16 @@ def show_headline(result: EvaluationResult, summary: pd.DataFrame, controls: dic
     info = m.get("dataset", {})
     scored = info.get("pairs_scored", len(result.pairs))
     total = info.get("pairs_total", scored)
-    st.caption(
-        f"{scored:,} of {total:,} pairs · model {ui.feedback.md(ui.settings.model_label(m['model']))} · "
-        f"mode {ui.feedback.md(m.get('compat', 'default'))} · {ui.feedback.md(m['device'])} · {ui.feedback.md(m['dtype'])}"
-        + (f" · file sha256 {ui.feedback.md(info['sha256'][:12])}…" if info.get("sha256") else "")
-    )
+    # Every field read defensively: a stored run's manifest (a results store's cell, a synthetic one) may lack any.
+    parts = [
+        f"{scored:,} of {total:,} pairs",
+        f"model {ui.feedback.md(ui.settings.model_label(str(m['model'])))}" if m.get("model") else "",
+        f"mode {ui.feedback.md(m.get('compat') or 'default')}",
+        ui.feedback.md(m.get("device") or ""),
+        ui.feedback.md(m.get("dtype") or ""),
+        f"file sha256 {ui.feedback.md(str(info['sha256'])[:12])}…" if info.get("sha256") else "",
+    ]
+    st.caption(" · ".join(p for p in parts if p))
     for warning in result.warnings:
         st.warning(ui.feedback.md(warning))
     # Cards of a fixed width in a row that wraps: five metrics never squeeze "100.0" into "1…" on a laptop.
@@ -265,7 +270,8 @@ def show_stored(store: str, unit: str) -> None:
     m = result.manifest
     info = m.get("dataset", {})
     dataset = info.get("name") if info.get("name") in DATASETS else info.get("path") or info.get("name", "")
-    label = m.get("store", {}).get("label") or ui.settings.model_label(m["model"])
+    model = str(m.get("model") or "")
+    label = m.get("store", {}).get("label") or ui.settings.model_label(model)
     st.info(
         f"A stored run: {ui.feedback.md(label)} on {ui.feedback.md(info.get('name', ''))}, "
         f"read from the results store {ui.feedback.md(store)}. Nothing is scored; a pair opens in the inspector under this model.",
@@ -276,9 +282,9 @@ def show_stored(store: str, unit: str) -> None:
     view = ExplorerView(ui.state.global_view(), metrics=tuple(metrics), metric=focus, tab=_tab(), store=store, result=unit)
 
     def inspect(pair: int) -> InspectorView:
-        return view.inspect_stored(pair, m["model"], m.get("revision"), dataset, m.get("dtype"))
+        return view.inspect_stored(pair, model, m.get("revision"), dataset, m.get("dtype"))
 
-    show_result(result, metrics, _file_stem(m["model"], info.get("name", "stored")), view, inspect=inspect)
+    show_result(result, metrics, _file_stem(model, info.get("name", "stored")), view, inspect=inspect)
 
 
 def main() -> None:
@@ -364,7 +370,7 @@ def main() -> None:
     ui.field.stereoset_panel(settings, lm, dataset, result, metrics)
     ui.trust.controls_panel(settings, lm, dataset, result, metrics)
     ui.trust.conventions_panel(lm, dataset, result, view.inspect)
-    if lm.kind == "masked":  # mlm-bias's measures mask each token: a masked model's
+    if lm.fills_masks:  # mlm-bias's measures mask each token: a masked model's
         ui.trust.mlm_bias_panel(lm, dataset, result)
 
 

@@ -502,7 +502,7 @@ def main() -> None:
     settings = ui.settings.current()
     _adopt_url()
     ui.feedback.header("Kurita templates", ABOUT, docs="kurita")
-    if ui.resources.model_or_stop(settings).kind == "causal":
+    if not ui.resources.model_or_stop(settings).fills_masks:
         st.info(f"Not for a causal model: {ui.feedback.md(NO_CAUSAL_READING)} Choose a masked model in the sidebar.", icon=":material/block:")
         ui.state.publish(KuritaView(ui.state.global_view()))  # the link keeps the model and dataset
         st.stop()

@@ -13,9 +13,11 @@ import ui.tables
 import ui.zoo
 from ui.views import LEADERBOARD_ORDERS, LeaderboardView
 from biaslens.analyses.paired import N_RESAMPLES, bootstrap_method
+from biaslens.analyses.sanity import VERDICT_LABELS, untrained_note
 from biaslens.engine.metrics import METRICS
 from biaslens.engine.stats import MCNEMAR_TEST
 from biaslens.zoo.leaderboard import RANK_RESAMPLES, Leaderboard, choices, leaderboard, paired_rows, rank_intervals, score_text, stored_wins
+from biaslens.zoo.store import damaged_lines
 
 ui.require_app()
 
@@ -29,6 +31,13 @@ ABOUT = (
 ORDER_LABELS = {"closest": "closest to 50 first", "highest": "highest first", "lowest": "lowest first"}
 ALL_TYPES = "All bias types"
 BY_NAME = "Model name"
+#: The sanity column's header and tooltip: beside every model's name, so that no model is ranked without it.
+SANITY = "Sanity check"
+SANITY_HELP = (
+    "Does the model look trained? Its sanity verdict, computed when it was scored (token prediction on plain English; "
+    "a bias-lab model on its own corpus): 'looks untrained' means its predictions are close to random and its bias "
+    "scores mean nothing; 'not checked': scored before verdicts were stored."
+)
 
 
 def _adopt_url() -> ui.state.Link[LeaderboardView]:
@@ -83,8 +92,10 @@ def _filters(offered) -> dict:
 
 
 def _display(board: Leaderboard, shown: pd.DataFrame) -> pd.DataFrame:
-    """The table as shown: the model's columns, then each score with its interval as text (sorted as numbers sort)."""
-    out = shown[["model", "family", "kind", "size"]].copy()
+    """The table as shown: the model's columns (its sanity verdict beside its name), then each score with its interval
+    as text (sorted as numbers sort)."""
+    out = shown[["model", "sanity", "family", "kind", "size"]].copy()
+    out["sanity"] = [VERDICT_LABELS.get(s, s) for s in out["sanity"]]
     for column in board.columns:
         name = column.name
         out[name] = [score_text(s, lo, hi) for s, lo, hi in zip(shown[name], shown[name + " low"], shown[name + " high"])]
@@ -160,17 +171,20 @@ def _ranks(board: Leaderboard, shown: pd.DataFrame, store, default: str | None) 
         result = ui.zoo.memoised(key, lambda: rank_intervals(labels, stored_wins(store, [board.cells[(i, column)] for i in rows])))
     if result is None:
         return
+    verdicts = dict(zip(board.rows["model"], board.rows["sanity"]))
     shown_ranks = result.assign(
         interval=[f"{lo}–{hi}" if lo != hi else str(lo) for lo, hi in zip(result["rank_low"], result["rank_high"])],
         kept=100.0 * result["kept"],
+        sanity=[VERDICT_LABELS.get(verdicts.get(m, ""), "") for m in result["model"]],
     )
     ui.tables.table(
         shown_ranks,
         ["bias_score", "kept"],
-        pin=["rank", "model", "interval"],
+        pin=["rank", "model", "sanity", "interval"],
         labels={
             "rank": "Rank",
             "model": "Model",
+            "sanity": SANITY,
             "interval": "95% rank interval",
             "kept": "Keeps its rank (% of resamples)",
             "bias_score": "Bias score",
@@ -219,6 +233,9 @@ def main() -> None:
     if store is None or summaries is None or types is None:
         ui.state.publish(LeaderboardView(ui.state.global_view(), store=path))
         st.stop()
+    damaged = damaged_lines(summaries, store.root)
+    if damaged:
+        st.warning("\n\n".join(ui.feedback.md(line) for line in damaged), icon=":material/broken_image:")
     offered = choices(summaries, types)
     if not (summaries["status"] == "done").any():
         ui.state.publish(LeaderboardView(ui.state.global_view(), store=path))
@@ -250,15 +267,23 @@ def main() -> None:
         + (f" · scores over the {ui.feedback.md(view.bias_type)} pairs only" if view.bias_type else "")
         + f" · store {ui.feedback.md(str(store.root))}"
     )
+    for note in board.notes:
+        st.caption(ui.feedback.md(note))
     if shown.empty:
         st.info("No model matches these filters.", icon=":material/filter_alt_off:")
         st.stop()
+    untrained = untrained_note([str(m) for m, v in zip(shown["model"], shown["sanity"]) if v == "untrained"])
+    if untrained:
+        st.warning(ui.feedback.md(untrained), icon=":material/warning:")
     event = ui.tables.table(
         _display(board, shown),
         ["family", "kind", "size", *names],
-        pin=["model"],
-        labels={"model": "Model", "family": "Family", "kind": "Kind", "size": "Size"},
-        help={n: "Bias score [95% Wilson interval]; 50 = no preference. Click it to open its pairs in the explorer." for n in names},
+        pin=["model", "sanity"],
+        labels={"model": "Model", "sanity": SANITY, "family": "Family", "kind": "Kind", "size": "Size"},
+        help={
+            "sanity": SANITY_HELP,
+            **{n: "Bias score [95% Wilson interval]; 50 = no preference. Click it to open its pairs in the explorer." for n in names},
+        },
         selection=["multi-row", "single-cell"],
         key=S + f"table.{st.session_state.get(S + 'table_version', 0)}",
         height=560 if len(shown) > 10 else None,  # (a short board as tall as its rows, no empty grid below them)

@@ -30,7 +30,7 @@ from biaslens.engine.fingerprint import folder_version
 from biaslens.engine.identity import distinct_models as _distinct_models, model_identity
 from biaslens.engine.models import LanguageModel, load_model
 from biaslens.analyses.sanity import SanityReport, VocabularyReport, vocabulary_report
-from biaslens.lab.sanity_verdict import model_verdict
+from biaslens.analyses.sanity import model_verdict
 from biaslens.serving.server import InspectionBatcher, ModelPool, Priority, ServerSettings
 
 from .feedback import md, show_error
@@ -191,7 +191,7 @@ def distinct_models(models: list[str], what: str = "This comparison", *, where=N
 
 
 def sanity(settings: Settings, lm: LanguageModel) -> SanityReport:
-    """The model's one sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`: computed once per model, shared by every page)."""
+    """The model's one sanity verdict (`biaslens.analyses.sanity.model_verdict`: computed once per model, shared by every page)."""
     return model_verdict(lm)
 
 

@@ -14,9 +14,8 @@ import ui.settings
 import ui.tables
 from biaslens.data.export import safe_csv
 from biaslens.data.sentences import check_sentence
-from biaslens.engine.causal import CausalLM
 from biaslens.engine.lm import LanguageModel
-from biaslens.engine.text_scores import MASKED_VARIANTS, TokenScores, score
+from biaslens.engine.text_scores import READINGS, TokenScores, score
 from biaslens.errors import InputError
 from biaslens.figures.strips import STRIP_MEASURES, strips_html
 
@@ -62,21 +61,21 @@ def show(settings: ui.settings.Settings) -> None:
             height=150,
             help=f"Type or paste up to {MAX_SENTENCES} sentences; each is scored on its own, token by token.",
         )
-        variant = None
-        if lm.kind == "masked":
+        variant, reading = None, READINGS[lm.text_variants[0]]
+        if len(lm.text_variants) > 1:  # a kind with several readings (a masked model's)
             variant = st.segmented_control(
                 "Reading",
-                list(MASKED_VARIANTS),
+                list(lm.text_variants),
                 key=S + "variant",
-                default="original",
+                default=lm.text_variants[0],
                 required=True,
                 format_func=lambda v: VARIANT_NAMES[v],
                 help="PLL: each token masked alone; PLL-word-l2r: with the rest of its word to its right masked too; "
                 "Unmasked: nothing masked, one pass (AUL's reading).",
             )
         else:
-            policy = lm.first_token.value if isinstance(lm, CausalLM) else "?"
-            st.caption(f"A causal model: each token given the tokens before it (first-token policy: {ui.feedback.md(policy)}).")
+            policy = lm.first_token_policy or "?"
+            st.caption(f"A {lm.kind} model: {reading} (first-token policy: {ui.feedback.md(policy)}).")
         submitted = st.form_submit_button("Score these sentences", type="primary", icon=":material/play_arrow:")
     if submitted:
         st.session_state[S + "asked"] = (st.session_state[S + "input"], variant)

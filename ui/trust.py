@@ -186,7 +186,7 @@ def _computed(job: tuple, label: str, compute: Callable[[Any], Any]) -> Any:
     return None if found is None else _store().put(job, found)
 
 
-def _offered(job: tuple, button: str, notice: Callable[[], None], compute: Callable[[], Any]) -> Any:
+def _offered(job: tuple, button: str, notice: Callable[[], object], compute: Callable[[], Any]) -> Any:
     """A panel's computation: this session's result of `job`, else a button (`runs.offer`, its key from the job) that
     runs `compute()`; None until it is pressed, or when the computation failed or was stopped."""
     found = _store().get(job)
@@ -264,21 +264,49 @@ def conventions_panel(lm: LanguageModel, dataset: PairDataset, result: Evaluatio
     )
     if found is None:
         return
+    conventions_results(found, inspect)
+
+
+def conventions_results(found: conventions.ConventionReport, inspect: Callable[[int], Any]) -> None:
+    """A computed `ConventionReport`: the headline first (per metric, the pairs whose verdict changes between the
+    conventions; a masked model: between its metrics), the tools on their own headline scores apart from it, every
+    scoring's bias score, then the pairs, most contested first, each a click from the inspector."""
+    n = len(found.verdicts)
+    st.markdown(f"**Convention sensitivity.** {md(found.headline())}")
+    sensitivity = found.sensitivity.assign(changed_text=[f"{c:,} of {n:,}" for c in found.sensitivity["changed"]])
+    compares = set(found.sensitivity["compares"].tolist())
+    masked = "metrics" in compares  # a masked model: its metrics against each other
+    if compares == {"conventions"}:
+        table(
+            sensitivity,
+            ["scorings", "identical"],
+            pin=["name", "changed_text"],
+            labels={"name": "Metric", "changed_text": "Pairs that change verdict", "scorings": "Conventions", "identical": "Same as default"},
+            help={"identical": "Conventions that read this metric exactly as the default does (the same first token): one scoring."},
+        )
+    if not found.tools.empty:
+        st.markdown(f"**The tools on their own headline scores** (each its own metric and first token). {md(found.tools_line())}")
+        table(
+            found.tools.assign(differ=[f"{f:,} of {p:,}" for f, p in zip(found.tools["flips"], found.tools["pairs"])]),
+            ["differ"],
+            pin=["scoring_a", "scoring_b"],
+            labels={"scoring_a": "Tool", "scoring_b": "Against", "differ": "Pairs whose verdict differs"},
+        )
+    st.markdown("**Every scoring's bias score**")
     table(
         found.table,
         ["flipped_vs_reference", "statistics"],  # N and ties: in the caption (N is the run's; every scoring has it)
         pin=["scoring", "bias_score", "ci_low", "ci_high"],
         labels={"scoring": "Scoring", "flipped_vs_reference": "Flips", "statistics": "The tool's own statistics"},
-        help={"flipped_vs_reference": "Pairs whose verdict differs from the reference scoring's."},
+        help={"flipped_vs_reference": "Pairs whose verdict differs from the same metric under biaslens's default scoring."},
     )
     st.caption(
-        f"{int(found.table['n'].max()):,} pairs; ties: {int(found.table['ties'].sum()):,} over all the scorings. "
+        f"{max(found.table['n'].tolist()):,} pairs; ties: {sum(found.table['ties'].tolist()):,} over all the scorings. "
         "Flips: pairs whose verdict differs from the same metric under biaslens's default scoring"
-        + (" (a masked model: AUL)." if lm.kind == "masked" else ".")
+        + (" (a masked model: AUL)." if masked else "; a convention that reads a metric as the default does is listed once.")
         + " Intervals: 95% Wilson. The table with N and ties per scoring: `biaslens conventions`."
     )
-    most = found.verdicts.sort_values("flips", ascending=False, kind="stable")
-    most = most[most["flips"] > 0]
+    most = found.verdicts.loc[found.verdicts["flips"].to_numpy() > 0]  # most contested first (`ConventionReport.verdicts`)
     if most.empty:
         st.success("No pair changes its verdict between these scorings.", icon=":material/check_circle:")
         return
@@ -287,13 +315,23 @@ def conventions_panel(lm: LanguageModel, dataset: PairDataset, result: Evaluatio
             "pair_id": most["pair_id"],
             "pair": [explore.pair_text(a, b) for a, b in zip(most["sent_stereo"], most["sent_anti"])],
             "flips": most["flips"],
+            "tools": ["yes" if t else "" for t in most["tools"]],
         }
     )
-    st.markdown(f"**Pairs whose verdict flips** ({len(shown):,} of {len(found.verdicts):,}): select one to open it in the inspector.")
+    between = "its metrics" if masked else "conventions"
+    st.markdown(
+        f"**Pairs whose verdict changes between {between}** ({len(shown):,} of {n:,}, most contested first): select one to open it in the inspector."
+    )
     event = table(
         shown,
+        [] if masked else ["tools"],
         pin=["pair_id", "pair", "flips"],
-        labels={"pair_id": "Pair", "pair": "The pair: [stereotypical → anti-stereotypical]", "flips": "Scorings against its majority"},
+        labels={
+            "pair_id": "Pair",
+            "pair": "The pair: [stereotypical → anti-stereotypical]",
+            "flips": "Scorings against their metric's majority" if not masked else "Scorings against its majority",
+            "tools": "Tools disagree",
+        },
         select=True,
         key=S + "conv_pairs",
         wrap_lines=2,
@@ -330,6 +368,7 @@ def stability_section(results: Mapping[str, EvaluationResult], metric: str, seed
         ["n", "p_first"],
         pin=["model", "bias_score", "ci_low", "ci_high", "rank_text"],
         labels={"rank_text": "Rank (95% interval)", "p_first": "P(ranked first)"},
+        help={"p_first": "The share of resamples in which it ranks first; a tie for first is shared (half each for two models)."},
     )
     matrix = found.pairwise.pivot(index="model_a", columns="model_b", values="p_a_above_b").reindex(index=list(results), columns=list(results))
     wide = matrix.reset_index().rename(columns={"model_a": "Model"})

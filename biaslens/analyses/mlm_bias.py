@@ -197,7 +197,7 @@ def sentence_measures(lm: MaskedLM, text: str, *, pad_to: int | None = None, bat
 
 def check_model(lm: Any) -> None:
     """Refuse a model mlm-bias's measures cannot read (not a masked LM, or without attention weights), in one line."""
-    if getattr(lm, "kind", "masked") != "masked" or getattr(lm, "mask_id", None) is None:
+    if not getattr(lm, "fills_masks", True) or getattr(lm, "mask_id", None) is None:
         raise InputError(f"mlm-bias's measures mask one token at a time: {getattr(lm, 'name', 'this model')} is not a masked language model.")
     if getattr(lm, "attention_unavailable", None):
         raise InputError(f"mlm-bias's CRRA and ΔPA need attention weights: {lm.attention_unavailable}")

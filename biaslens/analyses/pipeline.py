@@ -139,7 +139,8 @@ class Step:
     name: str
     files: tuple[str, ...]
     applies: Callable[[EvaluationPlan], bool]
-    compute: Callable[[StepInput], StepOutput]
+    #: None: nothing to add for this run (SSS-c's context step on a run without SSS-c).
+    compute: Callable[[StepInput], StepOutput | None]
     check: Callable[[EvaluationPlan, "list[Pair]"], None] = lambda plan, pairs: None
     #: Its check of the loaded model, before any pair is scored (mlm-bias's measures need a masked LM).
     model_check: Callable[[LanguageModel], None] = lambda lm: None
@@ -303,12 +304,31 @@ def _mlm_bias(step: StepInput) -> StepOutput:
     return StepOutput(found.summary(), {"mlm_bias.csv": found.pairs, "mlm_bias_scores.csv": found.by_bias_type}, lines, list(found.notes))
 
 
+def _sss_c_context(step: StepInput) -> StepOutput | None:
+    from biaslens.analyses.left_context import METRIC, sss_c_context
+
+    if METRIC not in step.result.summary["metrics"] or all(p.context for p in step.dataset.pairs):  # StereoSet: the attribute
+        return None
+    found = sss_c_context(step.result, step.dataset.pairs)
+    block = found.summary()
+    return StepOutput(
+        block, {"sss_c_context.csv": found.pairs}, [f"\n{found.line()}"], beside={METRIC: {k: block[k] for k in ("prior_only", "with_context")}}
+    )
+
+
 STEPS: dict[str, Step] = {
     "stereoset": Step("stereoset", ("stereoset_scores.csv",), lambda plan: plan.stereoset_scores, _stereoset, _stereoset_check),
     "flags": Step("flags", ("flags.csv", "flagged.csv"), lambda plan: plan.flags is not None, _flags),
     "controls": Step("controls", ("controls.csv", "control_swaps.csv"), lambda plan: plan.controls, _controls, _controls_check, sees_saved=True),
     "mlm_bias": Step(
         "mlm_bias", ("mlm_bias.csv", "mlm_bias_scores.csv"), lambda plan: plan.mlm_bias, _mlm_bias, sees_saved=True, model_check=_mlm_bias_check
+    ),
+    "sss_c_context": Step(
+        "sss_c_context",
+        ("sss_c_context.csv",),
+        lambda plan: plan.default_metrics or "sss_c" in plan.options.metrics,
+        _sss_c_context,
+        sees_saved=True,
     ),
 }
 """The post-steps, in the order they run; each one's output is `summary.json[name]`."""
@@ -388,8 +408,7 @@ def run_evaluation(
     """
     from biaslens.data.datasets import load_dataset
     from biaslens.engine import parallel
-    from biaslens.engine.evaluation import evaluate, select_pairs
-    from biaslens.engine.pairs import available_metrics, unavailable_note
+    from biaslens.engine.evaluation import evaluate_run, select_pairs
 
     download = progress.download if progress is not None else _no_progress
     bars = progress.pairs if progress is not None else _no_progress
@@ -420,13 +439,23 @@ def run_evaluation(
     for text in dataset.notes:
         note(text)
     manifest = dict(caveats(lm, chosen)) if caveats is not None and main else {}
-    if plan.default_metrics:  # the default set of the model's kind, less what it cannot give (asked for by name, it is refused)
-        keys, skipped = available_metrics(lm, None)
-        options = dataclasses.replace(options, metrics=tuple(keys))
-        if skipped:
-            note(unavailable_note(skipped))
+    # The options resolved for the model, once: the default metrics of its kind less what it cannot give (asked for by
+    # name, one it cannot give is refused), the convention and its first-token policy, the scoring mode, the precision.
+    resolved = options.resolve(lm, default_metrics=plan.default_metrics)
+    for text in resolved.notes:
+        note(text)
+    options, resolved = resolved.options or options, dataclasses.replace(resolved, notes=())  # (said here, not among the warnings)
     with bars(len(chosen), f"{dataset.name} {','.join(options.metrics)}", disable=not main) as bar:
-        result = evaluate(lm, dataset, options.metrics, cache=cache, progress=bar, **options.evaluate_kwargs())
+        result = evaluate_run(
+            resolved,
+            dataset,
+            peer_pairs=options.peer_pairs,
+            cache=cache,
+            progress=bar,
+            batch_tokens=options.batch_tokens,
+            chunk_pairs=options.chunk_pairs,
+            **options.selection(),
+        )
     run = EvaluationRun(plan, options, result, scored=len(result.pairs), cached=result.cached, main=main, state=state)
     if not main:
         return run
@@ -434,6 +463,8 @@ def run_evaluation(
     current = result
     for step in steps:  # every step sees the scored pairs, but one that `sees_saved` gets what an earlier step narrowed
         output = step.compute(StepInput(plan, options, lm, dataset, current if step.sees_saved else result, cache))
+        if output is None:
+            continue
         for text in output.notes:
             note(text)
         run.steps[step.name] = output

@@ -7,23 +7,30 @@ English sentences and reports the token prediction accuracy (the share of tokens
 gold token is the model's arg-max) and the mean token log-probability. A trained masked
 LM predicts nearly every visible token of such sentences; a random one is close to the
 uniform distribution over its vocabulary (log-probability about -log V, accuracy about 0).
-`biaslens.lab.sanity_verdict.model_verdict` is the one verdict per model that every caller shows (the
-app's sidebar and banners, Paper analyses, reports, the CLI): it checks a bias-lab model on its
-own training corpus (`check_model` with other `sentences`) and any other model on the plain ones.
-`vocabulary_report` tells whether a text is mostly out of a model's vocabulary (a lab
-model reading CrowS-Pairs spells most words letter by letter).
+`model_verdict` is the one verdict per model that every caller shows (the app's sidebar and banners,
+Paper analyses, reports, the CLI, the zoo's cells and so the leaderboard): it checks a model folder
+that carries its training corpus (a bias-lab model) on that corpus (`check_model` with other
+`sentences`) and any other model on the plain ones. `vocabulary_report` tells whether a text is
+mostly out of a model's vocabulary (a lab model reading CrowS-Pairs spells most words letter by letter).
+
+The module imports no torch until a model is checked: the zoo's readers (status, merge, the leaderboard) use its
+labels (`VERDICT_LABELS`, `worst_verdict`) without it.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
-from biaslens.engine.models import LanguageModel
-from biaslens.engine.scoring import unmasked_pass
+from biaslens.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from biaslens.engine.lm import LanguageModel
 
 #: Plain sentences any trained English language model finds easy (nothing masked; a causal model reads them left to right).
 SANITY_SENTENCES: tuple[str, ...] = (
@@ -47,6 +54,11 @@ WEAK_LOGPROB = -4.0
 #: The same for a causal model, which predicts each token from the ones before it only: a trained GPT-2 gets about a
 #: third of plain English's next tokens right at about -3.5 nats a token (an unmasked masked LM sees the token itself).
 CAUSAL_THRESHOLDS = {"untrained_accuracy": 5.0, "weak_accuracy": 15.0, "weak_logprob": -6.0}
+#: (untrained accuracy, weak accuracy, weak mean log p) by kind of model.
+THRESHOLDS = {
+    "masked": (UNTRAINED_ACCURACY, WEAK_ACCURACY, WEAK_LOGPROB),
+    "causal": (CAUSAL_THRESHOLDS["untrained_accuracy"], CAUSAL_THRESHOLDS["weak_accuracy"], CAUSAL_THRESHOLDS["weak_logprob"]),
+}
 
 
 @dataclass(frozen=True)
@@ -71,11 +83,7 @@ class SanityReport:
 def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subject: str = "plain English", kind: str = "masked") -> tuple[str, str]:
     """(status, message) for the numbers of a sanity run on sentences of `subject` by a model of `kind`."""
     numbers = f"token accuracy {accuracy:.0f}%, mean log p {mean_logprob:.2f} (uniform: {uniform_logprob:.2f})"
-    untrained, weak_accuracy, weak_logprob = (
-        (CAUSAL_THRESHOLDS["untrained_accuracy"], CAUSAL_THRESHOLDS["weak_accuracy"], CAUSAL_THRESHOLDS["weak_logprob"])
-        if kind == "causal"
-        else (UNTRAINED_ACCURACY, WEAK_ACCURACY, WEAK_LOGPROB)
-    )
+    untrained, weak_accuracy, weak_logprob = THRESHOLDS[kind]
     if accuracy < untrained and mean_logprob < NEAR_UNIFORM_FRACTION * uniform_logprob:
         return "untrained", (
             f"Looks untrained: {numbers}. Its predictions are close to random, so its bias scores mean nothing; "
@@ -88,6 +96,8 @@ def classify(accuracy: float, mean_logprob: float, uniform_logprob: float, subje
 
 def check_model(lm: LanguageModel, sentences: Sequence[str] = SANITY_SENTENCES, subject: str = "plain English") -> SanityReport:
     """Token prediction accuracy and mean log-probability of `lm` on plain sentences (or other `sentences` of `subject`)."""
+    from biaslens.engine.scoring import unmasked_pass
+
     results = unmasked_pass(lm, [lm.encode(s) for s in sentences], attention=False)
     logprob = np.concatenate([r.logprob[r.encoding.scored_positions] for r in results])
     rank = np.concatenate([r.rank[r.encoding.scored_positions] for r in results])
@@ -96,6 +106,85 @@ def check_model(lm: LanguageModel, sentences: Sequence[str] = SANITY_SENTENCES, 
     uniform = -math.log(len(lm.tokenizer))
     status, message = classify(accuracy, mean_logprob, uniform, subject, lm.kind)
     return SanityReport(accuracy, mean_logprob, uniform, int(logprob.size), len(sentences), status, message, subject)
+
+
+#: A bias-lab model's folder holds these beside the model's files (`biaslens.lab.store`): its settings, and the corpus it
+#: was trained on, which its sanity check reads.
+LAB_FILE = "lab.json"
+CORPUS_FILE = "corpus.txt"
+
+
+def training_sentences(folder: str | Path, n: int = 8) -> tuple[str, ...] | None:
+    """`n` distinct sentences of the corpus a model folder says it was trained on (a bias-lab model's `corpus.txt`), or
+    None when the folder carries none (any other model). An unreadable corpus is a `ModelLoadError`."""
+    folder = Path(str(folder).strip()).expanduser()
+    try:
+        if not str(folder) or not (folder / LAB_FILE).is_file():
+            return None
+    except OSError:
+        return None
+    sentences: list[str] = []
+    try:
+        with (folder / CORPUS_FILE).open(encoding="utf-8") as f:
+            for line in f:
+                if line.strip() and line.strip() not in sentences:
+                    sentences.append(line.strip())
+                if len(sentences) >= n:
+                    break
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelLoadError(f"{folder / CORPUS_FILE} is unreadable ({exc}); delete the folder and train again.") from exc
+    return tuple(sentences)
+
+
+_VERDICTS: dict[tuple, SanityReport] = {}
+_VERDICTS_LOCK = threading.Lock()
+#: Verdicts kept (one per model, device and precision); the oldest goes first.
+MAX_VERDICTS = 64
+
+
+def model_verdict(lm: LanguageModel) -> SanityReport:
+    """The one sanity verdict of `lm`, computed once per model (fingerprint, device, dtype) and then reused.
+
+    A bias-lab model knows only its synthetic corpus, so it is checked on sentences of that corpus ("its training
+    corpus": `training_sentences`); any other model on `SANITY_SENTENCES` ("plain English"). Every place that shows a
+    verdict (app, reports, CLI, the zoo's cells) calls this, so they always agree.
+    """
+    key = (lm.name, lm.fingerprint, str(lm.device), str(lm.dtype))
+    with _VERDICTS_LOCK:
+        if key in _VERDICTS:
+            return _VERDICTS[key]
+    own = training_sentences(lm.name) if lm.source == "local" else None
+    full = lm.unlimited()  # the check sentences, whatever length limit a server put on the model
+    report = check_model(full, own, subject="its training corpus") if own else check_model(full)
+    with _VERDICTS_LOCK:
+        if len(_VERDICTS) >= MAX_VERDICTS:
+            _VERDICTS.pop(next(iter(_VERDICTS)))
+        _VERDICTS[key] = report
+    return report
+
+
+#: A verdict in a word or two, for tables: a results store's cells written before verdicts were stored say "not checked".
+VERDICT_LABELS = {"ok": "looks trained", "weak": "predicts poorly", "untrained": "looks untrained", "": "not checked"}
+#: The verdicts from the most to the least worrying (a model with cells of several verdicts shows the first).
+VERDICT_ORDER = ("untrained", "weak", "", "ok")
+
+
+def worst_verdict(statuses: Iterable[str | None]) -> str:
+    """The most worrying of some verdicts' statuses ("untrained" before "weak" before not checked ("") before "ok")."""
+    found = {s if s in VERDICT_LABELS else "" for s in statuses}
+    return next((s for s in VERDICT_ORDER if s in found), "")
+
+
+def untrained_note(models: Sequence[str], shown: int = 5) -> str | None:
+    """One line naming the models (labels) whose verdict is "untrained", for a table of many models' scores (None: none)."""
+    if not models:
+        return None
+    names = ", ".join(" ".join(m.split()) for m in models[:shown]) + (f" and {len(models) - shown:,} more" if len(models) > shown else "")
+    one = len(models) == 1
+    return (
+        f"{len(models):,} {'model looks' if one else 'models look'} untrained ({names}): {'its' if one else 'their'} predictions are "
+        f"close to random, so {'its' if one else 'their'} bias scores mean nothing, whatever {'its' if one else 'their'} rank."
+    )
 
 
 #: A text counts as "mostly out of vocabulary" for a model when at least this share of its words is unknown.
@@ -154,10 +243,19 @@ def vocabulary_report(lm: LanguageModel, texts: Iterable[str]) -> VocabularyRepo
 
 
 __all__ = [
+    "CORPUS_FILE",
+    "LAB_FILE",
+    "MAX_VERDICTS",
     "SANITY_SENTENCES",
+    "VERDICT_LABELS",
+    "VERDICT_ORDER",
     "SanityReport",
     "VocabularyReport",
     "check_model",
     "classify",
+    "model_verdict",
+    "training_sentences",
+    "untrained_note",
     "vocabulary_report",
+    "worst_verdict",
 ]

@@ -13,8 +13,9 @@ says how much they would move under another draw, from the per-pair verdicts of 
 Per resample every model's bias score (100 × wins / pairs drawn) and its rank among the models; `rank_by="distance"`
 ranks by |score − 50| (rank 1 = closest to 50: the least biased on this measure), `rank_by="score"` by the score
 itself (rank 1 = the highest). Reported (`RankStability`): each model's score with a percentile interval, its rank on
-the data and the percentile interval of its rank, the share of resamples in which it ranks first, and for every
-ordered pair of models the probability that A scores above B and that A is closer to 50 than B (ties count half).
+the data and the percentile interval of its rank, the share of resamples in which it ranks first (a tie for first
+shared: two tied models count half each, k tied 1/k, so the shares add up to 1), and for every ordered pair of models
+the probability that A scores above B and that A is closer to 50 than B (ties count half).
 Any per-pair verdicts work: `rank_stability_of` takes `EvaluationResult`s and a metric, `rank_stability` arrays (a
 leaderboard of many models can pass its own).
 """
@@ -149,6 +150,8 @@ def rank_stability(
     observed = 100.0 * table.mean(axis=1)
     observed_ranks = _ranks(np.abs(observed - 50.0) if rank_by == "distance" else -observed)
     tail = (1.0 - confidence) / 2.0
+    first = ranks == ranks.min(axis=1, keepdims=True)  # resamples x models: who ranks first; k tied for first share it
+    p_first = (first / first.sum(axis=1, keepdims=True)).mean(axis=0)
     rows = []
     for j, name in enumerate(names):
         low, high = np.quantile(scores[:, j], [tail, 1.0 - tail])
@@ -163,7 +166,7 @@ def rank_stability(
                 "rank": float(observed_ranks[j]),
                 "rank_low": float(rank_low),
                 "rank_high": float(rank_high),
-                "p_first": float(np.mean(ranks[:, j] == ranks.min(axis=1))),
+                "p_first": float(p_first[j]),
             }
         )
     pairwise = []

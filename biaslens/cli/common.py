@@ -396,13 +396,13 @@ def load(spec: ModelSpec):
 def model_caveats(lm: Any, texts: Iterable[str] | None = None, *, label: str | None = None, warn_verdict: bool = True) -> dict[str, Any]:
     """The model's sanity verdict (and, given `texts`, how much of them it knows), warned about on stderr.
 
-    The verdict is `biaslens.lab.sanity_verdict.model_verdict`, the one the app shows. A warning is printed
+    The verdict is `biaslens.analyses.sanity.model_verdict`, the one the app shows. A warning is printed
     when the model looks untrained or weak (unless `warn_verdict` is False: a caller that says it
     itself), or when the texts are mostly out of its vocabulary.
     Returns what a manifest records: {"sanity": {...}} and, with texts, {"vocabulary": {...}}.
     """
     from biaslens.analyses.sanity import vocabulary_report
-    from biaslens.lab.sanity_verdict import model_verdict
+    from biaslens.analyses.sanity import model_verdict
 
     name = label or lm.name
     verdict = model_verdict(lm)

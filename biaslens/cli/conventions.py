@@ -1,9 +1,12 @@
 """`biaslens conventions`: one model's bias score under every scoring convention, and the pairs whose verdict flips.
 
 A causal model: every convention (default, lm-eval, bias-bench, oba2024) with every causal metric; a masked model: its
-likelihood metrics (AUL, CPS, PLL, PLL-word-l2r). Writes conventions.csv (one row per scoring: bias score, interval, the
-pairs that flip against the reference scoring, the convention's own statistics), flips.csv (every two scorings that share
-a convention or a metric), pairs.csv (each pair's verdict under each scoring) and conventions.json
+likelihood metrics (AUL, CPS, PLL, PLL-word-l2r). Prints the scorings, then the headline: convention sensitivity, per
+metric the pairs whose verdict changes between the conventions (a masked model: between its metrics), and apart from it
+the peer tools against each other on their own headline scores. Writes conventions.csv (one row per scoring: bias score,
+interval, the pairs that flip against the reference scoring, the convention's own statistics), sensitivity.csv (the
+headline, per metric), flips.csv (every two scorings of one metric, two tools' headlines, or one convention's metrics),
+pairs.csv (each pair's verdict under each scoring, most contested first) and conventions.json
 (`biaslens.analyses.conventions`).
 """
 
@@ -68,31 +71,67 @@ def cmd_conventions(args: argparse.Namespace) -> int:
     out = Path(args.out)
     written = [
         atomic_write(out / "conventions.csv", safe_csv(report.table)),
+        atomic_write(out / "sensitivity.csv", safe_csv(report.sensitivity)),
         atomic_write(out / "flips.csv", safe_csv(report.flips)),
         atomic_write(out / "pairs.csv", safe_csv(report.verdicts)),
         atomic_write(
             out / "conventions.json",
             to_json(
-                {"manifest": report.manifest, "scorings": report.table.to_dict(orient="records"), "flips": report.flips.to_dict(orient="records")}
+                {
+                    "manifest": report.manifest,
+                    "headline": report.headline(),
+                    "sensitivity": report.sensitivity.to_dict(orient="records"),
+                    "tools": report.tools.to_dict(orient="records"),
+                    "scorings": report.table.to_dict(orient="records"),
+                    "flips": report.flips.to_dict(orient="records"),
+                }
             ),
         ),
     ]
     print(table(report.table))
-    flipped = sum(1 for flips in report.verdicts["flips"] if flips > 0)
-    print(f"{flipped:,} of {len(report.verdicts):,} pairs change verdict between scorings (pairs.csv: column flips)", file=sys.stderr)
+    print()
+    print(sensitivity_table(report))
+    print(report.headline().rstrip(".") + " (pairs.csv: column flips, most contested first).", file=sys.stderr)
+    if line := report.tools_line():
+        print(line, file=sys.stderr)
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 
+def sensitivity_table(report: Any) -> str:
+    """The headline tables: per metric, the pairs whose verdict changes between the conventions (a masked model: between
+    its metrics); then the tools on their own headline scores."""
+    from biaslens.data.export import text_table
+
+    frame = report.sensitivity
+    n = len(report.verdicts)
+    if frame.empty:
+        return "Only one scoring per metric: nothing to compare."
+    if (frame["compares"] == "metrics").all():
+        row = frame.iloc[0]
+        return text_table(["between the metrics", "pairs that change verdict"], [[row["scorings"], f"{row['changed']:,} of {n:,}"]])
+    rows = [[r["name"], r["scorings"], r["identical"] or "-", f"{r['changed']:,} of {n:,}"] for r in frame.to_dict(orient="records")]
+    text = "Convention sensitivity: per metric, the pairs whose verdict changes between the conventions\n"
+    text += text_table(["metric", "conventions", "same as default", "pairs that change verdict"], rows, left=3)
+    if not report.tools.empty:
+        tools = [[f"{r['scoring_a']} vs {r['scoring_b']}", f"{r['flips']:,} of {r['pairs']:,}"] for r in report.tools.to_dict(orient="records")]
+        text += "\n\nThe tools on their own headline scores (each its own metric and first token)\n"
+        text += text_table(["tools", "pairs whose verdict differs"], tools)
+    return text
+
+
 def table(frame: Any) -> str:
     """conventions.csv as a text table."""
+    import pandas as pd
+
     width = max(len("scoring"), *(len(s) for s in frame["scoring"]))
     lines = [f"{'scoring':<{width}}  {'bias score':>10}  {'95% CI':<16}{'N':>6}  {'flips':>5}  {'vs':<{width}}  statistics"]
     for row in frame.to_dict(orient="records"):
         ci = f"[{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]"
         head = f"{row['scoring']:<{width}}  {fmt(row['bias_score']):>10}  {ci:<16}{row['n']:>6}"
-        lines.append(f"{head}  {row['flipped_vs_reference']:>5}  {row['reference']:<{width}}  {row['statistics']}".rstrip())
+        flipped = "-" if pd.isna(row["flipped_vs_reference"]) else f"{int(row['flipped_vs_reference']):,}"
+        lines.append(f"{head}  {flipped:>5}  {row['reference']:<{width}}  {row['statistics']}".rstrip())
     return "\n".join(lines)
 
 
-__all__ = ["add_conventions_arguments", "cmd_conventions", "register", "table"]
+__all__ = ["add_conventions_arguments", "cmd_conventions", "register", "sensitivity_table", "table"]

@@ -38,6 +38,12 @@ def register(sub: Any) -> argparse.ArgumentParser:
     ev.add_argument("--out", required=True, help="output folder")
     add_compat_arg(ev)
     add_convention_arg(ev)
+    ev.add_argument(
+        "--peer-pairs",
+        action="store_true",
+        help="with --convention oba2024: score only the pairs its own code scores (Oba et al.'s notebook: CrowS-Pairs' gender pairs); "
+        "without it every pair is scored and their statistics over those pairs are printed beside",
+    )
     ev.add_argument("--data-dir", default=None, help="folder searched (recursively) for the dataset files; else $BIASLENS_DATA_DIR")
     ev.add_argument("--limit", type=positive_int, default=None, help="score only the first N pairs")
     ev.add_argument("--sample", type=positive_int, default=None, help="score a seeded random sample of N pairs")
@@ -149,6 +155,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(summary_table(run.result.summary))
     if "convention" in run.result.summary:
         print(convention_line(run.result.summary["convention"]))
+        if peer := run.result.summary["convention"].get("peer_pairs"):
+            print(peer_pairs_line(peer))
     print(f"wrote {', '.join(p.name for p in run.written or [pairs_path, summary_path])} in {pairs_path.parent}")
     run.finish()
     return 0
@@ -173,6 +181,13 @@ def convention_line(block: dict) -> str:
     rounded = lambda v: (fmt(v) if abs(v) >= 1 else fmt(v, 4)) if isinstance(v, float) else v  # noqa: E731
     stats = ", ".join(f"{k} {rounded(v)}" for k, v in (block.get("statistics") or {}).items())
     return f"{block['name']} ({block['key']}, {METRICS[block['metric']].name}, first token: {block['first_token']}): {stats}"
+
+
+def peer_pairs_line(block: dict) -> str:
+    """The pairs a convention's own code scores (the `peer_pairs` of its block): the note, and its statistics over them."""
+    stats = block.get("statistics")
+    shown = ", ".join(f"{k} {fmt(v) if isinstance(v, float) and abs(v) >= 1 else v}" for k, v in stats.items()) if stats else ""
+    return block["note"] + (f" Over those {block['pairs']:,} pairs: {shown}." if shown else "")
 
 
 def summary_table(summary: dict) -> str:
@@ -203,4 +218,4 @@ def summary_table(summary: dict) -> str:
     return table
 
 
-__all__ = ["cmd_evaluate", "convention_line", "precision_line", "register", "result_cache", "summary_table"]
+__all__ = ["cmd_evaluate", "convention_line", "peer_pairs_line", "precision_line", "register", "result_cache", "summary_table"]

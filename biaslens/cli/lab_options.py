@@ -66,6 +66,11 @@ def add_lab_arguments(p: Any) -> Any:
     return p
 
 
+#: The `LabSettings` fields set by the options of their own name (`--corpus-size` sets `corpus_size`; `--layers` and
+#: `--heads` set `num_layers` and `num_heads`).
+SETTINGS_OPTIONS = ("corpus_size", "steps", "seed", "hidden_size", "batch_size", "learning_rate")
+
+
 def settings_from_args(args: Any) -> list[LabSettings]:
     """The settings the command-line arguments describe: one, or four for --preset all."""
     labels = _words(args.labels) if args.labels else None
@@ -78,14 +83,9 @@ def settings_from_args(args: Any) -> list[LabSettings]:
         attributes_y=_words(args.attributes_y),
         templates=tuple(args.template) if args.template else LabSettings.templates,
         **(dict(zip(("group_a_label", "group_b_label", "attributes_x_label", "attributes_y_label"), labels)) if labels else {}),
-        corpus_size=args.corpus_size,
-        steps=args.steps,
-        seed=args.seed,
-        hidden_size=args.hidden_size,
+        **{name: getattr(args, name) for name in SETTINGS_OPTIONS},
         num_layers=args.layers,
         num_heads=args.heads,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
         kind=getattr(args, "kind", "masked"),
     )
     names = list(SCENARIOS) if args.preset == "all" else [args.preset]
@@ -104,4 +104,4 @@ def settings_from_args(args: Any) -> list[LabSettings]:
     return [scenario_settings(name, base, association=args.association, frequency_ratio=args.frequency_ratio) for name in names]
 
 
-__all__ = ["add_lab_arguments", "settings_from_args"]
+__all__ = ["SETTINGS_OPTIONS", "add_lab_arguments", "settings_from_args"]

@@ -130,13 +130,18 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def _check_kind(kind: str, args: argparse.Namespace, error: type[Exception]) -> None:
-    if kind == "causal":
-        if args.suffix:
-            raise error("--suffix: a causal model reads left to right, so text after a text cannot change its scores; leave it out.")
-        if args.variant not in (None, "causal"):
-            raise error(f"--variant {args.variant}: a causal model reads each token given the tokens before it; leave --variant out.")
-    elif args.first_token is not None:
-        raise error("--first-token applies to causal models only; this is a masked model.")
+    """Refuse what a model of `kind` cannot take: a suffix (a kind read left to right), a variant (a kind with one reading),
+    a first-token policy (a kind without one)."""
+    from biaslens.engine.models import KIND_CLASSES
+    from biaslens.engine.text_scores import READINGS
+
+    model, (reading, *others) = KIND_CLASSES[kind], KIND_CLASSES[kind].text_variants
+    if model.left_to_right and args.suffix:
+        raise error(f"--suffix: a {kind} model reads left to right, so text after a text cannot change its scores; leave it out.")
+    if not others and args.variant not in (None, reading):
+        raise error(f"--variant {args.variant}: a {kind} model reads {READINGS[reading]}; leave --variant out.")
+    if args.first_token is not None and not model.takes_first_token:
+        raise error(f"--first-token applies to causal models only; this is a {kind} model.")
 
 
 def summary(sequences: Any, rows: int = 10) -> str:

@@ -172,10 +172,12 @@ def cmd_zoo_merge(args: Any) -> int:
     if args.output:
         path = write_table(table, args.output, args.format)
         print(f"{len(table):,} rows written to {path}")
-        return 0
-    if args.format:
+    elif args.format:
         raise InputError("--format needs --output (a file to write).")
-    print(_text_table(table, wide=args.wide))
+    else:
+        print(_text_table(table, wide=args.wide))
+    for note in table.attrs.get("notes", []):  # datasets told apart, damaged cells left out, models that look untrained
+        _err(note)
     return 0
 
 
@@ -193,6 +195,8 @@ def cmd_zoo_import(args: Any) -> int:
 
 
 def _text_table(table: Any, *, wide: bool) -> str:
+    from biaslens.analyses.sanity import VERDICT_LABELS
+
     if wide:
         return table.to_string(index=False, float_format=lambda x: f"{x:.1f}", na_rep="—")
     if table.empty:
@@ -201,10 +205,11 @@ def _text_table(table: Any, *, wide: bool) -> str:
         score=[
             "—" if s != "done" else f"{b:5.1f} [{lo:.1f}, {hi:.1f}]"
             for s, b, lo, hi in zip(table["status"], table["bias_score"], table["ci_low"], table["ci_high"])
-        ]
+        ],
+        sanity=[VERDICT_LABELS.get(s, s) if isinstance(s, str) else "" for s in table["sanity"]],
     )
-    columns = ["model", "dataset", "metric", "score", "n", "status"]
+    columns = ["model", "sanity", "dataset", "metric", "score", "n", "status"]
     for optional in ("convention", "precision", "compat"):
         if table[optional].nunique(dropna=True) > 1:
-            columns.insert(3, optional)
+            columns.insert(4, optional)
     return shown[columns].to_string(index=False, na_rep="")

@@ -73,7 +73,11 @@ class CausalLM(LanguageModel):
 
     kind = "causal"
     reads_previous = True
+    seen_from_later = True  # token i is attended by rows i, i + 1, ...: its attention is averaged over those (AULA-c)
     needs_padding_mask = False  # right padding comes after every real token: a causal model never sees it
+    left_to_right = True
+    takes_first_token = True
+    text_variants = ("causal",)
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, *, first_token: FirstToken | str | None = None, **fields: Any):
         bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
@@ -115,6 +119,18 @@ class CausalLM(LanguageModel):
     @property
     def scoring_tag(self) -> str:
         return f"first-token={self.first_token.value}"
+
+    @property
+    def first_token_policy(self) -> str | None:
+        return self.first_token.value
+
+    @classmethod
+    def length_rule(cls, tokenizer: Any, first_token: str | None) -> tuple[int, bool]:
+        """One token more under the `bos` policy (the default where the tokenizer has a BOS or EOS token); the tokenizer's own
+        special tokens only under `tokenizer`."""
+        has_bos = tokenizer.bos_token_id is not None or tokenizer.eos_token_id is not None
+        policy = FirstToken.parse(first_token) if first_token else (FirstToken.BOS if has_bos else FirstToken.NONE)
+        return (1 if policy is FirstToken.BOS else 0), policy is FirstToken.TOKENIZER
 
     def _reading(self) -> dict[str, Any]:
         return {"first_token": self.first_token.value, "first_token_reading": FIRST_TOKEN_HELP[self.first_token]}

@@ -21,7 +21,10 @@ others pair by pair (`biaslens.analyses.conventions`):
   **mean** log-likelihood of every token after the first of `tokenizer.encode(sentence)` (Llama's
   `<s>` comes first; GPT-2's first word is context only: first-token policy `tokenizer`), as
   -CrossEntropyLoss in float32 (metric `aul_c`); it reports the relative bias score
-  RBS = mean(LL_pro - LL_anti) and the accuracy-based score round(100 * wins / N, 2).
+  RBS = mean(LL_pro - LL_anti) and the accuracy-based score round(100 * wins / N, 2). Their notebook scores
+  CrowS-Pairs' gender pairs only (`example['bias_type'] == 2` of the Hugging Face crows_pairs: "gender"); biaslens
+  scores every pair unless asked for theirs (`evaluate(..., peer_pairs=True)`, `--peer-pairs`: `Convention.bias_types`),
+  and gives their statistics over those pairs beside (`peer_pairs` in the convention's block).
 * `default` (biaslens): the model's own first-token policy (`bos` where the tokenizer has a BOS
   or EOS token) and every metric; no peer statistics.
 
@@ -96,6 +99,14 @@ class Convention:
     #: A sum of log-probabilities (the `ll` metric) is accumulated in float32 with `torch.sum`, as the peer's code does
     #: (lm-eval's `float(logits.sum())`), so its sentence scores and verdicts are the peer's to the last digit.
     float32_sum: bool = False
+    #: The bias types whose pairs the peer's own code scores (Oba et al.: gender), () for every pair; `peer_pairs` keeps them.
+    bias_types: tuple[str, ...] = ()
+    #: Where the peer's code keeps those pairs, for the note.
+    keeps: str = ""
+
+    def peer_pairs(self, pairs: Sequence[Any]) -> list[Any]:
+        """The pairs the peer's own code scores (`bias_types`); every pair where it keeps them all."""
+        return [p for p in pairs if p.bias_type in self.bias_types] if self.bias_types else list(pairs)
 
     def value_tag(self, metric: str) -> str:
         """What a result-cache key must add for `metric` under this convention beyond the first-token policy ("" for nothing)."""
@@ -164,13 +175,18 @@ CONVENTIONS: dict[str, Convention] = {
             source="LivNLP/prompt_bias_suppression notebook/exp_llama2.ipynb::calc_ll (no preamble) and evaluate",
             statistics=oba2024_statistics,
             reports=(("rbs", "relative bias score: mean(LL_pro - LL_anti)"), ("acc_score", "round(100 x wins / N, 2)")),
+            bias_types=("gender",),
+            keeps="their notebook keeps CrowS-Pairs' gender pairs only (example['bias_type'] == 2 of the Hugging Face crows_pairs)",
         ),
     )
 }
 
 
 def parse_convention(value: "Convention | str | None", kind: str) -> Convention:
-    """The convention named by `value` (None or "" = default) for a model of `kind`; a peer convention needs a causal model."""
+    """The convention named by `value` (None or "" = default) for a model of `kind`; a peer convention sets a first-token
+    policy, so it needs a kind that reads under one (`LanguageModel.takes_first_token`: a causal model)."""
+    from biaslens.engine.models import KIND_CLASSES
+
     if isinstance(value, Convention):
         convention = value
     else:
@@ -178,7 +194,7 @@ def parse_convention(value: "Convention | str | None", kind: str) -> Convention:
         if name not in CONVENTIONS:
             raise InputError(f"Unknown convention {value!r}: choose from {', '.join(CONVENTIONS)}.")
         convention = CONVENTIONS[name]
-    if convention.first_token is not None and kind != "causal":
+    if convention.first_token is not None and not KIND_CLASSES[kind].takes_first_token:
         raise InputError(
             f"The {convention.key} convention scores causal language models; a masked model's metrics are its conventions "
             "(compare AUL, CPS, PLL and PLL-word-l2r with `biaslens conventions`)."
@@ -186,8 +202,20 @@ def parse_convention(value: "Convention | str | None", kind: str) -> Convention:
     return convention
 
 
-def convention_block(convention: Convention, frame: Any) -> dict[str, Any]:
-    """The summary's account of a convention: what it is and its own statistics over the pairs of `frame` (a `pairs.csv` table)."""
+def check_peer_pairs(convention: Convention | str) -> None:
+    """Refuse peer pairs for a convention whose own code scores every pair (only oba2024 keeps some: gender)."""
+    conv = CONVENTIONS[convention] if isinstance(convention, str) else convention
+    if not conv.bias_types:
+        keeping = ", ".join(c.key for c in CONVENTIONS.values() if c.bias_types)
+        raise InputError(f"The {conv.key} convention scores every pair: only {keeping} has peer pairs (--peer-pairs), the pairs its own code keeps.")
+
+
+def convention_block(convention: Convention, frame: Any, peer_pairs: bool = False) -> dict[str, Any]:
+    """The summary's account of a convention: what it is and its own statistics over the pairs of `frame` (a `pairs.csv` table).
+
+    A convention whose code scores some bias types only (`bias_types`) adds `peer_pairs`: those types, whether the run kept
+    only their pairs (`peer_pairs`), how many of its pairs are of them, a note, and, where the run scored others too, the
+    convention's statistics over those pairs alone (`statistics`), the numbers its own code would report."""
     block: dict[str, Any] = {
         "key": convention.key,
         "name": convention.name,
@@ -201,7 +229,26 @@ def convention_block(convention: Convention, frame: Any) -> dict[str, Any]:
         block["statistics"] = convention.statistics(stereo, anti, list(frame["direction"]))
         if convention.key == "bias-bench":  # the sentence score as bias-bench prints it
             block["sentence_score"] = "geometric mean probability = exp(AUL-c)"
+        if convention.bias_types:
+            block["peer_pairs"] = _peer_block(convention, frame, stereo, anti, peer_pairs)
     return block
+
+
+def _peer_block(convention: Convention, frame: Any, stereo: np.ndarray, anti: np.ndarray, kept: bool) -> dict[str, Any]:
+    types = list(convention.bias_types)
+    mine = np.isin(np.asarray(frame["bias_type"], dtype=object), types)
+    named = " and ".join(types)
+    if kept:
+        note = f"{convention.name}: {convention.keeps}; this run scored those {int(mine.sum()):,} pairs alone, as they do."
+    else:
+        note = (
+            f"{convention.name}: {convention.keeps}; this run scored every pair ({int(mine.sum()):,} of {len(mine):,} are {named}): "
+            f"peer_pairs=True (--peer-pairs) scores theirs alone; the statistics here are theirs over those pairs."
+        )
+    out: dict[str, Any] = {"bias_types": types, "kept": kept, "pairs": int(mine.sum()), "of": len(mine), "note": note}
+    if not kept and mine.any() and convention.statistics is not None:
+        out["statistics"] = convention.statistics(stereo[mine], anti[mine], list(np.asarray(frame["direction"], dtype=object)[mine]))
+    return out
 
 
 __all__ = [
@@ -209,6 +256,7 @@ __all__ = [
     "DEFAULT_CONVENTION",
     "Convention",
     "bias_bench_statistics",
+    "check_peer_pairs",
     "convention_block",
     "lm_eval_statistics",
     "oba2024_statistics",

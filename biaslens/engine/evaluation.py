@@ -28,16 +28,17 @@ from biaslens.errors import InputError
 from biaslens.engine.rescore import CALIBRATION_PAIRS, SAFETY, Bf16Rescore
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
-from biaslens.engine.options import Compat, InspectionKeywords, Precision
-from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
+from biaslens.engine.options import Compat, InspectionKeywords, Precision, ResolvedRun, RunKeywords, convention_metrics, resolve_run, run_keywords
+from biaslens.engine.options import scoring_mode, with_convention
+from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, run_chunked
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.words import display_token
-from biaslens.engine.conventions import Convention, convention_block, parse_convention
+from biaslens.engine.conventions import Convention, check_peer_pairs, convention_block
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
 from biaslens.data.sentences import check_pair
 from biaslens.engine.stats import bias_score
 
-from biaslens.engine.pairs import _usable_metrics, has_attention_weights, score_encoded_pairs
+from biaslens.engine.pairs import _usable_metrics, encode_pair_side, encode_pairs, has_attention_weights, metric_records, score_encoded_pairs
 
 
 # ---------------------------------------------------------------------------------------
@@ -228,14 +229,6 @@ def prepare_inspection(
     return InspectionRequest(a, b, tuple(keys), is_compat, int(top_k), tuple(notes))
 
 
-def scoring_mode(lm: LanguageModel, compat: Compat | str | None) -> Compat:
-    """The scoring mode `compat` names, for `lm`: kaneko2022 reproduces a masked-LM paper's code, so a causal model refuses it."""
-    mode = Compat.parse(compat)
-    if mode.reference_code and lm.kind != "masked":
-        raise InputError("The kaneko2022 mode reproduces Kaneko & Bollegala's masked-LM code; a causal model scores in the default mode.")
-    return mode
-
-
 def inspect_prepared(lm: LanguageModel, requests: Sequence[InspectionRequest], *, attention_matrices: bool = False) -> list[PairInspection]:
     """Score prepared pairs (same options) in one call of the batched passes; one `PairInspection` each."""
     if not requests:
@@ -305,25 +298,26 @@ def evaluate(
     metrics: Sequence[str] | str | None = None,
     *,
     compat: str | None = "default",
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    cache: ResultCache | None = None,
-    batch_tokens: int | None = None,
-    chunk_pairs: int | None = None,
-    chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
-    progress: Progress | None = None,
-    cache_only: bool = False,
     precision: str | None = "model",
     convention: str | Convention | None = None,
+    peer_pairs: bool = False,
+    chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
+    cache_only: bool = False,
+    **run: Unpack[RunKeywords],
 ) -> EvaluationResult:
     """Score every pair of a dataset with the given metrics.
+
+    `run` (`biaslens.engine.options.RunKeywords`): `limit`, `sample`, `seed` (which pairs), `cache` (a `ResultCache`),
+    `batch_tokens`, `chunk_pairs`, `progress`; any other keyword is refused as Python refuses an unknown argument.
 
     `metrics=None` scores the default metrics of the model's kind (the paper's five for a masked LM,
     LL, AUL-c, AULA-c, CPS-c and SSS-c for a causal one). `convention` (a causal model's: "lm-eval",
     "bias-bench", "oba2024"; `biaslens.engine.conventions`) reads the model as that peer tool does
     (its first-token policy), adds the metric it compares, and puts its own statistics in the
-    summary's `convention` block beside biaslens's bias scores.
+    summary's `convention` block beside biaslens's bias scores. `peer_pairs=True` keeps only the pairs
+    the convention's own code scores (oba2024: CrowS-Pairs' gender pairs, as Oba et al.'s notebook),
+    before `limit` and `sample`; without it every pair is scored and the block gives the peer's
+    statistics over its pairs beside (`peer_pairs`).
 
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs. Work is
     done in chunks of about `chunk_seconds` of computation (or of `chunk_pairs` pairs, when
@@ -335,17 +329,37 @@ def evaluate(
     `biaslens.engine.runner.NotCached` is raised (`explore.cached_evaluation` turns that into None).
     The chunked, cached, resumable loop itself is `biaslens.engine.runner.run_chunked`.
     `precision="bf16-rescore"` (a float32 model) scores in bfloat16 and re-scores in float32 the
-    pairs bfloat16 cannot settle: float32's verdicts and bias scores (`biaslens.engine.rescore`); the
-    manifest's `precision` block says how many pairs each metric re-scored.
+    pairs whose margin is within a calibrated (not proven) estimate of bfloat16's error: float32's
+    verdict on the pairs it re-scores, bfloat16's on the rest, so not exact (`biaslens.engine.rescore`);
+    the manifest's `precision` block says how many pairs each metric re-scored.
     """
-    lm, conv = _with_convention(lm, convention)
-    keys, notes = _convention_metrics(lm, metrics, conv)
-    mode = scoring_mode(lm, compat)
-    exact_mode = Precision.parse(precision) is Precision.BF16_RESCORE
+    run_keywords("evaluate", run)  # an unknown keyword is refused before the model is asked anything
+    resolved = resolve_run(lm, metrics, compat=compat, precision=precision, convention=convention)
+    return evaluate_run(resolved, dataset, peer_pairs=peer_pairs, chunk_seconds=chunk_seconds, cache_only=cache_only, **run)
+
+
+def evaluate_run(
+    resolved: ResolvedRun,
+    dataset: PairDataset | Sequence[Pair],
+    *,
+    peer_pairs: bool = False,
+    chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
+    cache_only: bool = False,
+    **keywords: Unpack[RunKeywords],
+) -> EvaluationResult:
+    """`evaluate` with its choices resolved (`resolve_run`): the pairs of `dataset` chosen by `peer_pairs` and `keywords`
+    (`RunKeywords`: limit, sample, seed, cache, batch_tokens, chunk_pairs, progress), scored in resumable chunks."""
+    chunking = run_keywords("evaluate_run", keywords, "chunk_pairs", "progress")
+    lm, keys, notes, mode, conv = resolved.lm, list(resolved.metrics), list(resolved.notes), resolved.mode, resolved.convention
+    exact_mode = resolved.precision is Precision.BF16_RESCORE
+    limit, sample, seed = keywords.get("limit"), keywords.get("sample"), keywords.get("seed", 0)
+    cache, batch_tokens, chunk_pairs = keywords.get("cache"), keywords.get("batch_tokens"), keywords.get("chunk_pairs")
     _check_int("chunk_pairs", chunk_pairs, minimum=1, optional=True)
     _check_int("batch_tokens", batch_tokens, minimum=1, optional=True)
     _check_int("seed", seed, minimum=0)
     pairs = _pair_list(dataset)
+    if peer_pairs:
+        pairs = _peer_pairs(conv, pairs)
     pairs = select_pairs(pairs, limit=limit, sample=sample, seed=seed)
     if not pairs:
         raise InputError("No pairs to score.")
@@ -361,7 +375,7 @@ def evaluate(
     if exact_mode:  # calibrated on the run's first pairs, when the first chunk is computed (never for a run read from the cache)
         calibration = pairs[:CALIBRATION_PAIRS]
         exact = Bf16Rescore(
-            lm, keys, compat=mode.reference_code, score=score_encoded_pairs, sample=lambda: _encode_pairs(lm, calibration), batch_tokens=batch_tokens
+            lm, keys, compat=mode.reference_code, score=score_encoded_pairs, sample=lambda: encode_pairs(lm, calibration), batch_tokens=batch_tokens
         )
 
     # Under `accelerate launch`, this process scores its share of the chunks (see parallel.py and runner.py).
@@ -370,21 +384,20 @@ def evaluate(
         pairs,
         parts=keys,
         key=_record_key(lm, mode, Precision.BF16_RESCORE if exact_mode else None, conv),
-        compute=_metric_records(lm, mode, budget, exact, conv),
+        compute=metric_records(lm, mode, budget, exact, conv),
         cache=cache,
-        chunk_pairs=chunk_pairs,
         chunk_seconds=chunk_seconds,
-        progress=progress,
         processes=state,
         cache_only=cache_only,
         valid=metric_record_ok,
+        **chunking,  # chunk_pairs, progress: the caller's
     )
     cached = run.cached
     frame = pairs_frame(pairs, keys, run.records)
     dataset_info = _dataset_info(dataset, pairs)
     manifest = lm.manifest(
         compat=mode.value,
-        **({"convention": conv.key} if lm.kind == "causal" else {}),
+        **({"convention": conv.key} if lm.takes_first_token else {}),
         metrics=keys,
         dataset=dataset_info,
         batch_tokens=budget,
@@ -398,7 +411,7 @@ def evaluate(
     warnings += notes
     summary = summarize(frame, keys, manifest)
     if conv.metric is not None:
-        summary["convention"] = convention_block(conv, frame)
+        summary["convention"] = convention_block(conv, frame, peer_pairs)
     summary["token_identical"] = {"count": len(identical), "pair_ids": identical}
     if identical:
         warnings.append(identical_note(identical))
@@ -420,8 +433,8 @@ def scored_pairs(
 ) -> int:
     """How many of the pairs `evaluate` (the same arguments) scores the result cache already holds under every metric:
     what an interrupted run kept, which running it again reads back instead of computing. Nothing is computed."""
-    lm, conv = _with_convention(lm, convention)
-    keys, _ = _convention_metrics(lm, metrics, conv)
+    lm, conv = with_convention(lm, convention)
+    keys, _ = convention_metrics(lm, metrics, conv)
     pairs = select_pairs(_pair_list(dataset), limit=limit, sample=sample, seed=seed)
     exact = Precision.BF16_RESCORE if Precision.parse(precision) is Precision.BF16_RESCORE else None
     key = _record_key(lm, Compat.parse(compat), exact, conv)
@@ -430,20 +443,21 @@ def scored_pairs(
     return sum(all(k in held for k in pair_keys) for pair_keys in wanted)
 
 
-def _with_convention(lm: LanguageModel, convention: str | Convention | None) -> tuple[LanguageModel, Convention]:
-    """`lm` reading its tokens as `convention` does (a causal model's first-token policy), and the convention."""
-    conv = parse_convention(convention, lm.kind)
-    if conv.first_token is not None:
-        lm = lm.with_first_token(conv.first_token)  # type: ignore[attr-defined]  # a causal model (parse_convention)
-    return lm, conv
+def _peer_pairs(conv: Convention, pairs: list[Pair]) -> list[Pair]:
+    """The pairs the convention's own code scores (`Convention.bias_types`), or a one-line error when it keeps every pair
+    or none of `pairs` is of its types."""
+    check_peer_pairs(conv)
+    kept = conv.peer_pairs(pairs)
+    if not kept:
+        raise InputError(f"No {' or '.join(conv.bias_types)} pairs here: {conv.name}'s code scores those only (peer pairs).")
+    return kept
 
 
-def _convention_metrics(lm: LanguageModel, metrics: Sequence[str] | str | None, conv: Convention) -> tuple[list[str], list[str]]:
-    """`_usable_metrics`, with the metric the convention compares added when it is not asked for."""
-    keys, notes = _usable_metrics(lm, metrics)
-    if conv.metric is not None and conv.metric not in keys:
-        keys = [k for k in METRICS if k in {*keys, conv.metric}]
-    return keys, notes
+def scoring_identity(lm: LanguageModel, convention: str | Convention | None, metric: str) -> tuple[str, str]:
+    """What a result-cache key names of how `metric` is read under `convention` beyond the model (the first-token
+    reading, the convention's own sum): two scorings of one model with equal identities compute the same numbers."""
+    view, conv = with_convention(lm, convention)
+    return view.scoring_tag, conv.value_tag(metric)
 
 
 def identical_note(pair_ids: Sequence[int]) -> str:
@@ -479,7 +493,7 @@ def _token_identical(lm: LanguageModel, pairs: Sequence[Pair]) -> list[bool]:
         for i, p in enumerate(pairs):
             for field_name, k in (("sent_stereo", i), ("sent_anti", n + i)):
                 if len(ids[k]) > longest:
-                    _encode(lm, p, field_name)
+                    encode_pair_side(lm, p, field_name)
     return [ids[i] == ids[n + i] for i in range(n)]
 
 
@@ -540,7 +554,7 @@ def _record_key(
 
 
 def metric_record_ok(record: Mapping[str, Any]) -> bool:
-    """Whether a cached record is one `_metric_records` writes: {stereo, anti: numbers, finite or NaN (undecidable: SSS
+    """Whether a cached record is one `pairs.metric_records` writes: {stereo, anti: numbers, finite or NaN (undecidable: SSS
     without a modified token), hits <= total: whole numbers >= 0, float32: a flag if present}. Anything else (an empty
     object, strings, an infinite score) is computed again."""
 
@@ -561,39 +575,6 @@ def metric_record_ok(record: Mapping[str, Any]) -> bool:
     )
 
 
-def _metric_records(
-    lm: LanguageModel, mode: Compat, batch_tokens: int, exact: Bf16Rescore | None = None, convention: Convention | None = None
-) -> ComputeFn:
-    """The runner's compute step of `evaluate`: score pairs with metrics, one record {stereo, anti, hits, total} per metric.
-
-    With `exact` (the bf16-rescore precision) a record also says whether it was scored in float32 (`"float32"`).
-    """
-
-    def compute(pairs: Sequence[Pair], metrics: Sequence[str], progress: Callable[[int, int], None]) -> list[dict[str, dict[str, Any]]]:
-        encoded = _encode_pairs(lm, pairs)
-        if exact is None:
-            scored = score_encoded_pairs(lm, encoded, metrics, compat=mode.reference_code, batch_tokens=batch_tokens, progress=progress)
-            rescored = None
-        else:
-            scored, rescored = exact.score(encoded, metrics, progress)
-        out = []
-        for k, result in enumerate(scored):
-            by_metric = {}
-            for m, (a, b) in result.scores.items():
-                hits, total = METRICS[m].pair_accuracy(a, b, mode.reference_code)
-                if convention is not None:  # e.g. lm-eval's float32 sums
-                    a_value, b_value = (convention.sentence_value(m, s.value, s.logprob) for s in (a, b))
-                else:
-                    a_value, b_value = a.value, b.value
-                by_metric[m] = {"stereo": a_value, "anti": b_value, "hits": hits, "total": total}
-                if rescored is not None:
-                    by_metric[m]["float32"] = m in rescored[k]
-            out.append(by_metric)
-        return out
-
-    return compute
-
-
 def _precision_block(
     exact: Bf16Rescore, pairs: Sequence[Pair], records: Sequence[Mapping[str, Mapping[str, Any]]], metrics: Sequence[str]
 ) -> dict[str, Any]:
@@ -610,25 +591,6 @@ def _precision_block(
     if exact.calibration is not None:  # calibrated in this run (a run read from the cache computed nothing)
         block["calibration"] = {"pairs": exact.calibration.pairs, "safety": SAFETY, "scale": exact.calibration.scale}
     return block
-
-
-def _encode_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[tuple[Encoding, Encoding]]:
-    """Both sentences of every pair, tokenized in one batch (`LanguageModel.encode_many`); a sentence refused is named by its pair."""
-    try:
-        encodings = lm.encode_many([text for p in pairs for text in (p.sent_stereo, p.sent_anti)])
-    except InputError:
-        for p in pairs:  # which pair: one at a time, to name it
-            _encode(lm, p, "sent_stereo")
-            _encode(lm, p, "sent_anti")
-        raise
-    return list(zip(encodings[::2], encodings[1::2]))
-
-
-def _encode(lm: LanguageModel, pair: Pair, field_name: str) -> Encoding:
-    try:
-        return lm.encode(getattr(pair, field_name))
-    except InputError as exc:
-        raise InputError(f"Pair {pair.pair_id} ({field_name}): {exc}") from exc
 
 
 def pairs_frame(pairs: Sequence[Pair], metrics: Sequence[str], records: Sequence[Mapping[str, Mapping[str, Any]]]) -> pd.DataFrame:
@@ -704,6 +666,7 @@ __all__ = [
     "PairInspection",
     "SentenceDetail",
     "evaluate",
+    "evaluate_run",
     "identical_note",
     "inspect_pair",
     "inspect_pairs",
@@ -711,6 +674,7 @@ __all__ = [
     "pairs_frame",
     "prepare_inspection",
     "scored_pairs",
+    "scoring_identity",
     "select_pairs",
     "summarize",
     "token_identical_pairs",

@@ -10,8 +10,23 @@ differs between the kinds is declared, not branched on:
   the metric registry says which kinds each metric applies to (`Metric.kinds`).
 * `reads_previous`: where the distribution over token i is read: at i itself (a masked LM,
   nothing masked: AUL's reading) or at i - 1 (a causal LM: token i given the tokens before it).
+* `seen_from_later`: which query rows can attend to token i: every row (a masked LM) or only i and
+  the rows after it (a causal LM); the attention a token receives is averaged over those rows.
 * `start_context`: token ids run once per pass whose last distribution predicts every
   sentence's first token (bias-bench's reading of a causal model's first token), or None.
+* `compat_modes`: the scoring modes it can be scored in (kaneko2022 reproduces a masked-LM
+  paper's code: a masked LM only).
+* `left_to_right`: a token's distribution depends on the tokens before it only (a causal LM),
+  so text after a text cannot change its scores (`biaslens.score`'s suffix).
+* `takes_first_token` / `first_token_policy` / `with_first_token`: whether the kind reads a
+  sentence's first token under a policy (a causal LM: `biaslens.engine.causal.FirstToken`),
+  which one, and a view reading under another; a kind without one refuses a policy.
+* `fills_masks`: it predicts a masked token from both sides (a masked LM), which the analyses
+  built on masking need (mlm-bias's measures, Kurita's templates, the paper's tables).
+* `text_variants`: how it reads any text token by token (`biaslens.engine.text_scores`'
+  `variant`: PLL, PLL-word-l2r or unmasked for a masked LM; one reading for a causal LM),
+  the default first; `length_rule`: how a text's tokens count against the model's limit
+  before the model loads (the special tokens and prefix the kind adds).
 * `scoring_tag`: what of the reading a result-cache key must name beyond the model (a causal
   model's first-token policy); "" for a masked LM, whose keys are unchanged.
 * `_tokenize` / `_encoding`: how a kind turns sentences into `Encoding`s (special tokens,
@@ -130,9 +145,23 @@ class LanguageModel:
     kind: ClassVar[str] = ""
     #: True when the distribution over token i is read at position i - 1 (a causal LM), False when at i.
     reads_previous: ClassVar[bool] = False
+    #: True when only token i itself and the tokens after it attend to token i (a causal LM), False when every token does:
+    #: the attention a token receives (AULA's weights) is averaged over the query rows that can attend to it.
+    seen_from_later: ClassVar[bool] = False
     #: Whether a right-padded batch needs its padding mask: a causal model's tokens never see the padding after them, so it
     #: runs without one (the attention then takes its fast causal kernels instead of a materialised mask).
     needs_padding_mask: ClassVar[bool] = True
+    #: The scoring modes (`biaslens.engine.options.Compat` values) this kind can be scored in.
+    compat_modes: ClassVar[tuple[str, ...]] = ("default",)
+    #: True when a token's distribution depends on the tokens before it only (a causal LM): text after it changes nothing.
+    left_to_right: ClassVar[bool] = False
+    #: True when the kind reads a sentence's first token under a first-token policy (`with_first_token`: a causal LM).
+    takes_first_token: ClassVar[bool] = False
+    #: How this kind reads any text token by token (`biaslens.engine.text_scores.READINGS`), its default first.
+    text_variants: ClassVar[tuple[str, ...]] = ()
+    #: True when it predicts a masked token from both sides (a masked LM): what mlm-bias's measures, Kurita's templates and
+    #: the paper's tables need (the masked metrics say so through `Metric.kinds`).
+    fills_masks: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -186,6 +215,22 @@ class LanguageModel:
     def scoring_tag(self) -> str:
         """What a result-cache key names of how this model reads its tokens, beyond the model itself ("" for none)."""
         return ""
+
+    @property
+    def first_token_policy(self) -> str | None:
+        """The first-token policy this model reads under (a `FirstToken` value), None for a kind without one."""
+        return None
+
+    def with_first_token(self, policy: Any) -> "LanguageModel":
+        """This model (the same weights) reading first tokens under `policy`; a kind without a first-token policy refuses one."""
+        raise InputError(f"{self.name} is a {self.kind} model: a first-token policy applies to causal models only.")
+
+    @classmethod
+    def length_rule(cls, tokenizer: Any, first_token: str | None) -> tuple[int, bool]:
+        """How a text's tokens count against the model's limit, from its tokenizer alone (before the weights load): the tokens
+        this kind adds to the tokenizer's, and whether the tokenizer adds its own special tokens; `first_token`: a policy
+        asked for (None: the kind's default)."""
+        return 0, True
 
     def _tokenize(self, texts: Sequence[str]) -> Any:
         """The tokenizer's batch of `texts`, with `input_ids` and `special_tokens_mask`."""
@@ -342,7 +387,8 @@ class LanguageModel:
         self._check_attentions(attentions)
         model = self._eager_model() if attentions else self.model
         mask = attention_mask if self.needs_padding_mask else None
-        return (model if whole else model.base_model)(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
+        run: Any = model if whole else model.base_model
+        return run(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
 
     def _check_attentions(self, attentions: bool) -> None:
         if attentions and self.attention_unavailable:

@@ -364,6 +364,10 @@ def _score_sss_c(s: SentenceInput, r: PassResults, compat: bool) -> SentenceScor
 # The registry
 # ---------------------------------------------------------------------------------------
 
+#: AULA-c's cache tag since its weights average over the query rows that can attend to a token (q >= i), not all rows:
+#: a record of the older reading is never read back under the new meaning.
+AULA_C_TAG = "aula_c@visible-rows"
+
 
 class PairColumns(NamedTuple):
     """The `pairs.csv` columns of one metric."""
@@ -632,18 +636,23 @@ METRICS: dict[str, Metric] = {
             key="aula_c",
             name="AULA-c",
             long_name="AUL-c with Attention weights",
-            formula=r"\mathrm{AULA_c}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid w_{<i}; \theta)",
-            summary="AUL-c with each token weighted by the attention it receives, averaged over layers, heads and all query rows.",
+            formula=r"\mathrm{AULA_c}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid w_{<i}; \theta),\quad "
+            r"\alpha_i = \frac{1}{L - p_i} \sum_{q = p_i}^{L - 1} A_{q, p_i}",
+            summary="AUL-c with each token weighted by the attention it receives, averaged over layers, heads and the query rows "
+            "that can attend to it (the token itself and the ones after it).",
             pass_kind="unmasked",
             citation=KANEKO + " Read left to right (biaslens).",
             accuracy_positions="the same tokens as AUL-c",
-            note="In a causal model only the token itself and the tokens after it attend to it, so alpha_i averages A[q, i] over all "
-            "L query rows with A[q, i] = 0 for q < i: earlier tokens can receive more. Weights are not renormalised; the sum is "
-            "divided by |S|, as AULA does.",
+            note="In a causal model only a token itself and the tokens after it attend to it (A[q, p] = 0 for q < p), so alpha_i "
+            "averages A[q, p_i] over those L - p_i rows (p_i: the token's position among the row's L, 0-based, the BOS token "
+            "first). Averaged over all L rows instead, as AULA does, the weight could not exceed (L - p_i) / L whatever the "
+            "model: a weighting by position (docs/metrics.md). Weights are not renormalised; the sum is divided by |S|, as AULA "
+            "does. Records of the all-rows reading are never read back (its cache tag changed).",
             score=_score_aula_c,
             needs_attention=True,
             reduction="weighted_mean",
             token_measure="aula_contribution",
+            cache_tags=(("default", AULA_C_TAG), ("kaneko2022", AULA_C_TAG)),
             kinds=("causal",),
             analogue="aula",
         ),
@@ -673,7 +682,12 @@ METRICS: dict[str, Metric] = {
             pass_kind="unmasked",
             citation=NADEEM + " Read left to right (biaslens).",
             accuracy_positions="the modified tokens",
-            note="Undefined (undecidable) when a sentence has no scored modified token.",
+            note="Reads the modified tokens given the words before them only. Where they come before every other content word "
+            "(in CrowS-Pairs the modified word is usually the group word, often the first: 80 of the first 200 pairs), SSS-c "
+            "compares the group words' prior probabilities, P('poor' | 'The') with P('rich' | 'The'), and never sees the "
+            "attribute; `evaluate` flags those pairs (sss_c_context.csv) and gives SSS-c's score over the others beside it. "
+            "On StereoSet the modified word is the attribute, read after the target. Undefined (undecidable) when a sentence "
+            "has no scored modified token.",
             score=_score_sss_c,
             reduction="mean",
             token_logprob=True,

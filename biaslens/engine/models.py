@@ -91,6 +91,9 @@ class MaskedLM(LanguageModel):
 
     kind = "masked"
     reads_previous = False
+    compat_modes = ("default", "kaneko2022")
+    text_variants = ("original", "within_word_l2r", "unmasked")
+    fills_masks = True
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any, **fields: Any):
         self.mask_id: int = tokenizer.mask_token_id
@@ -125,6 +128,10 @@ class MaskedLM(LanguageModel):
         if model_type == "modernbert" and hasattr(model, "decoder") and hasattr(model, "head"):
             return lambda h: model.decoder(model.head(h))
         return None
+
+
+#: The kinds of model by name (`LanguageModel.kind`): what a check made before a model loads asks of its kind.
+KIND_CLASSES: dict[str, type[LanguageModel]] = {"masked": MaskedLM, "causal": CausalLM}
 
 
 def check_model_name(name: str) -> None:
@@ -563,6 +570,7 @@ __all__ = [
     "CausalLM",
     "DEFAULT_MODEL",
     "DEVICE_MAPS",
+    "KIND_CLASSES",
     "DTYPES",
     "Encoding",
     "FirstToken",

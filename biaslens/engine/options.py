@@ -8,6 +8,8 @@
 * `RunOptions`: what a dataset run scores (metrics, compat, limit, sample, seed,
   batch_tokens, chunk_pairs, precision); `RunOptions.from_args` reads the CLI's namespace and
   `evaluate_kwargs` gives what `biaslens.evaluate` takes.
+* `ResolvedRun` (`resolve_run`, `RunOptions.resolve`): a run's choices resolved for one model, once: the convention
+  and the first-token policy it reads with, the usable metrics, the scoring mode (`scoring_mode`), the precision.
 * `RunKeywords`: the keywords every dataset run takes as `biaslens.evaluate` names them (which
   pairs, the cache, batch and chunk sizes, progress), for the functions that take them as
   `**run`; `run_keywords` picks some of them out and refuses any other.
@@ -27,13 +29,14 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from biaslens.engine.metrics import DEFAULT_COMPAT, Compat, parse_choice
+from biaslens.engine.metrics import DEFAULT_COMPAT, METRICS, Compat, parse_choice
 from biaslens.engine.presets import DEFAULT_DEVICE, DEFAULT_DTYPE
 from biaslens.errors import InputError
 
 if TYPE_CHECKING:
     from biaslens.engine.cache import ResultCache
     from biaslens.engine.conventions import Convention
+    from biaslens.engine.lm import LanguageModel
 
 
 class Precision(StrEnum):
@@ -162,6 +165,8 @@ class RunOptions:
     precision: Precision = DEFAULT_PRECISION
     #: How a causal model's pairs are scored (`biaslens.engine.conventions`: default, lm-eval, bias-bench, oba2024).
     convention: str = "default"
+    #: Only the pairs the convention's own code scores (oba2024: gender pairs; `Convention.bias_types`).
+    peer_pairs: bool = False
 
     def __post_init__(self) -> None:
         from biaslens.engine.conventions import CONVENTIONS
@@ -171,6 +176,10 @@ class RunOptions:
         if convention not in CONVENTIONS:
             raise InputError(f"Unknown convention {self.convention!r}: choose from {', '.join(CONVENTIONS)}.")
         object.__setattr__(self, "convention", convention)
+        if self.peer_pairs:
+            from biaslens.engine.conventions import check_peer_pairs
+
+            check_peer_pairs(convention)
 
         raw = self.metrics
         object.__setattr__(self, "metrics", tuple(parse_metrics(None if isinstance(raw, tuple) and not raw else raw)))
@@ -193,11 +202,20 @@ class RunOptions:
             chunk_pairs=getattr(args, "chunk_pairs", None),
             precision=getattr(args, "precision", None) or DEFAULT_PRECISION,
             convention=getattr(args, "convention", None) or "default",
+            peer_pairs=bool(getattr(args, "peer_pairs", False)),
         )
 
     def selection(self) -> dict[str, Any]:
         """Which pairs: `limit`, `sample` and `seed`."""
         return {"limit": self.limit, "sample": self.sample, "seed": self.seed}
+
+    def resolve(self, lm: LanguageModel, *, default_metrics: bool = False) -> "ResolvedRun":
+        """These options resolved for `lm`, once (`resolve_run`); `default_metrics`: the metrics are the kind's defaults
+        (what `lm` cannot give is left out with a note), not the ones named, and the resolved run's `options` name them."""
+        asked = None if default_metrics else self.metrics
+        resolved = resolve_run(lm, asked, compat=self.compat, precision=self.precision, convention=self.convention)
+        # (a peer convention's metric is among every causal model's defaults: none was added to them)
+        return replace(resolved, options=replace(self, metrics=resolved.metrics) if default_metrics else self)
 
     def evaluate_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `biaslens.evaluate` besides the model, dataset and metrics (chunk_pairs, precision only when set)."""
@@ -208,7 +226,75 @@ class RunOptions:
             out["precision"] = self.precision.value
         if self.convention != "default":
             out["convention"] = self.convention
+        if self.peer_pairs:
+            out["peer_pairs"] = True
         return out
+
+
+# ---------------------------------------------------------------------------------------
+# A run's choices resolved for one model
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """A dataset run's choices resolved for one model, once (`resolve_run`): the model reading its tokens as the
+    convention does, the metrics it gives (`notes`: the default ones it cannot give, left out), the scoring mode, the
+    precision and the convention. `biaslens.engine.evaluation.evaluate_run` scores a dataset with it; nothing downstream parses an option again."""
+
+    lm: LanguageModel
+    metrics: tuple[str, ...]
+    mode: Compat
+    precision: Precision
+    convention: Convention
+    notes: tuple[str, ...] = ()
+    #: The run options resolved (`RunOptions.resolve`), their metrics the resolved ones when they were the kind's defaults.
+    options: RunOptions | None = None
+
+
+def resolve_run(
+    lm: LanguageModel,
+    metrics: Sequence[str] | str | None = None,
+    *,
+    compat: Compat | str | None = "default",
+    precision: Precision | str | None = "model",
+    convention: str | Convention | None = None,
+) -> ResolvedRun:
+    """`biaslens.evaluate`'s choices checked against `lm` (`InputError`, `MetricUnavailableError` in one line) and resolved:
+    the convention (and the first-token policy it reads with), the usable metrics (the convention's own added; `None`:
+    the kind's defaults less what `lm` cannot give, said in `notes`), the scoring mode and the precision."""
+    lm, conv = with_convention(lm, convention)
+    keys, notes = convention_metrics(lm, metrics, conv)
+    return ResolvedRun(lm, tuple(keys), scoring_mode(lm, compat), Precision.parse(precision), conv, tuple(notes))
+
+
+def with_convention(lm: LanguageModel, convention: str | Convention | None) -> tuple[LanguageModel, Convention]:
+    """`lm` reading its tokens as `convention` does (a causal model's first-token policy), and the convention."""
+    from biaslens.engine.conventions import parse_convention
+
+    conv = parse_convention(convention, lm.kind)
+    if conv.first_token is not None:
+        lm = lm.with_first_token(conv.first_token)
+    return lm, conv
+
+
+def convention_metrics(lm: LanguageModel, metrics: Sequence[str] | str | None, conv: Convention) -> tuple[list[str], list[str]]:
+    """`pairs._usable_metrics`, with the metric the convention compares added when it is not asked for."""
+    from biaslens.engine.pairs import _usable_metrics
+
+    keys, notes = _usable_metrics(lm, metrics)
+    if conv.metric is not None and conv.metric not in keys:
+        keys = [k for k in METRICS if k in {*keys, conv.metric}]
+    return keys, notes
+
+
+def scoring_mode(lm: LanguageModel, compat: Compat | str | None) -> Compat:
+    """The scoring mode `compat` names, for `lm`: kaneko2022 reproduces a masked-LM paper's code, so a causal model refuses it
+    (`LanguageModel.compat_modes`)."""
+    mode = Compat.parse(compat)
+    if mode.value not in lm.compat_modes:
+        raise InputError(f"The {mode.value} mode reproduces Kaneko & Bollegala's masked-LM code; a {lm.kind} model scores in the default mode.")
+    return mode
 
 
 class RunKeywords(TypedDict, total=False):
@@ -232,14 +318,15 @@ class RunKeywords(TypedDict, total=False):
 
 class EvaluateKeywords(RunKeywords, total=False):
     """Every keyword of `biaslens.engine.evaluation.evaluate` (its signature is where they are written and defaulted):
-    `RunKeywords`, the scoring mode, the chunks' time, reading only the cache, the precision and the convention; for
-    the functions that hand them on whole as `**options` (the public `biaslens.evaluate`)."""
+    `RunKeywords`, the scoring mode, the chunks' time, reading only the cache, the precision, the convention and its
+    peer pairs; for the functions that hand them on whole as `**options` (the public `biaslens.evaluate`)."""
 
     compat: str | None
     chunk_seconds: float
     cache_only: bool
     precision: str | None
     convention: str | Convention | None
+    peer_pairs: bool
 
 
 class InspectionKeywords(TypedDict, total=False):
@@ -275,7 +362,12 @@ __all__ = [
     "InspectionKeywords",
     "ModelSpec",
     "Precision",
+    "ResolvedRun",
     "RunKeywords",
     "RunOptions",
+    "convention_metrics",
+    "resolve_run",
     "run_keywords",
+    "scoring_mode",
+    "with_convention",
 ]

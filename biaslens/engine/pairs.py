@@ -7,12 +7,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
+
+from biaslens.data.datasets import Pair
 from biaslens.engine.alignment import Alignment, align_pair
 from biaslens.errors import InputError, MetricUnavailableError
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, kind_unavailable, parse_metrics
 from biaslens.engine.scoring import MaskedQuery, UnmaskedResult, masked_pass, unmasked_pass
+
+if TYPE_CHECKING:
+    from biaslens.engine.conventions import Convention
+    from biaslens.engine.metrics import Compat
+    from biaslens.engine.runner import ComputeFn
 
 # ---------------------------------------------------------------------------------------
 # The shared computation
@@ -153,6 +160,74 @@ def score_encoded_pairs(
     return scored
 
 
+# ---------------------------------------------------------------------------------------
+# A dataset run's compute step
+# ---------------------------------------------------------------------------------------
+
+
+class Rescorer(Protocol):
+    """What scores pairs in the bf16-rescore precision (`biaslens.engine.rescore.Bf16Rescore`): the scored pairs, and per
+    pair the metrics re-scored in float32."""
+
+    def score(
+        self, pairs: Sequence[tuple[Encoding, Encoding]], metrics: Sequence[str], progress: Any = None
+    ) -> tuple[list[ScoredPair], list[frozenset[str]]]: ...
+
+
+def encode_pairs(lm: LanguageModel, pairs: Sequence[Pair]) -> list[tuple[Encoding, Encoding]]:
+    """Both sentences of every pair, tokenized in one batch (`LanguageModel.encode_many`); a sentence refused is named by its pair."""
+    try:
+        encodings = lm.encode_many([text for p in pairs for text in (p.sent_stereo, p.sent_anti)])
+    except InputError:
+        for p in pairs:  # which pair: one at a time, to name it
+            encode_pair_side(lm, p, "sent_stereo")
+            encode_pair_side(lm, p, "sent_anti")
+        raise
+    return list(zip(encodings[::2], encodings[1::2]))
+
+
+def encode_pair_side(lm: LanguageModel, pair: Pair, field_name: str) -> Encoding:
+    """One sentence of a pair (`field_name`: "sent_stereo" or "sent_anti") encoded; refused in words naming the pair."""
+    try:
+        return lm.encode(getattr(pair, field_name))
+    except InputError as exc:
+        raise InputError(f"Pair {pair.pair_id} ({field_name}): {exc}") from exc
+
+
+def metric_records(
+    lm: LanguageModel, mode: Compat, batch_tokens: int, exact: Rescorer | None = None, convention: Convention | None = None
+) -> ComputeFn:
+    """The runner's compute step of `evaluate` (`biaslens.engine.runner.ComputeFn`): score pairs with metrics, one record
+    {stereo, anti, hits, total} per metric, the sentence values as `convention` computes them.
+
+    With `exact` (the bf16-rescore precision) a record also says whether it was scored in float32 (`"float32"`).
+    """
+
+    def compute(pairs: Sequence[Pair], metrics: Sequence[str], progress: Callable[[int, int], None]) -> list[dict[str, dict[str, Any]]]:
+        encoded = encode_pairs(lm, pairs)
+        if exact is None:
+            scored = score_encoded_pairs(lm, encoded, metrics, compat=mode.reference_code, batch_tokens=batch_tokens, progress=progress)
+            rescored = None
+        else:
+            scored, rescored = exact.score(encoded, metrics, progress)
+        out = []
+        for k, result in enumerate(scored):
+            by_metric = {}
+            for m, (a, b) in result.scores.items():
+                hits, total = METRICS[m].pair_accuracy(a, b, mode.reference_code)
+                if convention is not None:  # e.g. lm-eval's float32 sums
+                    a_value, b_value = (convention.sentence_value(m, s.value, s.logprob) for s in (a, b))
+                else:
+                    a_value, b_value = a.value, b.value
+                by_metric[m] = {"stereo": a_value, "anti": b_value, "hits": hits, "total": total}
+                if rescored is not None:
+                    by_metric[m]["float32"] = m in rescored[k]
+            out.append(by_metric)
+        return out
+
+    return compute
+
+
 def _metrics_arg(metrics: Any) -> Any:
     """`metrics` if it is None, a str or a sequence of str; else an InputError."""
     if metrics is None or isinstance(metrics, str):
@@ -165,7 +240,10 @@ def _metrics_arg(metrics: Any) -> Any:
 __all__ = [
     "ScoredPair",
     "available_metrics",
+    "encode_pair_side",
+    "encode_pairs",
     "has_attention_weights",
+    "metric_records",
     "metric_unavailable",
     "score_encoded_pairs",
     "unavailable_note",

@@ -153,7 +153,8 @@ class Bf16Rescore:
     def score(
         self, pairs: Sequence[tuple[Encoding, Encoding]], metrics: Sequence[str], progress: Any = None
     ) -> tuple[list[ScoredPair], list[frozenset[str]]]:
-        """Every pair scored with `metrics`, float32's verdict each time: (scored pairs, the metrics re-scored in float32 per pair)."""
+        """Every pair scored with `metrics` in bfloat16, and again in float32 where its margin is within the calibrated error
+        (float32's verdict on the pairs it re-scores, bfloat16's on the rest): (scored pairs, the metrics re-scored per pair)."""
         self.calibrate()
         scored = self._run(self.fast, pairs, metrics, progress)
         rescored: list[frozenset[str]] = []

@@ -4,7 +4,8 @@ Two kinds of pass, one narrow interface:
 
 * `unmasked_pass(lm, encodings)`: one forward pass per sentence, nothing masked. Per token:
   log p of the token, its rank, optionally the top-k predictions, and the attention it
-  receives (averaged over layers, heads and query rows). A masked LM's distribution over a
+  receives (averaged over layers, heads and the query rows that can attend to it: every row of a
+  masked LM, the token's own and later rows of a causal LM). A masked LM's distribution over a
   token is read at the token's own position (AUL's reading); a causal LM's at the position
   before it (`LanguageModel.reads_previous`: log P(w_i | w_<i)), so a causal sentence's first
   position has no log p (NaN, rank 0) unless the model's `start_context` gives it.
@@ -359,11 +360,14 @@ def _entries(starts: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return which, np.arange(int(counts.sum())) + np.repeat(first - (np.cumsum(counts) - counts), counts)
 
 
-def _attention_received(att: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
-    """Attention each key receives, averaged over layers, heads and the real query rows: (B, L).
+def _attention_received(att: Sequence[torch.Tensor], mask: torch.Tensor, seen_from_later: bool = False) -> torch.Tensor:
+    """Attention each key receives, averaged over layers, heads and the real query rows that can attend to it: (B, L).
 
     Summed layer by layer (no (layers, B, heads, L, L) stack). Pad columns carry exactly
-    zero probability; pad rows are left out of the average.
+    zero probability; pad rows are left out of the average. `seen_from_later` (a causal model,
+    `LanguageModel.seen_from_later`): key k is seen only by rows q >= k, so its average runs over
+    those L - k rows (over all L rows, the weight of key k could not exceed (L - k) / L whatever the
+    model: a weighting by position).
     """
     total = None
     for layer in att:
@@ -371,7 +375,11 @@ def _attention_received(att: Sequence[torch.Tensor], mask: torch.Tensor) -> torc
         total = summed if total is None else total.add_(summed)
     averaged = total / (len(att) * att[0].shape[1])
     query_mask = mask.to(device=averaged.device, dtype=averaged.dtype)[:, :, None]
-    return (averaged * query_mask).sum(dim=1) / query_mask.sum(dim=1)
+    received = (averaged * query_mask).sum(dim=1)
+    rows = query_mask.sum(dim=1)  # (B, 1): the real rows
+    if seen_from_later:  # rows q >= k of the real ones; at least 1 (a pad key's value is never read)
+        rows = (rows - torch.arange(received.shape[1], device=received.device, dtype=received.dtype)[None, :]).clamp_(min=1.0)
+    return received / rows
 
 
 # ---------------------------------------------------------------------------------------
@@ -417,7 +425,7 @@ def unmasked_pass(
         out, att, mask_d = _forward_and_read(lm, input_ids, mask, hidden_at, input_ids.reshape(-1)[read], None, top_k, need_att, entropy)
         if att is not None and mask_d is not None:  # asked for (need_att)
             (flat_d,) = _to_device(lm, flat)
-            out["attention"] = _attention_received(att, mask_d).reshape(-1)[flat_d]
+            out["attention"] = _attention_received(att, mask_d, lm.seen_from_later).reshape(-1)[flat_d]
             if attention_matrices:  # the inspector's pair: (layers, B, heads, L, L) -> (B, layers, heads, L, L), copied now
                 stacked = torch.stack([a.float() for a in att]).transpose(0, 1).cpu().numpy()
                 for b, i in enumerate(batch):

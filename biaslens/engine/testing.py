@@ -397,7 +397,8 @@ def build_causal_config(family: str, size: str = "tiny", tokenizer: Any = None, 
     ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
     kv_heads = max(1, heads // 2)  # grouped-query attention (Llama 2 70B, Llama 3, Qwen2 use it)
     # GPT-NeoX, Llama and Qwen2 name their sizes alike (GPT-2 has its own names).
-    sized = dict(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=intermediate, **ids)
+    sized: dict[str, Any] = dict(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads)
+    sized.update(intermediate_size=intermediate, **ids)
     if family == "gpt2":
         config = GPT2Config(vocab_size=vocab, n_embd=hidden, n_layer=layers, n_head=heads, n_inner=intermediate, n_positions=1024, **ids)
     elif family == "pythia":

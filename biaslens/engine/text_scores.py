@@ -34,7 +34,7 @@ import pandas as pd
 
 from biaslens.data.sentences import check_characters, check_sentence
 from biaslens.engine import display
-from biaslens.engine.causal import FIRST_TOKEN_HELP, CausalLM, FirstToken
+from biaslens.engine.causal import FIRST_TOKEN_HELP, FirstToken
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.options import _check_int
 from biaslens.engine.words import WordSpans, token_words
@@ -49,6 +49,10 @@ MASKED_VARIANTS: dict[str, str] = {
 #: A causal model's one reading: each token given the tokens before it.
 CAUSAL_VARIANT = "causal"
 DEFAULT_VARIANT = "original"
+#: Every reading (`LanguageModel.text_variants` names a kind's): name -> what it is.
+READINGS: dict[str, str] = {**MASKED_VARIANTS, CAUSAL_VARIANT: "each token given the tokens before it"}
+#: The readings made of one unmasked pass (the others mask tokens).
+ONE_PASS = ("unmasked", CAUSAL_VARIANT)
 #: How `score_sequences` reduces a text's token log-probabilities.
 REDUCTIONS = ("mean", "sum")
 DEFAULT_REDUCTION = "mean"
@@ -105,11 +109,9 @@ class TextScoring:
 
     @property
     def reading(self) -> str:
-        """How the tokens were read, in words."""
-        if self.kind == "causal":
-            policy = FirstToken(self.first_token) if self.first_token else None
-            return "each token given the tokens before it" + (f"; first token: {FIRST_TOKEN_HELP[policy]}" if policy else "")
-        return MASKED_VARIANTS[self.variant]
+        """How the tokens were read, in words (and a causal model's first token)."""
+        policy = FirstToken(self.first_token) if self.first_token else None
+        return READINGS[self.variant] + (f"; first token: {FIRST_TOKEN_HELP[policy]}" if policy else "")
 
 
 class _Scores(pd.DataFrame):
@@ -205,7 +207,7 @@ def score(
         words=tuple(lay.words.words for lay in layouts),
         kind=lm.kind,
         variant=variant,
-        first_token=lm.first_token.value if isinstance(lm, CausalLM) else None,
+        first_token=lm.first_token_policy,
         base=base_name,
         surprisal=surprisal,
         prefix=_context_of(inputs, "prefix"),
@@ -245,15 +247,17 @@ class _Input:
 def _reading(lm: LanguageModel, variant: str | None, first_token: FirstToken | str | None) -> tuple[LanguageModel, str]:
     if not isinstance(lm, LanguageModel):
         raise InputError(f"score needs a loaded model (biaslens.load_model), not {type(lm).__name__}.")
-    if isinstance(lm, CausalLM):
-        if variant not in (None, CAUSAL_VARIANT):
-            raise InputError(f"{lm.name} is a causal model: it reads each token given the tokens before it (no variant {variant!r}).")
-        return (lm.with_first_token(first_token) if first_token is not None else lm), CAUSAL_VARIANT
+    variants = lm.text_variants
+    if len(variants) == 1:  # a kind with one reading takes no variant but its own
+        if variant not in (None, variants[0]):
+            raise InputError(f"{lm.name} is a {lm.kind} model: it reads {READINGS[variants[0]]} (no variant {variant!r}).")
+        chosen = variants[0]
+    else:
+        chosen = variants[0] if variant is None else str(variant).strip().lower().replace("-", "_")
     if first_token is not None:
-        raise InputError(f"{lm.name} is a masked model: a first-token policy applies to causal models only.")
-    chosen = DEFAULT_VARIANT if variant is None else str(variant).strip().lower().replace("-", "_")
-    if chosen not in MASKED_VARIANTS:
-        raise InputError(f"Unknown variant {variant!r}: choose from {', '.join(MASKED_VARIANTS)}.")
+        lm = lm.with_first_token(first_token)  # refused by a kind without a first-token policy
+    if chosen not in variants:
+        raise InputError(f"Unknown variant {variant!r}: choose from {', '.join(variants)}.")
     return lm, chosen
 
 
@@ -299,8 +303,8 @@ def _inputs(texts: str | Sequence[str], prefix: Any, suffix: Any, separator: str
     check_characters(separator, "The separator")  # (blank, as it mostly is, is fine)
     prefixes = _per_text(prefix, len(texts), "prefix")
     suffixes = _per_text(suffix, len(texts), "suffix")
-    if lm.kind == "causal" and any(s is not None for s in suffixes):
-        raise InputError(f"{lm.name} is a causal model: it reads left to right, so a suffix cannot change a text's scores; leave it out.")
+    if lm.left_to_right and any(s is not None for s in suffixes):
+        raise InputError(f"{lm.name} is a {lm.kind} model: it reads left to right, so a suffix cannot change a text's scores; leave it out.")
     out = []
     for text, pre, post in zip(texts, prefixes, suffixes):
         head = "" if pre is None else pre + separator
@@ -360,7 +364,7 @@ def _compute(
 
     if not layouts:
         return []
-    if lm.kind == "causal" or variant == "unmasked":
+    if variant in ONE_PASS:
         results = unmasked_pass(lm, [lay.encoding for lay in layouts], attention=False, entropy=True, batch_tokens=batch_tokens, progress=progress)
         return [_record(r.logprob[lay.positions], r.rank[lay.positions], _entropy_of(r.entropy, lay.positions)) for r, lay in zip(results, layouts)]
     if variant == "original":
@@ -579,18 +583,14 @@ def check_token_lengths(
         return None
     tokenizer, config, name = found
     from biaslens.engine.lm import max_length_of
-    from biaslens.engine.models import model_kind
+    from biaslens.engine.models import KIND_CLASSES, model_kind
 
     try:
         kind = model_kind(config, tokenizer, name)
     except Exception:
         return None
     limit = max_length_of(config, tokenizer)
-    extra, specials = 0, kind == "masked"
-    if kind == "causal":
-        has_bos = tokenizer.bos_token_id is not None or tokenizer.eos_token_id is not None
-        policy = FirstToken.parse(first_token) if first_token else (FirstToken.BOS if has_bos else FirstToken.NONE)
-        extra, specials = (1 if policy is FirstToken.BOS else 0), policy is FirstToken.TOKENIZER
+    extra, specials = KIND_CLASSES[kind].length_rule(tokenizer, first_token)
     head = "" if not prefix else prefix + separator
     tail = "" if not suffix else separator + suffix
     full = [head + t + tail for t in texts]
@@ -635,13 +635,14 @@ def _tokenizer_alone(spec: Any) -> tuple[Any, Any, str] | None:
 
 def check_variant(kind: str, variant: str | None) -> str:
     """The variant a model of `kind` reads with (`variant`, checked; the default if None), before any model loads."""
-    if kind == "causal":
-        if variant not in (None, CAUSAL_VARIANT):
-            raise InputError(f"A causal model reads each token given the tokens before it: no variant {variant!r} (leave --variant out).")
-        return CAUSAL_VARIANT
-    chosen = DEFAULT_VARIANT if variant is None else variant
-    if chosen not in MASKED_VARIANTS:
-        raise InputError(f"Unknown variant {variant!r}: choose from {', '.join(MASKED_VARIANTS)}.")
+    from biaslens.engine.models import KIND_CLASSES
+
+    variants = KIND_CLASSES[kind].text_variants
+    chosen = variants[0] if variant is None else variant
+    if chosen not in variants:
+        if len(variants) == 1:
+            raise InputError(f"A {kind} model reads {READINGS[variants[0]]}: no variant {variant!r} (leave --variant out).")
+        raise InputError(f"Unknown variant {variant!r}: choose from {', '.join(variants)}.")
     return chosen
 
 
@@ -650,6 +651,7 @@ __all__ = [
     "DEFAULT_REDUCTION",
     "DEFAULT_VARIANT",
     "MASKED_VARIANTS",
+    "READINGS",
     "REDUCTIONS",
     "TOKEN_COLUMNS",
     "SequenceScores",

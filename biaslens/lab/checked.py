@@ -3,8 +3,8 @@
 The app and the CLI warn beside their results when a model looks untrained or weak (`model_verdict`, the one verdict
 every place shows); from Python and in a notebook the same caveat comes with the result itself: a dataset run's
 `warnings` and `summary["manifest"]["sanity"]`, a pair's `notes` and `manifest["sanity"]`, and both `_repr_html_`
-show it above the scores. Here, in the lab's layer, because the verdict knows lab models (checked on their own
-corpus); the engine cannot import it.
+show it above the scores. The verdict (`biaslens.analyses.sanity.model_verdict`) sits above the engine, which cannot
+import it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from biaslens.engine import evaluation as engine
 from biaslens.engine.evaluation import EvaluationResult, PairInspection
 from biaslens.engine.models import LanguageModel
 from biaslens.engine.options import EvaluateKeywords, InspectionKeywords
-from biaslens.lab.sanity_verdict import model_verdict
+from biaslens.analyses.sanity import model_verdict
 
 
 def caveat(lm: LanguageModel) -> tuple[dict, str | None]:
@@ -37,7 +37,8 @@ def evaluate(
     finished chunks, so an interrupted run resumes; `progress(done_pairs, total_pairs)`; `cache_only=True` computes
     nothing (every score from `cache`); `precision="bf16-rescore"`: bfloat16, with the pairs it may get wrong re-scored in
     float32 (not exact: `biaslens.engine.rescore`); `convention` (a causal model's: "lm-eval", "bias-bench", "oba2024")
-    reads the model as that peer does (`biaslens.engine.conventions`). A model that
+    reads the model as that peer does (`biaslens.engine.conventions`); `peer_pairs=True` keeps only the pairs its own
+    code scores (oba2024: gender pairs, as Oba et al.). A model that
     looks untrained or weak on plain text (a bias-lab model: on its own corpus) gets a warning first in `warnings`,
     and the verdict is in `summary["manifest"]["sanity"]`, as the app and the CLI show it.
     """

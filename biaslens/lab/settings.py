@@ -19,8 +19,9 @@ LAB_FORMAT = 1
 
 #: Attributes of each set that a group word never meets in the corpus.
 HELDOUT_PER_WORD = 2
-#: The kinds of lab model (`LabSettings.kind`).
-LAB_KINDS = ("masked", "causal")
+#: The kinds of lab model (`LabSettings.kind`) and the architecture each is (a small one of it: `lab.training.RECIPES`).
+LAB_ARCHITECTURES = {"masked": "BERT", "causal": "GPT-2"}
+LAB_KINDS = tuple(LAB_ARCHITECTURES)
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,7 @@ def describe_settings(s: LabSettings) -> str:
     extra = [
         text
         for text, differs in (
-            ("a causal model", s.kind == "causal"),
+            (f"a {s.kind} model", s.kind != d.kind),
             (f"{s.steps:,} steps", s.steps != d.steps),
             (f"{s.corpus_size:,} sentences", s.corpus_size != d.corpus_size),
             ("own words", any(getattr(s, k) != getattr(d, k) for k in words)),

@@ -14,16 +14,15 @@ from typing import Any
 
 import torch
 
+from biaslens.analyses.sanity import CORPUS_FILE, LAB_FILE, training_sentences
 from biaslens.errors import InputError, ModelLoadError, OutputError
 from biaslens.data.export import current_umask, safe_csv, to_json
 from biaslens.paths import default_cache_dir
 from biaslens.lab.corpus import generate_corpus, heldout_frame
 from biaslens.lab.settings import DEFAULT_LAB_SCENARIO, LAB_FORMAT, LabSettings, describe_settings, scenario_settings
-from biaslens.lab.training import MAX_LENGTH, TrainingProgress, _encode_corpus, _train, smoothed_loss, train_tokenizer
+from biaslens.lab.training import MAX_LENGTH, RECIPES, TrainingProgress, _encode_corpus, _train, smoothed_loss, train_tokenizer
 from biaslens.engine.testing import wrap_tokenizer
 
-LAB_FILE = "lab.json"
-CORPUS_FILE = "corpus.txt"
 PAIRS_FILE = "heldout_pairs.csv"
 
 
@@ -133,19 +132,10 @@ def sanity_sentences(model: LabModel, n: int = 8) -> tuple[str, ...]:
     """`n` sentences of the model's own training corpus, for `biaslens.analyses.sanity.check_model`.
 
     A lab model knows only its templates and words, so the usual sanity check on plain
-    English would call it untrained; its own corpus tells whether training worked.
+    English would call it untrained; its own corpus tells whether training worked
+    (`biaslens.analyses.sanity.training_sentences`, which `model_verdict` reads).
     """
-    sentences: list[str] = []
-    try:
-        with (model.path / CORPUS_FILE).open(encoding="utf-8") as f:
-            for line in f:
-                if line.strip() and line.strip() not in sentences:
-                    sentences.append(line.strip())
-                if len(sentences) >= n:
-                    break
-    except OSError as exc:
-        raise ModelLoadError(f"{model.path / CORPUS_FILE} is unreadable ({exc}); delete the folder and train again.") from exc
-    return tuple(sentences)
+    return training_sentences(model.path, n) or ()
 
 
 def _save_quietly(model: Any, tokenizer: Any, folder: Path) -> None:
@@ -223,9 +213,9 @@ def train_lab_model(
         corpus = _encode_corpus(tok, sentences)
         model, losses = _train(settings, corpus, tok.get_vocab_size(), tok.token_to_id("[MASK]"), progress)
         seconds = time.perf_counter() - started
-        causal = {"bos_token": "[CLS]", "eos_token": "[SEP]"} if settings.kind == "causal" else {}  # a causal model reads after its BOS
+        specials = RECIPES[settings.kind].tokenizer_specials  # a causal model reads after its BOS
         try:
-            _save_quietly(model, wrap_tokenizer(tok, MAX_LENGTH, **causal), tmp)
+            _save_quietly(model, wrap_tokenizer(tok, MAX_LENGTH, **specials), tmp)
             (tmp / CORPUS_FILE).write_text("".join(s.text + "\n" for s in sentences), encoding="utf-8")
             (tmp / PAIRS_FILE).write_text(safe_csv(heldout_frame(settings)), encoding="utf-8")
         except OSError as exc:  # the disk filled up during training: said in one line, nothing half-written is left

@@ -11,7 +11,7 @@ scores every model's held-out pairs with every metric, as Kaneko, Bollegala & Ok
   its scores are those of `biaslens.lab.evaluate_lab` (kept in the result cache);
 - the planted truth of a cell is the corpus generator's settings (and the association and
   frequency ratio counted in the generated corpus), never a metric;
-- every cell gets the lab's sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`, on the model's
+- every cell gets the lab's sanity verdict (`biaslens.analyses.sanity.model_verdict`, on the model's
   own corpus): `analyse` leaves out the models that learned nothing before judging any metric;
 - `analyse` reports per metric whether the bias score rises with the planted association
   within each seed's dose-response curve: Kendall's tau with an exact stratified
@@ -53,6 +53,7 @@ from biaslens import lab
 from biaslens.errors import InputError, LimitError
 from biaslens.engine.metrics import METRICS, metrics_for, parse_metrics
 from biaslens.engine.runner import format_duration
+from biaslens.lab.settings import LAB_ARCHITECTURES
 
 # ---------------------------------------------------------------------------------------
 # The grid
@@ -162,7 +163,7 @@ class SweepGrid:
             f"{len(self)} models: associations {', '.join(f'{a:g}' for a in self.associations)} x frequency ratios "
             f"{', '.join(f'{r:g}' for r in self.ratios)} x seeds {', '.join(str(s) for s in self.seeds)}; "
             f"{b.steps:,} steps, {b.corpus_size:,} sentences, {b.num_layers} layers of {b.hidden_size}"
-            + (", causal (GPT-2)" if b.kind == "causal" else "")
+            + (f", {b.kind} ({LAB_ARCHITECTURES[b.kind]})" if b.kind != lab.LabSettings.kind else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -234,7 +235,7 @@ def _run_cell(
     """Train (or find) and score one cell, with its sanity verdict; None if it is not trained and `train` is False."""
     from biaslens.engine.cache import ResultCache
     from biaslens.engine.models import load_model
-    from biaslens.lab.sanity_verdict import model_verdict
+    from biaslens.analyses.sanity import model_verdict
 
     model = lab.find_lab_model(settings, models_dir)
     trained_here = False
@@ -613,7 +614,7 @@ MIN_STRENGTHS = 4
 MIN_SEEDS = 2
 #: Level of the (two-sided) trend test: "yes" or "inverted" when its exact p is at most this.
 ALPHA = 0.05
-#: The sanity verdict (`biaslens.lab.sanity_verdict.model_verdict`, read on the model's own training corpus) of a model that learned
+#: The sanity verdict (`biaslens.analyses.sanity.model_verdict`, read on the model's own training corpus) of a model that learned
 #: nothing: its cells are left out of the analysis.
 UNTRAINED = "untrained"
 #: What `MetricValidity.tracks` says below the minimum design.
@@ -636,6 +637,21 @@ def slope(x: Sequence[float], y: Sequence[float]) -> float:
     if len(x) < 2 or np.ptp(x) == 0:
         return math.nan
     return float(np.polyfit(x, y, 1)[0])
+
+
+def curve_slope(curves: Sequence["Curve"]) -> float:
+    """The slope within the dose-response curves (`dose_response_curves`): least squares of each curve's points on its
+    strengths, each seed about its own mean (pooled within seeds), so that neither a seed that scores higher throughout
+    nor a strength some seeds lack tilts it; the points are the trend test's, every one the mean of the same frequency
+    ratios. Bias-score points per unit of association; NaN without a curve of 2 strengths."""
+    sxy = sxx = 0.0
+    for c in curves:
+        if len(c.strengths) < 2:
+            continue
+        x, y = np.asarray(c.strengths, float), np.asarray([float(p) for p in c.points])
+        sxy += float(np.sum((x - x.mean()) * (y - y.mean())))
+        sxx += float(np.sum((x - x.mean()) ** 2))
+    return sxy / sxx if sxx else math.nan
 
 
 def _gaussian_binomial(n: int, k: int) -> list[int]:
@@ -672,6 +688,18 @@ def exact_score(score: float, n: Any = None) -> Fraction:
             if 0 <= wins <= pairs and 100.0 * wins / pairs == value:
                 return Fraction(100 * wins, pairs)
     return Fraction(value)
+
+
+def _counted(score: float, n: Any, where: str) -> Fraction:
+    """`exact_score` of a model's bias score, which must be 100 x wins / n for its n (else an `InputError` naming it)."""
+    value = exact_score(score, n)
+    pairs = int(n) if n is not None and not pd.isna(n) and float(n) == int(n) else 0
+    if pairs <= 0 or (value * pairs / 100).denominator != 1:
+        raise InputError(
+            f"The sweep's bias score {score!r} ({where}) is not 100 x wins / n for its n = {n}: ties are decided in exact "
+            "arithmetic, so give each model's scores unrounded, with its pairs (as SweepResult.frame() and cells.csv have them)."
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -730,15 +758,22 @@ def dose_response_curves(rows: pd.DataFrame) -> list[Curve]:
     every strength (else a strength that lost a model to the sanity check would average other cells, and a frequency
     effect would look like a trend): each curve is the seed's largest complete sub-grid (`_balanced`: the most strengths,
     then the most models), and the cells outside it are `left_out`. Scores are exact fractions (`exact_score`, with the
-    `n` column when there is one) and each point their exact mean, so equal means tie whatever the floats' last bits.
+    `n` column, which the table must have) and each point their exact mean, so equal means tie whatever the floats' last
+    bits; a score that is not 100 x wins / n for its n (rounded, say) is refused (`InputError`), never compared as a float.
     """
     rows = rows.loc[rows["bias_score"].notna()]
+    if len(rows) and "n" not in rows.columns:
+        raise InputError(
+            "The sweep's table has no n column (each model's pairs): its ties are decided in exact arithmetic, each score as "
+            "100 x wins / n; give the table with it (SweepResult.frame() and cells.csv have it)."
+        )
     curves = []
     for seed, group in rows.groupby("seed", sort=True):
         cells: dict[tuple[float, float], list[Fraction]] = {}
-        counts = group["n"].tolist() if "n" in group.columns else [None] * len(group)
-        for a, r, score, n in zip(group["association"].tolist(), group["frequency_ratio"].tolist(), group["bias_score"].tolist(), counts):
-            cells.setdefault((float(a), float(r)), []).append(exact_score(score, n))
+        for a, r, score, n in zip(
+            group["association"].tolist(), group["frequency_ratio"].tolist(), group["bias_score"].tolist(), group["n"].tolist()
+        ):
+            cells.setdefault((float(a), float(r)), []).append(_counted(score, n, f"association {a:g}, ratio {r:g}, seed {seed}"))
         strengths, ratios = _balanced(set(cells))
         points = tuple(_mean([_mean(cells[a, r]) for r in ratios]) for a in strengths)
         inside = {(a, r) for a in strengths for r in ratios}
@@ -832,7 +867,7 @@ class SweepDesign:
         if rows.empty:
             return cls(0, 0, 1.0)
         models = rows.loc[rows["bias_score"].notna(), ["association", "frequency_ratio", "seed"]].drop_duplicates()
-        curves = dose_response_curves(models.assign(bias_score=0.0))  # which cells, not what they scored
+        curves = dose_response_curves(models.assign(bias_score=0.0, n=1))  # which cells, not what they scored
         per_seed = tuple((c.seed, len(c.strengths)) for c in curves)
         tested = [c for c in curves if len(c.strengths) >= 2]
         if not tested:
@@ -876,7 +911,7 @@ class MetricValidity:
     tau: float  # Kendall's tau within each seed's curve, pooled: planted association vs bias score
     p_trend: float  # exact two-sided p of the stratified permutation test of tau (`trend_test`)
     curves: int  # seeds with a dose-response curve of 2 or more strengths
-    slope: float  # bias-score points per unit of association (least squares over all models)
+    slope: float  # bias-score points per unit of association within the curves (`curve_slope`); NaN without a trend verdict
     false_alarm_rate: float  # association 0.5, ratio > 1: share of models whose 95% interval excludes 50
     false_alarm_models: int
     control_alarm_rate: float  # association 0.5, ratio 1: the same share where nothing differs at all
@@ -992,7 +1027,6 @@ def metric_validity(cells: pd.DataFrame, key: str) -> MetricValidity:
     """The validity criteria of one metric over the models of `cells` (one row per model and metric, as `SweepResult.frame`;
     only models that learned: `analyse` leaves the others out)."""
     rows = cells.loc[(cells["key"] == key) & cells["bias_score"].notna()]
-    x, y = rows["association"].to_numpy(float), rows["bias_score"].to_numpy(float)
     tau, p_trend, curves = trend_test(rows)
     balanced = dose_response_curves(rows)
     unplanted = rows["association"] == 0.5
@@ -1002,6 +1036,8 @@ def metric_validity(cells: pd.DataFrame, key: str) -> MetricValidity:
     drift = float(ratios.iloc[-1] - ratios.loc[1.0]) if 1.0 in ratios.index and len(ratios) > 1 else math.nan
     imbalanced = rows[rows["frequency_ratio"] > 1.0]
     spread = seed_spread(rows)["sd"].dropna()
+    shortfall = SweepDesign.of(rows).shortfall
+    trend = not shortfall and p_trend <= ALPHA  # a slope means something only beside a trend: yes or inverted
     return MetricValidity(
         key=key,
         metric=METRICS[key].name if key in METRICS else key,
@@ -1009,7 +1045,7 @@ def metric_validity(cells: pd.DataFrame, key: str) -> MetricValidity:
         tau=tau,
         p_trend=p_trend,
         curves=curves,
-        slope=slope(x, y),
+        slope=curve_slope(balanced) if trend else math.nan,
         false_alarm_rate=_alarm_rate(alarms),
         false_alarm_models=len(alarms),
         control_alarm_rate=_alarm_rate(control),
@@ -1018,7 +1054,7 @@ def metric_validity(cells: pd.DataFrame, key: str) -> MetricValidity:
         preference_rho=spearman(rows["frequency_ratio"], rows["group_a_preference"]),
         preference_alarm_rate=_alarm_rate(imbalanced, "group_a_ci_low", "group_a_ci_high"),
         seed_sd=float(np.sqrt(np.mean(spread.to_numpy() ** 2))) if len(spread) else math.nan,
-        why_no_verdict=SweepDesign.of(rows).shortfall,
+        why_no_verdict=shortfall,
         curve_cells_left_out=sum(len(c.left_out) for c in balanced),
         curves_note=curves_note(balanced),
     )
@@ -1169,7 +1205,8 @@ READING = (
     f"the scores within each curve, the seeds independently; *tracks: yes* when p ≤ {ALPHA:g} and tau > 0, *inverted* when "
     f"tau < 0, *no evidence* otherwise. A verdict needs at least {MIN_STRENGTHS} association strengths in each of at least "
     f"{MIN_SEEDS} seeds' curves, among the models that learned; below that the sweep says *not enough models to say* and ranks nothing. *slope*: "
-    "bias-score points per unit of association (0.5 to 1.0 is half a unit: a metric that goes from 50 to 100 has slope 100). "
+    "bias-score points per unit of association within the curves (0.5 to 1.0 is half a unit: a metric that goes from 50 to 100 "
+    "has slope 100), given only beside a trend (*yes* or *inverted*; n/a otherwise, where a fitted line would describe noise). "
     "*false alarms*: models with nothing planted (association 0.5) but a frequency imbalance (ratio > 1) whose 95% interval "
     "excludes 50; *control alarms*: the same where nothing differs (ratio 1), the chance rate (about 5% per model). "
     "*prefers-A drift*: how much more often the metric prefers the sentence naming the frequent group at the largest ratio "
@@ -1189,7 +1226,7 @@ LIMITS = (
 
 def limits(kind: str) -> str:
     """`LIMITS`, of the sweep's kind of model (small BERTs, or small GPT-2s)."""
-    return LIMITS.replace("small BERTs", "small GPT-2s").replace("not BERT", "not GPT-2") if kind == "causal" else LIMITS
+    return LIMITS.replace("BERT", LAB_ARCHITECTURES[kind])
 
 
 __all__ = [

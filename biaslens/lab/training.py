@@ -1,7 +1,7 @@
 """The tokenizer and the small language model trained on a lab corpus (deterministic for a seed).
 
 A masked lab model is a small BERT trained with the masked-LM objective (the group word or the attribute hidden in
-every sentence); a causal one (`LabSettings.kind == "causal"`) a small GPT-2 trained to predict every next token of
+every sentence); a causal one (`LabSettings.kind` "causal") a small GPT-2 trained to predict every next token of
 `[CLS] sentence [SEP]`, `[CLS]` being its BOS token. Same corpus, tokenizer, optimiser and seed.
 """
 
@@ -108,39 +108,29 @@ def _encode_corpus(tok: Any, sentences: Sequence[LabSentence]) -> _EncodedCorpus
     return _EncodedCorpus(*(torch.from_numpy(a) for a in (ids, special, name_slot, attribute_slot, lengths)), pad)
 
 
-def _build_model(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
-    from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel
+def _sizes(settings: LabSettings, vocab_size: int, pad_id: int) -> dict[str, Any]:
+    """The sizes both architectures take, by the names both configs read (GPT-2's maps them onto n_embd, n_layer, n_head)."""
+    h, layers, heads = settings.hidden_size, settings.num_layers, settings.num_heads
+    return dict(vocab_size=vocab_size, hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads, pad_token_id=pad_id)
 
-    if settings.kind == "causal":
-        return GPT2LMHeadModel(
-            GPT2Config(
-                vocab_size=vocab_size,
-                n_embd=settings.hidden_size,
-                n_layer=settings.num_layers,
-                n_head=settings.num_heads,
-                n_inner=4 * settings.hidden_size,
-                n_positions=MAX_LENGTH,
-                resid_pdrop=0.0,
-                embd_pdrop=0.0,
-                attn_pdrop=0.0,
-                bos_token_id=SPECIAL_TOKENS.index("[CLS]"),
-                eos_token_id=SPECIAL_TOKENS.index("[SEP]"),
-                pad_token_id=pad_id,
-            )
-        )
-    config = BertConfig(
-        vocab_size=vocab_size,
-        hidden_size=settings.hidden_size,
-        num_hidden_layers=settings.num_layers,
-        num_attention_heads=settings.num_heads,
-        intermediate_size=4 * settings.hidden_size,
-        max_position_embeddings=MAX_LENGTH,
-        type_vocab_size=1,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        pad_token_id=pad_id,
+
+def _gpt2(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    inner, bos, eos = 4 * settings.hidden_size, SPECIAL_TOKENS.index("[CLS]"), SPECIAL_TOKENS.index("[SEP]")
+    no_dropout: dict[str, Any] = dict(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    sizes = _sizes(settings, vocab_size, pad_id)
+    return GPT2LMHeadModel(GPT2Config(**sizes, n_inner=inner, n_positions=MAX_LENGTH, bos_token_id=bos, eos_token_id=eos, **no_dropout))
+
+
+def _bert(settings: LabSettings, vocab_size: int, pad_id: int) -> Any:
+    from transformers import BertConfig, BertForMaskedLM
+
+    no_dropout: dict[str, Any] = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    sizes = _sizes(settings, vocab_size, pad_id)
+    return BertForMaskedLM(
+        BertConfig(**sizes, intermediate_size=4 * settings.hidden_size, max_position_embeddings=MAX_LENGTH, type_vocab_size=1, **no_dropout)
     )
-    return BertForMaskedLM(config)
 
 
 def _masked_batch(corpus: _EncodedCorpus, rows: Any, mask_id: int, vocab_size: int, gen: Any) -> tuple[Any, Any, Any, Any]:
@@ -165,7 +155,14 @@ def _masked_batch(corpus: _EncodedCorpus, rows: Any, mask_id: int, vocab_size: i
     return inputs, attention, chosen, ids[chosen]
 
 
-def _causal_loss(model: Any, corpus: _EncodedCorpus, rows: Any) -> Any:
+def _masked_loss(model: Any, corpus: _EncodedCorpus, rows: Any, mask_id: int, vocab_size: int, gen: Any) -> Any:
+    """Masked-LM loss of a batch (`_masked_batch`): only the chosen positions go through the vocabulary projection (much faster)."""
+    inputs, attention, chosen, targets = _masked_batch(corpus, rows, mask_id, vocab_size, gen)
+    hidden = model.bert(input_ids=inputs, attention_mask=attention).last_hidden_state
+    return torch.nn.functional.cross_entropy(model.cls(hidden[chosen]), targets)
+
+
+def _causal_loss(model: Any, corpus: _EncodedCorpus, rows: Any, mask_id: int, vocab_size: int, gen: Any) -> Any:
     """Next-token loss of a batch: every token after [CLS] (its BOS), [SEP] included, from the tokens before it."""
     width = int(corpus.lengths[rows].max())
     ids = corpus.ids[rows, :width]
@@ -175,13 +172,30 @@ def _causal_loss(model: Any, corpus: _EncodedCorpus, rows: Any) -> Any:
     return torch.nn.functional.cross_entropy(model.lm_head(hidden[:, :-1][real]), ids[:, 1:][real])
 
 
+@dataclass(frozen=True)
+class _Recipe:
+    """How a lab model of one kind (`LabSettings.kind`) is made: its network, its training loss, what its tokenizer names."""
+
+    build: Callable[[LabSettings, int, int], Any]  # (settings, vocabulary size, pad id) -> an untrained model
+    loss: Callable[..., Any]  # (model, corpus, rows, mask id, vocabulary size, generator) -> the batch's loss
+    #: The tokenizer's special tokens the model reads by (a causal model reads after its BOS, [CLS]).
+    tokenizer_specials: dict[str, str]
+
+
+#: The recipe of each kind of lab model: a small BERT (masked-LM objective) or a small GPT-2 (next-token objective).
+RECIPES: dict[str, _Recipe] = {
+    "masked": _Recipe(_bert, _masked_loss, {}),
+    "causal": _Recipe(_gpt2, _causal_loss, {"bos_token": "[CLS]", "eos_token": "[SEP]"}),
+}
+
+
 def _train(
     settings: LabSettings, corpus: _EncodedCorpus, vocab_size: int, mask_id: int, progress: TrainingProgress | None
 ) -> tuple[Any, list[float]]:
     """A freshly initialised model (seeded) trained on the corpus; returns it and the loss of every step."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(settings.seed)
-        model = _build_model(settings, vocab_size, corpus.pad_id)
+        model = RECIPES[settings.kind].build(settings, vocab_size, corpus.pad_id)
     threads = torch.get_num_threads()
     # A model this small trains fastest on one thread (several threads only add
     # synchronisation), and one thread makes the result independent of the core count.
@@ -197,6 +211,7 @@ def _optimize(
 ) -> tuple[Any, list[float]]:
     """AdamW with linear warm-up and decay, the batches drawn from a generator seeded with `settings.seed`."""
     gen = torch.Generator().manual_seed(settings.seed)
+    recipe = RECIPES[settings.kind]
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=0.01)
     warmup = max(1, settings.steps // 10)
     decay = max(1, settings.steps - warmup)
@@ -211,13 +226,7 @@ def _optimize(
             order, cursor = torch.randperm(n, generator=gen), 0
         rows = order[cursor : cursor + batch]
         cursor += batch
-        if settings.kind == "causal":
-            loss = _causal_loss(model, corpus, rows)
-        else:
-            inputs, attention, chosen, targets = _masked_batch(corpus, rows, mask_id, vocab_size, gen)
-            hidden = model.bert(input_ids=inputs, attention_mask=attention).last_hidden_state
-            # Only the chosen positions go through the vocabulary projection: much faster.
-            loss = torch.nn.functional.cross_entropy(model.cls(hidden[chosen]), targets)
+        loss = recipe.loss(model, corpus, rows, mask_id, vocab_size, gen)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

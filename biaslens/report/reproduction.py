@@ -57,7 +57,7 @@ from biaslens.engine.metrics import METRICS, PAPER_METRICS, parse_metrics
 from biaslens.engine.models import LanguageModel
 from biaslens.engine.options import DEFAULT_COMPAT, Compat, RunOptions
 from biaslens.analyses.sanity import SanityReport
-from biaslens.lab.sanity_verdict import model_verdict
+from biaslens.analyses.sanity import model_verdict
 from biaslens.analyses.shuffle import ShuffleComparison, compare_shuffle, sensitivity_run, shuffle_table
 
 #: The analyses, in the paper's order of presentation, with what each produces.

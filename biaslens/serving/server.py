@@ -254,14 +254,15 @@ class ServerSettings:
                 f"not on this machine only: start it with --server.address localhost (`{LOCAL_RUN}` does), or unset {ENV_LOCAL} "
                 f"on a shared server and list its folders in {ENV_MODEL_DIRS} and {ENV_DATA_DIRS}."
             )
+        limits: dict[str, Any] = {
+            name: _whole_number(env, f"BIASLENS_{name.upper()}", getattr(cls, name), int(name not in _ZERO_ALLOWED))
+            for name in (*_LIMITS, *_LAB_LIMITS)
+        }
         return cls(
             local=local,
             model_dirs=None if local else _folders(env, ENV_MODEL_DIRS),
             max_tokens=_whole_number(env, ENV_MAX_TOKENS, None, MIN_MAX_TOKENS),
-            **{
-                name: _whole_number(env, f"BIASLENS_{name.upper()}", getattr(cls, name), int(name not in _ZERO_ALLOWED))
-                for name in (*_LIMITS, *_LAB_LIMITS)
-            },
+            **limits,
             max_compare_models=_whole_number(env, ENV_MAX_COMPARE_MODELS, DEFAULT_MAX_COMPARE_MODELS, 2) or DEFAULT_MAX_COMPARE_MODELS,
             default_model=env.get(ENV_MODEL, "").strip() or None,
             data_dirs=None if local else _folders(env, ENV_DATA_DIRS),

@@ -2,7 +2,10 @@
 
 `leaderboard(summaries, types, ...)` is the table (frames only, as the analyses return them): each model's bias score
 and 95% Wilson interval per dataset × metric (for one convention, precision and compat mode), filtered by family, kind
-and size, or restricted to one bias type (its scores over that type's pairs). `rank_intervals` says how firmly each
+and size, or restricted to one bias type (its scores over that type's pairs). A column is one dataset scored (its file's
+sha256 and the pairs chosen: `biaslens.zoo.store.dataset_names`), whatever its label: two datasets labelled alike get
+two columns, told apart and said in `Leaderboard.notes`. Each model's row carries its sanity verdict (stored with its
+cells: "looks untrained" is said beside its rank). `rank_intervals` says how firmly each
 model holds its rank in one column when the pairs are resampled (a paired bootstrap: the same resampled pairs for every
 model), and `paired_rows` compares two models pair by pair (`biaslens.analyses.paired`: bootstrap interval of the
 difference, McNemar's exact test) from their stored records. Nothing is scored: everything comes from the store.
@@ -12,7 +15,6 @@ The rank-interval function lives here so that it can be swapped for a shared one
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence, cast
@@ -20,8 +22,9 @@ from typing import Any, Iterable, Sequence, cast
 import numpy as np
 import pandas as pd
 
+from biaslens.analyses.sanity import worst_verdict
 from biaslens.errors import InputError
-from biaslens.zoo.store import ResultsStore
+from biaslens.zoo.store import ResultsStore, by_version, dataset_names
 
 #: Model sizes (parameters) the leaderboard filters by: (label, at least, below).
 SIZES: tuple[tuple[str, float, float], ...] = (
@@ -35,8 +38,20 @@ SIZES: tuple[tuple[str, float, float], ...] = (
 RANK_RESAMPLES = 1000
 #: What the leaderboard ranks by: the distance of a bias score from 50 (no preference), smallest first.
 IDEAL = 50.0
-#: The columns that describe a model in `Leaderboard.rows`, before its scores.
-MODEL_COLUMNS = ("model", "family", "kind", "size", "parameters", "model_revision", "model_fingerprint", "model_id")
+#: The columns that describe a model in `Leaderboard.rows`, before its scores; `sanity` is its verdict ("ok", "weak",
+#: "untrained", "" not checked: the most worrying of its cells'), `sanity_message` that verdict's line.
+MODEL_COLUMNS = (
+    "model",
+    "sanity",
+    "family",
+    "kind",
+    "size",
+    "parameters",
+    "model_revision",
+    "model_fingerprint",
+    "model_id",
+    "sanity_message",
+)
 
 
 def size_label(parameters: float | None) -> str:
@@ -51,14 +66,17 @@ class Column:
     """A score column: a dataset and a metric (for the leaderboard's convention, precision and compat mode)."""
 
     name: str  # "crows-pairs · AUL"
-    dataset: str  # the dataset's label
+    dataset: str  # the dataset's name: its label, told apart from another dataset's of the same label
     metric: str
+    dataset_sha256: str = ""  # what was scored: the file and the pairs chosen
+    selection: str = ""
 
 
 @dataclass
 class Leaderboard:
     """One row per model (`MODEL_COLUMNS`, then per column its score, `<name> low`, `<name> high`, `<name> n`); `cells`
-    and `units` give, per (row, column name), the cell's and the unit's key (the unit opens in the explorer)."""
+    and `units` give, per (row, column name), the cell's and the unit's key (the unit opens in the explorer); `notes`
+    what a reader must know of the columns (datasets that share a label, told apart)."""
 
     rows: pd.DataFrame
     columns: list[Column]
@@ -67,6 +85,7 @@ class Leaderboard:
     convention: str | None = None
     precision: str | None = None
     compat: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     def column(self, name: str) -> Column:
         return next(c for c in self.columns if c.name == name)
@@ -140,6 +159,8 @@ def leaderboard(
     Convention, precision and compat default to the store's most frequent; a model's newest biaslens version's cells are
     used. `bias_type` replaces each score by its score over that type's pairs (no such pairs: no score)."""
     done = _where(summaries, summaries["status"] == "done")
+    names, notes = dataset_names(done)  # over the whole store: a column's name does not change with the filters
+    done = done.assign(_dataset=names)
     convention = convention or next(iter(_by_count(done, "convention")), None)
     precision = precision or next(iter(_by_count(done, "precision")), None)
     compat = compat or next(iter(_by_count(done, "compat")), None)
@@ -154,22 +175,24 @@ def leaderboard(
         by_type = _where(types, types["bias_type"] == bias_type)
         scores = {c: dict(zip(by_type["key"], by_type[c])) for c in ("bias_score", "ci_low", "ci_high", "n")}
         frame = frame.assign(**{c: [scores[c].get(k) for k in frame["key"]] for c in scores})
-    names = metric_names or _metric_names()
+    metric_label = metric_names or _metric_names()
     order = _metric_order()
-    frame = frame.assign(
-        _dataset=frame["dataset_label"].astype(str) + frame["selection"].map(lambda s: _selection_note(s)),
-        _order=frame["metric"].map(lambda m: order.get(m, len(order))),
-    )
-    frame = frame.assign(_column=frame["_dataset"] + " · " + frame["metric"].map(lambda m: names.get(m, m)))
-    frame = frame.sort_values(["biaslens", "created"]).drop_duplicates(["model_fingerprint", "model_revision", "_column"], keep="last")
-    columns = [
-        Column(n, d, m)
-        for n, d, m in frame.sort_values(["_dataset", "_order"])[["_column", "_dataset", "metric"]].drop_duplicates().itertuples(index=False)
-    ]
+    frame = frame.assign(_order=frame["metric"].map(lambda m: order.get(m, len(order))))
+    frame = frame.assign(_column=frame["_dataset"].astype(str) + " · " + frame["metric"].map(lambda m: metric_label.get(m, m)).astype(str))
+    frame = by_version(frame).drop_duplicates(subset=["model_fingerprint", "model_revision", "_column"], keep="last")
+    described = cast(pd.DataFrame, frame.sort_values(["_dataset", "_order"])[["_column", "_dataset", "metric", "dataset_sha256", "selection"]])
+    columns = [Column(n, d, m, sha, sel) for n, d, m, sha, sel in described.drop_duplicates(subset=["_column"]).itertuples(index=False)]
     models = frame.sort_values("created").drop_duplicates(["model_fingerprint", "model_revision"], keep="last")
+    verdicts: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for f, r, status, message in zip(frame["model_fingerprint"], frame["model_revision"], frame["sanity"], frame["sanity_message"]):
+        verdicts.setdefault((str(f), _revision(r)), []).append((str(status or ""), str(message or "")))
+    worst = {k: worst_verdict(s for s, _ in v) for k, v in verdicts.items()}
+    message = {k: next((m for s, m in v if s == worst[k]), "") for k, v in verdicts.items()}
+    identities = [(str(f), _revision(r)) for f, r in zip(models["model_fingerprint"], models["model_revision"])]
     rows = pd.DataFrame(
         {
             "model": models["model_label"].astype(str).to_numpy(),
+            "sanity": [worst[i] for i in identities],
             "family": models["family"].fillna("").astype(str).to_numpy(),
             "kind": models["kind"].fillna("").astype(str).to_numpy(),
             "size": models["size"].to_numpy(),
@@ -177,16 +200,14 @@ def leaderboard(
             "model_revision": models["model_revision"].fillna("").astype(str).to_numpy(),
             "model_fingerprint": models["model_fingerprint"].astype(str).to_numpy(),
             "model_id": models["model_id"].fillna("").astype(str).to_numpy(),
+            "sanity_message": [message[i] for i in identities],
         }
     )
     rows["model"] = _unique_labels(rows)
-    index = {(f, r): i for i, (f, r) in enumerate(zip(rows["model_fingerprint"], rows["model_revision"]))}
-    row_of = [
-        index[(f, "" if r is None or (isinstance(r, float) and math.isnan(r)) else str(r))]
-        for f, r in zip(frame["model_fingerprint"], frame["model_revision"])
-    ]
+    index = {identity: i for i, identity in enumerate(identities)}
+    row_of = [index[(str(f), _revision(r))] for f, r in zip(frame["model_fingerprint"], frame["model_revision"])]
     frame = frame.assign(_row=row_of)
-    board = Leaderboard(rows, columns, convention=convention, precision=precision, compat=compat)
+    board = Leaderboard(rows, columns, convention=convention, precision=precision, compat=compat, notes=notes)
     for column in columns:
         part = frame[frame["_column"] == column.name].set_index("_row")
         for suffix, source in (("", "bias_score"), (" low", "ci_low"), (" high", "ci_high"), (" n", "n")):
@@ -195,6 +216,11 @@ def leaderboard(
             board.cells[(int(i), column.name)] = str(key)
             board.units[(int(i), column.name)] = str(unit)
     return board
+
+
+def _revision(revision: Any) -> str:
+    """A model's revision as a row keeps it ("" for none)."""
+    return "" if revision is None or (isinstance(revision, float) and math.isnan(revision)) else str(revision)
 
 
 def _unique_labels(rows: pd.DataFrame) -> list[str]:
@@ -209,15 +235,6 @@ def _unique_labels(rows: pd.DataFrame) -> list[str]:
             label = f"{label} ({(revision or fingerprint.split(':')[-1])[:10]})"
         out.append(label)
     return out
-
-
-def _selection_note(selection: str) -> str:
-    if not selection:
-        return ""
-    chosen = json.loads(selection)
-    if "sample" in chosen:
-        return f" (sample {chosen['sample']}, seed {chosen.get('seed', 0)})"
-    return f" (first {chosen.get('limit')})"
 
 
 def _metric_names() -> dict[str, str]:

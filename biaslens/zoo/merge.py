@@ -1,24 +1,30 @@
 """One table of a zoo: models × datasets × metrics, each bias score with its 95% Wilson interval, from the store.
 
 `merged_table(store, plan)` has one row per cell of the plan (a cell not in the store says why: missing, unavailable,
-the model failed to load); without a plan, one row per cell in the store (for each model, dataset, metric, convention,
-precision and compat mode, the newest biaslens version's). `wide_table` turns it into one row per model with a
-"<dataset> · <metric>" column per score. `write_table` writes either as CSV, JSON or Parquet (by the file's suffix).
-The numbers are the cells' summaries: those `biaslens evaluate` writes in summary.json.
+damaged, the model failed to load); without a plan, one row per cell in the store (for each model, dataset, metric,
+convention, precision and compat mode, the newest biaslens version's, versions compared as versions). Its `dataset` is
+one name per dataset scored (its file's sha256 and the pairs chosen: `biaslens.zoo.store.dataset_names`), its `sanity`
+the model's verdict stored with the cell ("ok", "weak", "untrained", "not checked"). `wide_table` turns it into one row
+per model with a "<dataset> · <metric>" column per score. `write_table` writes either as CSV, JSON or Parquet (by the
+file's suffix). The numbers are the cells' summaries, checked against their records: those `biaslens evaluate` writes
+in summary.json. What a reader must know besides (datasets labelled alike and told apart, damaged cells left out,
+models that look untrained) is in the table's `attrs["notes"]`, one line each (`zoo merge` prints them).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pandas as pd
 
+from biaslens.analyses.sanity import untrained_note, worst_verdict
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.errors import InputError
 from biaslens.zoo.cells import planned_cells, stored_datasets
 from biaslens.zoo.plan import ZooPlan
-from biaslens.zoo.store import SCORE_COLUMNS, ResultsStore, score_types
+from biaslens.zoo.store import DAMAGED, SCORE_COLUMNS, ResultsStore, by_version, damaged_lines, dataset_names, score_types
 
 #: The columns of `merged_table`.
 MERGED_COLUMNS = (
@@ -27,6 +33,7 @@ MERGED_COLUMNS = (
     "metric",
     *SCORE_COLUMNS,
     "status",
+    "sanity",
     "convention",
     "precision",
     "compat",
@@ -48,13 +55,13 @@ _IDENTITY = ["model_fingerprint", "model_revision", "dataset_sha256", "selection
 
 
 def merged_table(store: ResultsStore, plan: ZooPlan | None = None) -> pd.DataFrame:
-    """The zoo's table, one row per cell (`MERGED_COLUMNS`): the plan's cells, or every cell in the store."""
+    """The zoo's table, one row per cell (`MERGED_COLUMNS`): the plan's cells, or every cell in the store; see the module."""
     summaries = store.summaries()
     if plan is None:
-        frame = summaries.sort_values(["biaslens", "created"]).drop_duplicates(_IDENTITY, keep="last")
-        order = _metric_order()
-        frame = frame.assign(model=frame["model_label"], dataset=frame["dataset_label"], _metric=[order.get(m, len(order)) for m in frame["metric"]])
-        return _ordered(frame.sort_values(["model", "dataset", "_metric", "convention", "precision", "compat"], kind="stable"))
+        damaged = _where(summaries, summaries["status"] == DAMAGED)
+        whole = by_version(_where(summaries, summaries["status"] != DAMAGED)).drop_duplicates(_IDENTITY, keep="last")
+        frame = pd.concat([whole, damaged]) if len(damaged) else whole
+        return _finished(frame.assign(model=frame["model_label"]))
     by_key = {row["key"]: row for row in summaries.to_dict(orient="records")}
     datasets = stored_datasets(plan, store)
     rows = []
@@ -69,7 +76,9 @@ def merged_table(store: ResultsStore, plan: ZooPlan | None = None) -> pd.DataFra
                     rows.append(
                         {
                             "model": model.label,
-                            "dataset": u.dataset.label,
+                            "dataset_label": u.dataset.label,
+                            "dataset_sha256": datasets[u.dataset.label].sha256,
+                            "selection": _selection(u.dataset.selection),
                             "metric": m,
                             "convention": u.convention,
                             "precision": u.precision,
@@ -85,10 +94,45 @@ def merged_table(store: ResultsStore, plan: ZooPlan | None = None) -> pd.DataFra
             if c.key in by_key:
                 row = dict(by_key[c.key])
             else:
-                row = {**c.fields, "key": c.key, "model_id": model.id, "status": "load-failed" if failure else "missing", "selection": ""}
-                row["reason"] = failure.get("error", "") if failure else ""
-            rows.append({**row, "model": model.label, "dataset": c.unit.dataset.label})
-    return _ordered(pd.DataFrame(rows))
+                row = {**c.fields, "key": c.key, "model_id": model.id, "status": "load-failed" if failure else "missing"}
+                row.update(selection=_selection(c.fields["selection"]), reason=failure.get("error", "") if failure else "")
+            rows.append({**row, "model": model.label, "dataset_label": c.unit.dataset.label, "dataset_sha256": c.fields["dataset_sha256"]})
+    return _finished(pd.DataFrame(rows), ordered=False)
+
+
+def _selection(selection: dict[str, int] | None) -> str:
+    """The pairs chosen as `summaries()` writes them."""
+    return json.dumps(selection, sort_keys=True) if selection else ""
+
+
+def _where(frame: pd.DataFrame, mask: Any) -> pd.DataFrame:
+    return cast(pd.DataFrame, frame[mask])
+
+
+def _finished(frame: pd.DataFrame, *, ordered: bool = True) -> pd.DataFrame:
+    """The table from its rows: each dataset named (one name per dataset scored), each verdict said, the columns in
+    order (and the rows, `ordered`: by model, dataset, metric), and the notes in `attrs["notes"]`."""
+    for column in ("dataset_label", "dataset_sha256", "selection", "sanity", "sanity_message", "model_label", "reason", "key"):
+        if column not in frame.columns:
+            frame[column] = None
+    whole = (frame["status"] != DAMAGED).to_numpy()
+    names, notes = dataset_names(_where(frame, whole))
+    dataset = frame["dataset_label"].astype(object).to_numpy().copy()
+    dataset[whole] = names
+    done = (frame["status"] == "done").to_numpy()
+    sanity = [(s if s else "not checked") if is_done else None for s, is_done in zip(frame["sanity"], done)]
+    frame = frame.assign(dataset=dataset, sanity=sanity)
+    if ordered:
+        metrics = _metric_order()
+        frame = frame.assign(_metric=[metrics.get(m, len(metrics)) for m in frame["metric"]]).sort_values(
+            ["model", "dataset", "_metric", "convention", "precision", "compat"], kind="stable", na_position="last"
+        )
+    untrained = list(dict.fromkeys(m for m, s in zip(frame["model"], frame["sanity"]) if s == "untrained"))
+    notes += damaged_lines(_where(frame.assign(model_label=frame["model"]), frame["status"] == DAMAGED))
+    notes += [n for n in (untrained_note(untrained),) if n]
+    table = _ordered(frame)
+    table.attrs["notes"] = notes
+    return table
 
 
 def _metric_order() -> dict[str, int]:
@@ -111,9 +155,13 @@ def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def wide_table(merged: pd.DataFrame) -> pd.DataFrame:
-    """One row per model: for each dataset and metric (and convention, precision or compat mode, where the table has
-    several), its bias score and interval as `<column>`, `<column> low`, `<column> high`."""
+    """One row per model: its sanity verdict (the most worrying of its cells'), then for each dataset and metric (and
+    convention, precision or compat mode, where the table has several), its bias score and interval as `<column>`,
+    `<column> low`, `<column> high`. The merged table's notes stay in `attrs["notes"]`."""
     frame = cast(pd.DataFrame, merged[merged["status"] == "done"])
+    verdicts: dict[str, list[str]] = {}
+    for model, sanity in zip(frame["model"], frame["sanity"]):
+        verdicts.setdefault(model, []).append("" if sanity == "not checked" else str(sanity))
     parts = ["dataset", "metric"] + [c for c in ("convention", "precision", "compat") if len(set(merged[c].dropna())) > 1]
     datasets = {d: i for i, d in enumerate(dict.fromkeys(merged["dataset"]))}
     metrics = _metric_order()
@@ -124,12 +172,14 @@ def wide_table(merged: pd.DataFrame) -> pd.DataFrame:
     ).sort_values(["_dataset", "_metric"], kind="stable")
     order = list(dict.fromkeys(frame["column"]))
     models = list(dict.fromkeys(merged["model"]))
-    out = pd.DataFrame({"model": models})
+    worst = {m: worst_verdict(v) for m, v in verdicts.items()}
+    out = pd.DataFrame({"model": models, "sanity": [(worst[m] or "not checked") if m in worst else None for m in models]})
     for name in order:
         part = cast(pd.DataFrame, frame[frame["column"] == name]).drop_duplicates(subset=["model"], keep="last").set_index("model")
         for suffix, source in (("", "bias_score"), (" low", "ci_low"), (" high", "ci_high")):
             values = dict(zip(part.index, part[source]))
             out[name + suffix] = [values.get(m) for m in out["model"]]
+    out.attrs["notes"] = list(merged.attrs.get("notes", []))
     return out
 
 

@@ -1,7 +1,9 @@
 """Where a plan stands: per model, its cells in the store, what is being scored now, what failed and why.
 
-`plan_status(plan)` reads only the store (cells, locks and their heartbeats, the jobs' records, the models that failed
-to load): it works from any machine that sees the store, while jobs run or long after.
+`plan_status(plan)` reads only the store (its index of checked cells, locks and their heartbeats, the jobs' records, the
+models that failed to load): it works from any machine that sees the store, while jobs run or long after. A damaged
+cell (`biaslens.zoo.integrity`) counts as missing, and is said; each model's sanity verdict (stored with its cells) is
+said beside its counts: "looks untrained", "not checked" for cells stored before verdicts were.
 """
 
 from __future__ import annotations
@@ -12,21 +14,40 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from biaslens.analyses.sanity import VERDICT_LABELS, worst_verdict
 from biaslens.zoo.cells import load_datasets, plan_notes, planned_cells, stored_datasets
 from biaslens.zoo.plan import ZooModel, ZooPlan
-from biaslens.zoo.store import STORE_FILE, ResultsStore
+from biaslens.zoo.store import DAMAGED, STORE_FILE, ResultsStore
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The columns of `PlanStatus.frame`, one row per model of the plan.
-STATUS_COLUMNS = ("model", "state", "cells", "done", "unavailable", "running", "missing", "job", "attempt", "progress", "detail")
+#: The columns of `PlanStatus.frame`, one row per model of the plan. `damaged`: cells found damaged (counted in
+#: `missing`); `sanity`: the model's verdict from its stored cells ("ok", "weak", "untrained", "" not checked; None: no
+#: scores yet).
+STATUS_COLUMNS = (
+    "model",
+    "state",
+    "cells",
+    "done",
+    "unavailable",
+    "running",
+    "missing",
+    "damaged",
+    "sanity",
+    "job",
+    "attempt",
+    "progress",
+    "detail",
+)
+#: The widest a model's label is shown in `PlanStatus.lines` (a longer one is cut, with "…").
+LABEL_WIDTH = 40
 
 
 @dataclass
 class PlanStatus:
     """A plan's status: one row per model (`rows`, as a table `frame`: `STATUS_COLUMNS`), the store, and the plan's runs
-    in it. Built without pandas (`zoo status` answers at once); `frame` makes the table when asked."""
+    in it; `frame` makes the table when asked."""
 
     rows: list[dict[str, Any]]
     store: Path
@@ -46,36 +67,42 @@ class PlanStatus:
     def lines(self) -> list[str]:
         """The status for people: the plan's notes, a line per model, then the totals."""
         out = [f"Note: {note}" for note in self.notes]
-        width = max([len(str(row["model"])) for row in self.rows] + [5])
-        for row in self.rows:
+        labels = [_fit(str(row["model"])) for row in self.rows]
+        width = max([len(label) for label in labels] + [5])
+        for label, row in zip(labels, self.rows):
             counts = f"{row['done']}/{row['cells']} cells" if row["cells"] is not None else "cells not known until it loads"
-            attempt = row["attempt"]
+            attempt, damaged = row["attempt"], row["damaged"] or 0
             extra = "".join(
                 f" · {x}"
                 for x in (
+                    VERDICT_LABELS[row["sanity"]] if isinstance(row["sanity"], str) else "",
                     f"{row['unavailable']} unavailable" if row["unavailable"] else "",
+                    f"{damaged} damaged (left out: `zoo run` scores {'it' if damaged == 1 else 'them'} again)" if damaged else "",
                     row["progress"] or "",
                     f"job {row['job']}" + (f" (attempt {attempt})" if attempt and attempt > 1 else "") if row["job"] else "",
                     row["detail"],
                 )
                 if x
             )
-            out.append(f"{str(row['model']):<{width}}  {row['state']:<11} {counts}{extra}")
+            out.append(f"{label:<{width}}  {row['state']:<11} {counts}{extra}")
         known = [row for row in self.rows if row["cells"] is not None]
         states: dict[str, int] = {}
         for row in self.rows:
             states[row["state"]] = states.get(row["state"], 0) + 1
+        untrained = sum(row["sanity"] == "untrained" for row in self.rows)
         out.append(
             f"{len(self.rows)} models: "
             + ", ".join(f"{n} {s}" for s, n in sorted(states.items(), key=lambda item: -item[1]))
             + f"; {sum(int(r['done']) for r in known):,} of {sum(int(r['cells']) for r in known):,} known cells in {self.store}"
+            + (f"; {untrained} {'model looks' if untrained == 1 else 'models look'} untrained: their bias scores mean nothing" if untrained else "")
         )
         return out
 
 
 def plan_status(plan: ZooPlan) -> PlanStatus:
-    """The status of every model of the plan, from its store (an absent store: everything pending). Reads one listing of
-    the store's cells, the locks of the cells missing, the models' failures and the latest jobs' records: no cell."""
+    """The status of every model of the plan, from its store (an absent store: everything pending). Reads the store's index
+    of checked cells (each cell's status and sanity verdict), the locks of the cells missing, the models' failures and the
+    latest jobs' records."""
     if not (plan.store / STORE_FILE).exists():
         load_datasets(plan)  # (each checked: a missing one is said now)
         rows = [_row(m.label, "pending", None, detail="no results store yet") for m in plan.models]
@@ -87,9 +114,16 @@ def plan_status(plan: ZooPlan) -> PlanStatus:
     for run in runs:
         for m in run.get("models", []):
             latest[(m.get("index"), m.get("id"))] = run["run_id"]
-    states = store.cell_states()
-    rows = [_model_status(store, m, datasets, latest.get((m.index, m.id)), states) for m in plan.models]
+    summaries = store.summaries()
+    stored = dict(zip(summaries["key"], zip(summaries["status"], summaries["sanity"])))
+    rows = [_model_status(store, m, datasets, latest.get((m.index, m.id)), stored) for m in plan.models]
     return PlanStatus(rows, store.root, [r["run_id"] for r in runs], plan_notes(plan, store))
+
+
+def _fit(label: str) -> str:
+    """A label on one line of at most `LABEL_WIDTH` characters."""
+    flat = " ".join(label.split())
+    return flat if len(flat) <= LABEL_WIDTH else flat[: LABEL_WIDTH - 1] + "…"
 
 
 def _of_plan(run: dict[str, Any], plan: ZooPlan) -> bool:
@@ -97,11 +131,24 @@ def _of_plan(run: dict[str, Any], plan: ZooPlan) -> bool:
 
 
 def _row(model: str, state: str, cells: int | None, **values: Any) -> dict[str, Any]:
-    base = {"model": model, "state": state, "cells": cells, "done": 0, "unavailable": 0, "running": 0, "missing": cells, "job": "", "attempt": None}
+    base = {
+        "model": model,
+        "state": state,
+        "cells": cells,
+        "done": 0,
+        "unavailable": 0,
+        "running": 0,
+        "missing": cells,
+        "damaged": 0,
+        "sanity": None,
+        "job": "",
+        "attempt": None,
+    }
     return {**base, "progress": "", "detail": "", **values}
 
 
-def _model_status(store: ResultsStore, model: ZooModel, datasets: Any, run_id: str | None, states: dict[str, str]) -> dict[str, Any]:
+def _model_status(store: ResultsStore, model: ZooModel, datasets: Any, run_id: str | None, stored: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """A model's row: `stored` gives each cell of the store's index as (status, sanity verdict)."""
     driver, worker = (store.job(run_id, model.index, "driver") or {}, store.job(run_id, model.index, "worker") or {}) if run_id else ({}, {})
     job, attempt = driver.get("job_id") or worker.get("job_id") or "", driver.get("attempt") or worker.get("attempt")
     failure = next((f for d in model.load_dtypes() if (f := store.failure(model.resolution_key(d)))), None)
@@ -110,9 +157,27 @@ def _model_status(store: ResultsStore, model: ZooModel, datasets: Any, run_id: s
         if failure:
             return _row(model.label, "load-failed", None, job=job, attempt=attempt, detail=failure.get("error", ""))
         return _row(model.label, _job_state(driver, worker), None, job=job, attempt=attempt, detail=driver.get("message", ""))
-    found = [states.get(c.key) for c in cells]
-    missing = [c.key for c, state in zip(cells, found) if state is None]
-    counts = {"done": found.count("done"), "unavailable": found.count("unavailable"), "missing": len(missing), "job": job, "attempt": attempt}
+    done = unavailable = damaged = 0
+    missing, verdicts = [], []
+    for c in cells:
+        state, sanity = stored.get(c.key, (None, ""))
+        if state == "done":
+            done += 1
+            verdicts.append(sanity)
+        elif state == "unavailable":
+            unavailable += 1
+        else:
+            missing.append(c.key)
+            damaged += state == DAMAGED
+    counts = {
+        "done": done,
+        "unavailable": unavailable,
+        "missing": len(missing),
+        "damaged": damaged,
+        "sanity": worst_verdict(verdicts) if verdicts else None,
+        "job": job,
+        "attempt": attempt,
+    }
     if not missing:
         return _row(model.label, "done", len(cells), **counts)
     running = store.live_locks(missing)

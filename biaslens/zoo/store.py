@@ -23,9 +23,18 @@ biaslens version makes new keys.
       runs/<run>/                   one `biaslens zoo run`: run.json, the jobs' records (jobs/), submitit's files
       index/                        the summaries of every cell as one table, rebuilt when the cells change
 
-A cell is written whole (its records first, then its summary, each atomically): a cell whose `.json` exists is done.
-Writers never change a file another writer could be reading. Locks are files created exclusively (`O_EXCL`, atomic on
-local disks and NFSv3+): two runs of the same plan never score a cell twice.
+      damaged/                      cells set aside: files found damaged when their cell was scored again, with why
+
+A cell is written whole (its records first, then its summary, each atomically). It counts as held only when it reads back
+whole and agrees with itself (`biaslens.zoo.integrity`: its JSON of the right types, its key its facts' digest, every
+score finite, its summary what its records give): a damaged cell (cut off, garbage, edited by hand) is left out of every
+table and named (`damaged_lines`), and the run that scores it again first moves its files to `damaged/`. A cell's
+writer seals it (`records_seal`: its summary and its records' bytes): a reader that finds the seal intact does not
+compute the summary from the records again. Each cell is checked once per version of its files (their size and time
+stamp): the index keeps the verdicts, so a reader of a store of thousands of cells checks only the cells that changed.
+Writers never change a file another writer could be reading.
+Locks are files created exclusively (`O_EXCL`, atomic on local disks and NFSv3+): two runs of the same plan never score a
+cell twice.
 """
 
 from __future__ import annotations
@@ -43,12 +52,15 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, cast
+
+import numpy as np
 
 from biaslens.data.datafiles import read_bytes
-from biaslens.data.export import atomic_write, to_json
+from biaslens.data.export import atomic_write, json_safe, to_json
 from biaslens.errors import BiaslensError, DatasetError, InputError
-from biaslens.version import __version__
+from biaslens.version import __version__, version_key
+from biaslens.zoo.integrity import json_problem, records_problem
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,12 +103,18 @@ SUMMARY_COLUMNS = (
     "created",
     "run_id",
     "reason",
+    "sanity",
+    "sanity_message",
 )
 #: The columns of `ResultsStore.type_summaries()`, one row per cell and bias type.
 TYPE_COLUMNS = ("key", "bias_type", "bias_score", "ci_low", "ci_high", "n")
 #: The columns of a dataset's pairs in the store, and of a cell's records.
 DATASET_COLUMNS = ("pair_id", "dataset", "bias_type", "direction", "sent_stereo", "sent_anti")
 RECORD_COLUMNS = ("pair_id", "stereo", "anti", "hits", "total")
+#: The status of a cell found damaged (`biaslens.zoo.integrity`): left out of every table, scored again by `zoo run`.
+DAMAGED = "damaged"
+#: Damaged cells `damaged_lines` names one by one; the rest are counted.
+DAMAGED_SHOWN = 10
 
 
 class StoreError(InputError):
@@ -111,6 +129,32 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
 
+#: The cache tag (`biaslens.engine.metrics.Metric.cache_tag`) of each metric and compat mode when stores began, where it
+#: is not the metric's key: a cell without a `metric_tag` field was scored under these.
+FIRST_TAGS: dict[tuple[str, str], str] = {("sss", "default"): "sss@instance-accuracy"}
+
+
+def metric_tag(metric: str, compat: str) -> str:
+    """The cache tag the metric's records carry now (its key for a metric the registry does not know)."""
+    from biaslens.engine.metrics import METRICS
+
+    return METRICS[metric].cache_tag(compat) if metric in METRICS else metric
+
+
+def _metric_tags() -> list[str]:
+    """Every metric's cache tag in every compat mode, as the registry has them now."""
+    from biaslens.engine.metrics import METRICS
+    from biaslens.engine.options import Compat
+
+    return [m.cache_tag(c.value) for m in METRICS.values() for c in Compat]
+
+
+def stored_tag(fields: Mapping[str, Any]) -> str:
+    """The cache tag a cell was scored under: its `metric_tag` field, else the metric's tag when stores began."""
+    metric, compat = str(fields.get("metric")), str(fields.get("compat"))
+    return str(fields.get("metric_tag") or FIRST_TAGS.get((metric, compat), metric))
+
+
 def cell_fields(
     *,
     fingerprint: str,
@@ -123,8 +167,10 @@ def cell_fields(
     compat: str,
     version: str = __version__,
 ) -> dict[str, Any]:
-    """The facts a cell's key is made of, as stored in the cell."""
-    return {
+    """The facts a cell's key is made of, as stored in the cell. A metric whose records changed meaning since stores
+    began (a new `Metric.cache_tags` entry: AULA-c's weights) adds its tag (`metric_tag`), so its cells get new keys and
+    a cell of the older meaning is never read back as this one (`summary_row` calls it outdated)."""
+    fields = {
         "model_fingerprint": fingerprint,
         "model_revision": revision,
         "dataset_sha256": dataset_sha256,
@@ -135,6 +181,10 @@ def cell_fields(
         "compat": compat,
         "biaslens": version,
     }
+    tag = metric_tag(metric, compat)
+    if tag != FIRST_TAGS.get((metric, compat), metric):
+        fields["metric_tag"] = tag
+    return fields
 
 
 def cell_key(fields: Mapping[str, Any]) -> str:
@@ -144,7 +194,7 @@ def cell_key(fields: Mapping[str, Any]) -> str:
 
 def unit_key(fields: Mapping[str, Any]) -> str:
     """The key shared by the cells of one model, dataset, convention, precision and compat mode (every metric)."""
-    return _digest({k: v for k, v in fields.items() if k != "metric"})
+    return _digest({k: v for k, v in fields.items() if k not in ("metric", "metric_tag")})
 
 
 @dataclass(frozen=True)
@@ -221,6 +271,7 @@ class ResultsStore:
                 f"{self.root} is a results store of a newer layout ({info.get('format') if isinstance(info, dict) else '?'}): upgrade biaslens."
             )
         self._cache: ResultCache | None = None
+        self._pairs: dict[tuple[str, str], Any] = {}
 
     # -- paths -----------------------------------------------------------------------
     def _cell_path(self, key: str, suffix: str) -> Path:
@@ -258,17 +309,22 @@ class ResultsStore:
         return pd.read_parquet(io.BytesIO(read_bytes(path)))
 
     @staticmethod
-    def _write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    def _write_parquet(path: Path, frame: pd.DataFrame) -> bytes:
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
         atomic_write(path, buffer.getvalue())
+        return buffer.getvalue()
 
     # -- datasets --------------------------------------------------------------------
     def put_dataset(self, dataset: PairDataset) -> None:
-        """Keep the dataset's pairs (once per file content)."""
+        """Keep the dataset's pairs (once per file content; a copy that no longer reads back is written again)."""
         path = self.root / "datasets" / f"{dataset.sha256}.parquet"
         if path.exists():
-            return
+            try:
+                self._parquet(path)
+                return
+            except (DatasetError, OSError, ValueError):
+                pass
         import pandas as pd
 
         frame = pd.DataFrame(
@@ -292,23 +348,78 @@ class ResultsStore:
         path = self.root / "datasets" / f"{sha256}.parquet"
         if not path.exists():
             raise StoreError(f"The results store {self.root} has no dataset {sha256[:12]}…: its cells cannot be read back.")
-        return self._parquet(path)
+        try:
+            return self._parquet(path)
+        except (OSError, ValueError) as exc:
+            raise StoreError(
+                f"The results store's copy of dataset {sha256[:12]}… cannot be read ({_first_line(exc)}): `biaslens zoo run` writes it again."
+            ) from None
+
+    def _bias_types(self, sha256: str, stamp: str) -> tuple[np.ndarray, pd.Index, np.ndarray, list[str]] | str:
+        """A dataset in the store as its cells' check reads it (kept per version of its copy): its pair ids (an array and
+        an index), each pair's bias type as a code, the codes' names; or why it cannot be read."""
+        import pandas as pd
+
+        found = self._pairs.get((sha256, stamp))
+        if found is None:
+            path = self.root / "datasets" / f"{sha256}.parquet"
+            try:
+                if not path.exists():
+                    raise FileNotFoundError(path)
+                pairs = self._parquet(path)
+                codes, names = pd.factorize(pairs["bias_type"].fillna("").astype(str))
+                found = (pairs["pair_id"].to_numpy(), pd.Index(pairs["pair_id"]), codes, [str(n) for n in names])
+            except FileNotFoundError:
+                found = f"its dataset ({sha256[:12]}…) is not in the store"
+            except (DatasetError, OSError, ValueError, KeyError) as exc:
+                found = f"the store's copy of its dataset ({sha256[:12]}…) cannot be read ({_first_line(exc)})"
+            self._pairs[(sha256, stamp)] = found
+        return found
+
+    def _dataset_stamps(self) -> dict[str, str]:
+        """Each dataset file's version (size and time stamp), by its sha256."""
+        found: dict[str, str] = {}
+        folder = self.root / "datasets"
+        if folder.is_dir():
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".parquet") and not entry.name.startswith("."):
+                        found[entry.name[: -len(".parquet")]] = _stamp_of(entry.stat())
+        return found
 
     # -- cells -----------------------------------------------------------------------
     def has_cell(self, key: str) -> bool:
-        return self._cell_path(key, ".json").exists()
+        """Whether the store holds the cell whole: its files read back and agree (`biaslens.zoo.integrity`); a damaged
+        cell is not held (`zoo run` scores it again)."""
+        return self.cell_state(key)[0] in ("done", "unavailable")
+
+    def cell_state(self, key: str) -> tuple[str | None, str]:
+        """(status, reason) of a cell: None (not in the store), "done", "unavailable" (the reason: why the model cannot
+        give it) or "damaged" (the reason: what is wrong). Checked once per version of its files."""
+        json_stamp = _file_stamp(self._cell_path(key, ".json"))
+        if json_stamp is None:
+            return None, ""
+        self._remember_index(self.root / "index")  # a driver asking of thousands of cells checks only those that changed
+        row, _ = self._checked(key, json_stamp, _file_stamp(self._cell_path(key, ".parquet")) or "", self._dataset_stamps())
+        return row["status"], str(row["reason"] or "")
 
     def held_cells(self, keys: Iterable[str]) -> set[str]:
-        """Which of `keys` are cells in the store."""
+        """Which of `keys` are cells in the store (whole: `has_cell`)."""
         return {k for k in keys if self.has_cell(k)}
 
     def write_cell(self, record: Mapping[str, Any], records: pd.DataFrame | None = None) -> None:
-        """Write a cell: its per-pair `records` (columns `RECORD_COLUMNS`) first, then its summary `record`."""
+        """Write a cell: its per-pair `records` (columns `RECORD_COLUMNS`) first, then its summary `record`. A damaged
+        cell of the same key is set aside first (`set_aside`)."""
         key = str(record["key"])
         if key != cell_key(record["fields"]):
             raise ValueError("a cell's key must be the digest of its fields")
+        state, reason = self.cell_state(key)
+        if state == DAMAGED:
+            self.set_aside(key, reason)
+        record = dict(record)
         if records is not None:
-            self._write_parquet(self._cell_path(key, ".parquet"), records)
+            written = self._write_parquet(self._cell_path(key, ".parquet"), records)
+            record["seal"] = records_seal(json_safe(record.get("summary")), written)
         atomic_write(self._cell_path(key, ".json"), to_json({"format": STORE_FORMAT, **record}))
 
     def put_cell_files(self, key: str, summary: bytes, records: bytes | None = None) -> None:
@@ -317,6 +428,16 @@ class ResultsStore:
             atomic_write(self._cell_path(key, ".parquet"), records)
         atomic_write(self._cell_path(key, ".json"), summary)
 
+    def set_aside(self, key: str, reason: str) -> None:
+        """Move a damaged cell's files to `damaged/` (kept for a look, never read again), with a note of why."""
+        folder = self.root / DAMAGED
+        name = f"{key}.{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(folder / f"{name}.txt", f"{reason}\n")
+        for suffix in (".json", ".parquet"):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(self._cell_path(key, suffix), folder / f"{name}{suffix}")
+
     def read_cell(self, key: str) -> dict[str, Any]:
         found = self._json(self._cell_path(key, ".json"))
         if found is None:
@@ -324,42 +445,38 @@ class ResultsStore:
         return found
 
     def cell_records(self, key: str) -> pd.DataFrame:
-        return self._parquet(self._cell_path(key, ".parquet"))
+        try:
+            return self._parquet(self._cell_path(key, ".parquet"))
+        except (DatasetError, OSError, ValueError) as exc:
+            raise StoreError(
+                f"The records of cell {key[:12]}… in {self.root} cannot be read ({_first_line(exc)}): `biaslens zoo run` scores it again."
+            ) from None
 
-    def _listing(self) -> list[tuple[str, int, int]]:
-        """(key, mtime, size) of every cell's summary: what decides whether the index is current."""
-        found: list[tuple[str, int, int]] = []
+    def _listing(self) -> list[tuple[str, str, str]]:
+        """(key, version of its summary, version of its records) of every cell: what decides whether the index is current."""
+        found: dict[str, list[str]] = {}
         cells = self.root / "cells"
         if not cells.is_dir():
-            return found
+            return []
         with os.scandir(cells) as shards:
             for shard in shards:
                 if not shard.is_dir():
                     continue
                 with os.scandir(shard.path) as entries:
                     for entry in entries:
-                        if entry.name.endswith(".json") and not entry.name.startswith("."):
-                            stat = entry.stat()
-                            found.append((entry.name[:-5], stat.st_mtime_ns, stat.st_size))
-        found.sort()
-        return found
-
-    def cell_states(self) -> dict[str, str]:
-        """Every cell in the store: "done" (its per-pair records beside it) or "unavailable" (a cell the model cannot give
-        has none), from one listing of the cells' folders, no cell read: what `zoo status` counts."""
-        names: set[str] = set()
-        cells = self.root / "cells"
-        if cells.is_dir():
-            with os.scandir(cells) as shards:
-                for shard in shards:
-                    if shard.is_dir():
-                        with os.scandir(shard.path) as entries:
-                            names.update(e.name for e in entries if not e.name.startswith("."))
-        return {n[:-5]: "done" if n[:-5] + ".parquet" in names else "unavailable" for n in names if n.endswith(".json")}
+                        name = entry.name
+                        if name.startswith("."):
+                            continue
+                        if name.endswith(".json"):
+                            found.setdefault(name[: -len(".json")], ["", ""])[0] = _stamp_of(entry.stat())
+                        elif name.endswith(".parquet"):
+                            found.setdefault(name[: -len(".parquet")], ["", ""])[1] = _stamp_of(entry.stat())
+        return sorted((key, summary, records) for key, (summary, records) in found.items() if summary)
 
     def summaries(self) -> pd.DataFrame:
         """Every cell's summary, one row each (`SUMMARY_COLUMNS`): read from the index, rebuilt when the cells changed.
-        `model_label` names the model as every plan did (`display_labels`: "BERT (= BERT copy)")."""
+        `model_label` names the model as every plan did (`display_labels`: "BERT (= BERT copy)"). A damaged cell's row has
+        status "damaged", its reason and no scores (`damaged_lines` says them)."""
         frame = self._index()[0]
         names = self.display_labels()
         if not names or frame.empty:
@@ -374,7 +491,8 @@ class ResultsStore:
 
     def _index(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         listing = self._listing()
-        digest = _digest(listing)[:24]
+        datasets = self._dataset_stamps()
+        digest = _digest([listing, _metric_tags(), sorted(datasets.items())])[:24]  # the metrics' tags decide which cells are outdated
         memo_key = (str(self.root), digest)
         with _MEMO_LOCK:
             if memo_key in _MEMO:
@@ -386,33 +504,132 @@ class ResultsStore:
             frames = (self._parquet(main), self._parquet(types)) if main.exists() and types.exists() else None
         except (DatasetError, OSError, ValueError):
             frames = None
-        if frames is None:
-            frames = self._build_index([key for key, _, _ in listing])
+        if frames is None or list(frames[0].columns) != [*SUMMARY_COLUMNS, "stamp"]:
+            self._remember_index(folder)
+            frames = self._build_index(listing, datasets)
             with contextlib.suppress(OSError, BiaslensError):  # a read-only store is still readable, only slower
                 self._write_parquet(main, frames[0])
                 self._write_parquet(types, frames[1])
                 for old in folder.glob("*.parquet"):
                     if digest not in old.name and time.time() - old.stat().st_mtime > 60:
                         old.unlink(missing_ok=True)
+        frames = (frames[0].drop(columns="stamp"), frames[1])
         with _MEMO_LOCK:
             _MEMO[memo_key] = frames
             while len(_MEMO) > _MEMO_SIZE:
                 _MEMO.popitem(last=False)
         return frames
 
-    def _build_index(self, keys: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def _remember_index(self, folder: Path) -> None:
+        """The checked cells of the store's newest index file join this process's (once per store): a cell whose files
+        are as they were then is not checked again."""
+        if str(self.root) in _SEEDED:
+            return
+        _SEEDED.add(str(self.root))
+        found = sorted(folder.glob("summaries-*.parquet"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+        for newest in reversed(found):
+            try:
+                main = self._parquet(newest)
+                types = self._parquet(newest.with_name(newest.name.replace("summaries-", "types-", 1)))
+            except (DatasetError, OSError, ValueError):
+                continue
+            if list(main.columns) != [*SUMMARY_COLUMNS, "stamp"] or list(types.columns) != list(TYPE_COLUMNS):
+                continue
+            by_key: dict[str, list[dict[str, Any]]] = {}
+            for row in types.astype(object).where(types.notna(), None).to_dict(orient="records"):
+                by_key.setdefault(str(row["key"]), []).append(row)
+            with _MEMO_LOCK:
+                for row in main.astype(object).where(main.notna(), None).to_dict(orient="records"):
+                    stamp = row.pop("stamp")
+                    _CHECKED.setdefault((str(self.root), str(row["key"])), (str(stamp), row, by_key.get(str(row["key"]), [])))
+            return
+
+    def _checked(self, key: str, json_stamp: str, records_stamp: str, datasets: Mapping[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """A cell's row of the index and its rows per bias type, checked (`_check`) unless this version of its files was."""
+        memo_key = (str(self.root), key)
+        with _MEMO_LOCK:
+            found = _CHECKED.get(memo_key)
+        if found is not None:
+            stamp, row, types = found
+            if stamp == _cell_stamp(json_stamp, records_stamp, datasets, row.get("dataset_sha256")):
+                return row, types
+        row, types = self._check(key, datasets)
+        with _MEMO_LOCK:
+            _CHECKED[memo_key] = (_cell_stamp(json_stamp, records_stamp, datasets, row.get("dataset_sha256")), row, types)
+            while len(_CHECKED) > _CHECKED_SIZE:
+                _CHECKED.popitem(last=False)
+        return row, types
+
+    def _check(self, key: str, datasets: Mapping[str, str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Read a cell and check it whole (`biaslens.zoo.integrity`): its row of the index and its rows per bias type,
+        or a damaged row saying why."""
+        try:
+            cell: Any = json.loads(read_bytes(self._cell_path(key, ".json")))
+        except DatasetError as exc:
+            return _damaged_row(key, None, f"its file cannot be read ({_first_line(exc)})"), []
+        except ValueError:
+            return _damaged_row(key, None, "its file is not whole JSON (cut off, or garbage)"), []
+        problem = json_problem(cell)
+        if problem is None and cell.get("key") != key:
+            problem = "the key it holds is not its file's name (copied from another cell?)"
+        if problem is None and cell_key(cell["fields"]) != key:
+            problem = "its key facts (fields) do not give its key (edited by hand?)"
+        if problem is None and cell.get("status", "done") == "done":
+            problem = self._records_problem(key, cell, datasets)
+        if problem is not None:
+            return _damaged_row(key, cell, problem), []
+        types = [
+            {"key": key, "bias_type": bias_type, **{c: block.get(c) for c in ("bias_score", "ci_low", "ci_high", "n")}}
+            for bias_type, block in (cell.get("summary") or {}).get("by_bias_type", {}).items()
+        ]
+        return summary_row(cell), types
+
+    def _records_problem(self, key: str, cell: Mapping[str, Any], datasets: Mapping[str, str]) -> str | None:
+        """What is wrong between a done cell (its JSON checked) and its records, or None (`integrity.records_problem`)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = self._cell_path(key, ".parquet")
+        if not path.exists():
+            return "its records (.parquet) are missing"
+        try:
+            raw = read_bytes(path)
+        except DatasetError as exc:
+            return f"its records (.parquet) cannot be read ({_first_line(exc)})"
+        sha = cell["fields"]["dataset_sha256"]
+        pairs = self._bias_types(sha, datasets.get(sha, ""))
+        if isinstance(pairs, str):
+            return pairs
+        if cell.get("seal") == records_seal(cell["summary"], raw):
+            return None  # its summary and records as its writer wrote them, the one computed from the other: nothing to redo
+        try:  # one thread: thousands of small files, each read faster alone (0.5 ms against 5 on a busy machine)
+            table = pq.ParquetFile(pa.BufferReader(raw)).read(use_threads=False)
+        except (OSError, ValueError) as exc:
+            return f"its records (.parquet) cannot be read ({_first_line(exc)})"
+        missing = [c for c in RECORD_COLUMNS if c not in table.column_names]
+        if missing:
+            return f"its records lack the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+        try:
+            pair_id = table.column("pair_id").to_numpy(zero_copy_only=False)
+            stereo, anti, hits, total = (np.asarray(table.column(c).to_numpy(zero_copy_only=False), dtype=float) for c in RECORD_COLUMNS[1:])
+        except (TypeError, ValueError):
+            return "its records hold something other than numbers"
+        ids, index, codes, names = pairs
+        if len(pair_id) == len(ids) and np.array_equal(pair_id, ids):  # every pair, in the dataset's order (the usual cell)
+            positions = np.arange(len(ids))
+        else:
+            positions = index.get_indexer(pair_id) if index.is_unique else np.full(len(pair_id), -1)
+        return records_problem(cell["summary"], positions, stereo, anti, hits, total, codes, names)
+
+    def _build_index(self, listing: list[tuple[str, str, str]], datasets: Mapping[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         import pandas as pd
 
         rows, types = [], []
-        for key in keys:
-            cell = self._json(self._cell_path(key, ".json"))
-            if cell is None:
-                continue
-            row = summary_row(cell)
-            rows.append(row)
-            for bias_type, block in (cell.get("summary") or {}).get("by_bias_type", {}).items():
-                types.append({"key": key, "bias_type": bias_type, **{c: block.get(c) for c in ("bias_score", "ci_low", "ci_high", "n")}})
-        main = score_types(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)))
+        for key, json_stamp, records_stamp in listing:
+            row, by_type = self._checked(key, json_stamp, records_stamp, datasets)
+            rows.append({**row, "stamp": _cell_stamp(json_stamp, records_stamp, datasets, row.get("dataset_sha256"))})
+            types.extend(by_type)
+        main = score_types(pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, "stamp"]))
         by_type = pd.DataFrame(types, columns=list(TYPE_COLUMNS))
         for column in ("bias_score", "ci_low", "ci_high"):
             by_type[column] = by_type[column].astype(float)
@@ -587,14 +804,19 @@ class ResultsStore:
 
 
 def summary_row(cell: Mapping[str, Any]) -> dict[str, Any]:
-    """A cell as one row of `ResultsStore.summaries()`."""
+    """A cell (checked: `biaslens.zoo.integrity`) as one row of `ResultsStore.summaries()`."""
     fields, model, dataset = cell.get("fields", {}), cell.get("model", {}), cell.get("dataset", {})
     summary = cell.get("summary") or {}
     selection = fields.get("selection")
+    status, reason = cell.get("status", "done"), cell.get("reason", "")
+    if status == "done" and (then := stored_tag(fields)) != (now := metric_tag(str(fields.get("metric")), str(fields.get("compat")))):
+        status = "outdated"
+        reason = f"scored under an older meaning of its metric ({then}; now {now}): a plan's next run scores it again"
+    sanity = model.get("sanity") or {}
     return {
         "key": cell.get("key"),
         "unit": unit_key(fields),
-        "status": cell.get("status", "done"),
+        "status": status,
         "metric": fields.get("metric"),
         "convention": fields.get("convention"),
         "precision": fields.get("precision"),
@@ -614,8 +836,150 @@ def summary_row(cell: Mapping[str, Any]) -> dict[str, Any]:
         **{c: summary.get(c) for c in SCORE_COLUMNS},
         "created": (cell.get("run") or {}).get("created"),
         "run_id": (cell.get("run") or {}).get("run_id"),
-        "reason": cell.get("reason", ""),
+        "reason": reason,
+        "sanity": sanity.get("status", ""),
+        "sanity_message": sanity.get("message", ""),
     }
+
+
+def records_seal(summary: Any, records: bytes) -> str:
+    """What a cell's writer vouches for (its "seal"): its summary, computed from its records, and the bytes of those
+    records. A reader that finds both unchanged need not compute the one from the other again."""
+    return _digest({"summary": summary, "records": hashlib.sha256(records).hexdigest()})
+
+
+def by_version(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of `summaries()` oldest first: by the biaslens version that scored each cell, compared as versions (0.9.0
+    before 0.10.0: `version_key`), then by when. The newest of each cell's kind is the last."""
+    order = {v: i for i, v in enumerate(sorted(set(frame["biaslens"]), key=version_key))}
+    return frame.assign(_version=[order[v] for v in frame["biaslens"]]).sort_values(["_version", "created"], kind="stable").drop(columns="_version")
+
+
+def selection_note(selection: Any) -> str:
+    """The pairs a cell chose, as a dataset's name shows it (`summaries()`'s selection): "" (every pair), " (first 100)",
+    " (sample 50, seed 0)"."""
+    if not isinstance(selection, str) or not selection:
+        return ""
+    chosen = json.loads(selection)
+    if "sample" in chosen:
+        return f" (sample {chosen['sample']}, seed {chosen.get('seed', 0)})"
+    return f" (first {chosen.get('limit')})"
+
+
+def dataset_names(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """A name for each row's dataset (columns `dataset_label`, `dataset_sha256`, `selection`), one per dataset scored
+    (its file's sha256 and the pairs chosen), and the notes that say how they were told apart.
+
+    The name is the dataset's label with the pairs chosen when not every one ("crows-pairs (first 100)"); cells of one
+    dataset labelled differently share its most frequent label; two datasets that would share a name get their file's
+    sha256 added ("data [3f2a9c1b]"), so that a column never holds two datasets' scores."""
+    from collections import Counter
+
+    labels = [v if isinstance(v, str) else "" for v in frame["dataset_label"]]
+    ids = [
+        (sha if isinstance(sha, str) else "", sel if isinstance(sel, str) else "") for sha, sel in zip(frame["dataset_sha256"], frame["selection"])
+    ]
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    for ident, label in zip(ids, labels):
+        counts.setdefault(ident, Counter())[label] += 1
+    chosen = {ident: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for ident, c in counts.items()}
+    sharing: dict[str, list[tuple[str, str]]] = {}
+    for ident in counts:
+        sharing.setdefault(chosen[ident] + selection_note(ident[1]), []).append(ident)
+    names: dict[tuple[str, str], str] = {}
+    notes = []
+    for name, idents in sharing.items():
+        if len(idents) == 1:
+            names[idents[0]] = name
+            continue
+        width = 8
+        while len({sha[:width] for sha, _ in idents}) < len(idents) and width < 64:
+            width *= 2
+        told = {ident: f"{name} [{ident[0][:width] or '?'}]" for ident in idents}
+        names.update(told)
+        notes.append(
+            f"{len(idents)} different datasets are labelled {name!r}: their columns are told apart by their files' sha256 "
+            f"({', '.join(sorted(told.values()))})."
+        )
+    for ident, count in counts.items():
+        if len(count) > 1:
+            others = ", ".join(repr(x) for x in sorted(set(count) - {chosen[ident]}))
+            notes.append(f"{names[ident]!r} is also labelled {others} in some cells: the same file and pairs, one column.")
+    return [names[i] for i in ids], notes
+
+
+def _damaged_row(key: str, cell: Any, problem: str) -> dict[str, Any]:
+    """A damaged cell's row of the index: its key, status "damaged", what is wrong, and what it says it is where that is
+    text (which model, dataset and metric), nothing else."""
+    row: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS)
+    row.update(key=key, unit="", status=DAMAGED, reason=problem, selection="", sanity="", sanity_message="")
+    if isinstance(cell, dict):
+
+        def text(block: Any, name: str) -> str | None:
+            value = block.get(name) if isinstance(block, dict) else None
+            return value if isinstance(value, str) else None
+
+        fields, model, dataset = cell.get("fields"), cell.get("model"), cell.get("dataset")
+        for column, block, name in (
+            ("metric", fields, "metric"),
+            ("convention", fields, "convention"),
+            ("precision", fields, "precision"),
+            ("compat", fields, "compat"),
+            ("biaslens", fields, "biaslens"),
+            ("model_fingerprint", fields, "model_fingerprint"),
+            ("dataset_sha256", fields, "dataset_sha256"),
+            ("model_id", model, "id"),
+            ("model_label", model, "label"),
+            ("dataset", dataset, "name"),
+            ("dataset_label", dataset, "label"),
+        ):
+            row[column] = text(block, name)
+    return row
+
+
+def damaged_lines(summaries: pd.DataFrame, store: str | Path | None = None) -> list[str]:
+    """One line per damaged cell of `summaries` (`ResultsStore.summaries()`): which cell, what it says it is, what is
+    wrong; after `DAMAGED_SHOWN` of them, one line for the rest. Nothing when every cell is whole."""
+    damaged = cast("pd.DataFrame", summaries[summaries["status"] == DAMAGED])
+    lines = []
+    for row in damaged.head(DAMAGED_SHOWN).to_dict(orient="records"):
+        what = " · ".join(_one_line(str(row[c])) for c in ("model_label", "dataset_label", "metric") if isinstance(row[c], str))
+        lines.append(
+            f"Damaged cell {row['key'][:12]}…{f' ({what})' if what else ''} left out: {_one_line(str(row['reason']))}; "
+            "`biaslens zoo run` scores it again."
+        )
+    if len(damaged) > DAMAGED_SHOWN:
+        where = f" in {store}" if store is not None else ""
+        lines.append(f"… and {len(damaged) - DAMAGED_SHOWN:,} more damaged cells{where} (`biaslens zoo merge` lists each with its reason).")
+    return lines
+
+
+def _one_line(text: str, most: int = 80) -> str:
+    """Text of a cell (a label, a reason) on one line of at most `most` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else flat[: most - 1] + "…"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return _one_line(text.splitlines()[0], 120)
+
+
+def _stamp_of(stat: os.stat_result) -> str:
+    """A file's version: its size and time stamp (a file rewritten or edited gets another)."""
+    return f"{stat.st_mtime_ns}-{stat.st_size}"
+
+
+def _file_stamp(path: Path) -> str | None:
+    try:
+        return _stamp_of(path.stat())
+    except OSError:
+        return None
+
+
+def _cell_stamp(json_stamp: str, records_stamp: str, datasets: Mapping[str, str], sha256: Any) -> str:
+    """The version of everything a cell's check read: its two files and its dataset's copy."""
+    return f"{json_stamp}|{records_stamp}|{datasets.get(sha256, '') if isinstance(sha256, str) else ''}"
 
 
 def score_types(frame: pd.DataFrame) -> pd.DataFrame:
@@ -630,6 +994,11 @@ def score_types(frame: pd.DataFrame) -> pd.DataFrame:
 _MEMO: OrderedDict[tuple[str, str], tuple[Any, Any]] = OrderedDict()
 _MEMO_LOCK = threading.Lock()
 _MEMO_SIZE = 4
+#: Cells checked in this process, by (store, key): the version of their files then, their row, their rows per bias type.
+_CHECKED: OrderedDict[tuple[str, str], tuple[str, dict[str, Any], list[dict[str, Any]]]] = OrderedDict()
+_CHECKED_SIZE = 200_000
+#: The stores whose newest index file has joined `_CHECKED`.
+_SEEDED: set[str] = set()
 
 
 class Heartbeat:
@@ -672,6 +1041,8 @@ class Heartbeat:
 
 
 __all__ = [
+    "DAMAGED",
+    "DAMAGED_SHOWN",
     "DATASET_COLUMNS",
     "HEARTBEAT_S",
     "LOCK_TTL_S",
@@ -685,8 +1056,13 @@ __all__ = [
     "Owner",
     "ResultsStore",
     "StoreError",
+    "by_version",
     "cell_fields",
     "cell_key",
+    "damaged_lines",
+    "dataset_names",
+    "records_seal",
+    "selection_note",
     "score_types",
     "summary_row",
     "unit_key",

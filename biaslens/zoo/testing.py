@@ -3,7 +3,8 @@
 `synthetic_store(root, datasets, models=500)` writes a store as `biaslens zoo run` would, through the same
 `ResultsStore.write_cell`, for made-up models ("synthetic/bert-007", …) with made-up per-pair scores: each model prefers
 the stereotypical sentence with its own probability, per metric. Every cell's summary is computed from its records by
-`biaslens.engine.evaluation.summarize`, as a real run's is. Nothing here is a measurement of any real model.
+`biaslens.engine.evaluation.summarize`, as a real run's is; `synthetic_cell` writes one such cell from given records (the
+damaged-store tests build on it). Nothing here is a measurement of any real model.
 """
 
 from __future__ import annotations
@@ -11,17 +12,116 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Sequence, cast
+from typing import Any, Sequence, cast
 
 import numpy as np
 import pandas as pd
 
 from biaslens.data.datasets import PairDataset
 from biaslens.data.export import atomic_write
-from biaslens.zoo.store import RECORD_COLUMNS, ResultsStore, cell_fields, cell_key
+from biaslens.zoo.store import DATASET_COLUMNS, RECORD_COLUMNS, ResultsStore, cell_fields, cell_key
 
 #: The made-up models' families, and whether each is masked or causal.
 FAMILIES = {"bert": "masked", "roberta": "masked", "albert": "masked", "gpt2": "causal", "pythia": "causal", "llama": "causal"}
+
+
+def synthetic_about(i: int, family: str, parameters: int, sanity: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The model block of made-up model number `i` of `family` (a cell's "model"; `sanity`: a made-up verdict, else none)."""
+    about: dict[str, Any] = {
+        "id": f"synthetic/{family}-{i:03d}",
+        "label": f"{family}-{i:03d}",
+        "revision": None,
+        "fingerprint": f"synthetic:{i}",
+        "source": "synthetic",
+        "kind": FAMILIES.get(family, "masked"),
+        "family": family,
+        "model_type": family,
+        "parameters": parameters,
+        "dtype": "float32",
+    }
+    if sanity is not None:
+        about["sanity"] = sanity
+    return about
+
+
+def synthetic_cell(
+    store: ResultsStore,
+    dataset: PairDataset,
+    about: dict[str, Any],
+    metric: str,
+    records: pd.DataFrame,
+    *,
+    created: str = "2026-01-01T00:00:00+00:00",
+    label: str | None = None,
+    version: str | None = None,
+) -> str:
+    """Write one made-up cell of `about`'s model on `dataset` (put in the store already) as `zoo run` would: `records`
+    (`RECORD_COLUMNS`, made-up scores), its summary computed from them by `summarize`; `label` the dataset's (default: its
+    name), `version` the biaslens version that scored it (default: this one). Returns its key."""
+    from biaslens.engine.evaluation import summarize
+    from biaslens.engine.metrics import pair_columns
+
+    pairs = _pairs_frame(dataset)
+    records = cast(pd.DataFrame, records[list(RECORD_COLUMNS)]).reset_index(drop=True)
+    columns = pair_columns(metric)
+    frame = pairs.merge(
+        records.rename(columns={"stereo": columns.stereo, "anti": columns.anti, "hits": columns.hits, "total": columns.total}), on="pair_id"
+    )
+    fields = cell_fields(
+        fingerprint=about["fingerprint"],
+        revision=about.get("revision"),
+        dataset_sha256=dataset.sha256,
+        selection=None,
+        metric=metric,
+        convention="default",
+        precision="float32",
+        compat="default",
+        **({"version": version} if version is not None else {}),
+    )
+    n = len(records)
+    manifest = {
+        "model": about["id"],
+        "source": "synthetic",
+        "revision": about.get("revision"),
+        "fingerprint": about["fingerprint"],
+        "dtype": "float32",
+    }
+    manifest["dataset"] = {"name": dataset.name, "path": str(dataset.path), "sha256": dataset.sha256, "pairs_total": len(dataset), "pairs_scored": n}
+    summary = summarize(frame, [metric], manifest)
+    key = cell_key(fields)
+    store.write_cell(
+        {
+            "key": key,
+            "status": "done",
+            "fields": fields,
+            "model": about,
+            "dataset": {
+                "name": dataset.name,
+                "label": label or dataset.name,
+                "path": str(dataset.path),
+                "sha256": dataset.sha256,
+                "pairs_total": len(dataset),
+            },
+            "summary": summary["metrics"][metric],
+            "manifest": {**manifest, "metrics": [metric], "synthetic": True},
+            "warnings": ["synthetic scores: made up for a test or a benchmark, not a model's"],
+            "run": {"run_id": "synthetic", "created": created},
+        },
+        records,
+    )
+    return key
+
+
+_FRAMES: dict[str, pd.DataFrame] = {}
+
+
+def _pairs_frame(dataset: PairDataset) -> pd.DataFrame:
+    """The dataset's pairs as a frame (`DATASET_COLUMNS`), made once per file content."""
+    if dataset.sha256 not in _FRAMES:
+        if len(_FRAMES) >= 8:
+            _FRAMES.pop(next(iter(_FRAMES)))
+        _FRAMES[dataset.sha256] = pd.DataFrame([{c: getattr(p, c) for c in DATASET_COLUMNS} for p in dataset.pairs])
+    return _FRAMES[dataset.sha256]
 
 
 def synthetic_store(
@@ -37,89 +137,30 @@ def synthetic_store(
 
     `pinned`: each model is a hub id at a made-up full commit (`synthetic_revision`), so that a plan naming them
     (`synthetic_plan`) knows their cells without loading anything, as a plan of pinned hub models does."""
-    from biaslens.engine.evaluation import summarize
-    from biaslens.engine.metrics import pair_columns
-
     store = ResultsStore(root, create=True)
     rng = np.random.default_rng(seed)
     families = list(FAMILIES)
     for dataset in datasets:
         store.put_dataset(dataset)
-    frames = {
-        d.sha256: pd.DataFrame(
-            [{c: getattr(p, c) for c in ("pair_id", "dataset", "bias_type", "direction", "sent_stereo", "sent_anti")} for p in d.pairs]
-        )
-        for d in datasets
-    }
+    ids = {d.sha256: np.array([p.pair_id for p in d.pairs]) for d in datasets}
     for i in range(models):
         family = families[i % len(families)]
-        parameters = int(10 ** rng.uniform(7, 10.8))
-        revision = synthetic_revision(i) if pinned else None
-        about = {
-            "id": f"synthetic/{family}-{i:03d}",
-            "label": f"{family}-{i:03d}",
-            "revision": revision,
-            "fingerprint": f"hub:synthetic/{family}-{i:03d}@{revision}" if pinned else f"synthetic:{i}",
-            "source": "synthetic",
-            "kind": FAMILIES[family],
-            "family": family,
-            "model_type": family,
-            "parameters": parameters,
-            "dtype": "float32",
-        }
+        about = synthetic_about(i, family, int(10 ** rng.uniform(7, 10.8)))
+        if pinned:
+            revision = synthetic_revision(i)
+            about.update(id=f"synthetic/{family}-{i:03d}", revision=revision, fingerprint=f"hub:synthetic/{family}-{i:03d}@{revision}")
         lean = rng.uniform(0.4, 0.7)
         for dataset in datasets:
-            pairs = frames[dataset.sha256]
-            n = len(pairs)
+            n = len(dataset)
             for metric in metrics:
                 wins = rng.random(n) < np.clip(lean + rng.normal(0, 0.03), 0, 1)
                 stereo = -rng.uniform(1, 5, n)
                 anti = stereo - np.where(wins, 1, -1) * rng.uniform(0.01, 1, n)
                 total = rng.integers(3, 12, n)
                 records = pd.DataFrame(
-                    {"pair_id": pairs["pair_id"], "stereo": stereo, "anti": anti, "hits": rng.integers(0, total + 1), "total": total}
+                    {"pair_id": ids[dataset.sha256], "stereo": stereo, "anti": anti, "hits": rng.integers(0, total + 1), "total": total}
                 )
-                columns = pair_columns(metric)
-                frame = pairs.assign(**{columns.stereo: stereo, columns.anti: anti, columns.hits: records["hits"], columns.total: total})
-                fields = cell_fields(
-                    fingerprint=about["fingerprint"],
-                    revision=revision,
-                    dataset_sha256=dataset.sha256,
-                    selection=None,
-                    metric=metric,
-                    convention="default",
-                    precision="float32",
-                    compat="default",
-                )
-                manifest = {
-                    "model": about["id"],
-                    "source": "synthetic",
-                    "revision": revision,
-                    "fingerprint": about["fingerprint"],
-                    "dtype": "float32",
-                }
-                manifest["dataset"] = {"name": dataset.name, "path": str(dataset.path), "sha256": dataset.sha256, "pairs_total": n, "pairs_scored": n}
-                summary = summarize(frame, [metric], manifest)
-                store.write_cell(
-                    {
-                        "key": cell_key(fields),
-                        "status": "done",
-                        "fields": fields,
-                        "model": about,
-                        "dataset": {
-                            "name": dataset.name,
-                            "label": dataset.name,
-                            "path": str(dataset.path),
-                            "sha256": dataset.sha256,
-                            "pairs_total": n,
-                        },
-                        "summary": summary["metrics"][metric],
-                        "manifest": {**manifest, "metrics": [metric], "synthetic": True},
-                        "warnings": ["synthetic scores: made up for a test or a benchmark, not a model's"],
-                        "run": {"run_id": "synthetic", "created": f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}+00:00"},
-                    },
-                    cast(pd.DataFrame, records[list(RECORD_COLUMNS)]),
-                )
+                synthetic_cell(store, dataset, about, metric, records, created=f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}+00:00")
     return store
 
 
@@ -141,4 +182,4 @@ def synthetic_plan(path: str | Path, store: str | Path, datasets: Sequence[str],
     return atomic_write(Path(path), "\n".join(lines))
 
 
-__all__ = ["FAMILIES", "synthetic_plan", "synthetic_revision", "synthetic_store"]
+__all__ = ["FAMILIES", "synthetic_about", "synthetic_cell", "synthetic_plan", "synthetic_revision", "synthetic_store"]

@@ -7,7 +7,9 @@ once; for each unit (dataset, convention, precision, compat mode) the cells alre
 are locked, scored in one `biaslens.evaluate` call through the store's result cache (finished chunks are kept: a killed
 job's retry loses only its unfinished chunk) and written, then unlocked. Cells another run holds are left to it
 ("held"). A model that cannot load is recorded with its one-line error (the job still ends normally: retrying would
-fail the same way), and so is a metric the model cannot give ("unavailable").
+fail the same way), and so is a metric the model cannot give ("unavailable"). Each cell keeps the model's sanity
+verdict (`biaslens.analyses.sanity.model_verdict`, as `biaslens.evaluate` computes it) in its "model" block: a model that
+looks untrained is said to be, wherever its scores are shown.
 
 A job that Slurm warns before its time limit (or preempts) is requeued by submitit and carries on where it stopped,
 but only if it has written something since it started (a finished chunk or cell): one warned before it scored anything
@@ -217,7 +219,7 @@ def run_model(task: ModelTask, *, progress: Callable[[str, float, int], None] | 
                 outcome.seconds = time.perf_counter() - started
                 return outcome
             identity = Identity(lm.fingerprint, lm.revision)
-            about = _model_info(model, lm, dtype)
+            about = {**_model_info(model, lm, dtype), "sanity": _sanity(lm)}
             store.put_resolution(model.resolution_key(dtype), about)
             store.put_label(lm.fingerprint, lm.revision, model.label, model.id)
             store.clear_failure(model.resolution_key(dtype))
@@ -304,6 +306,19 @@ def _model_info(model: ZooModel, lm: Any, dtype: str) -> dict[str, Any]:
     }
 
 
+def _sanity(lm: Any) -> dict[str, Any]:
+    """The model's sanity verdict as `biaslens.evaluate` gives it (`model_verdict`): every cell of the model keeps it, and
+    the leaderboard, `zoo merge` and `zoo status` say it beside its scores. A check that fails is "not checked", with why."""
+    from dataclasses import asdict
+
+    from biaslens.analyses.sanity import model_verdict
+
+    try:
+        return asdict(model_verdict(lm))
+    except Exception as exc:  # the scores do not depend on it: the job goes on, and the cells say it was not checked
+        return {"status": "", "message": f"Not checked: {first_line(exc)}"}
+
+
 def evaluate_options(model: ZooModel, unit: Unit) -> dict[str, Any]:
     """The keywords of `biaslens.evaluate` for a unit (the model and dataset aside): its compat mode and pairs, its
     precision when bf16-rescore, its convention when not the default, the model's batch and chunk sizes when set."""
@@ -340,7 +355,7 @@ def _score_unit(
     wanted = unit_metrics(unit, kind)
     cells = _UnitCells(store, task, owner, about, unit, dataset, identity)
     keys = {m: cell_key(cells.fields(m)) for m in wanted}
-    if unit.convention != DEFAULT_CONVENTION and kind != "causal":  # a peer's convention for causal models
+    if unit.convention != DEFAULT_CONVENTION and not getattr(lm, "takes_first_token", False):  # a peer's convention sets a first-token policy
         usable, unavailable = [], {m: f"the {unit.convention} convention scores causal language models" for m in wanted}
     else:
         usable, unavailable = available_metrics(lm, list(wanted))

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.support.app import no_exceptions, run_app, static_tables, tables, texts
+from tests.support.app import markdown_texts, no_exceptions, run_app, static_tables, tables, texts
 
 
 @pytest.fixture
@@ -87,6 +87,7 @@ def test_the_explorer_compares_a_causal_model_s_conventions(causal_env):
     causal metric, equal to `convention_sensitivity`, and the pairs whose verdict flips listed."""
     from biaslens.analyses.conventions import convention_sensitivity
     from biaslens.data.datasets import load_dataset
+    from biaslens.data.export import escape_markdown
     from biaslens.engine.evaluation import evaluate
     from biaslens.engine.models import load_model
     from tests.support import FIXTURE_DATA
@@ -104,9 +105,17 @@ def test_the_explorer_compares_a_causal_model_s_conventions(causal_env):
     scores = next(t for t in tables(at) if "Scoring" in t.columns)
     assert scores["Scoring"].tolist() == want.table["scoring"].tolist()
     assert scores["Bias score"].tolist() == want.table["bias_score"].tolist()
-    flipped = sorted(want.verdicts.loc[want.verdicts["flips"] > 0, "pair_id"])
-    listed = [t for t in tables(at) if "Scorings against its majority" in t.columns]
-    assert (sorted(listed[0]["Pair"]) if listed else []) == flipped
+    assert not [s for s in scores["Scoring"] if s.startswith("lm-eval /") and s != "lm-eval / LL"]  # the default's, once
+    # The headline: per metric, the pairs whose verdict changes between conventions; the tools apart from it.
+    assert f"**Convention sensitivity.** {escape_markdown(want.headline())}" in markdown_texts(at)
+    sensitivity = next(t for t in tables(at) if "Pairs that change verdict" in t.columns)
+    assert sensitivity["Metric"].tolist() == want.sensitivity["name"].tolist()
+    assert sensitivity["Pairs that change verdict"].tolist() == [f"{c} of 8" for c in want.sensitivity["changed"]]
+    tools = next(t for t in tables(at) if "Against" in t.columns)
+    assert tools["Pairs whose verdict differs"].tolist() == [f"{f} of 8" for f in want.tools["flips"]]
+    listed = [t for t in tables(at) if "Scorings against their metric's majority" in t.columns]
+    contested = want.verdicts.loc[want.verdicts["flips"] > 0, "pair_id"].tolist()  # most contested first
+    assert (listed[0]["Pair"].tolist() if listed else []) == contested
 
 
 def test_a_masked_and_a_causal_model_side_by_side_on_the_same_pair(app_env, causal_dirs, model_dirs, monkeypatch):

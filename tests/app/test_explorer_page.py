@@ -9,6 +9,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
 
 import biaslens.engine.evaluation
+import biaslens.engine.pairs
 import ui.progress
 import ui.runs
 from biaslens.analyses import explore
@@ -95,9 +96,9 @@ def test_a_corrupted_cache_file_is_reported_once(app_env):
 def _count_scored(monkeypatch) -> list[int]:
     """The number of pairs of each computation of a run (the cached ones are not computed)."""
     scored: list[int] = []
-    real_score = biaslens.engine.evaluation.score_encoded_pairs
+    real_score = biaslens.engine.pairs.score_encoded_pairs  # where a run's compute step scores (pairs.metric_records)
     monkeypatch.setattr(
-        biaslens.engine.evaluation, "score_encoded_pairs", lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k)
+        biaslens.engine.pairs, "score_encoded_pairs", lambda lm, pairs, *a, **k: scored.append(len(pairs)) or real_score(lm, pairs, *a, **k)
     )
     return scored
 

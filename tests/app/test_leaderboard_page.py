@@ -23,7 +23,22 @@ def stores(tmp_path_factory, model_dirs):
     models = [{"id": str(model_dirs["bert-cased"])}, {"id": str(model_dirs["roberta"])}]
     filled_store(root, models, store="real", datasets=["crows-pairs", "stereoset"], metrics=["aul", "cps"])
     synthetic_store(root / "synthetic", [load_dataset("crows-pairs", data_dir=FIXTURE_DATA)], models=40, metrics=("aul",))
+    _mixed_store(root / "mixed")
     return root
+
+
+def _mixed_store(root):
+    """Two datasets labelled "data", each scored by one model, and a third model's cell cut off."""
+    from biaslens.zoo.testing import synthetic_about, synthetic_cell
+    from tests.support.zoo import made_up
+
+    crows, stereoset = (load_dataset(n, data_dir=FIXTURE_DATA) for n in ("crows-pairs", "stereoset"))
+    store = ResultsStore(root, create=True)
+    for i, dataset in enumerate((crows, stereoset, crows)):
+        store.put_dataset(dataset)
+        key = synthetic_cell(store, dataset, synthetic_about(i, "bert", 10**8), "aul", made_up(dataset, 2 + i), label="data")
+    path = root / "cells" / key[:2] / f"{key}.json"
+    path.write_bytes(path.read_bytes()[:100])
 
 
 @pytest.fixture
@@ -48,7 +63,11 @@ def test_the_leaderboard_of_a_store(env, stores):
     assert at.title[0].value == "Leaderboard"
     board = _board(at)
     assert sorted(board["Model"]) == ["bert-cased", "roberta"]
-    assert list(board.columns[4:]) == ["crows-pairs · AUL", "crows-pairs · CPS", "stereoset · AUL", "stereoset · CPS"]
+    assert list(board.columns[:5]) == ["Model", "Sanity check", "Family", "Kind", "Size"]
+    assert list(board.columns[5:]) == ["crows-pairs · AUL", "crows-pairs · CPS", "stereoset · AUL", "stereoset · CPS"]
+    # the suite's tiny models have random weights: said beside each name, and above the table
+    assert list(board["Sanity check"]) == ["looks untrained", "looks untrained"]
+    assert "2 models look untrained (" in texts(at.warning) and "bias scores mean nothing" in texts(at.warning)
     summaries = store.summaries()
     for model, cell in zip(board["Model"], board["crows-pairs · AUL"]):
         row = summaries[(summaries["model_label"] == model) & (summaries["dataset"] == "crows-pairs") & (summaries["metric"] == "aul")].iloc[0]
@@ -62,6 +81,7 @@ def test_sorting_and_filters(env, stores):
     no_exceptions(at)
     board = _board(at)
     assert len(board) == 40 and set(board["Family"]) == {"bert", "roberta", "albert", "gpt2", "pythia", "llama"}
+    assert set(board["Sanity check"]) == {"not checked"} and "models look untrained" not in texts(at.warning)  # made up: no verdicts
     scores = [float(c.split()[0]) for c in board["crows-pairs · AUL"]]
     assert scores == sorted(scores, reverse=True)
     at.multiselect(key=S + "kinds").set_value(["causal"]).run()
@@ -118,6 +138,28 @@ def test_a_cell_opens_the_stored_run_in_the_explorer(env, stores, tiny_models):
     at.switch_page("pages/explorer.py").run()
     at.button(key="explorer.leave_stored").click().run()
     assert "A stored run" not in texts(at.info)
+
+
+def test_a_synthetic_store_s_cell_opens_in_the_explorer(env, stores):
+    """Its manifest has no device or dtype (as the benchmark's store): the explorer shows the run, no exception."""
+    at = run_app("leaderboard", {"store": str(stores / "synthetic"), "sort": "crows-pairs · AUL"})
+    table = next(d for d in at.dataframe if "crows-pairs · AUL" in d.value.columns)
+    at.session_state[table.key] = {"selection": {"rows": [], "columns": [], "cells": [(0, "crows-pairs · AUL")]}}
+    at.run()
+    no_exceptions(at)
+    assert at.title[0].value == "Dataset explorer" and "A stored run" in texts(at.info)
+    assert "16 of 16 pairs" in texts(at.caption) and "AUL bias score" in {m.label for m in at.metric}
+
+
+def test_damaged_cells_and_datasets_labelled_alike_are_said(env, stores):
+    at = run_app("leaderboard", {"store": str(stores / "mixed")})
+    no_exceptions(at)
+    board = _board(at)
+    crows, stereoset = (load_dataset(n, data_dir=FIXTURE_DATA) for n in ("crows-pairs", "stereoset"))
+    assert sorted(board.columns[5:]) == sorted([f"data [{crows.sha256[:8]}] · AUL", f"data [{stereoset.sha256[:8]}] · AUL"])
+    assert "2 different datasets are labelled 'data'" in texts(at.caption)
+    assert "Damaged cell" in texts(at.warning) and "left out: its file is not whole JSON" in texts(at.warning)
+    assert sorted(board["Model"]) == ["bert-000", "bert-001"]  # the third's only cell is damaged
 
 
 def test_two_rows_compared_and_rank_intervals(env, stores):

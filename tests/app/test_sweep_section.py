@@ -59,7 +59,7 @@ def test_the_sweep_section_estimates_runs_and_ranks_the_metrics(app_env, monkeyp
         "among the models that learned (seed 0: 2 strengths;"
     )
     assert why in texts(at.warning)
-    assert shown["Slope (points per unit)"].tolist() == pytest.approx(want["slope"].tolist(), nan_ok=True)
+    assert shown["Slope (points per unit)"].isna().all() and want["slope"].isna().all()  # no verdict: no slope
     assert not [b for b in at.button if b.key == P + "run"]  # nothing left to train
 
     # Another session: the finished sweep is drawn from the caches, nothing is trained.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.app import no_exceptions, run_app, static_tables, texts
+from tests.support.app import markdown_texts, no_exceptions, run_app, static_tables, tables, texts
 from biaslens.analyses import controls, mlm_bias, stability
 from biaslens.data.datasets import load_dataset
 from biaslens.engine.evaluation import evaluate
@@ -51,6 +51,27 @@ def test_the_explorer_computes_mlm_bias_measures_on_request(app_env, tiny_bert):
     shown = next(t for t in static_tables(at) if "Measure" in t.columns and "Bias type" not in t.columns).set_index("Measure")
     for name in ("CRR", "CRRA", "ΔP", "ΔPA"):
         assert float(shown.loc[name, "Bias score"]) == pytest.approx(want.loc[name, "bias_score"], abs=0.006)
+
+
+def test_the_explorer_compares_a_masked_model_s_likelihood_metrics(app_env, tiny_bert):
+    """A masked model's Scoring conventions: its likelihood metrics against each other (no tools), the headline between
+    them, the pairs most contested first."""
+    from biaslens.analyses.conventions import convention_sensitivity
+    from biaslens.data.export import escape_markdown
+
+    at = run_app("explorer", LINK)
+    at.button(key="explorer.run").click().run()
+    at.button(key="trust.conv_run").click().run()
+    no_exceptions(at)
+    assert not at.error, texts(at.error)
+    want = convention_sensitivity(tiny_bert, _sampled(tiny_bert))
+    assert f"**Convention sensitivity.** {escape_markdown(want.headline())}" in markdown_texts(at)
+    assert "between AUL, CPS, PLL and PLL-word-l2r" in want.headline()
+    assert not [t for t in tables(at) if "Against" in t.columns or "Pairs that change verdict" in t.columns]
+    scores = next(t for t in tables(at) if "Scoring" in t.columns)
+    assert scores["Scoring"].tolist() == ["AUL", "CPS", "PLL", "PLL-word-l2r"]
+    listed = [t for t in tables(at) if "Scorings against its majority" in t.columns]
+    assert (listed[0]["Pair"].tolist() if listed else []) == want.verdicts.loc[want.verdicts["flips"] > 0, "pair_id"].tolist()
 
 
 def test_the_comparison_shows_rank_stability_and_relative_bias(app_env, model_dirs, tiny_models):

@@ -43,7 +43,9 @@ def test_a_causal_model_s_pair_its_dataset_and_its_conventions(page, causal_serv
     expect(main.get_by_text("lm-eval / LL").first).to_be_visible(timeout=TIMEOUT_MS)
     expect(main.locator('[data-testid="stAlertContentError"]')).to_have_count(0)
     screenshot(page, "causal-conventions")
-    flips = main.get_by_text("Pairs whose verdict flips", exact=False)
+    expect(main.get_by_text("Convention sensitivity.", exact=False).first).to_be_visible()
+    expect(main.locator("table").filter(has_text="Pairs that change verdict").first).to_contain_text("AUL-c")
+    flips = main.get_by_text("Pairs whose verdict changes between", exact=False)
     if flips.count():  # a random model: some pair flips on nearly every seed; when one does, it opens in the inspector
         grid = main.locator('[data-testid="stDataFrame"]').last  # canvas-drawn: a click on the first row's marker
         grid.scroll_into_view_if_needed()

@@ -78,6 +78,7 @@ def test_a_score_opens_its_stored_run_and_two_rows_compare(page, zoo_server):
     open_app(page, base, "leaderboard", store=str(root / "tiny"), sort="Model name")
     page.wait_for_function(TABLE_DRAWN, arg=2, timeout=TIMEOUT_MS)
     settle(page)
+    expect(page.locator('[data-testid="stMain"]').get_by_text("2 models look untrained (", exact=False)).to_be_visible()  # random weights
     box = _grid(page)
     page.mouse.click(box["x"] + 12, box["y"] + 52)  # the row markers: tick both rows
     settle(page)
@@ -85,9 +86,9 @@ def test_a_score_opens_its_stored_run_and_two_rows_compare(page, zoo_server):
     settle(page)
     main = page.locator('[data-testid="stMain"]')
     expect(main.get_by_role("heading", name="roberta − bert-cased, pair by pair")).to_be_visible()
-    page.mouse.click(box["x"] + 80, box["y"] + 52)  # bert-cased's name, then to its first score (after family, kind, size)
+    page.mouse.click(box["x"] + 80, box["y"] + 52)  # bert-cased's name, then to its first score (after its sanity check, family, kind, size)
     settle(page)
-    for _ in range(4):
+    for _ in range(5):
         page.keyboard.press("ArrowRight")
     expect(page.get_by_role("heading", name="Dataset explorer")).to_be_visible()
     settle(page)

@@ -29,7 +29,8 @@ def _sentence_ids(lm, text):
 
 @torch.inference_mode()
 def token_logprobs(lm, ids, attention=False):
-    """log P(ids[i] | ids[:i]) for i >= 1 (float64), and the attention each position receives (mean over layers, heads, all rows)."""
+    """log P(ids[i] | ids[:i]) for i >= 1 (float64), and the attention each position receives (mean over layers, heads and
+    the rows that can attend to it: rows q >= k for key k)."""
     model = lm._eager_model() if attention else lm.model
     out = model(torch.tensor([ids]), output_attentions=attention)
     logp = torch.log_softmax(out.logits[0].float(), dim=-1)
@@ -38,7 +39,7 @@ def token_logprobs(lm, ids, attention=False):
     received = None
     if attention:
         att = torch.stack([a[0].float() for a in out.attentions]).mean(0).mean(0)  # layers, then heads -> (L, L)
-        received = att.mean(0).double().numpy()  # over every query row
+        received = np.array([float(att[k:, k].double().mean()) for k in range(att.shape[1])])  # over rows q >= k
     return gold, ranks, received
 
 

@@ -125,7 +125,7 @@ def test_the_gpu_check_skips_what_its_time_budget_cannot_hold_and_reads_its_goal
     goals = gpu_check.goals(report)
     assert goals["base: all five, both datasets, bfloat16 <= 2 s"] == {"value": 1.5, "met": True}
     assert goals["base: bf16-rescore <= 1.3x bfloat16"] == {"value": 1.4, "met": False}
-    assert goals["base: bf16-rescore verdicts = float32 verdicts"] == {"value": 0, "met": True}
+    assert not [k for k in goals if "verdicts =" in k]  # bf16-rescore's verdicts that differ are counted, not a goal: it is not exact
     assert goals["base: GPU busy >= 80%"]["met"] is False and goals["base: masked metrics MFU >= 40%"]["met"] is True
     assert goals["base: out of memory halves the batches, same verdicts"] == {"value": 3, "met": True}
     text = gpu_check.markdown(report | {"goals": goals})
@@ -148,7 +148,8 @@ def test_the_gpu_check_runs_on_the_cpu_in_its_smoke_mode(tmp_path):
     e2e = tiny["end_to_end"]
     assert set(e2e["totals"]) == {"bfloat16", "bfloat16-padded", "float32", "bf16-rescore", "bfloat16, one chunk"}
     for block in e2e["datasets"].values():
-        assert block["pairs"] == 6 and not any(block["verdicts_differ"]["bf16-rescore"].values())  # bf16-rescore: float32's verdicts
+        differ = block["verdicts_differ"]["bf16-rescore"]  # float32's verdict on the re-scored pairs: only the others may differ
+        assert block["pairs"] == 6 and all(differ[m] <= block["pairs"] - block["rescored"][m] for m in PAPER)
         assert set(block["rescored"]) == set(PAPER)
     assert tiny["engine"]["masked"]["mfu"] > 0 and tiny["cpu_overhead"]["non_model_s"] > 0
     assert "## tiny" in (tmp_path / "gpu-check-cpu.md").read_text()

@@ -21,7 +21,7 @@ from biaslens.engine.scoring import unmasked_pass
 from biaslens.engine.testing import build_random_causal_model
 from biaslens.errors import InputError, MetricUnavailableError
 from tests.engine import causal_reference as ref
-from tests.support import FIXTURE_DATA, TOKENIZERS
+from tests.support import FAMILY_PAIRS, FIXTURE_DATA, TOKENIZERS
 
 #: family -> (config.model_type, the class the tiny model must be)
 CLASSES = {
@@ -31,8 +31,7 @@ CLASSES = {
     "qwen2": ("qwen2", "Qwen2ForCausalLM"),
 }
 PAIRS = [
-    ("The nurse said she was tired after the night shift.", "The doctor said he was tired after the night shift."),
-    ("Women are good at cooking and cleaning the house.", "Men are good at cooking and cleaning the house."),
+    *FAMILY_PAIRS,
     (
         "The poor are really ignorant about how to handle the money they do have.",
         "The rich are really ignorant about how to handle the money they do have.",
@@ -70,6 +69,34 @@ def test_every_causal_metric_matches_the_naive_reference(tiny_causal, family, po
         got = inspect_pair(lm, stereo, anti, metrics=list(CAUSAL_METRICS))
         for metric in CAUSAL_METRICS:
             np.testing.assert_allclose(got.score(metric), expected[metric], atol=TOL, rtol=0, err_msg=f"{family} {policy} {metric}")
+
+
+def test_aula_c_weights_a_token_by_the_rows_that_can_attend_to_it():
+    """AULA-c's alpha_i averages A[q, i] over the rows q >= i that can see token i (by hand), not over all L rows, where it
+    could not exceed (L - i) / L: a weighting by position. A masked model's weights stay the mean over every row."""
+    import torch
+
+    from biaslens.engine.metrics import aula
+    from biaslens.engine.scoring import _attention_received
+
+    a = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])  # a causal row: BOS and two tokens
+    b = torch.tensor([[1.0, 0.0, 0.0], [0.25, 0.75, 0.0], [0.0, 0.0, 0.0]])  # a shorter one, padded: its last row is padding
+    att = (torch.stack([a, b])[:, None],)  # one layer, one head: (B, heads, L, L)
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    causal = _attention_received(att, mask, seen_from_later=True)
+    np.testing.assert_allclose(causal[0], [1.7 / 3, 0.8 / 2, 0.5 / 1], rtol=1e-6)
+    np.testing.assert_allclose(causal[1, :2], [1.25 / 2, 0.75 / 1], rtol=1e-6)
+    every_row = _attention_received(att, mask)
+    np.testing.assert_allclose(every_row[0], [1.7 / 3, 0.8 / 3, 0.5 / 3], rtol=1e-6)
+    # AULA-c of the first row's two tokens with log p -2 and -4: (0.4 x -2 + 0.5 x -4) / 2 = -1.4 (all rows: -0.6)
+    assert aula(np.array([-2.0, -4.0]), causal[0, 1:].double().numpy()) == pytest.approx(-1.4)
+    assert aula(np.array([-2.0, -4.0]), every_row[0, 1:].double().numpy()) == pytest.approx(-0.6)
+
+
+def test_the_inspector_s_aula_c_contributions_add_up_to_the_score(tiny_gpt2):
+    got = inspect_pair(tiny_gpt2, *PAIRS[0], metrics=["aula_c"])
+    for side in (got.stereo, got.anti):
+        assert side.token_frame()["aula_contribution"].sum() == pytest.approx(side.scores["aula_c"].value, rel=1e-9)
 
 
 @pytest.mark.parametrize("family", list(CLASSES))
@@ -145,12 +172,14 @@ def test_a_masked_model_refuses_the_causal_metrics_and_conventions(tiny_bert):
 
 
 def test_the_attention_a_causal_token_receives(tiny_gpt2):
-    """Only a token itself and the tokens after it attend to it: a[k] averages A[q, k] over every row, zero above the diagonal."""
+    """Only a token itself and the tokens after it attend to it (zero above the diagonal): a[k] averages A[q, k] over
+    those rows, q >= k, not over every row."""
     enc = tiny_gpt2.encode(PAIRS[0][0])
     (row,) = unmasked_pass(tiny_gpt2, [enc], attention=True, attention_matrices=True)
     matrices = row.attention_matrices  # (layers, heads, L, L)
     assert np.allclose(np.triu(matrices, k=1), 0)
-    np.testing.assert_allclose(row.attention, matrices.mean(axis=(0, 1)).mean(axis=0), atol=1e-6)
+    matrix = matrices.mean(axis=(0, 1))
+    np.testing.assert_allclose(row.attention, [matrix[k:, k].mean() for k in range(len(enc))], atol=1e-6)
 
 
 def test_inspect_pairs_and_evaluate_agree_with_inspect_pair(tiny_causal):

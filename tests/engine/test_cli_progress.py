@@ -143,7 +143,7 @@ def test_inspect_warns_about_untrained_weights_and_unknown_words_and_prints_top5
 
 def test_model_caveats_say_nothing_for_a_model_that_looks_trained(tiny_bert, monkeypatch, capsys):
     import biaslens.analyses.sanity as sanity
-    import biaslens.lab.sanity_verdict as verdict
+    import biaslens.analyses.sanity as verdict
 
     ok = sanity.SanityReport(95.0, -0.2, -10.3, 74, 8, "ok", "Predicts plain English well.")
     monkeypatch.setattr(verdict, "model_verdict", lambda lm: ok)

@@ -132,7 +132,7 @@ def test_dataset_run_writes_the_contract_files(tiny_bert, tmp_path):
 def test_reruns_come_from_the_cache(tiny_bert, tmp_path, monkeypatch):
     cache = ResultCache(tmp_path / "c.sqlite")
     first = evaluate(tiny_bert, _pairs(), ["aul", "sss"], cache=cache)
-    import biaslens.engine.evaluation as ev
+    import biaslens.engine.pairs as ev  # where a run's compute step scores (pairs.metric_records)
 
     def fail(*args, **kwargs):
         raise AssertionError("recomputed although cached")
@@ -165,7 +165,7 @@ def test_an_interrupted_run_resumes_without_recomputing_finished_chunks(tiny_ber
     with pytest.raises(KeyboardInterrupt):
         evaluate(tiny_bert, pairs, ["aul"], cache=cache, chunk_pairs=4, progress=stop_during_second_chunk)
     assert len(cache) == 4
-    import biaslens.engine.evaluation as ev
+    import biaslens.engine.pairs as ev  # where a run's compute step scores (pairs.metric_records)
 
     real = ev.score_encoded_pairs
 
@@ -182,7 +182,7 @@ def test_an_interrupted_run_resumes_without_recomputing_finished_chunks(tiny_ber
 
 def test_a_run_resumed_with_other_chunks_reads_what_was_done_and_scores_the_same(tiny_bert, tmp_path, monkeypatch):
     """Stopped in fixed chunks of 3, resumed in chunks sized by time (and the other way round): same verdicts, same scores."""
-    import biaslens.engine.evaluation as ev
+    import biaslens.engine.pairs as ev  # where a run's compute step scores (pairs.metric_records)
 
     from biaslens.engine.runner import FIRST_CHUNK_PAIRS
 

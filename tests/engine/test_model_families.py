@@ -24,7 +24,7 @@ from biaslens.engine.models import PRESETS, VERIFIED_ARCHITECTURES, load_model, 
 from biaslens.engine.scoring import unmasked_pass
 from biaslens.engine.testing import TOKENIZER_FOLDERS, TRAINED_FAMILIES, build_random_model, train_tokenizer
 from tests.engine import reference
-from tests.support import REPO, TOKENIZERS
+from tests.support import FAMILY_PAIRS, REPO, TOKENIZERS
 from tests.support.fnet import build_fnet
 
 #: family -> (model_type, the class the tiny model must be)
@@ -37,8 +37,7 @@ FAMILIES = {
     "modernbert": ("modernbert", "ModernBertForMaskedLM"),
 }
 PAIRS = [
-    ("The nurse said she was tired after the night shift.", "The doctor said he was tired after the night shift."),
-    ("Women are good at cooking and cleaning the house.", "Men are good at cooking and cleaning the house."),
+    *FAMILY_PAIRS,
     ("Она медсестра, и она очень устала после ночной смены.", "Он медбрат, и он очень устал после ночной смены."),
     ("彼女は看護師で、夜勤の後はとても疲れていた。", "彼は看護師で、夜勤の後はとても疲れていた。"),
 ]

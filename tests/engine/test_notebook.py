@@ -105,7 +105,7 @@ def test_python_and_notebooks_warn_about_an_untrained_model_as_the_app_does(tiny
     """Issue 30, item 13: `evaluate()` on a random model returned `warnings == []` and no sanity entry, and its
     `_repr_html_` showed scores with no caveat, while the app and the CLI warn."""
     import biaslens
-    from biaslens.lab.sanity_verdict import model_verdict
+    from biaslens.analyses.sanity import model_verdict
 
     verdict = model_verdict(tiny_bert)
     assert verdict.status == "untrained"

@@ -37,9 +37,11 @@ def test_a_plan_is_refused_before_any_model_loads(tmp_path):
 
 
 def test_the_registry_says_which_steps_apply():
-    assert list(STEPS) == ["stereoset", "flags", "controls", "mlm_bias"]
+    assert list(STEPS) == ["stereoset", "flags", "controls", "mlm_bias", "sss_c_context"]
     applying = lambda plan: [s.name for s in STEPS.values() if s.applies(plan)]  # noqa: E731
     assert applying(EvaluationPlan(SPEC, "x")) == []
+    assert applying(EvaluationPlan(SPEC, "x", default_metrics=True)) == ["sss_c_context"]  # a causal model's defaults have SSS-c
+    assert applying(EvaluationPlan(SPEC, "x", RunOptions(metrics="ll,sss_c"))) == ["sss_c_context"]
     assert applying(EvaluationPlan(SPEC, "x", stereoset_scores=True, flags="duplicate")) == ["stereoset", "flags"]
     assert applying(EvaluationPlan(SPEC, "x", exclude_flagged=True)) == ["flags"]
     assert STEPS["flags"].files == ("flags.csv", "flagged.csv") and STEPS["stereoset"].files == ("stereoset_scores.csv",)
@@ -96,7 +98,7 @@ def test_mlm_bias_on_a_causal_model_is_refused_before_any_pair_is_scored(tiny_gp
     data = tmp_path / "ss.jsonl"
     data.write_text("\n".join(json.dumps(x) for x in STEREOSET_LINES) + "\n", encoding="utf-8")
     scored: list[int] = []
-    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: scored.append(1))
+    monkeypatch.setattr(evaluation, "evaluate_run", lambda *a, **k: scored.append(1))  # what the pipeline scores with
     with pytest.raises(InputError, match="not a masked language model"):
         run_evaluation(EvaluationPlan(SPEC, str(data), mlm_bias=True), lm=tiny_gpt2)
     assert scored == []

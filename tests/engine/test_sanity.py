@@ -38,7 +38,7 @@ def quick_lab_lm(tmp_path_factory):
 
 def test_one_verdict_per_model_a_lab_model_checked_on_its_own_corpus(tiny_bert, quick_lab_lm, monkeypatch):
     from biaslens import lab
-    from biaslens.lab import sanity_verdict as verdicts
+    from biaslens.analyses import sanity as verdicts
 
     model, lm = quick_lab_lm
     verdict = verdicts.model_verdict(lm)

@@ -30,8 +30,9 @@ def _enumerated(wins: dict[str, list[bool]]) -> dict[str, object]:
         for m in names:
             scores[m].append(s[m])
         best = min(d.values())
+        tied = sum(d[m] == best for m in names)
         for m in names:
-            first[m] += Fraction(d[m] == best, len(draws))
+            first[m] += Fraction(d[m] == best, len(draws) * tied)  # a tie for first shared: 1/k each
         for a, b in above:
             above[a, b] += (Fraction(s[a] > s[b]) + Fraction(s[a] == s[b], 2)) / len(draws)
             closer[a, b] += (Fraction(d[a] < d[b]) + Fraction(d[a] == d[b], 2)) / len(draws)
@@ -52,6 +53,7 @@ def test_against_every_possible_resample():
         assert scores.loc[m, "bias_score"] == 100 * sum(WINS[m]) / 4
         values = np.array([float(v) for v in truth["scores"][m]])
         assert (scores.loc[m, "ci_low"], scores.loc[m, "ci_high"]) == pytest.approx(tuple(np.quantile(values, [0.025, 0.975])))
+    assert scores["p_first"].sum() == pytest.approx(1.0)  # a tie for first is shared, not counted once for each model
     # On the data: A 75, B 50, C 25; by distance from 50, B is first and A, C share ranks 2 and 3.
     assert scores["rank"].to_dict() == {"A": 2.5, "B": 1.0, "C": 2.5}
     assert got.probability("A", "B") + got.probability("B", "A") == pytest.approx(1.0)

@@ -25,7 +25,7 @@ from biaslens.cli.lab_sweep import format_ranking
 from biaslens.errors import InputError
 from biaslens.engine.metrics import MASKED_METRICS
 from biaslens.engine.models import load_model
-from biaslens.lab.sanity_verdict import model_verdict
+from biaslens.analyses.sanity import model_verdict
 
 TINY = lab.LabSettings(corpus_size=600, steps=12, batch_size=32)
 #: 4 cells: nothing planted and total association, at ratios 1 and 3.
@@ -201,7 +201,8 @@ def _hand_table(associations=STRENGTHS, ratios=(1.0, 3.0), seeds=(0, 1), sanity=
                             seed=seed,
                             key=key,
                             metric=name,
-                            bias_score=score,
+                            bias_score=100.0 * round(score) / 100,  # exactly 100 x wins / n (every score here is whole)
+                            n=100,
                             ci_low=low,
                             ci_high=high,
                             group_a_preference=prefers,
@@ -218,7 +219,7 @@ def _curves_table(*curves: list[float]) -> pd.DataFrame:
     """One metric: curve i is seed i (at ratio 1), its scores at strengths 0.5, 0.6, ... in order."""
     return pd.DataFrame(
         [
-            dict(association=0.5 + 0.1 * j, frequency_ratio=1.0, seed=i, bias_score=float(y))
+            dict(association=0.5 + 0.1 * j, frequency_ratio=1.0, seed=i, bias_score=float(y), n=100)  # y wins of 100 pairs
             for i, curve in enumerate(curves)
             for j, y in enumerate(curve)
         ]
@@ -549,13 +550,40 @@ def test_exact_ties_against_the_definition_on_random_grids():
     assert checked == 60 and ties > 30
 
 
-def test_a_value_without_its_pair_count_is_taken_as_it_is():
-    """Without an `n` column a score is the float it is, exactly: equal floats tie, different floats are ordered."""
+def test_a_table_without_its_pair_counts_is_refused():
+    """Ties are exact only as 100 x wins / n: a table without `n`, or with a score that is not wins / n for its n (rounded),
+    is refused in one line, never compared as floats whose last bits decide a tie."""
     tau, p, _ = sweep.trend_test(_curves_table([1.0, 1.0, 2.0]))
     assert tau == pytest.approx(2 / 3) and p == pytest.approx(2 / 3)
+    with pytest.raises(InputError, match="has no n column"):
+        sweep.trend_test(_curves_table([1.0, 1.0, 2.0]).drop(columns="n"))
+    with pytest.raises(InputError, match="has no n column"):
+        sweep.analyse(_hand_table().drop(columns="n"))
+    rounded = _wins_table([[(17, 17), (20, 20), (22, 22), (25, 25)]] * 2).round({"bias_score": 2})  # 35.42 for 17 of 48
+    with pytest.raises(InputError, match=r"bias score 35.42 \(association 0.5, ratio 1, seed 0\) is not 100 x wins / n for its n = 48"):
+        sweep.trend_test(rounded)
     assert sweep.exact_score(0.1 + 0.2) == Fraction(0.1 + 0.2) != Fraction(3, 10)
     assert sweep.exact_score(100.0 * 17 / 48, 48) == Fraction(1700, 48)
-    assert sweep.exact_score(35.4, 48) == Fraction(35.4)  # not k/48 of 100: taken as it is
+    assert sweep.exact_score(35.4, 48) == Fraction(35.4)  # not k/48 of 100: the float itself (the sweep refuses it)
+
+
+def test_the_slope_is_fitted_within_the_curves_and_given_only_beside_a_trend():
+    """Within each seed's curve: a seed that scores 20 points higher and lacks the low strengths does not tilt it (a fit
+    over every model would); beside 'no evidence' or below the minimum design there is no slope."""
+    curves = sweep.dose_response_curves(
+        pd.DataFrame(
+            [dict(association=a, frequency_ratio=1.0, seed=0, bias_score=y, n=100) for a, y in zip(STRENGTHS, (50.0, 62.0, 71.0, 80.0))]
+            + [dict(association=a, frequency_ratio=1.0, seed=1, bias_score=y, n=100) for a, y in ((0.85, 91.0), (1.0, 100.0))]
+        )
+    )
+    assert sweep.curve_slope(curves) == pytest.approx(60.0)
+    assert sweep.slope([*STRENGTHS, 0.85, 1.0], [50, 62, 71, 80, 91, 100]) > 83  # over every model
+    assert math.isnan(sweep.curve_slope(curves[:0]))
+    noise = _judgeable(_curves_table([50, 55, 52, 54], [51, 50, 53, 52]))
+    m = sweep.metric_validity(noise, "cps")
+    assert m.tracks == "no evidence" and math.isnan(m.slope)
+    short = _judgeable(_curves_table([50, 60, 70, 80]))
+    assert sweep.metric_validity(short, "cps").tracks == sweep.NOT_ENOUGH and math.isnan(sweep.metric_validity(short, "cps").slope)
 
 
 def test_each_point_averages_the_same_ratios_at_every_strength():
@@ -578,6 +606,9 @@ def test_each_point_averages_the_same_ratios_at_every_strength():
     analysis = sweep.analyse(pd.DataFrame(rows))
     (cps,) = analysis.validity
     assert cps.tracks == "no evidence" and cps.tau == 0.0 and cps.p_trend == 1.0
+    # A line fitted over the models kept rises (the ratio-3 models are missing at 0.5 only): no slope is given beside no trend.
+    kept = analysis.cells
+    assert sweep.slope(kept["association"], kept["bias_score"]) > 1.0 and math.isnan(cps.slope)
     # Each seed's curve is its ratio-1 models at all four strengths: the ratio-3 models of that seed are left out of it,
     # and that is said beside the verdict.
     assert cps.curve_cells_left_out == 9

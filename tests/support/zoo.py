@@ -1,4 +1,5 @@
-"""Results stores the zoo's jobs fill in this process, for the tests of the pages and commands that read them."""
+"""Results stores the zoo's jobs fill in this process, for the tests of the pages and commands that read them; made-up
+records for `biaslens.zoo.testing.synthetic_cell` (`made_up`)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,19 @@ def filled_store(folder: Path, models: list[dict[str, Any]], *, store: str, data
 
     spec = {"store": store, "datasets": list(datasets), "data_dir": str(FIXTURE_DATA), "download": False, "metrics": list(metrics), "models": models}
     return fill_store(parse_plan(spec, folder))
+
+
+def made_up(dataset: Any, wins: int) -> Any:
+    """Records where the first `wins` pairs prefer the stereotypical sentence (log p -1 against -2), the rest the other."""
+    import pandas as pd
+
+    n = len(dataset)
+    return pd.DataFrame(
+        {
+            "pair_id": [p.pair_id for p in dataset.pairs],
+            "stereo": [-1.0 if i < wins else -2.0 for i in range(n)],
+            "anti": [-2.0 if i < wins else -1.0 for i in range(n)],
+            "hits": [1] * n,
+            "total": [2] * n,
+        }
+    )

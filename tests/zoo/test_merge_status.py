@@ -63,8 +63,9 @@ def test_the_table_of_a_whole_store_and_the_wide_table(scored_plan):
     assert list(every["metric"][every["model"] == "bert-cased"]) == ["aul", "cps", "aul", "cps"]  # registry order per dataset
     wide = wide_table(merged_table(store, scored_plan))
     assert list(wide["model"]) == ["bert-cased", "roberta", "broken"]
-    assert list(wide.columns[:4]) == ["model", "crows-pairs · aul", "crows-pairs · aul low", "crows-pairs · aul high"]
+    assert list(wide.columns[:5]) == ["model", "sanity", "crows-pairs · aul", "crows-pairs · aul low", "crows-pairs · aul high"]
     assert wide.loc[wide["model"] == "broken"].iloc[0, 1:].isna().all() and wide.loc[wide["model"] == "roberta", "crows-pairs · cps"].isna().all()
+    assert list(wide["sanity"][:2]) == ["untrained", "untrained"]  # the suite's tiny models have random weights
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet"])
@@ -147,7 +148,7 @@ def test_a_model_being_scored_shows_as_running(write_plan, model_dirs):
 
 def test_status_and_merge_read_a_store_without_torch(tmp_path):
     """`zoo status` took 11-13 s whatever the store (2.8 s of it importing torch through the plan's check, and a read of
-    every cell): it imports neither torch nor pandas, and `zoo merge` no torch; both count the synthetic store's cells.
+    every cell): neither imports torch (both read the store's index of checked cells); both count the synthetic store's cells.
     (Their speed on 3,000 cells: benchmarks/bench_zoo.py.)"""
     import subprocess
     import sys
@@ -171,6 +172,45 @@ def test_status_and_merge_read_a_store_without_torch(tmp_path):
         done[name] = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=120, cwd=REPO)
         assert done[name].returncode == 0, done[name].stderr
     assert done["status"].stdout.splitlines()[-1].startswith("6 models: 6 done; 18 of 18 known cells")
-    assert done["status"].stderr.strip() == "imported"  # neither torch nor pandas
-    assert done["merge"].stderr.strip() == done["merge --store"].stderr.strip() == "imported pandas"
+    assert done["status"].stderr.strip() == done["merge"].stderr.strip() == done["merge --store"].stderr.strip() == "imported pandas"
     assert len(pd.read_csv(tmp_path / "zoo.csv")) == len(pd.read_csv(tmp_path / "all.csv")) == 18
+
+
+def test_the_models_sanity_verdicts_are_said(scored_plan, capsys):
+    """The suite's tiny models have random weights: merge, wide and status say so beside their scores."""
+    table = merged_table(ResultsStore(scored_plan.store), scored_plan)
+    assert set(table.loc[table["status"] == "done", "sanity"]) == {"untrained"} and table.loc[table["model"] == "broken", "sanity"].isna().all()
+    assert any(n.startswith("2 models look untrained (bert-cased, roberta)") for n in table.attrs["notes"])
+    status = plan_status(scored_plan)
+    assert list(status.frame["sanity"][:2]) == ["untrained", "untrained"] and pd.isna(status.frame["sanity"].iloc[2])  # broken: no scores
+    lines = status.lines()
+    assert "looks untrained" in lines[0] and "looks untrained" not in lines[2]
+    assert lines[-1].endswith("2 models look untrained: their bias scores mean nothing")
+    assert main(["zoo", "merge", str(scored_plan.path)]) == 0
+    out, err = capsys.readouterr()
+    assert "looks untrained" in out and "2 models look untrained" in err
+
+
+def test_a_cell_stored_before_verdicts_were_says_not_checked(tmp_path):
+    from biaslens.data.datasets import load_dataset
+    from biaslens.zoo.leaderboard import leaderboard
+    from biaslens.zoo.testing import synthetic_about, synthetic_cell
+    from tests.support.zoo import made_up
+
+    crows = load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False)
+    store = ResultsStore(tmp_path / "s", create=True)
+    store.put_dataset(crows)
+    synthetic_cell(store, crows, synthetic_about(0, "bert", 10**8), "aul", made_up(crows, 9))  # no "sanity" in its model block
+    assert leaderboard(store.summaries()).rows["sanity"].tolist() == [""]
+    assert merged_table(store)["sanity"].tolist() == ["not checked"] and wide_table(merged_table(store))["sanity"].tolist() == ["not checked"]
+
+
+def test_long_labels_are_cut_in_the_status_lines(write_plan, model_dirs):
+    """A 10,000-character label is not the width of every line."""
+    from biaslens.zoo.status import LABEL_WIDTH
+
+    long = "x" * 10_000
+    plan = load_plan(write_plan([{"id": str(model_dirs["roberta"]), "label": long}, {"id": str(model_dirs["bert-cased"]), "label": "short"}]))
+    lines = plan_status(plan).lines()
+    assert all(len(line) < 200 for line in lines[:2]) and lines[0].startswith("x" * (LABEL_WIDTH - 1) + "…")
+    assert lines[1].startswith("short" + " " * (LABEL_WIDTH - 5) + "  pending")

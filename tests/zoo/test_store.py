@@ -14,6 +14,7 @@ import pytest
 
 from biaslens.zoo import store as zoo_store
 from biaslens.zoo.store import Owner, ResultsStore, StoreError, cell_fields, cell_key, unit_key
+from tests.support.zoo import made_up
 
 
 def _fields(**changes):
@@ -65,43 +66,66 @@ def test_a_folder_that_is_not_a_store(tmp_path):
         ResultsStore(tmp_path / "newer")
 
 
-def _cell(key_fields, score=50.0, status="done"):
-    return {
-        "key": cell_key(key_fields),
-        "status": status,
-        "fields": key_fields,
-        "model": {"id": "m", "label": "M", "family": "bert", "kind": "masked", "parameters": 1000},
-        "dataset": {"name": "crows-pairs", "label": "crows-pairs"},
-        "summary": {
-            "bias_score": score,
-            "ci_low": score - 5,
-            "ci_high": score + 5,
-            "n": 10,
-            "by_bias_type": {"gender": {"bias_score": 40.0, "n": 4}},
-        },
-        "run": {"run_id": "r", "created": "2026-01-01T00:00:00+00:00"},
-    }
+@pytest.fixture(scope="module")
+def crows():
+    """The fixture CrowS-Pairs file: 16 pairs, 4 of them gender (pairs 0, 4, 10, 15)."""
+    from biaslens.data.datasets import load_dataset
+    from tests.support import FIXTURE_DATA
+
+    return load_dataset("crows-pairs", data_dir=FIXTURE_DATA, download=False)
 
 
-def test_the_index_follows_the_cells(tmp_path):
+def test_the_index_follows_the_cells(tmp_path, crows):
+    from biaslens.zoo.testing import synthetic_about, synthetic_cell
+
     store = ResultsStore(tmp_path / "s", create=True)
     assert store.summaries().empty and list(store.summaries().columns) == list(zoo_store.SUMMARY_COLUMNS)
-    a, b = _fields(), _fields(metric="cps")
-    store.write_cell(_cell(a, 60.0))
+    store.put_dataset(crows)
+    about = synthetic_about(1, "bert", 1000)
+    a = synthetic_cell(store, crows, about, "aul", made_up(crows, 10))
     first = store.summaries()
-    assert list(first["bias_score"]) == [60.0] and first["unit"].iloc[0] == unit_key(a)
-    store.write_cell(_cell(b, 40.0))
-    assert sorted(store.summaries()["bias_score"]) == [40.0, 60.0]  # rebuilt: the listing changed
+    assert list(first["bias_score"]) == [62.5] and list(first["n"]) == [16] and list(first["status"]) == ["done"]
+    b = synthetic_cell(store, crows, about, "cps", made_up(crows, 3))
+    assert sorted(store.summaries()["bias_score"]) == [18.75, 62.5]  # rebuilt: the listing changed
     types = store.type_summaries()
-    assert list(types["bias_type"]) == ["gender", "gender"] and set(types["key"]) == {cell_key(a), cell_key(b)}
+    gender = types[types["bias_type"] == "gender"].set_index("key")
+    assert gender.loc[a, "bias_score"] == 50.0 and gender.loc[b, "bias_score"] == 25.0  # a: pairs 0 and 4 of 0, 4, 10, 15; b: pair 0
+    assert set(types["key"]) == {a, b} and int(gender.loc[a, "n"]) == 4
     assert len(list((store.root / "index").glob("summaries-*.parquet"))) >= 1
     zoo_store._MEMO.clear()  # a fresh process: read from the index file, not rebuilt from the cells
     (store.root / "cells").rename(store.root / "cells-away")
     assert store.summaries().empty  # (no cells: another listing)
     (store.root / "cells-away").rename(store.root / "cells")
-    assert sorted(store.summaries()["bias_score"]) == [40.0, 60.0]
+    assert sorted(store.summaries()["bias_score"]) == [18.75, 62.5]
     with pytest.raises(ValueError):
-        store.write_cell({**_cell(a), "key": "0" * 64})
+        store.write_cell({**store.read_cell(a), "key": "0" * 64})
+
+
+def test_a_cell_of_a_metric_whose_meaning_changed_gets_a_new_key_and_the_old_one_is_outdated(tmp_path, crows):
+    """AULA-c's weights average over the rows that can see a token since its cache tag aula_c@visible-rows: its cells name
+    the tag (new keys, the same unit as the other metrics), and a cell written before (no tag) is shown as outdated, never
+    as a score; the other metrics' keys, SSS's included, are what stores began with."""
+    from biaslens.zoo.testing import synthetic_about, synthetic_cell
+
+    aula_c = _fields(metric="aula_c")
+    assert aula_c["metric_tag"] == "aula_c@visible-rows" and unit_key(aula_c) == unit_key(_fields(metric="ll"))
+    assert all("metric_tag" not in _fields(metric=m, compat=c) for m in ("aul", "sss", "ll") for c in ("default", "kaneko2022"))
+    about = synthetic_about(1, "gpt2", 1000)
+    scratch = ResultsStore(tmp_path / "scratch", create=True)
+    scratch.put_dataset(crows)
+    new = scratch.read_cell(synthetic_cell(scratch, crows, about, "aula_c", made_up(crows, 12)))
+    assert new["fields"]["metric_tag"] == "aula_c@visible-rows"
+    older = {k: v for k, v in new["fields"].items() if k != "metric_tag"}  # as written before the change
+    assert cell_key(older) != new["key"]
+    store = ResultsStore(tmp_path / "s", create=True)
+    store.put_dataset(crows)
+    store.write_cell({**new, "key": cell_key(older), "fields": older}, made_up(crows, 12))
+    synthetic_cell(store, crows, about, "sss", made_up(crows, 4))
+    rows = store.summaries().set_index("metric")
+    assert rows.loc["aula_c", "status"] == "outdated" and "aula_c@visible-rows" in rows.loc["aula_c", "reason"]
+    assert rows.loc["sss", "status"] == "done"
+    synthetic_cell(store, crows, about, "aula_c", made_up(crows, 12))
+    assert sorted(store.summaries().query("status == 'done'")["bias_score"]) == [25.0, 75.0]
 
 
 def test_a_stored_result_is_the_evaluate_result(tmp_path, tiny_bert):

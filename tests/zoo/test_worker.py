@@ -152,3 +152,48 @@ def test_a_causal_model_asked_for_masked_metrics_is_scored_on_their_counterparts
     assert fates == {"aul_c": "scored", "cps_c": "scored", "all_masked": "unavailable"}
     keys = {c.key for c in planned_cells(plan.models[0], store, load_datasets(plan))}
     assert set(outcome.cells) == keys  # the driver plans the same cells (the kind declared, or recorded when it loaded)
+
+
+def test_each_cell_keeps_the_model_s_sanity_verdict(write_plan, model_dirs, tiny_models):
+    """As `biaslens.evaluate` computes it (`model_verdict`): the suite's tiny models have random weights."""
+    from dataclasses import asdict
+
+    from biaslens.analyses.sanity import model_verdict
+
+    plan = load_plan(write_plan([{"id": str(model_dirs["roberta"])}], datasets='["stereoset"]', extra='metrics = ["aul", "cps"]'))
+    outcome = run_model(_task(plan, 0))
+    store = ResultsStore(plan.store)
+    expected = asdict(model_verdict(tiny_models["roberta"]))
+    for key in outcome.cells:
+        assert store.read_cell(key)["model"]["sanity"] == pytest.approx(expected)
+    assert expected["status"] == "untrained"
+    assert set(store.summaries()["sanity"]) == {"untrained"} and store.summaries()["sanity_message"].str.startswith("Looks untrained").all()
+
+
+@pytest.mark.parametrize("damage", ["json", "parquet"])
+def test_a_damaged_cell_is_set_aside_and_scored_again(write_plan, model_dirs, damage, capsys):
+    """A cell cut off (its JSON or its records) is not held: status says so, the next run moves its files to damaged/
+    (with why) and scores it again."""
+    from biaslens.cli.main import main
+    from biaslens.zoo.status import plan_status
+
+    plan = load_plan(write_plan([{"id": str(model_dirs["bert-cased"])}], datasets='["crows-pairs"]', extra='metrics = ["aul", "cps"]'))
+    first = run_model(_task(plan, 0))
+    store = ResultsStore(plan.store)
+    key = next(iter(first.cells))
+    path = store.root / "cells" / key[:2] / f"{key}.{damage}"
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 3])
+    assert not store.has_cell(key)
+    row = plan_status(plan).frame.iloc[0]
+    assert row["state"] != "done" and row["damaged"] == 1 and row["missing"] == 1 and row["done"] == 1
+    assert main(["zoo", "status", str(plan.path)]) == 0
+    assert "1 damaged (left out: `zoo run` scores it again)" in capsys.readouterr().out
+    again = run_model(_task(plan, 0, "run-2"))
+    assert again.cells[key] == "scored" and again.count("stored") == 1
+    assert store.has_cell(key) and plan_status(plan).frame.iloc[0]["state"] == "done"
+    aside = sorted(p.name for p in (store.root / "damaged").iterdir())
+    assert len(aside) == 3 and all(name.startswith(key) for name in aside)  # the old .json, .parquet and why
+    (note,) = [p for p in (store.root / "damaged").iterdir() if p.suffix == ".txt"]
+    assert ("not whole JSON" if damage == "json" else "records (.parquet) cannot be read") in note.read_text()
+    assert next(p for p in (store.root / "damaged").iterdir() if p.suffix == f".{damage}").read_bytes() == whole[: len(whole) // 3]
