@@ -768,7 +768,8 @@ class ResultsStore:
         """Keep a name a plan gave the model with this fingerprint and revision (once per name)."""
         path = self.root / "labels" / f"{_digest([fingerprint, revision, label])[:32]}.json"
         if not path.exists():
-            atomic_write(path, to_json({"fingerprint": fingerprint, "revision": revision, "label": label, "id": model_id, "time": _now()}))
+            stamp = datetime.now(timezone.utc).isoformat(timespec="microseconds")  # (two names given in one second keep their order)
+            atomic_write(path, to_json({"fingerprint": fingerprint, "revision": revision, "label": label, "id": model_id, "time": stamp}))
 
     def labels(self) -> dict[tuple[str, str | None], list[str]]:
         """Every name plans gave each model (by fingerprint and revision), the first given first."""

@@ -42,6 +42,15 @@ def _squeue(*states: str) -> list[str]:
     return subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout.split()
 
 
+@pytest.fixture(autouse=True)
+def _an_empty_queue(slurm_cluster):
+    """Each test starts with no job in the queue: one an earlier test left (a task of its array still pending under
+    load) would be counted as this test's."""
+    subprocess.run(["scancel", "--full", "--user", "root"], capture_output=True, timeout=60)
+    _until(lambda: _squeue() == [], timeout=120, what="the queue to empty")
+    yield
+
+
 def _worker(store_path: Path, index: int, run: int = -1) -> dict:
     store = ResultsStore(store_path)
     runs = store.runs()
@@ -192,7 +201,8 @@ def test_the_jobs_of_a_killed_driver_are_adopted_not_doubled(slurm_cluster, writ
     old_ids = {i: store.job(old_run, i, "driver")["job_id"] for i in (0, 1)}
     lines: list[str] = []
     report = run_plan(plan, options=_options(plan), log=lines.append)
-    assert [m.state for m in report.models] == ["done", "done"], lines
+    states = [m.state for m in report.models]
+    assert states[0] == "done" and states[1] in ("done", "in store"), lines  # (the short one may be done before this run)
     new_ids = {m.index: m.job_ids for m in report.models}
     assert new_ids[0] == [old_ids[0]] and new_ids[1] in ([], [old_ids[1]]), (new_ids, old_ids, lines)  # (the short one may be done)
     assert any(f"job {old_ids[0]} of run {old_run} is still queued or running: followed, not submitted again" in line for line in lines), lines
