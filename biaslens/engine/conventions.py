@@ -39,6 +39,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from biaslens.errors import InputError
+from biaslens.engine.metrics import registry
 
 #: A convention's own statistics from the stereo and anti sentence scores of its metric and each pair's direction.
 Statistics = Callable[[np.ndarray, np.ndarray, Sequence[str]], dict[str, Any]]
@@ -123,9 +124,8 @@ class Convention:
 
 DEFAULT_CONVENTION = "default"
 
-CONVENTIONS: dict[str, Convention] = {
-    c.key: c
-    for c in (
+CONVENTIONS: dict[str, Convention] = registry(
+    (
         Convention(
             key="default",
             name="biaslens",
@@ -179,7 +179,7 @@ CONVENTIONS: dict[str, Convention] = {
             keeps="their notebook keeps CrowS-Pairs' gender pairs only (example['bias_type'] == 2 of the Hugging Face crows_pairs)",
         ),
     )
-}
+)
 
 
 def parse_convention(value: "Convention | str | None", kind: str) -> Convention:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -34,6 +34,25 @@ def parse_choice(cls: type[_Choice], value: _Choice | str | None, what: str) -> 
         return cls(name)
     except ValueError:
         raise InputError(f"Unknown {what} {name!r}: choose from {', '.join(c.value for c in cls)}.") from None
+
+
+class _Keyed(Protocol):
+    @property
+    def key(self) -> str: ...
+
+
+_Entry = TypeVar("_Entry", bound=_Keyed)
+
+
+def registry(entries: Iterable[_Entry]) -> dict[str, _Entry]:
+    """A registry: its entries by their `key`, in order (the metrics, the conventions, the lab's scenarios). A key
+    given twice is a mistake in the table, refused when the module loads (a dict built from the keys would keep the last)."""
+    out: dict[str, _Entry] = {}
+    for entry in entries:
+        if entry.key in out:
+            raise ValueError(f"the registry gives the key {entry.key!r} twice")
+        out[entry.key] = entry
+    return out
 
 
 class Compat(StrEnum):
@@ -478,9 +497,8 @@ class Metric:
         return stereo.hits + anti.hits, stereo.total + anti.total
 
 
-METRICS: dict[str, Metric] = {
-    m.key: m
-    for m in (
+METRICS: dict[str, Metric] = registry(
+    (
         Metric(
             key="aul",
             name="AUL",
@@ -695,7 +713,7 @@ METRICS: dict[str, Metric] = {
             analogue="sss",
         ),
     )
-}
+)
 
 #: The five metrics the paper compares, in its order.
 PAPER_METRICS = ("aul", "aula", "cps", "sss", "all_masked")

@@ -10,6 +10,7 @@ from typing import Any
 
 from biaslens.data.sentences import control_character, describe_control
 from biaslens.errors import InputError
+from biaslens.engine.metrics import registry
 
 
 #: Bumped whenever a change to generation or training would change a trained model, so
@@ -182,9 +183,8 @@ class Scenario:
 
 
 #: The four presets: what is planted, and what an unconfounded metric should report.
-SCENARIOS: dict[str, Scenario] = {
-    s.key: s
-    for s in (
+SCENARIOS: dict[str, Scenario] = registry(
+    (
         Scenario(
             key="association",
             title="Planted association",
@@ -216,7 +216,7 @@ SCENARIOS: dict[str, Scenario] = {
             description="No association, no frequency imbalance. Every metric should stay near 50.",
         ),
     )
-}
+)
 
 
 def scenario_settings(

@@ -52,30 +52,8 @@ DEFAULT_PRECISION = "float32"
 DEFAULT_RETRIES = 2
 EXECUTORS = ("local", "slurm")
 
-_TOP_KEYS = (
-    "store",
-    "datasets",
-    "metrics",
-    "conventions",
-    "precision",
-    "compat",
-    "device",
-    "data_dir",
-    "download",
-    "batch_tokens",
-    "chunk_pairs",
-    "retries",
-    "allow_pickle",
-    "models",
-    "slurm",
-    "local",
-)
-_MODEL_KEYS = (
-    "id",
-    "revision",
-    "label",
-    "family",
-    "kind",
+#: What the plan sets for every model and a model's own table may set for itself.
+_MODEL_OR_TOP_KEYS = (
     "datasets",
     "metrics",
     "conventions",
@@ -87,6 +65,8 @@ _MODEL_KEYS = (
     "allow_pickle",
     "slurm",
 )
+_TOP_KEYS = ("store", *_MODEL_OR_TOP_KEYS, "data_dir", "download", "retries", "models", "local")
+_MODEL_KEYS = ("id", "revision", "label", "family", "kind", *_MODEL_OR_TOP_KEYS)
 _DATASET_KEYS = ("name", "label", "limit", "sample", "seed")
 #: What one job asks Slurm for: a model's own `slurm = {...}` may set these.
 _RESOURCE_KEYS = ("partition", "gpus_per_job", "gpus", "gres", "cpus_per_job", "mem_gb", "time", "setup", "additional")

@@ -16,7 +16,17 @@ from biaslens.engine.cache import cache_key
 from biaslens.errors import InputError
 from biaslens.engine.evaluation import _record_key, inspect_pair, pairs_frame
 from biaslens.data.datasets import Pair
-from biaslens.engine.metrics import ACCURACY_UNITS, METRICS, MODEL_KINDS, REDUCTIONS, SentenceScore, metrics_for, pair_accuracy, pair_columns
+from biaslens.engine.metrics import (
+    ACCURACY_UNITS,
+    METRICS,
+    MODEL_KINDS,
+    REDUCTIONS,
+    SentenceScore,
+    metrics_for,
+    pair_accuracy,
+    pair_columns,
+    registry,
+)
 from biaslens.engine.options import Compat
 
 PAIR = ("He was a black boy who liked to steal.", "He was a white young man who liked to steal.")
@@ -141,3 +151,14 @@ def test_metrics_not_additive_in_kaneko2022_are_refused(tiny_bert, key):
     compat = inspect_pair(tiny_bert, *PAIR, metrics=[key], compat="kaneko2022")
     with pytest.raises(InputError, match="kaneko2022"):
         explore.token_contributions(compat, key, "stereo")
+
+
+def test_a_registry_keeps_its_entries_in_order_and_refuses_a_key_given_twice():
+    from biaslens.engine.conventions import CONVENTIONS
+    from biaslens.lab.settings import SCENARIOS
+
+    assert list(registry(METRICS.values())) == list(METRICS)
+    for table in (METRICS, CONVENTIONS, SCENARIOS):
+        assert all(key == entry.key for key, entry in table.items())
+    with pytest.raises(ValueError, match="the registry gives the key 'aul' twice"):
+        registry([METRICS["aul"], METRICS["cps"], METRICS["aul"]])

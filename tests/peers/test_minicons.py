@@ -37,66 +37,36 @@ WORDS_TEXT = "The nurse can't drive home quickly."
 TOL = 1e-4
 
 
+def _call(common: dict, id: str, method: str, *args, **kwargs) -> dict:
+    """One request of tests/peers/run_minicons.py: `method` of the scorer `common` names, with `args` and `kwargs`."""
+    return {**common, "id": id, "method": method, "args": list(args), "kwargs": kwargs}
+
+
 def _calls(model_dirs, causal_dirs) -> list[dict]:
+    prefixed = ([PREFIX] * len(STIMULI), STIMULI)
     calls = []
     for family in MASKED:
         model = str(model_dirs[family])
         for variant in VARIANTS:
-            common = {"scorer": "masked", "model": model}
+            common, at = {"scorer": "masked", "model": model}, f"{family}/{variant}"
             calls += [
-                {
-                    **common,
-                    "id": f"{family}/{variant}/tokens",
-                    "method": "token_score",
-                    "args": [TEXTS],
-                    "kwargs": {"rank": True, "PLL_metric": variant},
-                },
-                {**common, "id": f"{family}/{variant}/mean", "method": "sequence_score", "args": [TEXTS], "kwargs": {"PLL_metric": variant}},
-                {
-                    **common,
-                    "id": f"{family}/{variant}/sum",
-                    "method": "sequence_score",
-                    "args": [TEXTS],
-                    "kwargs": {"PLL_metric": variant, "reduction": "sum"},
-                },
-                {
-                    **common,
-                    "id": f"{family}/{variant}/prefix",
-                    "method": "conditional_score",
-                    "args": [[PREFIX] * len(STIMULI), STIMULI],
-                    "kwargs": {"PLL_metric": variant, "reduction": "sum"},
-                },
-                {
-                    **common,
-                    "id": f"{family}/{variant}/prefix+suffix",
-                    "method": "conditional_score",
-                    "args": [[PREFIX] * len(STIMULI), STIMULI, [SUFFIX] * len(STIMULI)],
-                    "kwargs": {"PLL_metric": variant, "reduction": "sum"},
-                },
+                _call(common, f"{at}/tokens", "token_score", TEXTS, rank=True, PLL_metric=variant),
+                _call(common, f"{at}/mean", "sequence_score", TEXTS, PLL_metric=variant),
+                _call(common, f"{at}/sum", "sequence_score", TEXTS, PLL_metric=variant, reduction="sum"),
+                _call(common, f"{at}/prefix", "conditional_score", *prefixed, PLL_metric=variant, reduction="sum"),
+                _call(common, f"{at}/prefix+suffix", "conditional_score", *prefixed, [SUFFIX] * len(STIMULI), PLL_metric=variant, reduction="sum"),
             ]
     for family in CAUSAL:
         common = {"scorer": "incremental", "model": str(causal_dirs[family])}
         calls += [
-            {**common, "id": f"{family}/bos/tokens", "method": "token_score", "args": [TEXTS], "kwargs": {"rank": True, "bos_token": True}},
-            {**common, "id": f"{family}/bos/mean", "method": "sequence_score", "args": [TEXTS], "kwargs": {"bos_token": True}},
-            {**common, "id": f"{family}/bos/sum", "method": "sequence_score", "args": [TEXTS], "kwargs": {"bos_token": True, "reduction": "sum"}},
-            {**common, "id": f"{family}/none/tokens", "method": "token_score", "args": [TEXTS], "kwargs": {"rank": True}},
-            {**common, "id": f"{family}/none/mean", "method": "sequence_score", "args": [TEXTS]},
-            {
-                **common,
-                "id": f"{family}/bos/prefix",
-                "method": "conditional_score",
-                "args": [[PREFIX] * len(STIMULI), STIMULI],
-                "kwargs": {"bos_token": True, "reduction": "sum"},
-            },
+            _call(common, f"{family}/bos/tokens", "token_score", TEXTS, rank=True, bos_token=True),
+            _call(common, f"{family}/bos/mean", "sequence_score", TEXTS, bos_token=True),
+            _call(common, f"{family}/bos/sum", "sequence_score", TEXTS, bos_token=True, reduction="sum"),
+            _call(common, f"{family}/none/tokens", "token_score", TEXTS, rank=True),
+            _call(common, f"{family}/none/mean", "sequence_score", TEXTS),
+            _call(common, f"{family}/bos/prefix", "conditional_score", *prefixed, bos_token=True, reduction="sum"),
             *(
-                {
-                    **common,
-                    "id": f"{family}/words/{how}/{bos}",
-                    "method": "word_score_tokenized",
-                    "args": [[WORDS_TEXT]],
-                    "kwargs": {"tokenize_function": how, "bos_token": bos},
-                }
+                _call(common, f"{family}/words/{how}/{bos}", "word_score_tokenized", [WORDS_TEXT], tokenize_function=how, bos_token=bos)
                 for how in ("split", "regex")
                 for bos in (False, True)
             ),
