@@ -159,7 +159,7 @@ class PairAttribution:
         return pd.DataFrame(rows)
 
 
-def _check_steps(n_steps: int) -> int:
+def check_steps(n_steps: int) -> int:
     if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or not 1 <= int(n_steps) <= MAX_STEPS:
         raise InputError(f"n_steps must be a whole number from 1 to {MAX_STEPS} (got {n_steps!r}).")
     return int(n_steps)
@@ -174,7 +174,7 @@ def attribute_sentence(
 ) -> SentenceAttribution:
     """Integrated gradients and gradient x input of a prepared sentence (`focus.focus_sentence`)."""
     require_head(lm, "Attribution")
-    n_steps = _check_steps(n_steps)
+    n_steps = check_steps(n_steps)
     points, weights = gauss_legendre(n_steps)
     # The rows: the quadrature's points, then a = 1 (f(x) and gradient x input) and a = 0 (the baseline's score).
     alphas = np.concatenate([points, [1.0, 0.0]])
@@ -228,7 +228,7 @@ def attribute_pair(
 ) -> PairAttribution:
     """`attribute` for both sentences of a pair, aligned token by token (`PairAttribution.difference`: stereo - anti on
     the shared tokens)."""
-    n_steps = _check_steps(n_steps)
+    n_steps = check_steps(n_steps)
     a, b = same_metric(lm, sent_stereo, sent_anti, metric)
     return PairAttribution(
         attribute_sentence(lm, a, n_steps=n_steps, batch_tokens=batch_tokens),
