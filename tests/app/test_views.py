@@ -73,6 +73,7 @@ VIEWS = {
         s1=maybe_text,
         s2=maybe_text,
         metric=st.sampled_from(PAPER_METRICS),
+        anatomy=st.booleans(),
         models=st.lists(text, max_size=3).map(tuple),
         pin=st.none() | pins,
     ),
