@@ -82,8 +82,14 @@ def main() -> int:
     for name, lm in models.items():
         a, b = same_metric(lm, *PAIR, None)
         measures[f"{name}: integrated gradients, 64 steps, both sentences"] = lambda lm=lm: attribute_pair(lm, *PAIR, n_steps=64)
-        measures[f"{name}: every head ablated (growing batch), both sentences"] = lambda lm=lm, a=a, b=b: (ablated_scores(lm, a), ablated_scores(lm, b))
-        measures[f"{name}: every head ablated, one call per head, both sentences"] = lambda lm=lm, a=a, b=b: (one_call_per_head(lm, a), one_call_per_head(lm, b))
+        measures[f"{name}: every head ablated (growing batch), both sentences"] = lambda lm=lm, a=a, b=b: (
+            ablated_scores(lm, a),
+            ablated_scores(lm, b),
+        )
+        measures[f"{name}: every head ablated, one call per head, both sentences"] = lambda lm=lm, a=a, b=b: (
+            one_call_per_head(lm, a),
+            one_call_per_head(lm, b),
+        )
         measures[f"{name}: logit lens, both sentences"] = lambda lm=lm: logit_lens_pair(lm, *PAIR)
     times: dict[str, list[float]] = {k: [] for k in measures}
     for fn in measures.values():  # warm-up

@@ -486,6 +486,7 @@ DOC_PAGES = (
     "datasets",
     "analyses",
     "kurita",
+    "anatomy",
     "lab",
     "trust",
     "zoo",

@@ -95,6 +95,27 @@ def ablated_scores(lm: LanguageModel, s: FocusSentence) -> tuple[float, np.ndarr
     return float(values[0]), values[1:].reshape(internals.num_layers, heads)
 
 
+def zeroed_score(lm: LanguageModel, s: FocusSentence, heads: Sequence[tuple[int, int]]) -> float:
+    """The sentence's score with every (layer, head) of `heads` zeroed at once (layers and heads from 0)."""
+    internals = lm.require_internals("Head ablation")
+    require_head(lm, "Head ablation")
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in heads:
+        if not (0 <= layer < internals.num_layers and 0 <= head < internals.num_heads):
+            raise InputError(f"No head {head} in layer {layer}: {lm.name} has {internals.num_layers} layers of {internals.num_heads} heads (from 0).")
+        by_layer.setdefault(int(layer), []).append(int(head))
+
+    def zero(layer: int, z: torch.Tensor) -> torch.Tensor | None:
+        if layer not in by_layer:
+            return None
+        z = z.clone()
+        z[:, :, by_layer[layer]] = 0
+        return z
+
+    with torch.inference_mode(), intervene(internals, Intervention(head_outputs=zero)):
+        return float(s.reduce(s.logprob(lm, lm.body(s.ids.to(lm.device))))[0])
+
+
 def head_shares(lm: LanguageModel, a: FocusSentence, b: FocusSentence) -> tuple[str | None, float, np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
     """(AULA's metric, its margin, each head's share of it (layers, heads), each sentence's attention received per head)."""
     layers, heads = lm.num_layers or 0, lm.num_heads or 0
@@ -253,4 +274,4 @@ def rank_heads(
     return HeadRanking(key_metric, tuple(p.pair_id for p in pairs), margins, changes, result.cached)
 
 
-__all__ = ["HeadEffects", "HeadRanking", "ablated_scores", "head_effects", "head_effects_of", "head_shares", "rank_heads"]
+__all__ = ["HeadEffects", "HeadRanking", "ablated_scores", "head_effects", "head_effects_of", "head_shares", "rank_heads", "zeroed_score"]

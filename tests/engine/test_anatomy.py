@@ -286,3 +286,35 @@ def test_rank_heads_is_cached_stoppable_and_resumable(tiny_bert, tmp_path):
     assert (frame["mean_margin_change"] <= frame["mean_ci_high"] + 1e-12).all()
     again = rank_heads(tiny_bert, pairs, cache=cache, cache_only=True)
     assert np.array_equal(again.changes, ranking.changes)
+
+
+def test_zeroed_score_zeroes_the_heads_named(tiny_gpt2):
+    from biaslens.anatomy.heads import zeroed_score
+
+    s = focus_sentence(tiny_gpt2, A)
+    clean, ablated = ablated_scores(tiny_gpt2, s)
+    assert zeroed_score(tiny_gpt2, s, ()) == pytest.approx(clean, abs=TOL)
+    assert zeroed_score(tiny_gpt2, s, [(1, 0)]) == pytest.approx(ablated[1, 0], abs=TOL)
+    both = zeroed_score(tiny_gpt2, s, [(0, 1), (1, 0)])
+    assert both != pytest.approx(ablated[1, 0], abs=TOL) and both != pytest.approx(ablated[0, 1], abs=TOL)
+    with pytest.raises(InputError, match="No head 9"):
+        zeroed_score(tiny_gpt2, s, [(0, 9)])
+
+
+@pytest.mark.slow
+def test_planted_anatomy_on_a_quick_lab_model(tmp_path):
+    """biaslens.lab.anatomy on a lab model trained in seconds: every measure is there and in range (the seeds' result is
+    benchmarks/lab_anatomy.py's, recorded in docs/lab.md)."""
+    import dataclasses
+
+    from biaslens.engine.models import load_model
+    from biaslens.lab.anatomy import planted_anatomy
+    from biaslens.lab.settings import scenario_settings
+    from biaslens.lab.store import train_lab_model
+
+    settings = dataclasses.replace(scenario_settings("association"), corpus_size=600, steps=12, batch_size=32)
+    found = planted_anatomy(load_model(str(train_lab_model(settings, cache_dir=tmp_path).path)), settings, k=1, n_steps=4)
+    assert found.pairs == 48 and len(found.random_k_margins) == 8  # a lab model's 2 layers x 4 heads, one at a time
+    assert 0 < found.planted_token_share < 1 and 0 <= found.planted_share <= 1 and 0 <= found.attribute_top <= 1
+    assert found.top_k_margin in found.random_k_margins  # the top head is one of the sets
+    assert 0 <= found.beaten <= 1
