@@ -103,7 +103,8 @@ def main() -> int:
     tokens = {name: [len(lm.encode(t)) for t in PAIR] for name, lm in models.items()}
     result = {
         "when": time.strftime("%Y-%m-%d %H:%M"),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads",
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads",
         "load_average_before": load_before,
         "load_average_after": load_after,
         "matmul_gflops": rate,

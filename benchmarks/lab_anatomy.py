@@ -46,7 +46,10 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "lab-anatomy.json").write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M"), "seeds": records}, indent=2) + "\n")
-    header = "| seed | IG share on planted words | their token share | attribute has the largest difference | chance | top-k heads | planted margin | shrink, top k | shrink, mean of every k | sets the top k beats |"
+    header = (
+        "| seed | IG share on planted words | their token share | attribute has the largest difference | chance | top-k heads "
+        "| planted margin | shrink, top k | shrink, mean of every k | sets the top k beats |"
+    )
     rows = [
         f"| {r['seed']} | {r['planted_share']:.2f} | {r['planted_token_share']:.2f} | {r['attribute_top']:.2f} | {r['attribute_chance']:.2f} | "
         f"{', '.join(f'L{layer}H{head}' for layer, head in r['top_heads'])} | {r['margin']:+.3f} | {r['top_k_shrink']:+.3f} | "

@@ -70,7 +70,9 @@ def anatomize(
     """Attribution (`attribution.attribute_pair`), the logit lens (`lens.logit_lens_pair`) and the heads
     (`heads.head_effects`) of one pair, each sentence prepared once."""
     a, b = same_metric(lm, sent_stereo, sent_anti, metric)
-    attribution = PairAttribution(attribute_sentence(lm, a, n_steps=n_steps), attribute_sentence(lm, b, n_steps=n_steps), align_pair(a.encoding, b.encoding))
+    attribution = PairAttribution(
+        attribute_sentence(lm, a, n_steps=n_steps), attribute_sentence(lm, b, n_steps=n_steps), align_pair(a.encoding, b.encoding)
+    )
     lens = PairLens(lens_sentence(lm, a), lens_sentence(lm, b))
     heads = head_effects_of(lm, a, b, aula=aula)
     manifest = lm.manifest(metric=a.metric, n_steps=n_steps, view="anatomy")

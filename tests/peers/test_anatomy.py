@@ -64,7 +64,11 @@ def test_integrated_gradients_equal_captum(peers_python, model_dirs, causal_dirs
     for key, mine in ours.items():
         want = np.asarray(theirs[key]["attribution"])
         scale = np.abs(want).max()
-        assert np.all(np.abs(mine.integrated_gradients - want) <= TOL * np.maximum(np.abs(want), 1e-3 * scale)), (key, mine.integrated_gradients, want)
+        assert np.all(np.abs(mine.integrated_gradients - want) <= TOL * np.maximum(np.abs(want), 1e-3 * scale)), (
+            key,
+            mine.integrated_gradients,
+            want,
+        )
         assert mine.completeness_error == pytest.approx(theirs[key]["delta"], abs=1e-5), key
 
 
