@@ -29,9 +29,8 @@ import torch  # noqa: E402
 
 from biaslens.anatomy.attribution import attribute_pair  # noqa: E402
 from biaslens.anatomy.focus import same_metric  # noqa: E402
-from biaslens.anatomy.heads import ablated_scores  # noqa: E402
+from biaslens.anatomy.heads import ablated_scores, zeroed_score  # noqa: E402
 from biaslens.anatomy.lens import logit_lens_pair  # noqa: E402
-from biaslens.engine.internals import Intervention, intervene  # noqa: E402
 from biaslens.engine.models import load_model  # noqa: E402
 from biaslens.engine.testing import build_random_causal_model, build_random_model  # noqa: E402
 
@@ -53,15 +52,7 @@ def one_call_per_head(lm, s) -> None:
     """The reference cost: one forward pass per head (what the growing batch replaces)."""
     for layer in range(lm.num_layers):
         for head in range(lm.num_heads):
-
-            def zero(at, z, layer=layer, head=head):
-                if at == layer:
-                    z = z.clone()
-                    z[:, :, head] = 0
-                    return z
-
-            with torch.inference_mode(), intervene(lm.internals, Intervention(head_outputs=zero)):
-                s.logprob(lm, lm.body(s.ids))
+            zeroed_score(lm, s, [(layer, head)])
 
 
 def main() -> int:
@@ -113,9 +104,6 @@ def main() -> int:
         "tokens": tokens,
         "seconds": {k: {"median": statistics.median(v), "all": v} for k, v in times.items()},
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "anatomy.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         f"# Anatomy views, one pair, {args.size}-sized models ({result['when']})",
         "",
@@ -127,7 +115,14 @@ def main() -> int:
         *(f"| {k} | {statistics.median(v):.2f} | {', '.join(f'{x:.2f}' for x in v)} |" for k, v in times.items()),
         "",
     ]
-    (out / "anatomy.md").write_text("\n".join(lines))
+    return write_results(Path(args.out), "anatomy", result, lines)
+
+
+def write_results(out: Path, stem: str, data: dict, lines: list[str]) -> int:
+    """`<stem>.json` (the data) and `<stem>.md` (the lines, also printed) in `out`; 0."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
+    (out / f"{stem}.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return 0
 

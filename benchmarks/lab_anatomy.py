@@ -20,7 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_anatomy import write_results  # noqa: E402
 from biaslens.engine.models import load_model  # noqa: E402
 from biaslens.lab.anatomy import planted_anatomy  # noqa: E402
 from biaslens.lab.settings import scenario_settings  # noqa: E402
@@ -43,9 +45,6 @@ def main() -> int:
         found = planted_anatomy(load_model(str(model.path)), settings, k=args.k, n_steps=args.steps)
         records.append({**found.record(), "association": settings.association, "seconds": time.perf_counter() - started})
         print(json.dumps(records[-1]), flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "lab-anatomy.json").write_text(json.dumps({"when": time.strftime("%Y-%m-%d %H:%M"), "seeds": records}, indent=2) + "\n")
     header = (
         "| seed | IG share on planted words | their token share | attribute has the largest difference | chance | top-k heads "
         "| planted margin | shrink, top k | shrink, mean of every k | sets the top k beats |"
@@ -64,9 +63,7 @@ def main() -> int:
         *rows,
         "",
     ]
-    (out / "lab-anatomy.md").write_text("\n".join(lines))
-    print("\n".join(lines))
-    return 0
+    return write_results(Path(args.out), "lab-anatomy", {"when": time.strftime("%Y-%m-%d %H:%M"), "seeds": records}, lines)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import zipfile
 
+import numpy as np
 import streamlit as st
 
 import ui.charts
@@ -111,8 +112,8 @@ def show_pair(settings: ui.settings.Settings, lm: LanguageModel, stereo: str, an
     st.markdown("**Which words push: integrated gradients**")
     st.html(figures.attribution_strips_html(result.attribution))
     completeness = result.attribution.completeness()
-    worst = completeness["relative_error"].abs().max()
-    errors = " · ".join(f"{r.sentence} {r.completeness_error:+.1e}" for r in completeness.itertuples())
+    worst = float(np.nanmax(np.abs(completeness["relative_error"].to_numpy(dtype=float))))
+    errors = " · ".join(f"{s} {e:+.1e}" for s, e in zip(completeness["sentence"], completeness["completeness_error"]))
     message = f"Completeness (the attributions' sum against f(x) − f(baseline), {result.attribution.stereo.n_steps} steps): {errors}."
     if worst > 0.01:
         st.warning(

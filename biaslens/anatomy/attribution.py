@@ -139,7 +139,7 @@ class PairAttribution:
                     }
                 )
             )
-        return pd.concat(parts, ignore_index=True)[["sentence", "position", "token", "method", "value"]]
+        return pd.DataFrame(pd.concat(parts, ignore_index=True), columns=["sentence", "position", "token", "method", "value"])
 
     def completeness(self) -> pd.DataFrame:
         """Per sentence: f(x), f(x'), the sum of the attributions, the completeness error and its relative size."""

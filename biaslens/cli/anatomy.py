@@ -46,21 +46,21 @@ def cmd_anatomy(args: argparse.Namespace) -> int:
     name = result.metric.upper().replace("_C", "-c")
     top = max(1, int(args.top))
     print(f"{name} margin (stereo - anti): {format_margin(result.margin)}")
-    for row in result.attribution.completeness().itertuples():
+    for row in result.attribution.completeness().to_dict("records"):
         print(
-            f"integrated gradients, {row.sentence}: sum {row.attribution_sum:.4f} vs f(x) - f(baseline) "
-            f"{row.score - row.baseline_score:.4f} (completeness error {row.completeness_error:+.2e}, {row.n_steps} steps)"
+            f"integrated gradients, {row['sentence']}: sum {row['attribution_sum']:.4f} vs f(x) - f(baseline) "
+            f"{row['score'] - row['baseline_score']:.4f} (completeness error {row['completeness_error']:+.2e}, {row['n_steps']} steps)"
         )
     diff = result.attribution.difference().sort_values("difference", key=abs, ascending=False).head(top)
     margins = result.lens.margins
     heads = result.heads.frame().head(top)
-    with pd.option_context("display.width", 200, "display.max_colwidth", 40):
+    with pd.option_context("display.width", 200, "display.max_colwidth", 40, "display.float_format", "{:.4f}".format):
         print("\nshared tokens, attribution stereo - anti (integrated gradients):")
-        print(diff[["token", "stereo", "anti", "difference"]].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        print(diff[["token", "stereo", "anti", "difference"]].to_string(index=False))
         print(f"\nmargin per layer (0 = embeddings): {' '.join(format_margin(m) for m in margins)}")
         print(f"the margin keeps its final sign from layer {settling_layer(margins)} of {len(margins) - 1}")
         print("\nheads whose ablation moves the margin most (layer, head from 0):")
-        print(heads.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        print(heads.to_string(index=False))
     print(f"\nwrote {', '.join(p.name for p in written)} to {args.out}", file=sys.stderr)
     return 0
 

@@ -121,16 +121,22 @@ class Internals:
             if self.final_norm is not None:
                 self._handles.append(self.final_norm.register_forward_pre_hook(self._on_final))
 
-    def _on_block(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    def _hook_now(self, seen: str, hook: str) -> tuple[BlockHook, int] | None:
+        """The active intervention's `hook` and the layer of this call (its counter `seen` advanced), or None."""
         active = _ACTIVE.get()
         if active is None:
             return None
-        layer = active.blocks_seen % self.num_layers
-        active.blocks_seen += 1
-        if active.block_input is None:
+        layer = getattr(active, seen) % self.num_layers
+        setattr(active, seen, getattr(active, seen) + 1)
+        fn = getattr(active, hook)
+        return None if fn is None else (fn, layer)
+
+    def _on_block(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+        now = self._hook_now("blocks_seen", "block_input")
+        if now is None:
             return None
         hidden = args[0] if args else kwargs["hidden_states"]
-        replaced = active.block_input(layer, hidden)
+        replaced = now[0](now[1], hidden)
         if replaced is None:
             return None
         if args:
@@ -138,15 +144,11 @@ class Internals:
         return args, {**kwargs, "hidden_states": replaced}
 
     def _on_heads(self, module: torch.nn.Module, args: tuple) -> tuple | None:
-        active = _ACTIVE.get()
-        if active is None:
-            return None
-        layer = active.attentions_seen % self.num_layers
-        active.attentions_seen += 1
-        if active.head_outputs is None:
+        now = self._hook_now("attentions_seen", "head_outputs")
+        if now is None:
             return None
         x = args[0]
-        replaced = active.head_outputs(layer, x.reshape(*x.shape[:-1], self.num_heads, self.head_dim))
+        replaced = now[0](now[1], x.reshape(*x.shape[:-1], self.num_heads, self.head_dim))
         if replaced is None:
             return None
         return (replaced.reshape(x.shape[:-1] + (-1,)), *args[1:])

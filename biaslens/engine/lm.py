@@ -30,7 +30,7 @@ import platform
 import threading
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence, cast
 
 import numpy as np
 import torch
@@ -364,7 +364,7 @@ class LanguageModel:
     @functools.cached_property
     def internals(self) -> Internals:
         """Where this network's blocks, attention heads and final norm are (found once; `Internals.unavailable` says why not)."""
-        return Internals.of(self.model.base_model, self.num_layers, self.num_heads, self._final_norm())
+        return Internals.of(cast(torch.nn.Module, self.model.base_model), self.num_layers, self.num_heads, self._final_norm())
 
     def require_internals(self, what: str) -> Internals:
         """`internals`, or `MetricUnavailableError` naming `what` and why this network has none to hook."""
@@ -374,12 +374,12 @@ class LanguageModel:
 
     def word_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
         """The rows of the input embedding table for `input_ids` (B, L) -> (B, L, H): what `inputs_embeds` replaces."""
-        return self.model.get_input_embeddings()(input_ids)
+        return cast(Any, self.model).get_input_embeddings()(input_ids)
 
     def body(self, input_ids: torch.Tensor | None = None, *, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
         """The last hidden states (B, L, H) of unpadded rows, from token ids or from word embeddings (`inputs_embeds`:
         the model adds its position and token-type embeddings as it does to its own): what `project` reads."""
-        return self.model.base_model(input_ids=input_ids, inputs_embeds=inputs_embeds).last_hidden_state
+        return cast(torch.nn.Module, self.model.base_model)(input_ids=input_ids, inputs_embeds=inputs_embeds).last_hidden_state
 
     def layer_states(self, input_ids: torch.Tensor | None = None, *, inputs_embeds: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Every layer's state of unpadded rows, before the final norm: [embeddings (each block's input, layer 0), the

@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from biaslens.anatomy.attribution import PairAttribution
@@ -27,7 +28,6 @@ from biaslens.anatomy.lens import PairLens, SentenceLens
 from biaslens.analyses.explore import display_token
 from biaslens.figures.charts import (
     ANTI_COLOR,
-    SIDE_COLORS,
     SIDE_NAMES,
     STEREO_COLOR,
     _key_axis,
@@ -35,7 +35,7 @@ from biaslens.figures.charts import (
     _unstyled,
     keyed,
     safe_title,
-    slide_lines,
+    slide_sentence,
 )
 from biaslens.figures.strips import align_strips
 
@@ -128,7 +128,7 @@ def lens_heatmap(lens: SentenceLens, title: str | list[str], side: str = "stereo
             color=alt.Color("logp:Q", title="log p", scale=alt.Scale(scheme="viridis")),
             tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("logp:Q", format=".3f")],
         )
-        .properties(width="container", height=26 * (int(frame["layer"].max()) + 1) + 90)
+        .properties(width="container", height=26 * lens.logprob.shape[0] + 90)
     )
     return _style(chart)
 
@@ -157,7 +157,8 @@ def lens_margin_chart(lens: PairLens, title: str | list[str]) -> alt.LayerChart:
 def heads_heatmap(effects: HeadEffects, value: str, title: str | list[str]) -> alt.Chart:
     """Layer x head (from 0), coloured by `value` ("margin_change" or "aula_share"), diverging around 0."""
     frame = effects.frame()
-    extent = float(frame[value].abs().max()) if frame[value].notna().any() else 0.0
+    values = np.abs(frame[value].to_numpy(dtype=float))
+    extent = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
     extent = extent if extent > 0 else 1.0
     chart = (
         alt.Chart(frame, title=safe_title(title))
@@ -206,22 +207,12 @@ def anatomy_slide(
     both sentences' logit lens, the heads' ablation effects and AULA shares. Fixed widths, so `to_svg` / `to_png` give the
     same picture anywhere."""
 
-    def sentence(text: str, side: str) -> Any:
-        lines = slide_lines(f"{SIDE_NAMES[side].upper()}   {text}", max(30, (2 * panel_width + 40) // 9))
-        frame = pd.DataFrame({"t": ["\n".join(lines)]})
-        return (
-            alt.Chart(frame)
-            .mark_text(align="left", baseline="top", fontSize=17, lineHeight=23, lineBreak="\n", color=SIDE_COLORS[side])
-            .encode(text="t:N", x=alt.value(0), y=alt.value(0))
-            .properties(width=2 * panel_width, height=23 * len(lines))
-        )
-
     def panel(chart: Any) -> Any:
         return alt.layer(*_unstyled(chart)).properties(width=panel_width)
 
     rows: list[Any] = [
-        sentence(stereo, "stereo"),
-        sentence(anti, "anti"),
+        slide_sentence(stereo, "stereo", panel_width),
+        slide_sentence(anti, "anti", panel_width),
         alt.hconcat(
             panel(attribution_chart(attribution, "Which shared words push (integrated gradients)")),
             panel(lens_margin_chart(lens, "Margin per layer")),

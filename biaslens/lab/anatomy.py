@@ -17,6 +17,7 @@ For one trained lab model (`planted_anatomy`):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from dataclasses import dataclass
@@ -65,20 +66,9 @@ class PlantedAnatomy:
         return float(np.mean((others > self.top_k_margin) + 0.5 * (others == self.top_k_margin)))
 
     def record(self) -> dict[str, Any]:
-        return {
-            "seed": self.seed,
-            "pairs": self.pairs,
-            "planted_share": self.planted_share,
-            "planted_token_share": self.planted_token_share,
-            "attribute_top": self.attribute_top,
-            "attribute_chance": self.attribute_chance,
-            "k": self.k,
-            "top_heads": [list(h) for h in self.top_heads],
-            "margin": self.margin,
-            "top_k_shrink": self.top_k_shrink,
-            "random_k_shrink": self.random_k_shrink,
-            "top_k_beats": self.beaten,
-        }
+        """Every field but the k-head sets' margins, and the shrinks and the share of sets the top k beats."""
+        fields = {k: v for k, v in dataclasses.asdict(self).items() if k != "random_k_margins"}
+        return {**fields, "top_k_shrink": self.top_k_shrink, "random_k_shrink": self.random_k_shrink, "top_k_beats": self.beaten}
 
 
 def _word_tokens(lm: LanguageModel, text: str, words: tuple[str, ...]) -> set[int]:
@@ -111,7 +101,7 @@ def planted_anatomy(lm: LanguageModel, settings: LabSettings, *, k: int = 2, n_s
     first, second = [lp.pair for lp in pairs if lp.pair.pair_id % 2 == 0], [lp.pair for lp in pairs if lp.pair.pair_id % 2 == 1]
     ranking = rank_heads(lm, first).frame()
     order = ranking.sort_values("mean_margin_change", kind="stable")  # most negative first: zeroing it shrinks the margin most
-    top_heads = tuple((int(r.layer), int(r.head)) for r in order.head(k).itertuples())
+    top_heads = tuple((int(layer), int(head)) for layer, head in zip(order["layer"].head(k), order["head"].head(k)))
     held = [(focus_sentence(lm, p.sent_stereo), focus_sentence(lm, p.sent_anti)) for p in second]
 
     def mean_margin(zeroed: tuple[tuple[int, int], ...]) -> float:
