@@ -171,6 +171,23 @@ def add_data_args(p: argparse.ArgumentParser, *, files: str = "the dataset files
     p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
 
 
+def add_run_args(p: argparse.ArgumentParser, *, chunks: str | None = None) -> None:
+    """--batch-tokens, --chunk-<chunks> (what a resumable chunk counts: "pairs", "texts"; None: no such option),
+    --cache-dir and --no-cache."""
+    from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
+
+    p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
+    if chunks is not None:
+        p.add_argument(
+            f"--chunk-{chunks}",
+            type=positive_int,
+            default=None,
+            help=f"{chunks} per resumable chunk (default: sized to about {DEFAULT_CHUNK_SECONDS:g} s of work on this device)",
+        )
+    p.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+
+
 def add_progress_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--progress", action="store_true",

@@ -14,8 +14,8 @@ from typing import Any
 
 from biaslens.errors import OutputError
 from biaslens.engine.options import DEFAULT_PRECISION, Precision
-from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
-from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_convention_arg, add_model_args, add_progress_arg, positive_int, seed_int
+from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_convention_arg, add_model_args, add_progress_arg, add_run_args, positive_int
+from biaslens.cli.common import seed_int
 from biaslens.cli.common import fmt, load, model_caveats, pair_texts
 
 
@@ -42,13 +42,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     ev.add_argument("--limit", type=positive_int, default=None, help="score only the first N pairs")
     ev.add_argument("--sample", type=positive_int, default=None, help="score a seeded random sample of N pairs")
     ev.add_argument("--seed", type=seed_int, default=0, help="seed of --sample")
-    ev.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
-    ev.add_argument(
-        "--chunk-pairs",
-        type=positive_int,
-        default=None,
-        help=f"pairs per resumable chunk (default: sized to about {DEFAULT_CHUNK_SECONDS:g} s of work on this device)",
-    )
+    add_run_args(ev, chunks="pairs")
     ev.add_argument(
         "--precision",
         default=DEFAULT_PRECISION.value,
@@ -56,8 +50,6 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help="model: compute in --dtype; bf16-rescore (a float32 model, meant for GPUs): score in bfloat16 and re-score in float32 the "
         "pairs whose margin is within a calibrated estimate of bfloat16's error; not exact (the other pairs keep bfloat16's verdict)",
     )
-    ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
-    ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     ev.add_argument("--no-download", action="store_true", help="never download a dataset")
     ev.add_argument(
         "--stereoset-scores",

@@ -18,7 +18,7 @@ from typing import Any
 
 from biaslens.engine.options import ModelSpec
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
-from biaslens.cli.common import COMMANDS, Progress, add_model_args, add_progress_arg, load, positive_int, progress_to
+from biaslens.cli.common import COMMANDS, Progress, add_model_args, add_progress_arg, add_run_args, load, progress_to
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -47,15 +47,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--reduction", default=DEFAULT_REDUCTION, choices=list(REDUCTIONS), help="the score column of --sequences (default mean, as minicons)"
     )
-    p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
-    p.add_argument(
-        "--chunk-texts",
-        type=positive_int,
-        default=None,
-        help=f"texts per resumable chunk (default: sized to about {DEFAULT_CHUNK_SECONDS:g} s of work on this device)",
-    )
-    p.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    add_run_args(p, chunks="texts")
     add_progress_arg(p)
     p.set_defaults(func=cmd_score)
     return p

@@ -254,21 +254,22 @@ class LanguageModel:
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Last hidden states (B, L, H) and, if asked, the per-layer attention probabilities."""
-        self._check_attentions(attentions)
-        model = self._eager_model() if attentions else self.model
-        mask = attention_mask if self.needs_padding_mask else None
-        out = model.base_model(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
+        out = self._forward(input_ids, attention_mask, attentions, whole=False)
         return out.last_hidden_state, (tuple(out.attentions) if attentions else None)
 
     def logits(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Full forward pass (B, L, V): the fallback when the head cannot be split off."""
+        out = self._forward(input_ids, attention_mask, attentions, whole=True)
+        return out.logits, (tuple(out.attentions) if attentions else None)
+
+    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, attentions: bool, *, whole: bool) -> Any:
+        """The body's output (`whole=False`) or the whole model's, with attention weights when asked (the eager twin)."""
         self._check_attentions(attentions)
         model = self._eager_model() if attentions else self.model
         mask = attention_mask if self.needs_padding_mask else None
-        out = model(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
-        return out.logits, (tuple(out.attentions) if attentions else None)
+        return (model if whole else model.base_model)(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
 
     def _check_attentions(self, attentions: bool) -> None:
         if attentions and self.attention_unavailable:

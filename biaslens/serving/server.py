@@ -179,6 +179,14 @@ def _whole_number(environ: Mapping[str, str], name: str, default: int | None, mi
     return value
 
 
+#: The settings that are whole numbers with a default (the server's limits, then the lab's), each read from
+#: BIASLENS_<its name in capitals> (`ENV_MAX_UPLOAD_ROWS`, ...): at least 1, or at least 0 for those in `_ZERO_ALLOWED`
+#: (no queue, no batching); unset, the field's default.
+_LIMITS = ("max_upload_rows", "max_models", "max_upload_mb", "max_run_scores", "max_kurita_queries", "max_jobs", "max_queue", "inspect_batch_ms")
+_LAB_LIMITS = ("lab_max_steps", "lab_max_corpus", "lab_max_layers", "lab_max_hidden", "lab_max_seconds")
+_ZERO_ALLOWED = ("max_queue", "inspect_batch_ms")
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     """The limits a server operator sets (see the module's table). `from_env` reads them."""
@@ -236,25 +244,16 @@ class ServerSettings:
             local=local,
             model_dirs=None if local else _folders(env, ENV_MODEL_DIRS),
             max_tokens=_whole_number(env, ENV_MAX_TOKENS, None, MIN_MAX_TOKENS),
-            max_upload_rows=_whole_number(env, ENV_MAX_UPLOAD_ROWS, DEFAULT_MAX_UPLOAD_ROWS, 1),
-            max_models=_whole_number(env, ENV_MAX_MODELS, DEFAULT_MAX_MODELS, 1),
+            **{
+                name: _whole_number(env, f"BIASLENS_{name.upper()}", getattr(cls, name), int(name not in _ZERO_ALLOWED))
+                for name in (*_LIMITS, *_LAB_LIMITS)
+            },
             max_compare_models=_whole_number(env, ENV_MAX_COMPARE_MODELS, DEFAULT_MAX_COMPARE_MODELS, 2) or DEFAULT_MAX_COMPARE_MODELS,
             default_model=env.get(ENV_MODEL, "").strip() or None,
             data_dirs=None if local else _folders(env, ENV_DATA_DIRS),
             default_data_dir=env.get(ENV_DATA_DIR, "").strip() or None,
-            max_upload_mb=_whole_number(env, ENV_MAX_UPLOAD_MB, DEFAULT_MAX_UPLOAD_MB, 1),
-            max_run_scores=_whole_number(env, ENV_MAX_RUN_SCORES, DEFAULT_MAX_RUN_SCORES, 1),
-            max_kurita_queries=_whole_number(env, ENV_MAX_KURITA_QUERIES, DEFAULT_MAX_KURITA_QUERIES, 1),
-            max_jobs=_whole_number(env, ENV_MAX_JOBS, DEFAULT_MAX_JOBS, 1),
-            max_queue=_whole_number(env, ENV_MAX_QUEUE, DEFAULT_MAX_QUEUE, 0),
             lab_training=_switch(env, ENV_LAB, True),
-            lab_max_steps=_whole_number(env, ENV_LAB_MAX_STEPS, DEFAULT_LAB_MAX_STEPS, 1),
-            lab_max_corpus=_whole_number(env, ENV_LAB_MAX_CORPUS, DEFAULT_LAB_MAX_CORPUS, 1),
-            lab_max_layers=_whole_number(env, ENV_LAB_MAX_LAYERS, DEFAULT_LAB_MAX_LAYERS, 1),
-            lab_max_hidden=_whole_number(env, ENV_LAB_MAX_HIDDEN, DEFAULT_LAB_MAX_HIDDEN, 1),
-            lab_max_seconds=_whole_number(env, ENV_LAB_MAX_SECONDS, DEFAULT_LAB_MAX_SECONDS, 1),
             share_lab_models=_switch(env, ENV_SHARE_LAB_MODELS, False),
-            inspect_batch_ms=_whole_number(env, ENV_INSPECT_BATCH_MS, DEFAULT_INSPECT_BATCH_MS, 0),
             zoo_store=env.get(ENV_ZOO_STORE, "").strip() or None,
         )
 

@@ -4,11 +4,10 @@ flips opens in the inspector."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
-from tests.support.browser import TIMEOUT_MS, open_app, require_browser, screenshot, serve_app, settle, start_scoring
+from tests.support.browser import TIMEOUT_MS, open_app, require_browser, screenshot, serve_app, server_env, settle, start_scoring
 
 
 @pytest.fixture(scope="module")
@@ -17,13 +16,7 @@ def causal_server(causal_dirs, tmp_path_factory):
 
     require_browser()
     logs = tmp_path_factory.mktemp("causal-server")
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")},
-        "BIASLENS_MODEL": str(causal_dirs["gpt2"]),
-        "BIASLENS_MODEL_DIRS": str(causal_dirs["gpt2"].parent),
-        "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
-        "BIASLENS_CACHE_DIR": str(logs / "cache"),
-    }
+    env = server_env(logs, inherit=False, model=causal_dirs["gpt2"], model_dirs=causal_dirs["gpt2"].parent, data_dir=FIXTURE_DATA)
     with serve_app(env, logs) as base:
         yield base
 

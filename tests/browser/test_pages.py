@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import ARTIFACTS, TABLE_CHECK, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle, start_scoring
+from tests.support.browser import ARTIFACTS, TABLE_CHECK, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle
+from tests.support.browser import server_env, start_scoring
 
 
 def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server):
@@ -312,8 +312,7 @@ def offline_server(tmp_path_factory):
     """A first run on a machine without network: a clean cache, no model and no data on disk, the hub out of reach."""
     require_browser()
     logs = tmp_path_factory.mktemp("offline")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")}
-    env.update({"BIASLENS_CACHE_DIR": str(logs / "cache"), "HF_HUB_OFFLINE": "1", "HF_HOME": str(logs / "hf")})
+    env = {**server_env(logs, inherit=False), "HF_HUB_OFFLINE": "1", "HF_HOME": str(logs / "hf")}
     with serve_app(env, logs) as base:
         yield base
 

@@ -46,6 +46,26 @@ def test_bad_values_name_the_variable(name, value, fragment):
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
+#: Every whole-number limit with a default, by its variable (BIASLENS_<the field in capitals>), and those that may be 0.
+LIMITS = "MAX_UPLOAD_ROWS MAX_MODELS MAX_UPLOAD_MB MAX_RUN_SCORES MAX_KURITA_QUERIES MAX_JOBS MAX_QUEUE INSPECT_BATCH_MS".split()
+LIMITS += "LAB_MAX_STEPS LAB_MAX_CORPUS LAB_MAX_LAYERS LAB_MAX_HIDDEN LAB_MAX_SECONDS".split()
+ZERO_ALLOWED = ("MAX_QUEUE", "INSPECT_BATCH_MS")
+
+
+@pytest.mark.parametrize("limit", LIMITS)
+def test_each_limit_is_read_from_its_variable_down_to_its_minimum(limit):
+    name, field, minimum = f"BIASLENS_{limit}", limit.lower(), int(limit not in ZERO_ALLOWED)
+    default = getattr(ServerSettings(), field)
+    assert getattr(ServerSettings.from_env({}), field) == default
+    assert getattr(ServerSettings.from_env({name: f" {minimum + 7} "}), field) == minimum + 7
+    assert getattr(ServerSettings.from_env({name: str(minimum)}), field) == minimum
+    assert getattr(ServerSettings.from_env({name: ""}), field) == default
+    with pytest.raises(ServerConfigError, match=f"{name}={minimum - 1} is too small: set it to at least {minimum}"):
+        ServerSettings.from_env({name: str(minimum - 1)})
+    with pytest.raises(ServerConfigError, match=f"{name}='many' is not a whole number"):
+        ServerSettings.from_env({name: "many"})
+
+
 # ---------------------------------------------------------------------------------------
 # Which model folders may be loaded
 # ---------------------------------------------------------------------------------------

@@ -68,6 +68,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_env(logs: Path, *, inherit: bool = True, **settings: object) -> dict[str, str]:
+    """An app server's environment: this process's (less its own `BIASLENS_*` settings unless `inherit`), the result
+    cache in `logs`, and each of `settings` as `BIASLENS_<NAME>` (`model=...` is BIASLENS_MODEL), written as text."""
+    env = dict(os.environ) if inherit else {k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")}
+    env["BIASLENS_CACHE_DIR"] = str(logs / "cache")
+    env.update({f"BIASLENS_{name.upper()}": str(value) for name, value in settings.items()})
+    return env
+
+
 @contextlib.contextmanager
 def serve_app(env: dict[str, str], logs: Path):
     """`streamlit run app.py` on a free local port with `env`; yields its base URL, stops it afterwards."""
