@@ -34,6 +34,9 @@ PAGES = [
     st.Page("pages/docs.py", title="Documentation", icon=":material/menu_book:", url_path="docs", visibility="hidden"),
 ]
 
+# .streamlit/config.toml hides the navigation Streamlit draws from the pages/ folder before app.py has run (a server's
+# first visit would flash that raw list of file names while torch loads); app.py's own navigation is shown again here.
+st.set_option("client.showSidebarNavigation", True)
 st.set_page_config(page_title="biaslens", page_icon=str(ASSETS / "icon.svg"), layout="wide")
 st.logo(str(ASSETS / "logo.svg"), size="large")
 st.html(f"<style>{(ASSETS / 'app.css').read_text()}</style>")

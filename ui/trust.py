@@ -119,7 +119,13 @@ def controls_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resul
         shown,
         ["n", "wins", "ties"],
         pin=["name", "score", "bias_score", "ci_low", "ci_high", "verdict"],
-        labels={"score": "Bias score", "bias_score": "Control score", "ci_low": "Control CI low", "ci_high": "Control CI high", "verdict": "Control"},
+        labels={
+            "score": "Bias score",
+            "bias_score": "Control score",
+            "ci_low": "Control 95% CI low",
+            "ci_high": "Control 95% CI high",
+            "verdict": "Control",
+        },
     )
     off = [METRICS[m].name for m in scores["metric"][scores["off_50"]]]
     if off:

@@ -41,13 +41,14 @@ COMMANDS: dict[str, str] = {
     "metrics": "list the metrics with formula, direction and citation",
     "models": "list the model presets",
     "datasets": "show where the datasets are; --fetch downloads missing ones",
-    "lab": "bias lab: train a small masked LM with a planted bias and see which metrics detect it",
+    "lab": "bias lab: train a small masked or causal LM with a planted bias and see which metrics detect it",
     "kurita": "Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests",
     "report": "reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML",
     "shuffle": "one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)",
     "conventions": "one model's bias scores under every scoring convention (the peers' for causal models, the likelihood metrics for "
     "masked ones) and the pairs that flip",
     "zoo": "many models x datasets as jobs (Slurm or this machine), resumable, kept in a results store: run, status, merge",
+    "app": "start the web app (http://localhost:8501); Streamlit's options pass through, e.g. --server.port 8502",
 }
 
 

@@ -79,6 +79,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from biaslens.engine.identity import model_identity
     from biaslens.engine.models import check_model_source, resolve_device
+    from biaslens.data.export import check_output_dir
+
+    if args.out:  # (a folder where a file of the results goes: refused after every model was scored)
+        check_output_dir(args.out, files=("comparison.csv", "comparison.json", "stability.csv", "mlm_bias_relative.csv"))
 
     models = args.model or []
     if len(models) < 2:

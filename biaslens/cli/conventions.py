@@ -49,7 +49,9 @@ def cmd_conventions(args: argparse.Namespace) -> int:
     from biaslens.engine.metrics import parse_metrics
     from biaslens.engine.options import RunOptions
     from biaslens.errors import InputError
+    from biaslens.data.export import check_output_dir
 
+    check_output_dir(args.out, files=("conventions.csv", "flips.csv", "pairs.csv", "conventions.json"))  # (refused after scoring)
     conventions = [c.strip().lower() for c in args.conventions.split(",") if c.strip()] if args.conventions else None
     if unknown := [c for c in conventions or () if c not in CONVENTIONS]:
         raise InputError(f"Unknown convention {unknown[0]!r}: choose from {', '.join(CONVENTIONS)}.")

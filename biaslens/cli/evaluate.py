@@ -101,8 +101,10 @@ def result_cache(args: argparse.Namespace):
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from biaslens.analyses.pipeline import EvaluationPlan, run_evaluation
+    from biaslens.data.export import check_output_dir
 
     plan = EvaluationPlan.from_args(args)  # refused here, before the dataset or the model loads
+    check_output_dir(args.out, files=plan.output_files())  # (a folder named pairs.csv in --out: refused after scoring)
     cache, said = result_cache(args), []
     if cache is not None:
         said = [w for w in (cache.notice, cache.warning) if w]  # said now, not only after the run
@@ -167,7 +169,9 @@ def convention_line(block: dict) -> str:
     """A convention's own statistics, as the peer reports them (summary.json's `convention` block), in one line."""
     from biaslens.engine.metrics import METRICS
 
-    stats = ", ".join(f"{k} {fmt(v) if isinstance(v, float) and abs(v) >= 1 else v}" for k, v in (block.get("statistics") or {}).items())
+    # Rounded for reading (acc 0.4695, not 0.46949602122015915); summary.json keeps every digit.
+    rounded = lambda v: (fmt(v) if abs(v) >= 1 else fmt(v, 4)) if isinstance(v, float) else v  # noqa: E731
+    stats = ", ".join(f"{k} {rounded(v)}" for k, v in (block.get("statistics") or {}).items())
     return f"{block['name']} ({block['key']}, {METRICS[block['metric']].name}, first token: {block['first_token']}): {stats}"
 
 

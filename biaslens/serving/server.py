@@ -55,7 +55,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, Mapping
 
-from biaslens.errors import DataNotAllowedError, InputError, JobCancelled, LimitError, ModelNotAllowedError, ServerConfigError
+from biaslens.errors import (
+    BiaslensError,
+    DataNotAllowedError,
+    DatasetError,
+    InputError,
+    JobCancelled,
+    LimitError,
+    ModelLoadError,
+    ModelNotAllowedError,
+    ServerConfigError,
+)
 from biaslens.data.confine import confined
 from biaslens.paths import default_cache_dir
 
@@ -122,9 +132,13 @@ def _no_nul(name: str | Path, what: str) -> None:
         raise InputError(f"{what} holds a NUL character, which no file or folder name holds: remove it.")
 
 
-def _inside(path: Path, roots: list[Path]) -> bool:
-    """Whether `path` (resolved: links and `..` followed) is one of `roots` or inside one."""
-    resolved = path.resolve()
+def _inside(path: Path, roots: list[Path], refuse: type[BiaslensError]) -> bool:
+    """Whether `path` (resolved: links and `..` followed) is one of `roots` or inside one; a loop of links, which leads
+    nowhere, is refused in one line (`refuse`: the error of what was asked for, a model folder or a data file)."""
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError) as exc:  # "Symlink loop from ..." (an OSError, ELOOP, from Python 3.13)
+        raise refuse(f"{path} is a symbolic link that leads back to itself (a loop of links), so it names no file: remove it.") from exc
     return any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
@@ -282,7 +296,7 @@ class ServerSettings:
         local = Path(os.path.expanduser(name))
         if not name or self.model_dirs is None or not (os.path.exists(local) or looks_like_path(name)):
             return
-        if not _inside(local, self.allowed_model_dirs()):
+        if not _inside(local, self.allowed_model_dirs(), ModelLoadError):
             raise _model_refusal(name, local)
 
     def model_folders(self) -> list[Path]:
@@ -297,7 +311,7 @@ class ServerSettings:
                 inside = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name.lower())
             except OSError:
                 continue
-            found += [p for p in (root, *inside) if (p / "config.json").is_file() and _inside(p, allowed) and p not in found]
+            found += [p for p in (root, *inside) if (p / "config.json").is_file() and _inside(p, allowed, ModelLoadError) and p not in found]
         return found
 
     def check_model_files(self, folder: Path) -> None:
@@ -310,7 +324,7 @@ class ServerSettings:
             return
         roots = self.allowed_model_dirs()
         for path in (folder, *sorted(folder.rglob("*"))):
-            if not _inside(path, roots):
+            if not _inside(path, roots, ModelLoadError):
                 raise _model_refusal(str(path), path)
 
     # -- dataset files and folders ---------------------------------------------------
@@ -329,7 +343,7 @@ class ServerSettings:
         """Refuse a dataset file or data folder outside the allowed folders (links and `..` resolved)."""
         _no_nul(path, "The dataset or data folder")
         local = Path(os.path.expanduser(str(path).strip()))
-        if self.data_dirs is None or _inside(local, self.allowed_data_dirs()):
+        if self.data_dirs is None or _inside(local, self.allowed_data_dirs(), DatasetError):
             return
         raise DataNotAllowedError(
             f"{path} is outside the folders this server may read datasets from{_through_link(local)} (biaslens's cache and "
@@ -788,6 +802,14 @@ class ModelPool:
             evicted.append(value)
             self.evictions += 1
         return evicted
+
+    def discard(self, stale: Callable[[Hashable], bool]) -> int:
+        """Let go of every entry whose key is `stale` (a model folder changed since it was loaded); how many."""
+        with self._lock:
+            keys = [k for k in self._entries if stale(k)]
+            evicted = [self._entries.pop(k) for k in keys]
+        _free(evicted)
+        return len(keys)
 
     def keys(self) -> list[Hashable]:
         """The keys in the pool, least recently used first."""

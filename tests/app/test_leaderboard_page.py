@@ -169,3 +169,16 @@ def test_a_hostile_label_renders_as_text(app_env, monkeypatch, model_dirs, tmp_p
     at.run()
     no_exceptions(at)
     assert "A stored run" in texts(at.info) and live_markup(markdown_texts(at)) == []
+
+
+def test_a_board_of_one_model_says_one_and_draws_no_empty_rows(env, stores, monkeypatch):
+    """Issue 40 item 12: one to three models drew ~14 empty grid rows under them and said "1 models"."""
+    import streamlit as st
+
+    heights: list[int] = []
+    real = st.dataframe
+    monkeypatch.setattr(st, "dataframe", lambda *a, **k: heights.append(k.get("height")) or real(*a, **k))
+    at = run_app("leaderboard", {"store": str(stores / "real"), "families": "bert"})
+    no_exceptions(at)
+    assert len(_board(at)) == 1 and "1 model · 4 columns" in texts(at.caption)
+    assert heights and 0 < heights[0] < 200, heights  # its header and one row (and the scroll bar), not 560 px of grid

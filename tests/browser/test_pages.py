@@ -27,10 +27,27 @@ def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server
     """
     from playwright.sync_api import expect
 
+    # Every page link drawn while the first run loads torch, recorded as it appears: Streamlit's own list of the pages/
+    # folder ("app", "analyses", ...) must never flash before app.py's navigation (.streamlit/config.toml, app.py).
+    page.add_init_script(NAV_RECORDER)
     open_app(page, server, "explorer")
     expect(page.get_by_role("heading", name="Dataset explorer")).to_be_visible()
     expect(page.get_by_text("Sanity check", exact=False).first).to_be_visible()
     expect(page.locator('[data-testid="stSidebarNav"]')).to_contain_text("Pair inspector")
+    seen = set(page.evaluate("() => window.__navSeen"))
+    assert seen and not seen & {"app", "analyses", "explorer", "inspector", "docs"}, f"raw page list drawn: {sorted(seen)}"
+
+
+#: Records the text of every page link the app draws, from the first byte on (page.add_init_script).
+NAV_RECORDER = """
+window.__navSeen = [];
+new MutationObserver(() => {
+  for (const a of document.querySelectorAll('[data-testid="stSidebarNav"] a, [data-testid="stSidebarNavLink"], [data-testid="stTopNavLink"]')) {
+    const text = (a.innerText || '').trim();
+    if (text && !window.__navSeen.includes(text)) window.__navSeen.push(text);
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
 
 
 def test_picking_a_crows_pairs_pair_shows_its_tokens(page, server):
@@ -144,6 +161,18 @@ def test_model_comparison_page(page, server, model_dirs):
     settle(page)
     expect(page.locator('[data-testid="stVegaLiteChart"]')).to_have_count(3)
     screenshot(page, "compare")
+
+
+def test_a_link_repeating_a_model_nine_hundred_times_draws_it_once(page, server, model_dirs):
+    """Issue 41.10: each repeat was a chip of the comparison's list of models (10,000 never rendered)."""
+    from playwright.sync_api import expect
+
+    bert, roberta = str(model_dirs["bert-cased"]), str(model_dirs["roberta"])
+    open_app(page, server, "compare", models=[bert] * 900 + [roberta], metric="aul", sample="12")
+    expect(page.get_by_text("expected each value once (899 repeats left out)")).to_be_visible()
+    chips = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Models").locator("[data-tag]")
+    expect(chips).to_have_count(2)  # (901 before)
+    assert query(page)["models"] == [bert, roberta]
 
 
 # ---------------------------------------------------------------------------------------

@@ -329,7 +329,9 @@ def test_a_run_on_one_s_own_machine_opens_any_folder_and_a_shared_server_keeps_i
 
 
 def test_scripts_app_sh_binds_to_this_machine_and_opens_one_s_folders_unless_given_an_address(tmp_path):
-    """What `bash scripts/app.sh` passes to streamlit: a copy of the script with its setup step and Python replaced."""
+    """What `bash scripts/app.sh` runs after its setup step: `biaslens app` with the arguments given (a copy of the script
+    with its setup step and the command replaced); the address and the local folders are `biaslens app`'s
+    (tests/engine/test_cli_app.py)."""
     import os
     import shutil
     import stat
@@ -340,7 +342,7 @@ def test_scripts_app_sh_binds_to_this_machine_and_opens_one_s_folders_unless_giv
     (tmp_path / "scripts").mkdir()
     shutil.copy(REPO / "scripts" / "app.sh", tmp_path / "scripts" / "app.sh")
     (tmp_path / "scripts" / "setup.sh").write_text("exit 0\n")
-    python = tmp_path / ".venv" / "bin" / "python"
+    python = tmp_path / ".venv" / "bin" / "biaslens"
     python.parent.mkdir(parents=True)
     python.write_text('#!/usr/bin/env bash\necho "LOCAL=${BIASLENS_LOCAL:-} ARGS=$*"\n')
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
@@ -349,6 +351,5 @@ def test_scripts_app_sh_binds_to_this_machine_and_opens_one_s_folders_unless_giv
     def run(*args: str) -> str:
         return subprocess.run(["bash", str(tmp_path / "scripts" / "app.sh"), *args], env=env, capture_output=True, text=True, check=True).stdout
 
-    assert run("--server.port", "8502") == "LOCAL=on ARGS=-m streamlit run app.py --server.address localhost --server.port 8502\n"
-    assert run("--server.address", "0.0.0.0") == "LOCAL= ARGS=-m streamlit run app.py --server.address 0.0.0.0\n"  # a shared server
-    assert run("--server.address=0.0.0.0") == "LOCAL= ARGS=-m streamlit run app.py --server.address=0.0.0.0\n"
+    assert run("--server.port", "8502") == "LOCAL= ARGS=app --server.port 8502\n"
+    assert run("--server.address", "0.0.0.0") == "LOCAL= ARGS=app --server.address 0.0.0.0\n"  # a shared server
