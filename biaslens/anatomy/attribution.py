@@ -57,6 +57,7 @@ class SentenceAttribution:
 
     text: str
     tokens: tuple[str, ...]
+    texts: tuple[str, ...]  # each token as the text it covers, for people (`LanguageModel.token_texts`: "café", not "ĠcafÃ©")
     special: tuple[bool, ...]
     metric: str
     integrated_gradients: np.ndarray  # per position
@@ -82,13 +83,13 @@ class SentenceAttribution:
         return getattr(self, method)
 
     def frame(self, sentence: str = "") -> pd.DataFrame:
-        """One row per (method, position): sentence, position, token, special, method, value."""
+        """One row per (method, position): sentence, position, token, text (what it covers), special, method, value."""
         rows = [
-            {"sentence": sentence, "position": p, "token": t, "special": s, "method": m, "value": float(self.values(m)[p])}
+            {"sentence": sentence, "position": p, "token": t, "text": x, "special": s, "method": m, "value": float(self.values(m)[p])}
             for m in METHODS
-            for p, (t, s) in enumerate(zip(self.tokens, self.special))
+            for p, (t, x, s) in enumerate(zip(self.tokens, self.texts, self.special))
         ]
-        return pd.DataFrame(rows, columns=["sentence", "position", "token", "special", "method", "value"])
+        return pd.DataFrame(rows, columns=["sentence", "position", "token", "text", "special", "method", "value"])
 
 
 @dataclass(frozen=True)
@@ -105,25 +106,26 @@ class PairAttribution:
         return self.stereo.score - self.anti.score
 
     def difference(self, method: str = "integrated_gradients") -> pd.DataFrame:
-        """The shared (unmodified) tokens, one row each: positions in both sentences, the token, both attributions and
-        stereo - anti: which context words push the stereotyped sentence's score up more than the other's."""
+        """The shared (unmodified) tokens, one row each: positions in both sentences, the token (and the text it covers),
+        both attributions and stereo - anti: which context words push the stereotyped sentence's score up more than the other's."""
         a, b = self.stereo.values(method), self.anti.values(method)
         rows = [
             {
                 "position_stereo": i,
                 "position_anti": j,
                 "token": self.stereo.tokens[i],
+                "text": self.stereo.texts[i],
                 "stereo": float(a[i]),
                 "anti": float(b[j]),
                 "difference": float(a[i] - b[j]),
             }
             for i, j in zip(self.alignment.unmodified_a, self.alignment.unmodified_b)
         ]
-        return pd.DataFrame(rows, columns=["position_stereo", "position_anti", "token", "stereo", "anti", "difference"])
+        return pd.DataFrame(rows, columns=["position_stereo", "position_anti", "token", "text", "stereo", "anti", "difference"])
 
     def frame(self) -> pd.DataFrame:
-        """attribution.csv: sentence (stereo, anti, difference), position, token, method, value; a difference row is at
-        the stereotyped sentence's position of a shared token."""
+        """attribution.csv: sentence (stereo, anti, difference), position, token, text, method, value; a difference row
+        is at the stereotyped sentence's position of a shared token."""
         parts = [self.stereo.frame("stereo"), self.anti.frame("anti")]
         for method in METHODS:
             d = self.difference(method)
@@ -133,13 +135,14 @@ class PairAttribution:
                         "sentence": "difference",
                         "position": d["position_stereo"],
                         "token": d["token"],
+                        "text": d["text"],
                         "special": False,
                         "method": method,
                         "value": d["difference"],
                     }
                 )
             )
-        return pd.DataFrame(pd.concat(parts, ignore_index=True), columns=["sentence", "position", "token", "method", "value"])
+        return pd.DataFrame(pd.concat(parts, ignore_index=True), columns=["sentence", "position", "token", "text", "method", "value"])
 
     def completeness(self) -> pd.DataFrame:
         """Per sentence: f(x), f(x'), the sum of the attributions, the completeness error and its relative size."""
@@ -203,7 +206,8 @@ def attribute_sentence(
     ig = (total * x[0]).sum(dim=-1).double().cpu().numpy()
     gxi = (grad_at_input * x[0]).sum(dim=-1).double().cpu().numpy()
     e = s.encoding
-    return SentenceAttribution(e.text, e.tokens, e.special, s.metric, ig, gxi, float(scores[-2]), float(scores[-1]), n_steps)
+    texts = lm.token_texts([e])[0]
+    return SentenceAttribution(e.text, e.tokens, texts, e.special, s.metric, ig, gxi, float(scores[-2]), float(scores[-1]), n_steps)
 
 
 def attribute(

@@ -28,6 +28,7 @@ class SentenceLens:
 
     text: str
     tokens: tuple[str, ...]
+    texts: tuple[str, ...]  # each token as the text it covers, for people (`LanguageModel.token_texts`)
     metric: str
     positions: np.ndarray
     logprob: np.ndarray  # (layers + 1, scored positions)
@@ -39,7 +40,7 @@ class SentenceLens:
         return self.logprob.mean(axis=1) if self.reduction == "mean" else self.logprob.sum(axis=1)
 
     def frame(self, sentence: str = "") -> pd.DataFrame:
-        """logit_lens.csv's rows: sentence, layer, position, token, logp."""
+        """logit_lens.csv's rows: sentence, layer, position, token, text (what the token covers), logp."""
         layers, k = self.logprob.shape
         return pd.DataFrame(
             {
@@ -47,6 +48,7 @@ class SentenceLens:
                 "layer": np.repeat(np.arange(layers), k),
                 "position": np.tile(self.positions, layers),
                 "token": np.tile(np.asarray([self.tokens[p] for p in self.positions], dtype=object), layers),
+                "text": np.tile(np.asarray([self.texts[p] for p in self.positions], dtype=object), layers),
                 "logp": self.logprob.reshape(-1),
             }
         )
@@ -86,7 +88,7 @@ def lens_sentence(lm: LanguageModel, s: FocusSentence) -> SentenceLens:
                 row[0, 0] = torch.log_softmax(lm.project(lm.final_norm(h)[:, -1]).float(), dim=-1)[0, gold]
     logprob = torch.cat(per_layer).double().cpu().numpy()
     e = s.encoding
-    return SentenceLens(e.text, e.tokens, s.metric, s.positions, logprob, s.reduction)
+    return SentenceLens(e.text, e.tokens, lm.token_texts([e])[0], s.metric, s.positions, logprob, s.reduction)
 
 
 def logit_lens(lm: LanguageModel, text: str, *, metric: str | None = None) -> SentenceLens:

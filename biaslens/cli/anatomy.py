@@ -56,7 +56,7 @@ def cmd_anatomy(args: argparse.Namespace) -> int:
     heads = result.heads.frame().head(top)
     with pd.option_context("display.width", 200, "display.max_colwidth", 40, "display.float_format", "{:.4f}".format):
         print("\nshared tokens, attribution stereo - anti (integrated gradients):")
-        print(diff[["token", "stereo", "anti", "difference"]].to_string(index=False))
+        print(diff.assign(token=diff["text"])[["token", "stereo", "anti", "difference"]].to_string(index=False))  # as the text it covers
         print(f"\nmargin per layer (0 = embeddings): {' '.join(format_margin(m) for m in margins)}")
         print(f"the margin keeps its final sign from layer {settling_layer(margins)} of {len(margins) - 1}")
         print("\nheads whose ablation moves the margin most (layer, head from 0):")

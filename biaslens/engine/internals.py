@@ -17,7 +17,7 @@ block's input hidden state can be read or replaced (`block_input`), each attenti
 head_dim) before its output projection can be replaced (`head_outputs`: zeroing one head's slice is its ablation,
 since transformers 5 has no `head_mask`), and the input of the final norm recorded. The hooks are registered on the
 shared model once, on first use, and do nothing where no intervention is in effect: other threads (the app's other
-sessions) and every other pass run the model untouched (`tests/engine/test_internals.py` checks both).
+sessions) and every other pass run the model untouched (`tests/engine/test_anatomy.py` checks both).
 """
 
 from __future__ import annotations

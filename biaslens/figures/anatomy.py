@@ -9,7 +9,8 @@ slide that puts them on one picture.
   around 0.
 * `anatomy_slide`: the pair's sentences, the lens's margin and both head heatmaps at fixed widths, for `to_png` / `to_svg`.
 
-Tokens are data behind keys (`charts.keyed`) and escaped in HTML, never markup or Vega names.
+Each token is drawn as the text it covers (`texts`, "café", not "ĠcafÃ©"); tokens are data behind keys (`charts.keyed`)
+and escaped in HTML, never markup or Vega names.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import pandas as pd
 from biaslens.anatomy.attribution import PairAttribution
 from biaslens.anatomy.heads import HeadEffects
 from biaslens.anatomy.lens import PairLens, SentenceLens
-from biaslens.analyses.explore import display_token
 from biaslens.figures.charts import (
     ANTI_COLOR,
     SIDE_NAMES,
@@ -73,7 +73,7 @@ def attribution_strips_html(pair: PairAttribution, method: str = "integrated_gra
     """Both sentences' attributions aligned token by token and their difference on the shared tokens (module docstring)."""
     stereo, anti = pair.stereo, pair.anti
     values = {"stereo": stereo.values(method), "anti": anti.values(method)}
-    shown = {side: [display_token(t) for t in s.tokens] for side, s in (("stereo", stereo), ("anti", anti))}
+    shown = {"stereo": list(stereo.texts), "anti": list(anti.texts)}
     difference = dict(zip(pair.alignment.unmodified_a, (values["stereo"][i] - values["anti"][j] for i, j in zip(*_shared(pair)))))
     scale = max([abs(float(v)) for vs in values.values() for v in vs] + [abs(float(v)) for v in difference.values()] + [0.0])
     columns = align_strips([shown["stereo"], shown["anti"]])
@@ -118,7 +118,7 @@ def _shared(pair: PairAttribution) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def lens_heatmap(lens: SentenceLens, title: str | list[str], side: str = "stereo") -> alt.Chart:
     """Token x layer, coloured by each scored token's log p read at that layer (layer 0 = embeddings)."""
     frame = lens.frame()
-    data = frame.assign(token_key=keyed(frame["position"], [display_token(t) for t in frame["token"]]))
+    data = frame.drop(columns="token").assign(token_key=keyed(frame["position"], list(frame["text"])))  # the drawing carries the text only
     chart = (
         alt.Chart(data, title=safe_title(title))
         .mark_rect()
@@ -185,7 +185,7 @@ def attribution_chart(pair: PairAttribution, title: str | list[str], method: str
     """The shared tokens' attribution difference (stereo - anti) as bars: vermillion where the token raises the
     stereotyped sentence's score more than the other's, blue where less."""
     frame = pair.difference(method)
-    data = frame.assign(token_key=keyed(frame["position_stereo"], [display_token(t) for t in frame["token"]]), raises=frame["difference"] > 0)
+    data = frame.drop(columns="token").assign(token_key=keyed(frame["position_stereo"], list(frame["text"])), raises=frame["difference"] > 0)
     bars = (
         alt.Chart(data)
         .mark_bar()

@@ -52,10 +52,13 @@ def test_anatomy_view_is_off_until_asked(app_env):
 def test_anatomy_view_of_a_causal_model(app_env, causal_dirs, model_dirs, monkeypatch):
     monkeypatch.setenv("BIASLENS_MODEL", str(causal_dirs["gpt2"]))
     monkeypatch.setenv("BIASLENS_MODEL_DIRS", os.pathsep.join([str(model_dirs["bert-cased"].parent), str(causal_dirs["gpt2"].parent)]))
-    at = run_app(params={"pair": "0", "anatomy": "on"})
+    at = run_app(params={"pair": "0", "anatomy": "on", "metric": "ll"})
     no_exceptions(at)
-    assert "takes apart **LL**" in texts(at.caption)
+    assert "takes apart **LL** (the metric in focus)" in texts(at.caption)
     assert _anatomy_tables(at)
+    at.segmented_control(key=S + "metric").set_value("aul_c").run()  # the view follows the metric in focus
+    no_exceptions(at)
+    assert "takes apart **AUL-c** (the metric in focus)" in texts(at.caption)
 
 
 def test_explorer_ranks_heads_and_a_second_ranking_reads_the_cache(app_env, tiny_bert):

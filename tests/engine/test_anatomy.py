@@ -211,9 +211,28 @@ def test_pair_difference_is_on_the_shared_tokens(tiny_bert):
     assert list(diff["token"]) == [pair.stereo.tokens[i] for i in pair.alignment.unmodified_a]
     assert np.allclose(diff["difference"], diff["stereo"] - diff["anti"])
     frame = pair.frame()
-    assert list(frame.columns) == ["sentence", "position", "token", "method", "value"]
+    assert list(frame.columns) == ["sentence", "position", "token", "text", "method", "value"]
     assert set(frame["sentence"]) == {"stereo", "anti", "difference"}
     assert len(pair.completeness()) == 2
+
+
+def test_tokens_are_drawn_as_the_text_they_cover(tiny_gpt2):
+    """A byte-level BPE's tokens ("ĠcafÃ©") are shown as the text they cover ("café") in every drawing and in the files'
+    text column, as the inspector shows them; the token column keeps the tokenizer's own."""
+    from biaslens.figures.anatomy import attribution_chart, attribution_strips_html, lens_heatmap
+
+    stereo, anti = "The café nurse said she was tired.", "The café nurse said he was tired."
+    pair = attribute_pair(tiny_gpt2, stereo, anti, n_steps=4)
+    lens = logit_lens_pair(tiny_gpt2, stereo, anti)
+    assert "Ã" in "".join(pair.stereo.tokens)  # the tokenizer's bytes of "é"
+    assert "é" in pair.stereo.texts and "Ã" not in "".join(pair.stereo.texts) + "".join(lens.stereo.texts)
+    assert pair.stereo.texts == tuple(tiny_gpt2.token_texts([tiny_gpt2.encode(stereo)])[0])
+    strips = attribution_strips_html(pair)
+    assert ">é<" in strips and "Ã" not in strips
+    for chart in (attribution_chart(pair, "t"), lens_heatmap(lens.stereo, "t")):
+        assert "Ã" not in chart.to_json()
+    assert "Ã" in "".join(pair.frame()["token"]) and "Ã" not in "".join(pair.frame()["text"])
+    assert "Ã" not in "".join(lens.frame()["text"])
 
 
 def test_aula_shares_split_aulas_weights(every_model):

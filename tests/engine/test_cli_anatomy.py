@@ -21,11 +21,11 @@ def test_anatomy_writes_the_three_views(model_dirs, causal_dirs, tmp_path, capsy
     assert ("AUL margin" if which == "masked" else "LL margin") in printed
     assert "completeness error" in printed and "margin per layer" in printed
     attribution = pd.read_csv(out / "attribution.csv")
-    assert list(attribution.columns) == ["sentence", "position", "token", "method", "value"]
+    assert list(attribution.columns) == ["sentence", "position", "token", "text", "method", "value"]
     assert set(attribution["sentence"]) == {"stereo", "anti", "difference"}
     assert set(attribution["method"]) == {"integrated_gradients", "gradient_x_input"}
     lens = pd.read_csv(out / "logit_lens.csv")
-    assert list(lens.columns) == ["sentence", "layer", "position", "token", "logp"]
+    assert list(lens.columns) == ["sentence", "layer", "position", "token", "text", "logp"]
     assert sorted(lens["layer"].unique()) == [0, 1, 2]  # embeddings and the tiny models' two layers
     heads = pd.read_csv(out / "heads.csv")
     assert list(heads.columns) == ["layer", "head", "margin_change", "aula_share"]
