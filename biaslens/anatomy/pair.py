@@ -1,6 +1,6 @@
 """All three anatomy views of one pair at once (`anatomize`), and the files `biaslens anatomy` writes (`PairAnatomy.save`).
 
-`attribution.csv` (sentence, position, token, method, value), `logit_lens.csv` (sentence, layer, position, token, logp),
+`attribution.csv` (sentence, position, token, text, method, value), `logit_lens.csv` (sentence, layer, position, token, text, logp),
 `heads.csv` (layer, head, margin_change, aula_share) and `summary.json` (the metric, the margin, the completeness errors,
 the margin per layer, the heads that move the margin most, the model's manifest).
 """
