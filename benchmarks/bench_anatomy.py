@@ -2,12 +2,14 @@
 and every head's ablation, each under 2 s on 2 cores), and what the growing batch saves over one model call per head.
 
     python benchmarks/bench_anatomy.py [--size base] [--repeats 3] [--tokenizers ../shared/tokenizers] [--out benchmarks/results]
+                                       [--goals-only]
 
 A random-weight BERT of `--size` (SIZES: base = bert-base's shape, 12 layers x 12 heads, 768 wide) with bert-base-cased's
 real tokenizer, and a GPT-2 of the same shape, score the pair below. Each measure runs `--repeats` times, the measures
 alternating (so a change of load hits all of them alike), after one warm-up; the median is reported with the machine's
-load average before and after, and the floating-point work each measure does (the matmul rate of this machine, measured
-in the same run, bounds it from below). Writes `anatomy.json` and `anatomy.md` in `--out`.
+load average before and after and this machine's matmul rate measured in the same run (docs/anatomy.md counts the
+floating-point work of each view). Writes `anatomy.json` and `anatomy.md` in `--out` (with `--goals-only`, without
+the slow one-call-per-head reference: `anatomy-goals.json` and `anatomy-goals.md`, a quick second measurement).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tokenizers", default=str(REPO.parent / "shared" / "tokenizers"))
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    parser.add_argument("--goals-only", action="store_true", help="leave out one call per head (the slow reference); writes anatomy-goals.json / .md")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-anatomy-"))
     models = {
@@ -77,10 +80,11 @@ def main() -> int:
             ablated_scores(lm, a),
             ablated_scores(lm, b),
         )
-        measures[f"{name}: every head ablated, one call per head, both sentences"] = lambda lm=lm, a=a, b=b: (
-            one_call_per_head(lm, a),
-            one_call_per_head(lm, b),
-        )
+        if not args.goals_only:
+            measures[f"{name}: every head ablated, one call per head, both sentences"] = lambda lm=lm, a=a, b=b: (
+                one_call_per_head(lm, a),
+                one_call_per_head(lm, b),
+            )
         measures[f"{name}: logit lens, both sentences"] = lambda lm=lm: logit_lens_pair(lm, *PAIR)
     times: dict[str, list[float]] = {k: [] for k in measures}
     for fn in measures.values():  # warm-up
@@ -115,7 +119,7 @@ def main() -> int:
         *(f"| {k} | {statistics.median(v):.2f} | {', '.join(f'{x:.2f}' for x in v)} |" for k, v in times.items()),
         "",
     ]
-    return write_results(Path(args.out), "anatomy", result, lines)
+    return write_results(Path(args.out), "anatomy-goals" if args.goals_only else "anatomy", result, lines)
 
 
 def write_results(out: Path, stem: str, data: dict, lines: list[str]) -> int:
