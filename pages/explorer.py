@@ -18,6 +18,7 @@ import ui.runs
 import ui.settings
 import ui.state
 import ui.tables
+import ui.anatomy
 import ui.trust
 import ui.zoo
 from ui.views import EXPLORER_TABS, ExplorerView, InspectorView
@@ -372,6 +373,7 @@ def main() -> None:
     ui.trust.conventions_panel(lm, dataset, result, view.inspect)
     if lm.fills_masks:  # mlm-bias's measures mask each token: a masked model's
         ui.trust.mlm_bias_panel(lm, dataset, result)
+    ui.anatomy.heads_panel(settings, lm, dataset, result)  # which heads move the bias score (ui/anatomy.py)
 
 
 main()

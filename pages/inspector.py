@@ -19,6 +19,7 @@ import ui.feedback
 import ui.honesty
 import ui.resources
 import ui.settings
+import ui.anatomy
 import ui.several
 import ui.sidebar
 import ui.state
@@ -66,6 +67,8 @@ def _adopt_url() -> None:
         st.session_state[S + "pinned"] = view.pin
     if "models" in link and view.models:
         st.session_state[S + "models"] = list(view.models)
+    if "anatomy" in link:
+        st.session_state[S + "anatomy"] = view.anatomy
     st.session_state.setdefault(S + "source", "dataset")
     st.session_state.setdefault(S + "metric", "aul")
     example = _example()
@@ -621,6 +624,7 @@ def main() -> None:
         ui.state.global_view(),
         **({"pair": st.session_state.get(S + "pair")} if source == "dataset" else {"s1": custom[0], "s2": custom[1]}),
         metric=focus,
+        anatomy=bool(st.session_state.get(S + "anatomy")),
         models=tuple(st.session_state.get(S + "models", ())),
         pin=st.session_state.get(S + "pinned"),
     )
@@ -699,6 +703,10 @@ def main() -> None:
         show_drivers(result, focus, pair_key)
 
         slide_downloads(result, aligned, label, stereo, anti, pair_key)
+
+        # Where the bias lives (ui/anatomy.py): computed only when switched on; in the link as anatomy=on.
+        if st.toggle("Anatomy: where the bias lives", key=S + "anatomy", persist_state="session", help=ui.anatomy.HELP):
+            ui.anatomy.show_pair(settings, lm, stereo, anti, label, focus)
 
         # Drawn only once opened (it is the page's heaviest part and most visits never open it): the page arrives sooner.
         attention = st.expander("Attention drill-down", icon=":material/grid_on:", key=S + "att_open", on_change="rerun")

@@ -283,7 +283,8 @@ PIN = "pin."
 class InspectorView(View):
     """The pair inspector: a dataset's pair (`pair`) or two typed sentences (`s1`, `s2`), the metric in focus, and what it
     shows side by side: the same pair under other `models` (the sidebar's settings otherwise) and `pin`, a pinned
-    inspection (a pair with the model and settings it was pinned with: its own view, without a pin or models of its own)."""
+    inspection (a pair with the model and settings it was pinned with: its own view, without a pin or models of its own);
+    `anatomy`: the pair's Anatomy view (attribution, logit lens, heads) is open."""
 
     PAGE: ClassVar[str] = "pages/inspector.py"
     g: GlobalView = GlobalView()
@@ -291,12 +292,13 @@ class InspectorView(View):
     s1: str | None = None
     s2: str | None = None
     metric: str = "aul"
+    anatomy: bool = False
     models: tuple[str, ...] = ()
     pin: InspectorView | None = None
 
     @classmethod
     def read(cls, r: _Reader) -> Self:
-        return _build(cls, **cls._read_pair(r), models=r.texts("models"), pin=cls._read_pin(r.within(PIN)))
+        return _build(cls, **cls._read_pair(r), anatomy=r.flag("anatomy"), models=r.texts("models"), pin=cls._read_pin(r.within(PIN)))
 
     @classmethod
     def _read_pair(cls, r: _Reader) -> dict[str, Any]:
@@ -324,7 +326,7 @@ class InspectorView(View):
 
     def pinned(self) -> InspectorView:
         """What Pin keeps: this inspection (pair, model and settings), without a pin or other models of its own."""
-        return replace(self, models=(), pin=None)
+        return replace(self, models=(), pin=None, anatomy=False)
 
 
 #: The dataset explorer's tabs, as a link names them.
@@ -503,6 +505,7 @@ DOC_PAGES = (
     "datasets",
     "analyses",
     "kurita",
+    "anatomy",
     "lab",
     "trust",
     "zoo",

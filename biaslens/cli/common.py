@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "evaluate": "score a dataset; writes pairs.csv and summary.json",
     "compare": "two or more models on the same pairs: bias-score differences (paired bootstrap), McNemar's exact test on verdicts, rank stability",
     "inspect": "score one sentence pair, token by token",
+    "anatomy": "where a pair's bias lives: attribution to the input tokens, the logit lens layer by layer, every head ablated",
     "score": "score any texts token by token (masked or causal models): one row per token, per word or per text",
     "metrics": "list the metrics with formula, direction and citation",
     "models": "list the model presets",

@@ -132,6 +132,13 @@ class CausalLM(LanguageModel):
         policy = FirstToken.parse(first_token) if first_token else (FirstToken.BOS if has_bos else FirstToken.NONE)
         return (1 if policy is FirstToken.BOS else 0), policy is FirstToken.TOKENIZER
 
+    def _final_norm(self) -> torch.nn.Module | None:
+        """The base model's final norm (GPT-2's `ln_f`, GPT-NeoX's `final_layer_norm`, Llama's and Qwen2's `norm`), applied
+        to the last block's output before the LM head."""
+        base = self.model.base_model
+        found = (getattr(base, name, None) for name in ("ln_f", "final_layer_norm", "norm"))
+        return next((module for module in found if isinstance(module, torch.nn.Module)), None)
+
     def _reading(self) -> dict[str, Any]:
         return {"first_token": self.first_token.value, "first_token_reading": FIRST_TOKEN_HELP[self.first_token]}
 

@@ -45,12 +45,13 @@ import platform
 import threading
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence, cast
 
 import numpy as np
 import torch
 
 from biaslens.data.sentences import check_sentence
+from biaslens.engine.internals import Internals, Intervention, intervene
 from biaslens.engine.words import covered_texts, display_token
 from biaslens.errors import InputError, MetricUnavailableError
 
@@ -475,6 +476,49 @@ class LanguageModel:
         if not att or any(a is None or a.dim() != 4 or tuple(a.shape[-2:]) != (n, n) for a in att):
             return f"{what} returns no attention weights (its architecture has no attention layers that report them), {tail}."
         return None
+
+    # -- inside the network: the hooks `biaslens.anatomy` reads through (engine/internals.py) ---------------
+    def _final_norm(self) -> torch.nn.Module | None:
+        """The norm the model applies to its last block's output before the LM head, or None (a kind declares it)."""
+        return None
+
+    @functools.cached_property
+    def internals(self) -> Internals:
+        """Where this network's blocks, attention heads and final norm are (found once; `Internals.unavailable` says why not)."""
+        return Internals.of(cast(torch.nn.Module, self.model.base_model), self.num_layers, self.num_heads, self._final_norm())
+
+    def require_internals(self, what: str) -> Internals:
+        """`internals`, or `MetricUnavailableError` naming `what` and why this network has none to hook."""
+        if self.internals.unavailable:
+            raise MetricUnavailableError(f"{what} is not available for {self.name} ({self.model_type}): {self.internals.unavailable}.")
+        return self.internals
+
+    def word_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The rows of the input embedding table for `input_ids` (B, L) -> (B, L, H): what `inputs_embeds` replaces."""
+        return cast(Any, self.model).get_input_embeddings()(input_ids)
+
+    def body(self, input_ids: torch.Tensor | None = None, *, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """The last hidden states (B, L, H) of unpadded rows, from token ids or from word embeddings (`inputs_embeds`:
+        the model adds its position and token-type embeddings as it does to its own): what `project` reads."""
+        return cast(torch.nn.Module, self.model.base_model)(input_ids=input_ids, inputs_embeds=inputs_embeds).last_hidden_state
+
+    def layer_states(self, input_ids: torch.Tensor | None = None, *, inputs_embeds: torch.Tensor | None = None) -> list[torch.Tensor]:
+        """Every layer's state of unpadded rows, before the final norm: [embeddings (each block's input, layer 0), the
+        output of block 1, ..., of block L], L + 1 tensors (B, T, H). `final_norm(states[-1])` is `body`'s output."""
+        self.require_internals("the layer-by-layer view")
+        states: list[torch.Tensor] = []
+
+        def record(layer: int, hidden: torch.Tensor) -> None:
+            states.append(hidden)
+
+        with intervene(self.internals, Intervention(block_input=record, record_final=True)) as seen:
+            last = self.body(input_ids, inputs_embeds=inputs_embeds)
+        return [*states, last if seen.final_input is None else seen.final_input]
+
+    def final_norm(self, hidden: torch.Tensor) -> torch.Tensor:
+        """`hidden` through the model's final norm (unchanged where its kind has none: a masked LM's head holds its own)."""
+        norm = self.internals.final_norm
+        return hidden if norm is None else norm(hidden)
 
     # -- provenance ---------------------------------------------------------------------
     def manifest(self, **extra: Any) -> dict[str, Any]:

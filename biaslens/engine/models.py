@@ -116,6 +116,10 @@ class MaskedLM(LanguageModel):
         one = SimpleNamespace(word_ids=lambda: batch.word_ids(k))  # what `word_ids_of` asks of one sentence's encoding
         return Encoding(text=text, ids=ids, special=special, tokens=tokens, word_ids=word_ids_of(one, tokens, special))
 
+    def _final_norm(self) -> torch.nn.Module | None:
+        """None: a masked LM's last block ends in its own norm, and its head (transform, norm, decoder) reads any layer."""
+        return None
+
     def _known_head(self) -> Callable[[torch.Tensor], torch.Tensor] | None:
         """The masked-LM head of architectures whose head is more than one child module."""
         model, model_type = self.model, self.model_type

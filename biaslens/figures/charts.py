@@ -808,27 +808,29 @@ def inspector_slide(
     `explore.margin_drivers`. Fixed widths, so `to_svg` / `to_png` give the same picture anywhere.
     """
 
-    def sentence(text: str, side: str) -> Any:
-        # The whole sentence, wrapped to the slide's width (about 9 px a character at 17 px): never cut off.
-        lines = slide_lines(f"{SIDE_NAMES[side].upper()}   {text}", max(30, (2 * panel_width + 40) // 9))
-        frame = pd.DataFrame({"t": ["\n".join(lines)]})
-        return (
-            alt.Chart(frame)
-            .mark_text(align="left", baseline="top", fontSize=17, lineHeight=23, lineBreak="\n", color=SIDE_COLORS[side])
-            .encode(text="t:N", x=alt.value(0), y=alt.value(0))
-            .properties(width=2 * panel_width, height=23 * len(lines))
-        )
-
     tokens = [
         alt.layer(*_unstyled(aligned_token_chart(aligned, m, title=measure_title(m, kind), legend=(i == 0), kind=kind))).properties(width=panel_width)
         for i, m in enumerate(measures)
     ]
     driver_charts = [alt.layer(*_unstyled(drivers_chart(frame, name))).properties(width=panel_width) for name, frame in drivers.items()]
-    rows: list[Any] = [sentence(stereo, "stereo"), sentence(anti, "anti"), alt.hconcat(*tokens)]
+    rows: list[Any] = [slide_sentence(stereo, "stereo", panel_width), slide_sentence(anti, "anti", panel_width), alt.hconcat(*tokens)]
     if driver_charts:
         rows.append(alt.hconcat(*driver_charts).resolve_scale(color="shared"))
     slide = alt.vconcat(*rows, spacing=18).resolve_scale(color="independent")
     return _style(slide.properties(title=alt.Title(safe_title(title), fontSize=20)))
+
+
+def slide_sentence(text: str, side: str, panel_width: int) -> Any:
+    """A slide's line for one sentence of the pair, in its side's colour: the whole sentence, wrapped to two panels' width
+    (about 9 px a character at 17 px), never cut off."""
+    lines = slide_lines(f"{SIDE_NAMES[side].upper()}   {text}", max(30, (2 * panel_width + 40) // 9))
+    frame = pd.DataFrame({"t": ["\n".join(lines)]})
+    return (
+        alt.Chart(frame)
+        .mark_text(align="left", baseline="top", fontSize=17, lineHeight=23, lineBreak="\n", color=SIDE_COLORS[side])
+        .encode(text="t:N", x=alt.value(0), y=alt.value(0))
+        .properties(width=2 * panel_width, height=23 * len(lines))
+    )
 
 
 def slide_lines(text: str, width: int) -> list[str]:

@@ -74,6 +74,7 @@ VIEWS = {
         s1=maybe_text,
         s2=maybe_text,
         metric=st.sampled_from(PAPER_METRICS),
+        anatomy=st.booleans(),
         models=st.lists(text, max_size=3, unique=True).map(tuple),
         pin=st.none() | pins,
     ),
