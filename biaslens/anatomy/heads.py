@@ -129,7 +129,7 @@ def head_shares(lm: LanguageModel, a: FocusSentence, b: FocusSentence) -> tuple[
         assert m is not None
         n = m.shape[-1]
         flat = torch.from_numpy(m.reshape(layers * heads, 1, n, n))
-        received = _attention_received([flat], torch.ones(layers * heads, n)).double().numpy().reshape(layers, heads, n)
+        received = _attention_received([flat], torch.ones(layers * heads, n), lm.seen_from_later).double().numpy().reshape(layers, heads, n)
         pos = r.encoding.scored_positions
         per_head = (received[:, :, pos] * r.logprob[pos]).sum(axis=-1) / len(pos) / (layers * heads)
         shares.append(sign * per_head)
