@@ -78,7 +78,7 @@ def test_a_slide_exports_whatever_its_words_and_holds_both_whole_sentences(tab, 
     png, svg = _make_slide(page)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and "<svg" in svg
     drawn = [html.unescape(t) for t in re.findall(r"<(?:text|tspan)[^>]*>([^<]*)<", svg)]
-    assert "if" in drawn  # the token "if", on the slide's axes
+    assert "If" in drawn  # the token "if" (ALBERT's "▁if"), on the slide's axes as the text it covers
     screenshot(page, f"slide-if-{page.viewport_size['width']}")
 
     open_app(page, server, "", s1=LONG_PAIR[0], s2=LONG_PAIR[1])
