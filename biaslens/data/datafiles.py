@@ -210,13 +210,15 @@ def download(
     target: Path,
     *,
     sha256: str | None,
+    git_blob: str | None = None,
     not_found: Callable[[str], str],
     check: Callable[[Path], object] | None = None,
     progress: Progress | None = None,
 ) -> Path:
     """Download `url` to `target`, which appears only once complete, verified and readable; returns `target`.
 
-    `sha256`: the published checksum (None: none published). `check(path)` reads the
+    `sha256`: the published checksum (None: none published); `git_blob`: the file's git blob id in its repository at a
+    pinned commit (a checksum every GitHub file has: sha1 of "blob <size>\\0" and the bytes). `check(path)` reads the
     downloaded file and raises DatasetError when it is unusable. `not_found(why)` words
     the one-line DatasetNotFoundError raised when the file cannot be had ("could not be
     downloaded (...)", "cannot be saved (...)"). A wrong checksum or an unreadable file is
@@ -239,6 +241,9 @@ def download(
         retry = f"it was removed. Try again later, or download it by hand from {url} and put it in {folder}/."
         if sha256 and digest != sha256:
             raise DatasetError(f"the downloaded {target.name} has sha256 {digest[:12]}…, expected {sha256[:12]}…; {retry}")
+        blob = git_blob_id(tmp) if git_blob else None
+        if git_blob and blob != git_blob:
+            raise DatasetError(f"the downloaded {target.name} has git blob id {str(blob)[:12]}…, expected {git_blob[:12]}…; {retry}")
         if check is not None:
             try:
                 check(tmp)
@@ -253,6 +258,15 @@ def download(
     return target
 
 
+def git_blob_id(path: Path) -> str:
+    """The git blob id of a file: sha1 of "blob <size>\\0" followed by its bytes (what `git hash-object` prints)."""
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode(), usedforsecurity=False)
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 16):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
     "MAX_FILE_MB",
@@ -263,6 +277,7 @@ __all__ = [
     "download",
     "fetch",
     "find_file",
+    "git_blob_id",
     "locate",
     "read_bytes",
     "read_text",

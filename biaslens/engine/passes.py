@@ -1,6 +1,7 @@
 """What the scoring core's passes are asked and what they return, as plain data.
 
-`MaskedQuery` (one masked forward-pass row), `MaskedResult` and `UnmaskedResult` hold
+`MaskedQuery` (one masked forward-pass row), `MaskedResult`, `UnmaskedResult`, `ContinuationQuery` (continuations
+scored after one prompt) and `ContinuationResult` hold
 tuples and numpy arrays only, so the metric registry (`biaslens.engine.metrics`), which builds
 queries and reads results, loads without torch (`biaslens metrics` answers at once).
 The passes themselves are `biaslens.engine.scoring`, which re-exports these names.
@@ -67,4 +68,37 @@ class MaskedResult:
     entropy: np.ndarray | None = None  # (R,) entropy (nats) of the distribution at each read position, only on request
 
 
-__all__ = ["MaskedQuery", "MaskedResult", "UnmaskedResult"]
+@dataclass(frozen=True)
+class ContinuationQuery:
+    """Continuations scored after one prompt: continuation k is read as `prompt + continuations[k] + suffix`.
+
+    Only the continuations' tokens are scored, each given everything before it (a causal model: the prompt and the
+    continuation's earlier tokens; a masked model: the whole row, the token masked alone). `suffix` holds what a
+    tokenizer puts after a text (a masked model's [SEP]). `LanguageModel.encode_continuations` makes them.
+    """
+
+    prompt: tuple[int, ...]
+    continuations: tuple[tuple[int, ...], ...]
+    suffix: tuple[int, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        """The continuations' tokens, what is scored."""
+        return sum(map(len, self.continuations))
+
+
+@dataclass(slots=True)
+class ContinuationResult:
+    """Per continuation of a `ContinuationQuery`: each token's log p (float64) and rank (1 = the model's arg-max)."""
+
+    query: ContinuationQuery
+    logprob: tuple[np.ndarray, ...]
+    rank: tuple[np.ndarray, ...]
+
+    @property
+    def sums(self) -> np.ndarray:
+        """Each continuation's log-likelihood: the sum of its tokens' log p."""
+        return np.array([float(lp.sum()) for lp in self.logprob])
+
+
+__all__ = ["ContinuationQuery", "ContinuationResult", "MaskedQuery", "MaskedResult", "UnmaskedResult"]

@@ -41,7 +41,9 @@ float rounding (the tests check |delta| <= 1e-5).
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Sequence, TypeVar
+import threading
+import weakref
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -49,7 +51,7 @@ import torch
 from biaslens.errors import NumericalError
 from biaslens.engine import packing
 from biaslens.engine.lm import Encoding, LanguageModel
-from biaslens.engine.passes import MaskedQuery, MaskedResult, UnmaskedResult
+from biaslens.engine.passes import ContinuationQuery, ContinuationResult, MaskedQuery, MaskedResult, UnmaskedResult
 
 #: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
 #: on a 2-core EPYC (bert-base, one thread, CPS 72-75 GFLOP/s, AUL+AULA 49-56 GFLOP/s), so
@@ -554,8 +556,168 @@ def _nothing_read(n_cand: int, top_k: int) -> dict[str, np.ndarray]:
     }
 
 
+# ---------------------------------------------------------------------------------------
+# Continuations after a prompt (the answers of a multiple-choice item)
+# ---------------------------------------------------------------------------------------
+
+
+def continuation_pass(
+    lm: LanguageModel,
+    queries: Sequence[ContinuationQuery],
+    *,
+    batch_tokens: int | None = None,
+    progress: Progress | None = None,
+    share_prompt: bool | None = None,
+) -> list[ContinuationResult]:
+    """Each continuation's tokens scored after its query's prompt (`ContinuationQuery`): log p and rank of every token.
+
+    A causal model (`reads_previous`) reads a query as one row: the prompt once, then each continuation after it, each
+    token attending to the prompt and to its own continuation's earlier tokens only (a 4D attention mask), its position
+    ids going on from the prompt's end (`LanguageModel.laid_out`). The prompt is computed once for all its continuations
+    (lm-evaluation-harness scores it again for each), and every score equals scoring prompt + continuation in a row of
+    its own up to float rounding. Whether a network honours such a layout is checked once on a probe (`shares_prompt`);
+    where it does not, or with `share_prompt=False`, each continuation gets a row of its own after the prompt. A masked
+    model masks each continuation token alone in prompt + continuation + suffix (PLL, the prompt unmasked).
+    """
+    if not queries:
+        return []
+    if not lm.reads_previous:
+        return _masked_continuations(lm, queries, batch_tokens, progress)
+    share = shares_prompt(lm)["share"] if share_prompt is None else bool(share_prompt)
+    if share:
+        rows = [(q, tuple(range(len(query.continuations)))) for q, query in enumerate(queries)]
+    else:
+        rows = [(q, (k,)) for q, query in enumerate(queries) for k in range(len(query.continuations))]
+    sizes = [len(c) for query in queries for c in query.continuations]
+    first = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # where continuation (q, k)'s tokens start among all
+    index = {}
+    at = 0
+    for q, query in enumerate(queries):
+        for k in range(len(query.continuations)):
+            index[(q, k)] = int(first[at])
+            at += 1
+    layouts = [_row_layout(queries[q], ks, [index[(q, k)] for k in ks]) for q, ks in rows]
+
+    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+        chosen = [layouts[i] for i in batch]
+        width = max(len(lay[0]) for lay in chosen)
+        ids = np.full((len(chosen), width), lm.pad_id, dtype=np.int64)
+        positions = np.zeros((len(chosen), width), dtype=np.int64)
+        block = np.full((len(chosen), width), -1, dtype=np.int64)
+        for b, (row_ids, row_positions, row_block, _reads, _gold, _entries) in enumerate(chosen):
+            ids[b, : len(row_ids)], positions[b, : len(row_ids)], block[b, : len(row_ids)] = row_ids, row_positions, row_block
+        seen = np.arange(width)
+        allowed = (seen[None, None, :] <= seen[None, :, None]) & (block[:, None, :] >= 0)
+        allowed &= (block[:, None, :] == 0) | (block[:, None, :] == block[:, :, None])
+        allowed |= np.eye(width, dtype=bool)[None]  # a padding position looks at itself (no row of -inf)
+        mask = np.where(allowed, 0.0, float(torch.finfo(lm.dtype).min)).astype(np.float32)[:, None]
+        reads = np.concatenate([lay[3] + b * width for b, lay in enumerate(chosen)])
+        gold = np.concatenate([lay[4] for lay in chosen])
+        entries = np.concatenate([lay[5] for lay in chosen])
+        ids_d, mask_d, pos_d, read_d, gold_d = _to_device(lm, ids, mask, positions, reads, gold)
+        out = lm.laid_out(ids_d, mask_d, pos_d)
+        hidden = out.reshape(-1, out.shape[-1])[read_d]
+        return _readout(lm, hidden, gold_d, None, 0, project=lm.project is not None), entries
+
+    budget = batch_tokens or default_batch_tokens(lm)
+    with torch.inference_mode():
+        done = _run_batched([len(lay[0]) for lay in layouts], run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        read = _collect(lm, done, int(first[-1]))
+    return _continuation_results(queries, read["logprob"], read["rank"])
+
+
+Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _row_layout(query: ContinuationQuery, ks: Sequence[int], starts: Sequence[int]) -> Layout:
+    """One row: the prompt, then continuations `ks` (their tokens' entries begin at `starts`): (ids, position ids, block
+    (0 prompt, b for the b-th continuation), where each continuation token is read (the position before it), its id, entry)."""
+    n = len(query.prompt)
+    ids, positions, block = [*query.prompt], list(range(n)), [0] * n
+    reads, gold, entries = [], [], []
+    for b, (k, start) in enumerate(zip(ks, starts), start=1):
+        cont = query.continuations[k]
+        at = len(ids)
+        reads += [n - 1, *range(at, at + len(cont) - 1)]  # its first token from the prompt's last position
+        ids += cont
+        positions += range(n, n + len(cont))
+        block += [b] * len(cont)
+        gold += cont
+        entries += range(start, start + len(cont))
+    as_array = [np.asarray(v, dtype=np.int64) for v in (ids, positions, block, reads, gold, entries)]
+    return as_array[0], as_array[1], as_array[2], as_array[3], as_array[4], as_array[5]
+
+
+def _continuation_results(queries: Sequence[ContinuationQuery], logprob: np.ndarray, rank: np.ndarray) -> list[ContinuationResult]:
+    """The flat per-token read-outs (queries, continuations, tokens in order) cut back into one result per query."""
+    out, at = [], 0
+    for query in queries:
+        lps, ranks = [], []
+        for cont in query.continuations:
+            lps.append(logprob[at : at + len(cont)])
+            ranks.append(rank[at : at + len(cont)].astype(np.int64))
+            at += len(cont)
+        out.append(ContinuationResult(query, tuple(lps), tuple(ranks)))
+    return out
+
+
+def _masked_continuations(
+    lm: LanguageModel, queries: Sequence[ContinuationQuery], batch_tokens: int | None, progress: Progress | None
+) -> list[ContinuationResult]:
+    """A masked model: every continuation token masked alone in prompt + continuation + suffix (`masked_pass`, singly)."""
+    masked = []
+    for query in queries:
+        n = len(query.prompt)
+        for cont in query.continuations:
+            positions = tuple(range(n, n + len(cont)))
+            masked.append(MaskedQuery((*query.prompt, *cont, *query.suffix), positions, positions, singly=True))
+    found = masked_pass(lm, masked, batch_tokens=batch_tokens, progress=progress)
+    logprob = np.concatenate([m.logprob for m in found]) if found else np.zeros(0)
+    rank = np.concatenate([m.rank for m in found]) if found else np.zeros(0, dtype=np.int64)
+    return _continuation_results(queries, logprob, rank)
+
+
+_SHARING: weakref.WeakKeyDictionary[torch.nn.Module, dict[str, Any]] = weakref.WeakKeyDictionary()
+_SHARING_LOCK = threading.Lock()
+#: The probe's prompt and continuations (`shares_prompt`).
+_PROBE_PROMPT, _PROBE_CONTINUATIONS = "The quick brown fox said that", ("it jumps over the dog.", "nothing", "the cat sleeps")
+
+
+def shares_prompt(lm: LanguageModel) -> dict[str, Any]:
+    """Whether `lm`'s network scores a prompt's continuations in one row (`continuation_pass`), and why: {"share": bool,
+    "reason": str, "error": max |delta|}. Checked once per network on a probe: the shared row must give every token the
+    log p it gets in a row of its own (within 1e-4; 5e-2 in half precision); a network that ignores position ids or a
+    custom attention mask, or fails on them, scores each continuation in a row of its own instead."""
+    with _SHARING_LOCK:
+        known = _SHARING.get(lm.model)
+    if known is not None:
+        return known
+    try:
+        query = lm.encode_continuations(_PROBE_PROMPT, _PROBE_CONTINUATIONS)
+        shared = continuation_pass(lm, [query], share_prompt=True)[0]
+        alone = continuation_pass(lm, [query], share_prompt=False)[0]
+        error = max(float(np.max(np.abs(a - b))) for a, b in zip(shared.logprob, alone.logprob))
+        tol = 1e-4 if lm.dtype == torch.float32 else 5e-2
+        made: dict[str, Any] = {
+            "share": error <= tol,
+            "reason": f"one row per prompt gives every continuation token its own row's log p (max |delta| {error:.2g})"
+            if error <= tol
+            else f"the network does not honour a shared row's positions and mask (max |delta| {error:.2g}): one row per continuation",
+            "error": error,
+        }
+    except Exception as exc:  # an architecture that refuses position ids or a 4D mask
+        made = {"share": False, "reason": f"a shared row failed ({type(exc).__name__}): one row per continuation", "error": None}
+    with _SHARING_LOCK:
+        _SHARING.setdefault(lm.model, made)
+        return _SHARING[lm.model]
+
+
 __all__ = [
     "DEFAULT_BATCH_TOKENS",
+    "ContinuationQuery",
+    "ContinuationResult",
+    "continuation_pass",
+    "shares_prompt",
     "plan_packed",
     "MaskedQuery",
     "MaskedResult",
