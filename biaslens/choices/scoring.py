@@ -23,8 +23,7 @@ import numpy as np
 
 from biaslens.choices.conventions import DELIMITER, prompt_of, scored_texts
 from biaslens.data.multiple_choice import ChoiceItem
-from biaslens.engine.lm import LanguageModel
-from biaslens.engine.passes import ContinuationQuery
+from biaslens.engine.lm import ContinuationQuery, LanguageModel
 from biaslens.errors import InputError
 
 #: Bump when a cached record's meaning changes.

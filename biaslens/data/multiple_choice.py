@@ -109,6 +109,16 @@ class ChoiceDataset:
         return len(self.items)
 
     @property
+    def pairs(self) -> tuple[()]:
+        """A multiple-choice dataset has no sentence pairs: a one-line error for what asks it for them."""
+        from biaslens.errors import InputError
+
+        raise InputError(
+            f"{self.title} is a multiple-choice dataset, not sentence pairs: score it with `biaslens evaluate` (lm-eval, "
+            "lm-eval-norm, original conventions), the inspector or the explorer; this command takes pair datasets."
+        )
+
+    @property
     def path(self) -> Path:
         """The folder of the files (one file: the file itself)."""
         return self.paths[0] if len(self.paths) == 1 else self.paths[0].parent

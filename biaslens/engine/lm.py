@@ -36,7 +36,6 @@ import numpy as np
 import torch
 
 from biaslens.data.sentences import check_sentence
-from biaslens.engine.passes import ContinuationQuery
 from biaslens.errors import InputError, MetricUnavailableError
 
 
@@ -68,6 +67,25 @@ class Encoding:
         positions = np.flatnonzero(keep)
         positions.flags.writeable = False
         return positions
+
+
+@dataclass(frozen=True)
+class ContinuationQuery:
+    """Continuations scored after one prompt: continuation k is read as `prompt + continuations[k] + suffix`.
+
+    Only the continuations' tokens are scored, each given everything before it (a causal model: the prompt and the
+    continuation's earlier tokens; a masked model: the whole row, the token masked alone). `suffix` holds what a
+    tokenizer puts after a text (a masked model's [SEP]). `LanguageModel.encode_continuations` makes them.
+    """
+
+    prompt: tuple[int, ...]
+    continuations: tuple[tuple[int, ...], ...]
+    suffix: tuple[int, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        """The continuations' tokens, what is scored."""
+        return sum(map(len, self.continuations))
 
 
 def word_ids_of(enc: Any, tokens: Sequence[str], special: Sequence[bool]) -> tuple[int, ...]:
@@ -450,4 +468,4 @@ def max_length_of(config: Any, tokenizer: Any) -> int:
     return min(limits) if limits else 512
 
 
-__all__ = ["Encoding", "LanguageModel", "first_line", "library_versions", "max_length_of", "word_ids_of"]
+__all__ = ["ContinuationQuery", "Encoding", "LanguageModel", "first_line", "library_versions", "max_length_of", "word_ids_of"]

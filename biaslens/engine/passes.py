@@ -1,7 +1,7 @@
 """What the scoring core's passes are asked and what they return, as plain data.
 
-`MaskedQuery` (one masked forward-pass row), `MaskedResult`, `UnmaskedResult`, `ContinuationQuery` (continuations
-scored after one prompt) and `ContinuationResult` hold
+`MaskedQuery` (one masked forward-pass row), `MaskedResult`, `UnmaskedResult` and `ContinuationResult` (continuations
+scored after one prompt: `biaslens.engine.lm.ContinuationQuery`) hold
 tuples and numpy arrays only, so the metric registry (`biaslens.engine.metrics`), which builds
 queries and reads results, loads without torch (`biaslens metrics` answers at once).
 The passes themselves are `biaslens.engine.scoring`, which re-exports these names.
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:
+    from biaslens.engine.lm import ContinuationQuery
     from biaslens.engine.models import Encoding
 
 
@@ -68,25 +69,6 @@ class MaskedResult:
     entropy: np.ndarray | None = None  # (R,) entropy (nats) of the distribution at each read position, only on request
 
 
-@dataclass(frozen=True)
-class ContinuationQuery:
-    """Continuations scored after one prompt: continuation k is read as `prompt + continuations[k] + suffix`.
-
-    Only the continuations' tokens are scored, each given everything before it (a causal model: the prompt and the
-    continuation's earlier tokens; a masked model: the whole row, the token masked alone). `suffix` holds what a
-    tokenizer puts after a text (a masked model's [SEP]). `LanguageModel.encode_continuations` makes them.
-    """
-
-    prompt: tuple[int, ...]
-    continuations: tuple[tuple[int, ...], ...]
-    suffix: tuple[int, ...] = ()
-
-    @property
-    def tokens(self) -> int:
-        """The continuations' tokens, what is scored."""
-        return sum(map(len, self.continuations))
-
-
 @dataclass(slots=True)
 class ContinuationResult:
     """Per continuation of a `ContinuationQuery`: each token's log p (float64) and rank (1 = the model's arg-max)."""
@@ -101,4 +83,4 @@ class ContinuationResult:
         return np.array([float(lp.sum()) for lp in self.logprob])
 
 
-__all__ = ["ContinuationQuery", "ContinuationResult", "MaskedQuery", "MaskedResult", "UnmaskedResult"]
+__all__ = ["ContinuationResult", "MaskedQuery", "MaskedResult", "UnmaskedResult"]

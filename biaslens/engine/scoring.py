@@ -50,8 +50,8 @@ import torch
 
 from biaslens.errors import NumericalError
 from biaslens.engine import packing
-from biaslens.engine.lm import Encoding, LanguageModel
-from biaslens.engine.passes import ContinuationQuery, ContinuationResult, MaskedQuery, MaskedResult, UnmaskedResult
+from biaslens.engine.lm import ContinuationQuery, Encoding, LanguageModel
+from biaslens.engine.passes import ContinuationResult, MaskedQuery, MaskedResult, UnmaskedResult
 
 #: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
 #: on a 2-core EPYC (bert-base, one thread, CPS 72-75 GFLOP/s, AUL+AULA 49-56 GFLOP/s), so

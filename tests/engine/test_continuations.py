@@ -14,7 +14,7 @@ import torch
 
 from biaslens.engine import scoring
 from biaslens.engine.lm import Encoding
-from biaslens.engine.passes import ContinuationQuery
+from biaslens.engine.lm import ContinuationQuery
 from biaslens.errors import InputError
 
 PROMPTS = [
