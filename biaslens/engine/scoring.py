@@ -584,22 +584,76 @@ def continuation_pass(
     if not lm.reads_previous:
         return _masked_continuations(lm, queries, batch_tokens, progress)
     share = shares_prompt(lm)["share"] if share_prompt is None else bool(share_prompt)
-    if share:
-        rows = [(q, tuple(range(len(query.continuations)))) for q, query in enumerate(queries)]
-    else:
-        rows = [(q, (k,)) for q, query in enumerate(queries) for k in range(len(query.continuations))]
-    sizes = [len(c) for query in queries for c in query.continuations]
-    first = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)  # where continuation (q, k)'s tokens start among all
-    index = {}
-    at = 0
-    for q, query in enumerate(queries):
-        for k in range(len(query.continuations)):
-            index[(q, k)] = int(first[at])
-            at += 1
-    layouts = [_row_layout(queries[q], ks, [index[(q, k)] for k in ks]) for q, ks in rows]
+    read = _shared_rows(lm, [(q.prompt, q.continuations) for q in queries], False, share, batch_tokens, progress)
+    return _continuation_results(queries, read["logprob"], read["rank"])
+
+
+def shared_prefix_pass(
+    lm: LanguageModel,
+    groups: Sequence[Sequence[Encoding]],
+    *,
+    batch_tokens: int | None = None,
+    progress: Progress | None = None,
+) -> list[list[UnmaskedResult]] | None:
+    """`unmasked_pass` of each group's sentences (a pair's two), their common first tokens computed once: one row per group,
+    the common prefix then each sentence's rest after it (`continuation_pass`'s layout), every token read as the unmasked
+    pass reads it (a causal model: from the position before; the first position unscored). None where it does not apply:
+    a masked model, a model whose network fails the probe (`shares_prompt`), or a first-token `start_context`."""
+    if not lm.reads_previous or lm.start_context is not None or not shares_prompt(lm)["share"]:
+        return None
+    trees = []
+    for group in groups:
+        ids = [e.ids for e in group]
+        common = 0
+        while common < min(map(len, ids)) - 1 and len({row[common] for row in ids}) == 1:
+            common += 1  # every sentence keeps at least one token of its own
+        common = max(common, 1)
+        trees.append((ids[0][:common], tuple(row[common:] for row in ids)))
+    read = _shared_rows(lm, trees, True, True, batch_tokens, progress)
+    out, at = [], 0
+    for group, (trunk, branches) in zip(groups, trees):
+        n = len(trunk) - 1  # the trunk's tokens after its first
+        trunk_lp, trunk_rank = read["logprob"][at : at + n], read["rank"][at : at + n]
+        at += n
+        results = []
+        for encoding, branch in zip(group, branches):
+            lp = np.concatenate([[np.nan], trunk_lp, read["logprob"][at : at + len(branch)]])
+            rank = np.concatenate([[0], trunk_rank, read["rank"][at : at + len(branch)]]).astype(np.int64)
+            at += len(branch)
+            results.append(UnmaskedResult(encoding=encoding, logprob=lp, rank=rank))
+        out.append(results)
+    return out
+
+
+Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _shared_rows(
+    lm: LanguageModel,
+    trees: Sequence[tuple[tuple[int, ...], Sequence[tuple[int, ...]]]],
+    read_trunk: bool,
+    share: bool,
+    batch_tokens: int | None,
+    progress: Progress | None,
+) -> dict[str, np.ndarray]:
+    """Log p and rank of every branch token (and, with `read_trunk`, every trunk token after the first) of trees of a trunk
+    and its branches, read-outs in order: per tree its trunk's tokens, then each branch's. `share`: a tree is one row (the
+    trunk, then its branches, each seeing the trunk and itself: `laid_out`); else each branch a row with the trunk."""
+    rows, entries = [], 0
+    for trunk, branches in trees:
+        trunk_at = entries
+        entries += len(trunk) - 1 if read_trunk else 0
+        starts = []
+        for branch in branches:
+            starts.append(entries)
+            entries += len(branch)
+        if share:
+            rows.append(_row_layout(trunk, branches, starts, trunk_at if read_trunk else None))
+        else:
+            rows += [_row_layout(trunk, [b], [s], trunk_at if read_trunk and k == 0 else None) for k, (b, s) in enumerate(zip(branches, starts))]
 
     def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
-        chosen = [layouts[i] for i in batch]
+        chosen = [rows[i] for i in batch]
         width = max(len(lay[0]) for lay in chosen)
         ids = np.full((len(chosen), width), lm.pad_id, dtype=np.int64)
         positions = np.zeros((len(chosen), width), dtype=np.int64)
@@ -613,37 +667,37 @@ def continuation_pass(
         mask = np.where(allowed, 0.0, float(torch.finfo(lm.dtype).min)).astype(np.float32)[:, None]
         reads = np.concatenate([lay[3] + b * width for b, lay in enumerate(chosen)])
         gold = np.concatenate([lay[4] for lay in chosen])
-        entries = np.concatenate([lay[5] for lay in chosen])
+        where = np.concatenate([lay[5] for lay in chosen])
         ids_d, mask_d, pos_d, read_d, gold_d = _to_device(lm, ids, mask, positions, reads, gold)
         out = lm.laid_out(ids_d, mask_d, pos_d)
         hidden = out.reshape(-1, out.shape[-1])[read_d]
-        return _readout(lm, hidden, gold_d, None, 0, project=lm.project is not None), entries
+        return _readout(lm, hidden, gold_d, None, 0, project=lm.project is not None), where
 
     budget = batch_tokens or default_batch_tokens(lm)
     with torch.inference_mode():
-        done = _run_batched([len(lay[0]) for lay in layouts], run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
-        read = _collect(lm, done, int(first[-1]))
-    return _continuation_results(queries, read["logprob"], read["rank"])
+        done = _run_batched([len(lay[0]) for lay in rows], run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        return _collect(lm, done, entries)
 
 
-Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-def _row_layout(query: ContinuationQuery, ks: Sequence[int], starts: Sequence[int]) -> Layout:
-    """One row: the prompt, then continuations `ks` (their tokens' entries begin at `starts`): (ids, position ids, block
-    (0 prompt, b for the b-th continuation), where each continuation token is read (the position before it), its id, entry)."""
-    n = len(query.prompt)
-    ids, positions, block = [*query.prompt], list(range(n)), [0] * n
+def _row_layout(trunk: Sequence[int], branches: Sequence[Sequence[int]], starts: Sequence[int], trunk_at: int | None) -> Layout:
+    """One row: the trunk, then `branches` (their tokens' read-outs go to entries `starts`; the trunk's, after its first
+    token, to `trunk_at` when given): (ids, position ids, block (0 trunk, b the b-th branch), where each read token is read
+    (the position before it), its id, its entry)."""
+    n = len(trunk)
+    ids, positions, block = [*trunk], list(range(n)), [0] * n
     reads, gold, entries = [], [], []
-    for b, (k, start) in enumerate(zip(ks, starts), start=1):
-        cont = query.continuations[k]
+    if trunk_at is not None:
+        reads += range(n - 1)
+        gold += trunk[1:]
+        entries += range(trunk_at, trunk_at + n - 1)
+    for b, (branch, start) in enumerate(zip(branches, starts), start=1):
         at = len(ids)
-        reads += [n - 1, *range(at, at + len(cont) - 1)]  # its first token from the prompt's last position
-        ids += cont
-        positions += range(n, n + len(cont))
-        block += [b] * len(cont)
-        gold += cont
-        entries += range(start, start + len(cont))
+        reads += [n - 1, *range(at, at + len(branch) - 1)]  # its first token from the trunk's last position
+        ids += branch
+        positions += range(n, n + len(branch))
+        block += [b] * len(branch)
+        gold += branch
+        entries += range(start, start + len(branch))
     as_array = [np.asarray(v, dtype=np.int64) for v in (ids, positions, block, reads, gold, entries)]
     return as_array[0], as_array[1], as_array[2], as_array[3], as_array[4], as_array[5]
 
@@ -717,6 +771,7 @@ __all__ = [
     "ContinuationQuery",
     "ContinuationResult",
     "continuation_pass",
+    "shared_prefix_pass",
     "shares_prompt",
     "plan_packed",
     "MaskedQuery",

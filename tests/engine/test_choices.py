@@ -155,7 +155,7 @@ def test_answers_flip_between_conventions_by_hand():
 
 def test_a_run_under_every_convention(tiny_gpt2, tmp_path):
     run = evaluate_choices(tiny_gpt2, BBQ, "all")
-    assert len(run.answers) == 10 and len(run.scored) == 10
+    assert len(run.answers) == 26 and len(run.scored) == 26
     for c in ("lm-eval", "lm-eval-norm", "original"):
         frame = run.answers.rename(columns={f"{c}:{k}": k for k in ("correct", "biased", "known")})
         assert run.statistics(c)["acc"] == pytest.approx(frame["correct"].astype(float).mean())
@@ -171,7 +171,7 @@ def test_a_run_under_every_convention(tiny_gpt2, tmp_path):
     written = run.save(tmp_path / "out")
     assert sorted(p.name for p in written) == ["breakdown.csv", "choices.csv", "flips.csv", "items.csv", "summary.json", "tokens.csv"]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["dataset"]["family"] == "bbq" and summary["conventions"]["original"]["items"] == 10
+    assert summary["dataset"]["family"] == "bbq" and summary["conventions"]["original"]["items"] == 26
     wino = evaluate_choices(tiny_gpt2, WINOGENDER, "all")
     assert set(wino.statistics("lm-eval")) == set(st.WINOGENDER_TASKS) and "biased_share" in wino.breakdown
 

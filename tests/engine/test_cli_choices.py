@@ -63,5 +63,5 @@ def test_a_pairs_command_refuses_a_multiple_choice_dataset(model_dirs, tmp_path,
 def test_datasets_lists_bbq_and_winogender(capsys):
     assert main(["datasets", "--data-dir", str(FIXTURE_DATA)]) == 0
     printed = capsys.readouterr().out
-    assert "bbq                     3 of 11 files in" in printed and "winogender              2 of 2 files in" in printed
+    assert "bbq                     11 of 11 files in" in printed and "winogender              2 of 2 files in" in printed
     assert "bbq-ambig" in printed and "winogender-gotcha-female" in printed

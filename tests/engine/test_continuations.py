@@ -112,3 +112,41 @@ def test_a_masked_models_continuation_is_the_pll_of_its_tokens(tiny_bert):
         for k, p in enumerate(positions):  # each token masked alone, one row each
             (one,) = scoring.masked_pass(tiny_bert, [scoring.MaskedQuery(ids, (p,), (p,))])
             assert abs(one.logprob[0] - lp[k]) <= 1e-4
+
+
+@pytest.mark.parametrize("family", ["gpt2", "pythia", "llama", "qwen2"])
+def test_a_pairs_common_prefix_read_once_equals_the_unmasked_pass(tiny_causal, family):
+    """`shared_prefix_pass` (what `evaluate` runs for a causal model's pairs) gives every token the unmasked pass's log p
+    and rank, the first position unscored; a pair whose sentence is a prefix of the other keeps a token of its own."""
+    lm = tiny_causal[family]
+    texts = [
+        ("Women don't know how to drive.", "Men don't know how to drive."),
+        ("The poor are really ignorant about money.", "The rich are really ignorant about money."),
+        ("He is a nurse", "He is a nurse and a father."),
+    ]
+    groups = [lm.encode_many(list(pair)) for pair in texts]
+    shared = scoring.shared_prefix_pass(lm, groups)
+    assert shared is not None
+    plain = scoring.unmasked_pass(lm, [e for g in groups for e in g], attention=False)
+    for got, want in zip([r for g in shared for r in g], plain):
+        assert got.encoding is want.encoding and len(got.logprob) == len(want.logprob)
+        scored = ~np.isnan(want.logprob)
+        assert (np.isnan(got.logprob) == ~scored).all() and np.max(np.abs(got.logprob[scored] - want.logprob[scored])) <= TOL
+        assert (got.rank[scored] == want.rank[scored]).all()
+
+
+def test_evaluate_is_unchanged_by_the_shared_prefix(tiny_gpt2, monkeypatch):
+    from biaslens.engine.evaluation import evaluate
+    from biaslens.data.datasets import load_dataset
+    from tests.support import FIXTURE_DATA
+
+    pairs = load_dataset("crows-pairs", data_dir=FIXTURE_DATA).pairs[:8]
+    shared = evaluate(tiny_gpt2, pairs, ["ll", "aul_c"], convention="lm-eval", cache=None).pairs
+    monkeypatch.setattr(scoring, "shared_prefix_pass", lambda *a, **k: None)
+    import biaslens.engine.pairs as pairs_module
+
+    monkeypatch.setattr(pairs_module, "shared_prefix_pass", lambda *a, **k: None)
+    alone = evaluate(tiny_gpt2, pairs, ["ll", "aul_c"], convention="lm-eval", cache=None).pairs
+    for column in ("ll_stereo", "ll_anti", "aul_c_stereo", "aul_c_anti"):  # sums of ~30 tokens in float32: 1e-5 per token
+        a, b = shared[column].to_numpy(float), alone[column].to_numpy(float)
+        assert (np.abs(a - b) <= TOL + 1e-6 * np.abs(b)).all()

@@ -44,19 +44,23 @@ def test_bbq_groups_follow_lm_evals_string_handling():
 
 def test_bbq_items_their_biased_answers_and_notes():
     data = read_choice_path(BBQ)
-    assert data.name == "bbq" and data.family == "bbq" and len(data) == 10
-    assert [it.item_id for it in data.items] == list(range(10))
+    assert data.name == "bbq" and data.family == "bbq" and len(data) == 26  # every category, in lm-eval's order
+    assert [it.item_id for it in data.items] == list(range(26)) and data.items[6].source_id == "Disability_status/0"
+    by_id = {it.source_id: it for it in data.items}
     age = data.items[0]
     assert (age.source_id, age.condition, age.polarity, age.label, age.unknown) == ("Age/0", "ambig", "neg", 2, 2)
     assert age.choices == ("The retired teacher", "The college student", "Not known") and age.correct == "Not known"
     assert [it.biased for it in data.items[:6]] == [(0,), (0,), (1,), (1,), (1,), (1,)]  # neg: the old; nonneg: the other
-    german, brazilian = data.items[6], data.items[7]
+    german, brazilian = by_id["Nationality/0"], by_id["Nationality/1"]
     assert german.biased == (2,) and brazilian.biased == (0,)  # "German" read as groups germ, man, europe
-    unmatched, both = data.items[8], data.items[9]
+    unmatched, both = by_id["Race_x_gender/0"], by_id["Race_x_gender/1"]
     assert unmatched.biased == ()  # "F-Black" is split on "_" into f, black: lm-eval never matches "f-black"
     assert both.biased == (0, 1) and both.groups[1] == ("latino",)
     assert any("without a biased answer" in n and "Race_x_gender/0" in n for n in data.notes)
-    assert any("8 of BBQ's 11 categories not in these files" in n for n in data.notes)
+    assert by_id["Race_x_SES/0"].biased == (0,) and by_id["SES/1"].biased == (1,)  # "lowSES-Black": low ses, black
+    assert not any("categories not in these files" in n for n in data.notes)
+    two = read_bbq([BBQ / "Age.jsonl", BBQ / "SES.jsonl"])
+    assert len(two) == 8 and any("9 of BBQ's 11 categories not in these files" in n for n in two.notes)
     assert any(n.startswith("Age.jsonl is not the published file") for n in data.notes)
     frame = data.to_frame()
     assert list(frame["source_id"][:2]) == ["Age/0", "Age/1"] and frame["choices"][0] == "The retired teacher | The college student | Not known"
@@ -127,13 +131,17 @@ def test_names_subsets_and_paths(tmp_path, monkeypatch):
     assert (age.name, len(age)) == ("bbq-age", 6) and all(it.category == "Age" for it in age.items)
     gotcha = load_choice_dataset("winogender-gotcha-female", data_dir=FIXTURE_DATA, download=False)
     assert len(gotcha) == 4 and all(it.gotcha and it.gender == "female" for it in gotcha.items) and gotcha.items[0].item_id == 0
+    assert len(load_choice_dataset("bbq", data_dir=FIXTURE_DATA, download=False)) == 26
+    (tmp_path / "data" / "bbq").mkdir(parents=True)
+    (tmp_path / "data" / "bbq" / "Age.jsonl").write_bytes((BBQ / "Age.jsonl").read_bytes())
     with pytest.raises(
         DatasetNotFoundError,
-        match=r"8 of its 11 files not found \(Disability_status.jsonl, Gender_identity.jsonl, .*switched off.*nyu-mll/BBQ/bea11bd",
+        match=r"10 of its 11 files not found \(Disability_status.jsonl, Gender_identity.jsonl, .*switched off.*nyu-mll/BBQ/bea11bd",
     ):
-        load_choice_dataset("bbq", data_dir=FIXTURE_DATA, cache_dir=tmp_path, download=False)
+        load_choice_dataset("bbq", data_dir=tmp_path / "data", cache_dir=tmp_path, download=False)
+    assert len(load_choice_dataset("bbq-age", data_dir=tmp_path / "data", cache_dir=tmp_path, download=False)) == 6
     with pytest.raises(DatasetError, match="neither BBQ category files"):
-        read_choice_path(tmp_path)
+        read_choice_path(tmp_path / "data")
 
 
 def test_download_checks_the_git_blob_id_then_reads_the_file(tmp_path, monkeypatch):
