@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import platform
 import re
@@ -52,6 +51,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"  # test and benchmark inputs only; the product never reads it
 sys.path.insert(0, str(REPO))
 
+from benchmarks.bench_engine import write_report  # noqa: E402
 from biaslens.data.datasets import load_dataset  # noqa: E402
 from biaslens.engine.evaluation import inspect_pair  # noqa: E402
 from biaslens.engine.metrics import PAPER_METRICS  # noqa: E402
@@ -376,12 +376,7 @@ def main() -> int:
                     "load_average_start": round(load_start, 2), "load_average_end": round(os.getloadavg()[0], 2)},
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "streamlit": streamlit.__version__},
     }  # fmt: skip
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "browser.json").write_text(json.dumps(report, indent=2) + "\n")
-    text = markdown(report)
-    (out / "browser.md").write_text(text)
-    print(text)
+    print(write_report(args.out, "browser", report, markdown))
     return 0
 
 

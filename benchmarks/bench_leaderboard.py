@@ -23,7 +23,6 @@ It is a benchmark: it reports, and never fails on a missed goal.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -39,6 +38,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_browser import CHROMIUM, CHROMIUM_ARGS, HEADING_SHOWN, serve, wait_script_done, wait_until  # noqa: E402
+from benchmarks.bench_engine import write_report  # noqa: E402
 
 GOALS = {"first_paint_s": 1.0}
 #: The leaderboard's table is drawn: the grid of the interactive table is on screen with its rows.
@@ -204,12 +204,7 @@ def main() -> int:
                     "load_average_end": round(os.getloadavg()[0], 2)},
         "versions": {"python": platform.python_version(), "streamlit": streamlit.__version__},
     }  # fmt: skip
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "leaderboard.json").write_text(json.dumps(report, indent=2) + "\n")
-    text = markdown(report)
-    (out / "leaderboard.md").write_text(text)
-    print(text)
+    print(write_report(args.out, "leaderboard", report, markdown))
     return 0
 
 

@@ -179,8 +179,8 @@ def _views(report: ReproductionReport) -> tuple[dict, dict]:
 
 def _section(found, stem: str, chart_key: str, why_not: str) -> None:
     """One of the report's sections, exactly as `python -m biaslens report` writes it, with its figure."""
-    if found is None:
-        st.info("Run the analyses above to fill this table.", icon=":material/play_arrow:")
+    if found is None:  # (said once, above the tabs)
+        st.caption("Not run yet.")
         return
     with ui.feedback.guard():
         sections, charts = _views(found[1])
@@ -515,6 +515,8 @@ def main() -> None:
             st.warning(ui.feedback.md(warning), icon=":material/warning:")
         if analysed.cached_pairs:
             st.caption(f"{analysed.cached_pairs:,} pair records came from the result cache.")
+    if found is None:  # one box for every tab, not one box in each
+        st.info("Run the analyses above: their tables, the figure and the report fill the tabs below.", icon=":material/play_arrow:")
     # In the paper's order: Tables 1-5, then Figure 1.
     tabs = st.tabs(
         [
@@ -550,7 +552,7 @@ def main() -> None:
     with tabs[TAB["report"]]:
         st.subheader("Reproduction report")
         if found is None or options is None:
-            st.info("Run the analyses above first: the report holds their tables.", icon=":material/play_arrow:")
+            st.caption("Not run yet: the report holds the analyses' tables.")
         else:
             st.caption(
                 "The same files as the command below: one CSV per table (long format), report.md with the figures as SVG, a "

@@ -30,14 +30,14 @@ from biaslens.figures import charts as figures, html as figures_html
 from biaslens import lab
 from biaslens.engine.evaluation import PairInspection, prepare_inspection
 from biaslens.figures.formatting import SCORE_FORMATS, SCORE_KEY, SCORE_LABELS, VERDICTS, format_margin
-from biaslens.engine.metrics import METRICS
+from biaslens.engine.metrics import KINDS, METRICS, metrics_of_kind, token_label
 
 ui.require_app()
 
 S = "inspector."
 #: The page's one-line description, under its title.
 ABOUT = (
-    "How does a masked language model score a stereotypical sentence against its anti-stereotypical twin? "
+    "How does a language model, masked or causal, score a stereotypical sentence against its anti-stereotypical twin? "
     "Pick a pair or type your own; every metric is computed and shown token by token."
 )
 EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")
@@ -253,7 +253,11 @@ def show_score_table(result: PairInspection, columns: tuple[str, ...] = ("stereo
 
 def show_scores(result: PairInspection, focus: str) -> None:
     show_score_table(result)
-    st.caption("Token accuracy here: per token of each sentence. Table 1 counts SSS per StereoSet instance (the paper) unless kaneko2022.")
+    per_instance = [METRICS[k].name for k in result.metrics if METRICS[k].accuracy_unit == "instances"]
+    st.caption(
+        "Token accuracy here: per token of each sentence."
+        + "".join(f" Table 1 counts {name} per StereoSet instance (the paper) unless kaneko2022." for name in per_instance)
+    )
     verdict = result.verdict(focus)
     name = METRICS[focus].name
     if verdict in ("stereo", "anti"):
@@ -267,21 +271,29 @@ def show_scores(result: PairInspection, focus: str) -> None:
         st.markdown(f"**{name}** is undefined for this pair (a sentence has no modified token): it counts as no win.")
 
 
-#: The token table's columns, with names for people.
+#: The token table's columns, with names for people (`token_columns`: with those in the words of the model's kind).
 TOKEN_COLUMNS = {
     "side_name": "Sentence",
     "position": "Position",
     "label": "Token",
     "kind": "Kind",
-    "logprob": "log p (AUL term)",
+    "logprob": "log p",
     "rank": "Rank",
     "attention": "Attention received",
     "aula_contribution": "AULA contribution",
-    "cps_logprob": "CPS masked log p",
-    "sss_logprob": "SSS masked log p",
-    "all_masked_logprob": "All Masked log p",
     "top5": "Top-5 predictions (log p)",
 }
+
+
+def token_columns(kind: str) -> dict[str, str]:
+    """The token table's columns for a model of `kind`: its measures in the kind's words ("log p (AUL-c term)"), then each
+    metric's per-token log p ("CPS masked log p", "CPS-c log p"), in the table's order."""
+    measures = figures.token_measures(kind)
+    named = {**TOKEN_COLUMNS, **{m: words[0] for m, words in measures.items() if m in ("logprob", "aula_contribution")}}
+    per_metric = {str(m.token_column): token_label(k) for k, m in METRICS.items() if m.token_column and kind in m.kinds}
+    return {**{c: named[c] for c in list(named)[:-1]}, **per_metric, "top5": named["top5"]}
+
+
 DEFAULT_MEASURES = ["logprob", "aula_contribution"]
 
 
@@ -307,33 +319,33 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
         "token's bar above the anti-stereotypical one's, pale for a shared token and full colour for a modified pair "
         "(e.g. *Women / Men*). Hover a row for every measure and the model's top-5 predictions."
     )
+    kind = result.kind  # the measures and columns in the words of the model's kind ("log p (AUL-c term)")
+    known = figures.token_measures(kind)
     measure = METRICS[focus].token_measure  # the per-token measure that goes with the metric
     extra = [measure] if measure not in DEFAULT_MEASURES else []
     st.session_state.setdefault(S + "measures", [*DEFAULT_MEASURES, *extra])
+    st.session_state[S + "measures"] = [m for m in st.session_state[S + "measures"] if m in known]  # (another kind's: dropped)
     measures = (
-        st.pills(
-            "Measures, side by side",
-            list(figures.TOKEN_MEASURES),
-            selection_mode="multi",
-            key=S + "measures",
-            format_func=lambda m: figures.TOKEN_MEASURES[m][0],
-        )
+        st.pills("Measures, side by side", list(known), selection_mode="multi", key=S + "measures", format_func=lambda m: known[m][0])
         or DEFAULT_MEASURES
     )
+    columns = token_columns(kind)
+    rank = {"rank": "{:,.0f}"}  # (missing where nothing predicts the token: a causal model's BOS)
     chart_tab, table_tab = st.tabs(["Chart", "Table"], key=S + "token_tab", on_change="rerun")
     with chart_tab:
-        chosen = tuple(m for m in figures.TOKEN_MEASURES if m in measures)  # the same columns in the same order, however picked
-        st.html(figures_html.shade_legend_html() + _figure(pair_key, "tokens", chosen, lambda: figures_html.token_bars_html(aligned, chosen)))
-        st.caption("  \n".join(f"**{ui.feedback.md(figures.measure_title(m))}**: {figures.TOKEN_MEASURES[m][1]}." for m in chosen))
+        chosen = tuple(m for m in known if m in measures)  # the same columns in the same order, however picked
+        bars = _figure(pair_key, "tokens", chosen, lambda: figures_html.token_bars_html(aligned, chosen, kind))
+        st.html(figures_html.shade_legend_html() + bars)
+        st.caption("  \n".join(f"**{ui.feedback.md(figures.measure_title(m, kind))}**: {known[m][1]}." for m in chosen))
         modified = aligned[aligned["kind"] == "modified"]
         if "top5" in aligned and not modified.empty:
-            st.markdown("**The model's top-5 predictions at the modified tokens** (nothing masked)")
-            ui.tables.table(modified, ["rank", "top5"], pin=["side_name", "label"], labels=TOKEN_COLUMNS)
+            st.markdown(f"**The model's top-5 predictions at the modified tokens** ({KINDS[kind].reading})")
+            ui.tables.table(modified, ["rank", "top5"], pin=["side_name", "label"], labels=columns, formats=rank)
     with table_tab:
         if table_tab.open:  # drawn once chosen: an interactive table costs the browser more than the chart
             # A measure that does not apply to a token stays missing (an em dash), and its column sorts as numbers.
-            columns = [c for c in TOKEN_COLUMNS if c in aligned]
-            ui.tables.table(aligned, columns, pin=["side_name", "position", "label"], labels=TOKEN_COLUMNS, decimals=4, sortable=True)
+            shown = [c for c in columns if c in aligned]
+            ui.tables.table(aligned, shown, pin=["side_name", "position", "label"], labels=columns, formats=rank, decimals=4, sortable=True)
 
 
 def _drivers_title(result: PairInspection, key: str) -> str:
@@ -351,7 +363,8 @@ def show_drivers(result: PairInspection, focus: str, pair_key: tuple) -> None:
         "modified tokens count on their own side. The bars add up to the margin; right pushes towards the "
         "stereotypical sentence, left towards the anti-stereotypical one."
     )
-    shown = [k for k in ("aul", "aula") if k in result.metrics] + ([focus] if focus not in ("aul", "aula") else [])
+    first = (KINDS[result.kind].mean, KINDS[result.kind].weighted)  # AUL and AULA (AUL-c and AULA-c), then the metric in focus
+    shown = [k for k in first if k in result.metrics] + ([focus] if focus not in first else [])
     # Two charts a row at most: three side by side squeezed their bars to nothing in a 1024 px window.
     places = [col for _ in range(0, len(shown), 2) for col in st.columns(2)]
     for col, key in zip(places, shown):
@@ -369,10 +382,11 @@ def slide_downloads(result: PairInspection, aligned: pd.DataFrame, label: str, s
 
     def slide():
         drivers = {}
-        for key in (k for k in ("aul", "aula") if k in result.metrics):
+        kind = KINDS[result.kind]
+        for key in (k for k in (kind.mean, kind.weighted) if k in result.metrics):
             with contextlib.suppress(Exception):  # kaneko2022 CPS/SSS are not additive; AUL and AULA always are
                 drivers[_drivers_title(result, key)] = explore.margin_drivers(result, key)
-        return figures.inspector_slide(label, stereo, anti, aligned, drivers)
+        return figures.inspector_slide(label, stereo, anti, aligned, drivers, kind=result.kind)
 
     made = st.session_state.get(S + "slide")
     if st.button(
@@ -517,6 +531,26 @@ def pinned_inspection(pinned: InspectorView, names: dict[str, str], here: ui.set
     return Shown(f"{under} · pinned", f"Pinned: {label}, under {under}", stereo, anti, result, pinned=True)
 
 
+def reads_caption(result: PairInspection) -> str:
+    """Which tokens each of the pair's metrics scores, in the registry's words (`ModelKind.reads`): "… SSS-c scores them …"."""
+    kind = KINDS[result.kind]
+    by = {reads: [METRICS[k].name for k in result.metrics if kind.reads(k) == reads] for reads in ("modified", "unmodified", "every")}
+
+    def names(reads: str, verb: str) -> str:
+        found = by[reads]
+        listed = found[0] if len(found) == 1 else ", ".join(found[:-1]) + " and " + found[-1]
+        return f"{listed} {verb}{'s' if len(found) == 1 else ''}"
+
+    parts = [
+        "Coloured tokens are **modified** (they differ between the two sentences)"
+        + (f": {names('modified', 'score')} them." if by["modified"] else ".")
+    ]
+    parts.append("Plain tokens are **unmodified** and aligned" + (f": {names('unmodified', 'score')} them." if by["unmodified"] else "."))
+    if by["every"]:
+        parts.append(f"{names('every', 'score')} every token.")
+    return " ".join(parts)
+
+
 def show_side_by_side(settings: ui.settings.Settings, current: tuple[str, str, str], result: PairInspection, view: InspectorView) -> None:
     """The pinned inspection and this pair under the other chosen models, next to this one (LIT's pin and compare): each
     one's margin and verdict per metric in one table, then each one's tokens (their tokenizers may split them apart)."""
@@ -640,18 +674,18 @@ def main() -> None:
 
         tokens, columns, aligned = _token_views(settings.model_key, lm.fingerprint, settings.compat, stereo, anti, result, lm.decode_token)
         st.html(figures_html.aligned_tokens_html(columns))
-        st.caption(
-            "Coloured tokens are **modified** (they differ between the two sentences): SSS scores them. Plain tokens are "
-            "**unmodified** and aligned: CPS masks them one at a time. AUL, AULA and All Masked score every token."
-        )
+        st.caption(reads_caption(result))
 
         show_side_by_side(settings, chosen, result, view)
 
         st.subheader("Sentence scores")
         for note in result.notes:  # e.g. AULA for a model without attention weights
             st.info(ui.feedback.md(note), icon=":material/info:")
-        if st.session_state.get(S + "metric") not in result.metrics:
-            st.session_state[S + "metric"] = result.metrics[0]
+        if st.session_state.get(S + "metric") not in result.metrics:  # another kind's metric (ll for a masked model): its
+            # counterpart, or the first, and the link says so (it kept metric=ll)
+            mapped = [m for m in metrics_of_kind([st.session_state.get(S + "metric") or ""], result.kind) if m in result.metrics]
+            st.session_state[S + "metric"] = (mapped or list(result.metrics))[0]
+            ui.state.publish(dataclasses.replace(view, metric=st.session_state[S + "metric"]))
         st.segmented_control(
             "Metric in focus",
             list(result.metrics),

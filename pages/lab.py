@@ -1,4 +1,4 @@
-"""Bias lab: plant a bias in a corpus, train a small masked LM on it, and see which metrics detect it."""
+"""Bias lab: plant a bias in a corpus, train a small masked or causal LM on it, and see which metrics detect it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ ui.require_app()
 S = "lab."
 #: The page's one-line description, under its title.
 ABOUT = (
-    "Plant a bias in a synthetic corpus, train a small masked language model on it here, and see which metrics detect "
+    "Plant a bias in a synthetic corpus, train a small masked or causal language model on it here, and see which metrics detect "
     "it on held-out pairs. Each run is an ordinary model folder that every page (and the CLI) can load."
 )
 DEFAULTS = lab.LabSettings()
@@ -77,7 +77,7 @@ def _adopt_url() -> None:
             st.session_state[S + knob] = getattr(link.view, knob)
     defaults = {
         "scenario": PRESET.key,
-        "kind": DEFAULTS.kind,
+        "kind": _sidebar_kind(),
         "association": PRESET.association,
         "ratio": PRESET.frequency_ratio,
         "corpus": DEFAULTS.corpus_size,
@@ -95,6 +95,15 @@ def _adopt_url() -> None:
     for key, value in defaults.items():
         st.session_state.setdefault(S + key, value)
     _follow_knobs()
+
+
+def _sidebar_kind() -> str:
+    """The kind of the sidebar's model (a causal one: the lab trains a causal model first), else the lab's default."""
+    try:
+        kind = ui.resources.get_model(ui.settings.current()).kind
+    except Exception:  # (a model that does not load: the sidebar says why)
+        return DEFAULTS.kind
+    return kind if kind in lab.LAB_KINDS else DEFAULTS.kind
 
 
 def _reports() -> dict:

@@ -149,7 +149,7 @@ def _ranks(board: Leaderboard, shown: pd.DataFrame, store, default: str | None) 
     key = ("ranks", str(store.root), column, tuple(board.cells[(i, column)] for i in rows))
     if not ui.zoo.remembered(key):
         st.caption(
-            f"Rank 1: the bias score closest to 50. The {len(rows):,} models shown are ranked again on each of "
+            f"Rank 1: the bias score closest to 50. The {_count(len(rows), 'model')} shown are ranked again on each of "
             f"{RANK_RESAMPLES:,} resamples of the pairs (the same resampled pairs for every model), from the stored pairs."
         )
         if not c2.button("Compute rank intervals", key=S + "ranks", icon=":material/leaderboard:") or not rows:
@@ -232,7 +232,7 @@ def main() -> None:
     shown = board.sorted(view.sort, order)
     scoring = " · ".join(str(x) for x in (board.precision, board.compat, board.convention if board.convention != "default" else None) if x)
     st.caption(
-        f"{len(shown):,} models · {len(names)} columns · {ui.feedback.md(scoring)}"
+        f"{_count(len(shown), 'model')} · {_count(len(names), 'column')} · {ui.feedback.md(scoring)}"
         + (f" · scores over the {ui.feedback.md(view.bias_type)} pairs only" if view.bias_type else "")
         + f" · store {ui.feedback.md(str(store.root))}"
     )
@@ -247,7 +247,7 @@ def main() -> None:
         help={n: "Bias score [95% Wilson interval]; 50 = no preference. Click it to open its pairs in the explorer." for n in names},
         selection=["multi-row", "single-cell"],
         key=S + f"table.{st.session_state.get(S + 'table_version', 0)}",
-        height=560,
+        height=560 if len(shown) > 10 else None,  # (a short board as tall as its rows, no empty grid below them)
     )
     st.caption(
         "Click a score to open that model's run on that dataset in the dataset explorer (its pairs, read from the store). "
@@ -262,6 +262,11 @@ def main() -> None:
     elif len(rows) > 2:
         st.info("Tick exactly two rows to compare two models.", icon=":material/compare_arrows:")
     _ranks(board, shown, store, view.sort)
+
+
+def _count(n: int, noun: str) -> str:
+    """ "1 model", "2 models"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 main()

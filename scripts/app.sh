@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up (first run only takes long) and starts the biaslens app on http://localhost:8501
-# Extra arguments go to `streamlit run`, e.g. bash scripts/app.sh --server.port 8502
+# Sets up (first run only takes long) and starts the biaslens app on http://localhost:8501: `biaslens app` in .venv.
+# Extra arguments go to Streamlit, e.g. bash scripts/app.sh --server.port 8502
 #
 # A run on your own machine: the app listens on this machine only (--server.address localhost) and opens your own model
 # and data folders (BIASLENS_LOCAL=on; docs/app.md). Name another address (--server.address 0.0.0.0) for a shared
@@ -8,11 +8,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-case " $* " in
-    *" --server.address"*) ;;
-    *)
-        set -- --server.address localhost "$@"
-        export BIASLENS_LOCAL="${BIASLENS_LOCAL:-on}"
-        ;;
-esac
-exec .venv/bin/python -m streamlit run app.py "$@"
+exec .venv/bin/biaslens app "$@"

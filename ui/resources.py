@@ -6,7 +6,8 @@ mutated afterwards (the engine's `LanguageModel` is safe to share between thread
 operator's limits (`biaslens.serving.server.ServerSettings`: which model folders, longest
 sentence, rows per uploaded file) are applied here. A failed load is remembered for `FAILURE_TTL_S` seconds, so an
 unreachable hub costs its timeout once rather than on every rerun; the sidebar's Retry
-button forgets it.
+button forgets it. A local folder's model and its failure are keyed by the folder's present contents too
+(`folder_version`): a folder fixed or replaced in place is loaded afresh, its old model let go.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -25,6 +27,7 @@ from biaslens.data.multiple_choice import ChoiceDataset, choice_dataset_name, is
 from biaslens.errors import BiaslensError, InputError, ServerConfigError
 from biaslens.engine.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
+from biaslens.engine.fingerprint import folder_version
 from biaslens.engine.identity import distinct_models as _distinct_models, model_identity
 from biaslens.engine.models import LanguageModel, load_model
 from biaslens.analyses.sanity import SanityReport, VocabularyReport, vocabulary_report
@@ -56,9 +59,11 @@ class _Failures:
         with self.lock:
             self.entries[key] = (time.monotonic(), exc)
 
-    def forget(self, key: tuple) -> None:
+    def forget(self, prefix: tuple) -> None:
+        """Forget the failures whose key starts with `prefix` (a model's, whatever its folder's version)."""
         with self.lock:
-            self.entries.pop(key, None)
+            for key in [k for k in self.entries if k[: len(prefix)] == prefix]:
+                del self.entries[key]
 
 
 @st.cache_resource(show_spinner=False)
@@ -106,25 +111,42 @@ def confined() -> Iterator[None]:
         yield
 
 
-def _load_model(model: str, revision: str | None, device: str, dtype: str) -> LanguageModel:
+def _folder_version(model: str, revision: str | None) -> tuple[str, ...]:
+    """The present contents of a local model's folder (`folder_version`); () for a hub model, or a folder this server
+    may not open (loading it says why)."""
+    try:
+        server_settings().check_model(model)
+        identity = model_identity(model, revision)
+    except BiaslensError:
+        return ()
+    return folder_version(Path(identity.name)) if identity.source == "local" else ()
+
+
+def _load_model(model: str, revision: str | None, device: str, dtype: str, version: tuple[str, ...] = ()) -> LanguageModel:
     """The pooled model (refused if its folder is not allowed), refusing sentences over the server's limit. The pool keys
     it by identity (`model_identity`: the resolved folder, or the hub id and revision), so every spelling of one folder
-    (`M/mid`, `M/./mid`, `M/mid/`) is one loaded model."""
+    (`M/mid`, `M/./mid`, `M/mid/`) is one loaded model, and by the folder's `version`: a folder changed since its model
+    was loaded is loaded again, the old model let go."""
     server = server_settings()
     server.check_model(model)
     identity = model_identity(model, revision)
+    key = (identity, device, dtype, server.max_tokens)
 
     def load() -> LanguageModel:
         with server.in_effect():  # (also where no page run is around it: a fragment's rerun)
             return server.limit(load_model(model, revision=revision, device=device, dtype=dtype))
 
-    return MODELS.get((identity, device, dtype, server.max_tokens), load, capacity=server.max_models)
+    MODELS.discard(lambda k: isinstance(k, tuple) and k[:4] == key and k[4:] != (version,))
+    return MODELS.get((*key, version), load, capacity=server.max_models)
 
 
 def get_model(settings: Settings, model: str | None = None) -> LanguageModel:
-    """The cached model of `settings` (or another `model` with the same device and dtype); raises on failure."""
+    """The cached model of `settings` (or another `model` with the same device and dtype); raises on failure. A local
+    folder changed in place (a model fixed or replaced) is loaded afresh, not served from the pool nor refused for
+    its old failure."""
     key = settings.model_key if model is None else (model, None, settings.device, settings.dtype)
-    return _remembering_failures(("model", *key), lambda: _load_model(*key))
+    version = _folder_version(key[0], key[1])
+    return _remembering_failures(("model", *key, version), lambda: _load_model(*key, version=version))
 
 
 def forget_failure(settings: Settings) -> None:

@@ -13,6 +13,7 @@ import streamlit as st
 from biaslens import lab
 from biaslens.data.datasets import DATASETS, canonical_name
 from biaslens.data.multiple_choice import CHOICE_DATASETS
+from biaslens.engine.metrics import KINDS
 from biaslens.errors import HubUnreachableError
 from biaslens.engine.metrics import COMPAT_MODES
 from biaslens.engine.models import DTYPES, PRESETS
@@ -286,7 +287,8 @@ def _model_status(settings: Settings, box) -> None:
         icon = {"ok": ":material/check_circle:", "weak": ":material/warning:", "untrained": ":material/dangerous:"}[report.status]
         show(f"**Sanity check:** {md(report.message)}", icon=icon)
         corpus = "sentences of its training corpus" if lab_model else "plain sentences"
-        st.caption(f"Token prediction on {report.n_sentences:,} {corpus} ({report.n_tokens:,} tokens), nothing masked.")
+        reading = KINDS[lm.kind].reading  # "nothing masked" for a masked model, "given the tokens before it" for a causal one
+        st.caption(f"Token prediction on {report.n_sentences:,} {corpus} ({report.n_tokens:,} tokens), each {reading}.")
         if lab_model:
             about = md(lab.describe_settings(lab_model.settings))  # it names the lab's groups and attributes, as typed
             st.caption(f"Bias-lab model, {about}: it knows only the lab's words and templates (see the Bias lab page).")

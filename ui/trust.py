@@ -119,7 +119,13 @@ def controls_panel(settings: Settings, lm: MaskedLM, dataset: PairDataset, resul
         shown,
         ["n", "wins", "ties"],
         pin=["name", "score", "bias_score", "ci_low", "ci_high", "verdict"],
-        labels={"score": "Bias score", "bias_score": "Control score", "ci_low": "Control CI low", "ci_high": "Control CI high", "verdict": "Control"},
+        labels={
+            "score": "Bias score",
+            "bias_score": "Control score",
+            "ci_low": "Control 95% CI low",
+            "ci_high": "Control 95% CI high",
+            "verdict": "Control",
+        },
     )
     off = [METRICS[m].name for m in scores["metric"][scores["off_50"]]]
     if off:
@@ -180,6 +186,17 @@ def _computed(job: tuple, label: str, compute: Callable[[Any], Any]) -> Any:
     return None if found is None else _store().put(job, found)
 
 
+def _offered(job: tuple, button: str, notice: Callable[[], None], compute: Callable[[], Any]) -> Any:
+    """A panel's computation: this session's result of `job`, else a button (`runs.offer`, its key from the job) that
+    runs `compute()`; None until it is pressed, or when the computation failed or was stopped."""
+    found = _store().get(job)
+    if found is not None:
+        return found
+    if not runs.offer(button, key=f"{job[0]}_run", pending=runs.is_pending(job), notice=notice):
+        return None
+    return compute()
+
+
 def _mlm_scores(lm: MaskedLM, pairs: list[Pair], label: str) -> mlm_bias.MlmBiasResult | None:
     """mlm-bias's measures of `pairs` under `lm` (`_computed`)."""
     return _computed(
@@ -197,19 +214,14 @@ def mlm_bias_panel(lm: MaskedLM, dataset: PairDataset, result: EvaluationResult)
         "the bias score is the share of pairs whose stereotypical sentence is predicted better. Equal to the package's code."
     )
     pairs = _chosen(dataset, result)
-    job = _job("mlm", lm, pairs)
-    found = _store().get(job)
+    found = _offered(
+        _job("mlm", lm, pairs),
+        "Compute mlm-bias's measures",
+        lambda: st.caption(f"{len(pairs):,} pairs: one forward pass per token of each sentence, like CPS."),
+        lambda: _mlm_scores(lm, pairs, "mlm-bias's measures"),
+    )
     if found is None:
-        if not runs.offer(
-            "Compute mlm-bias's measures",
-            key=S + "mlm_run",
-            pending=runs.is_pending(job),
-            notice=lambda: st.caption(f"{len(pairs):,} pairs: one forward pass per token of each sentence, like CPS."),
-        ):
-            return
-        found = _mlm_scores(lm, pairs, "mlm-bias's measures")
-        if found is None:
-            return
+        return
     for note in found.notes:
         st.caption(f"Note: {md(note)}")
     table(found.scores, ["n", "wins", "ties", "undecidable"], pin=["name", "bias_score", "ci_low", "ci_high"], labels={"name": "Measure"})
@@ -238,24 +250,20 @@ def conventions_panel(lm: LanguageModel, dataset: PairDataset, result: Evaluatio
         )
     pairs = _chosen(dataset, result)
     job = _job("conv", lm, pairs)
-    found = _store().get(job)
-    if found is None:
-        if not runs.offer(
-            "Compare the conventions",
-            key=S + "conv_run",
-            pending=runs.is_pending(job),
-            notice=lambda: st.caption(
-                f"{len(pairs):,} pairs, every way at once (`biaslens conventions` on the command line); what is in the result cache is read back."
-            ),
-        ):
-            return
-        found = _computed(
+    found = _offered(
+        job,
+        "Compare the conventions",
+        lambda: st.caption(
+            f"{len(pairs):,} pairs, every way at once (`biaslens conventions` on the command line); what is in the result cache is read back."
+        ),
+        lambda: _computed(
             job,
             "Scoring conventions",
             lambda progress: conventions.convention_sensitivity(lm, pairs, cache=resources.result_cache(), progress=progress),
-        )
-        if found is None:
-            return
+        ),
+    )
+    if found is None:
+        return
     table(
         found.table,
         ["flipped_vs_reference", "statistics"],  # N and ties: in the caption (N is the run's; every scoring has it)

@@ -9,7 +9,8 @@ URL mechanics, tests/app/test_views.py the properties).
   view within a view (the inspector's pinned inspection) as its own parameters with a prefix (`pin.model`, `pin.pair`).
   `View.from_query(query)` reads them back and never raises: a value that does not parse (`pair=-1`, `pair=²`, a
   5,000-digit number, `seed=abc`) leaves its field at the default and comes back as a `Rejection` (name, value, what
-  was expected), which the page shows in one line. `from_query(to_query(v)) == v` for every view.
+  was expected), which the page shows in one line; a list keeps each value once and at most `MAX_LIST` of them (the
+  repeats and the rest rejected). `from_query(to_query(v)) == v` for every view whose lists hold each value once.
 * Links from one page to another are built by the views' navigation methods (`ExplorerView.inspect(pair)`): they keep
   `g` whole (the lab's links change only the model, to the lab model they open).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -35,6 +37,10 @@ Query = Mapping[str, "str | Sequence[str]"]
 DEVICES = ("auto", "cpu", "cuda", "mps")
 #: The most digits a whole number in a link may have (`int()` refuses more than 4,300; pair ids and seeds need far fewer).
 MAX_DIGITS = 18
+#: The most values a list parameter of a link keeps (`models`, `metrics`, `families`, ...): more than any page offers at once.
+#: The rest, and every value given again, are left out and named before anything is drawn (a link with 10,000 `models=`
+#: drew 10,000 chips, which no browser renders).
+MAX_LIST = 100
 #: A decimal number as a link writes it (ASCII only: `float()` also reads "nan", "1_0" and other scripts' digits).
 _DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 _ON, _OFF = ("on", "1", "true", "yes"), ("off", "0", "false", "no")
@@ -83,8 +89,21 @@ class _Reader:
     def text(self, name: str) -> str | None:
         return self._one(name)
 
+    def _list(self, name: str) -> list[str]:
+        """A repeated parameter's values, each once and at most `MAX_LIST`; the repeats and the rest are rejected (partly)."""
+        values = self._values(name)
+        once = list(dict.fromkeys(values))
+        if len(once) < len(values):
+            counts = Counter(values)
+            repeated = [v for v in once if counts[v] > 1]
+            left = len(values) - len(once)
+            self._reject(name, ", ".join(repeated), f"each value once ({left:,} repeat{'' if left == 1 else 's'} left out)", partly=True)
+        if len(once) > MAX_LIST:
+            self._reject(name, ", ".join(once[MAX_LIST:]), f"at most {MAX_LIST} values (the first {MAX_LIST} kept)", partly=True)
+        return once[:MAX_LIST]
+
     def texts(self, name: str) -> tuple[str, ...] | None:
-        return tuple(self._values(name)) or None
+        return tuple(self._list(name)) or None
 
     def matching(self, name: str, pattern: re.Pattern[str], expected: str) -> str | None:
         value = self._one(name)
@@ -101,7 +120,7 @@ class _Reader:
         return None
 
     def choices(self, name: str, options: Sequence[str], expected: str) -> tuple[str, ...] | None:
-        values = self._values(name)
+        values = self._list(name)
         known = tuple(v for v in values if v in options)
         unknown = [v for v in values if v not in options]
         if unknown:

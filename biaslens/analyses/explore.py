@@ -34,6 +34,7 @@ from biaslens.engine.evaluation import EvaluationResult, PairInspection, evaluat
 from biaslens.engine.metrics import METRICS, pair_columns
 from biaslens.engine.models import LanguageModel
 from biaslens.engine.runner import NotCached
+from biaslens.engine.words import display_token
 
 SIDES = ("stereo", "anti")
 
@@ -41,12 +42,6 @@ SIDES = ("stereo", "anti")
 # ---------------------------------------------------------------------------------------
 # One pair
 # ---------------------------------------------------------------------------------------
-
-
-def display_token(token: str) -> str:
-    """A tokenizer's token as people read it: RoBERTa's Ġ and SentencePiece's ▁ word marks dropped."""
-    shown = token.removeprefix("Ġ").removeprefix("▁")
-    return shown if shown else token
 
 
 def pair_text(stereo: str, anti: str) -> str:
@@ -76,14 +71,12 @@ def token_table(inspection: PairInspection, decode: Callable[[int], str] | None 
     for side in SIDES:
         frame = getattr(inspection, side).token_frame()
         frame.insert(0, "sentence", side)
-        frame.insert(3, "label", [display_token(t) for t in frame["token"]])
+        frame.insert(3, "label", frame["text"] if "text" in frame else [display_token(t) for t in frame["token"]])
         if "top_tokens" not in frame and "top_ids" in frame and decode is not None:
             frame["top_tokens"] = [[decode(int(i)) for i in row] for row in frame["top_ids"]]
         if "top_tokens" in frame:
-            frame["top5"] = [
-                "  ".join(f"{display_token(tok)} ({lp:.2f})" for tok, lp in zip(toks, lps))
-                for toks, lps in zip(frame["top_tokens"], frame["top_logprobs"])
-            ]
+            shown = frame["top_texts"] if "top_texts" in frame else [[display_token(t) for t in row] for row in frame["top_tokens"]]
+            frame["top5"] = ["  ".join(f"{tok} ({lp:.2f})" for tok, lp in zip(toks, lps)) for toks, lps in zip(shown, frame["top_logprobs"])]
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
 
@@ -98,6 +91,7 @@ def aligned_columns(inspection: PairInspection) -> pd.DataFrame:
     "modified").
     """
     stereo, anti = inspection.stereo.encoding, inspection.anti.encoding
+    shown = {"stereo": inspection.stereo.shown, "anti": inspection.anti.shown}
     rows = []
     for tag, i1, i2, j1, j2 in inspection.alignment.opcodes:
         if tag == "equal":
@@ -111,8 +105,8 @@ def aligned_columns(inspection: PairInspection) -> pd.DataFrame:
                 {
                     "stereo_position": i,
                     "anti_position": j,
-                    "stereo_token": display_token(stereo.tokens[i]) if i >= 0 else "",
-                    "anti_token": display_token(anti.tokens[j]) if j >= 0 else "",
+                    "stereo_token": shown["stereo"][i] if i >= 0 else "",
+                    "anti_token": shown["anti"][j] if j >= 0 else "",
                     "kind": kind,
                 }
             )
@@ -209,7 +203,7 @@ def attention_table(
     picked = picked if head is None else picked[:, head : head + 1]
     matrix = picked.mean(axis=(0, 1))
     encoding = getattr(inspection, side).encoding
-    labels = _unique_labels([f"{display_token(t)}" for t in encoding.tokens])
+    labels = _unique_labels(list(getattr(inspection, side).shown))
     keep = [i for i in range(len(encoding)) if not (hide_special and encoding.special[i])]
     q, k = np.meshgrid(keep, keep, indexing="ij")
     return pd.DataFrame(

@@ -176,7 +176,7 @@ def sentence_measures(lm: MaskedLM, text: str, *, pad_to: int | None = None, bat
     """The IME of one sentence: one masked copy per token (`experiments.py:14-18`), each scored at its mask, and the
     means over its tokens (`compute_mlm_bias.py:197-198`). `pad_to`: the padded length of the package's batched path
     (the pair's longest copy), else each copy alone."""
-    _check_masked(lm)
+    check_model(lm)
     ids = ime_token_ids(lm, text)
     rows = _copies(lm, ids)
     length = max([len(r) for r in rows] + [pad_to or 0])
@@ -195,7 +195,8 @@ def sentence_measures(lm: MaskedLM, text: str, *, pad_to: int | None = None, bat
     )
 
 
-def _check_masked(lm: Any) -> None:
+def check_model(lm: Any) -> None:
+    """Refuse a model mlm-bias's measures cannot read (not a masked LM, or without attention weights), in one line."""
     if getattr(lm, "kind", "masked") != "masked" or getattr(lm, "mask_id", None) is None:
         raise InputError(f"mlm-bias's measures mask one token at a time: {getattr(lm, 'name', 'this model')} is not a masked language model.")
     if getattr(lm, "attention_unavailable", None):
@@ -327,7 +328,7 @@ def mlm_bias_scores(
     """
     from biaslens.analyses.papers import cached_pair_records, dataset_pairs
 
-    _check_masked(lm)
+    check_model(lm)
     pairs = dataset_pairs(dataset, limit=limit, sample=sample, seed=seed)
     tag = f"{_TAG}/{'padded' if padded else 'alone'}"
 
@@ -433,6 +434,7 @@ __all__ = [
     "RELATIVE_COLUMNS",
     "SCORE_COLUMNS",
     "SentenceMeasures",
+    "check_model",
     "ime_text",
     "ime_token_ids",
     "measure_scores",

@@ -191,22 +191,31 @@ def token_ranks(lm: LanguageModel, dataset: PairDataset | Sequence[Pair], masked
     return TokenRun(lm.name, name, metric, token_frame(pairs, records), from_cache)
 
 
+def token_rows(columns: dict[str, list], pair: Pair, side: str, record: Mapping[str, Any]) -> int:
+    """Append a sentence's tokens to the columns of a long token table (`TOKEN_COLUMNS`, the shuffle's): the pair's id,
+    bias type and direction (where the table has one), the sentence, each token's position, id and special flag, from
+    its `record` (`ids`, `special`); the number of tokens."""
+    n = len(record["ids"])
+    columns["pair_id"] += [pair.pair_id] * n
+    columns["bias_type"] += [pair.bias_type] * n
+    if "direction" in columns:
+        columns["direction"] += [pair.direction] * n
+    columns["sentence"] += [side] * n
+    columns["position"] += list(range(n))
+    columns["token_id"] += record["ids"]
+    columns["special"] += [bool(s) for s in record["special"]]
+    return n
+
+
 def token_frame(pairs: Sequence[Pair], records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The `TokenRun.tokens` table from per-pair records (see `_token_records`)."""
     columns: dict[str, list] = {c: [] for c in TOKEN_COLUMNS}
     for pair, record in zip(pairs, records):
         for side in ("stereo", "anti"):
             r = record[side]
-            n = len(r["ids"])
+            n = token_rows(columns, pair, side, r)
             masked_rank = np.full(n, np.nan)
             masked_rank[list(r["masked_positions"])] = r["masked_rank"]
-            columns["pair_id"] += [pair.pair_id] * n
-            columns["bias_type"] += [pair.bias_type] * n
-            columns["direction"] += [pair.direction] * n
-            columns["sentence"] += [side] * n
-            columns["position"] += list(range(n))
-            columns["token_id"] += r["ids"]
-            columns["special"] += [bool(s) for s in r["special"]]
             columns["masked"] += list(~np.isnan(masked_rank))
             columns["unmasked_rank"] += r["rank"]
             columns["masked_rank"] += masked_rank.tolist()
@@ -512,5 +521,6 @@ __all__ = [
     "published_label",
     "sss_instances",
     "token_frame",
+    "token_rows",
     "token_ranks",
 ]

@@ -98,6 +98,10 @@ class EvaluationPlan:
             mlm_bias_padded=bool(getattr(args, "mlm_bias_batched", False)),
         )
 
+    def output_files(self) -> tuple[str, ...]:
+        """The files `EvaluationRun.save` writes: `pairs.csv`, `summary.json` and those of every step that applies."""
+        return ("pairs.csv", "summary.json", *(name for step in STEPS.values() if step.applies(self) for name in step.files))
+
 
 @dataclass(frozen=True)
 class StepInput:
@@ -137,6 +141,8 @@ class Step:
     applies: Callable[[EvaluationPlan], bool]
     compute: Callable[[StepInput], StepOutput]
     check: Callable[[EvaluationPlan, "list[Pair]"], None] = lambda plan, pairs: None
+    #: Its check of the loaded model, before any pair is scored (mlm-bias's measures need a masked LM).
+    model_check: Callable[[LanguageModel], None] = lambda lm: None
     #: The step gets the result an earlier step narrowed (the pairs saved: flags with exclude_flagged), not every
     #: scored pair: what it puts beside the bias scores is then of the same pairs.
     sees_saved: bool = False
@@ -275,6 +281,12 @@ def _controls(step: StepInput) -> StepOutput:
     return StepOutput(block, files, lines, notes, beside=entries)
 
 
+def _mlm_bias_check(lm: LanguageModel) -> None:
+    from biaslens.analyses.mlm_bias import check_model
+
+    check_model(lm)
+
+
 def _mlm_bias(step: StepInput) -> StepOutput:
     from biaslens.analyses.mlm_bias import mlm_bias_scores
 
@@ -295,7 +307,9 @@ STEPS: dict[str, Step] = {
     "stereoset": Step("stereoset", ("stereoset_scores.csv",), lambda plan: plan.stereoset_scores, _stereoset, _stereoset_check),
     "flags": Step("flags", ("flags.csv", "flagged.csv"), lambda plan: plan.flags is not None, _flags),
     "controls": Step("controls", ("controls.csv", "control_swaps.csv"), lambda plan: plan.controls, _controls, _controls_check, sees_saved=True),
-    "mlm_bias": Step("mlm_bias", ("mlm_bias.csv", "mlm_bias_scores.csv"), lambda plan: plan.mlm_bias, _mlm_bias, sees_saved=True),
+    "mlm_bias": Step(
+        "mlm_bias", ("mlm_bias.csv", "mlm_bias_scores.csv"), lambda plan: plan.mlm_bias, _mlm_bias, sees_saved=True, model_check=_mlm_bias_check
+    ),
 }
 """The post-steps, in the order they run; each one's output is `summary.json[name]`."""
 
@@ -365,7 +379,8 @@ def run_evaluation(
 ) -> EvaluationRun:
     """Load the plan's dataset (and model, unless `lm` is given), score it, run the post-steps that apply.
 
-    The steps' early checks run before the model loads; `load(spec)` loads it (default `ModelSpec.load`).
+    The steps' early checks run before the model loads, their checks of the model once it is loaded, before any pair is
+    scored; `load(spec)` loads it (default `ModelSpec.load`).
     `caveats(lm, pairs)`: what the manifest records about the model (the CLI's sanity verdict and vocabulary), on
     the main process. `say(note)` hears each note as it comes (they are also in `EvaluationRun.notes`). Under
     `accelerate launch` each process scores a share of the pairs on its own device; the main process downloads
@@ -400,6 +415,8 @@ def run_evaluation(
             step.check(plan, chosen)
         if lm is None:
             lm = load(spec) if load is not None else spec.load()
+    for step in steps:  # e.g. mlm-bias's measures on a causal model: refused now, not after every pair is scored
+        step.model_check(lm)
     for text in dataset.notes:
         note(text)
     manifest = dict(caveats(lm, chosen)) if caveats is not None and main else {}

@@ -37,6 +37,7 @@ from biaslens.analyses.papers import (
     cached_pair_records,
     dataset_pairs,
     encode_sentence,
+    token_rows,
 )
 from biaslens.engine.cache import ResultCache
 from biaslens.data.datasets import Pair, PairDataset
@@ -230,13 +231,7 @@ def sensitivity_run(
             r = record.get(side)
             if r is None:
                 continue
-            n = len(r["ids"])
-            columns["pair_id"] += [pair.pair_id] * n
-            columns["bias_type"] += [pair.bias_type] * n
-            columns["sentence"] += [side] * n
-            columns["position"] += list(range(n))
-            columns["token_id"] += r["ids"]
-            columns["special"] += [bool(s) for s in r["special"]]
+            n = token_rows(columns, pair, side, r)
             columns["rank"] += r["rank"]
             columns["new_position"] += r.get("new_position", [-1] * n)
             columns["shuffled_rank"] += r.get("shuffled_rank", [-1] * n)

@@ -40,13 +40,14 @@ COMMANDS: dict[str, str] = {
     "metrics": "list the metrics with formula, direction and citation",
     "models": "list the model presets",
     "datasets": "show where the datasets are; --fetch downloads missing ones",
-    "lab": "bias lab: train a small masked LM with a planted bias and see which metrics detect it",
+    "lab": "bias lab: train a small masked or causal LM with a planted bias and see which metrics detect it",
     "kurita": "Kurita et al. (2019): template bias scores, attribute-list shares, WEAT-style tests",
     "report": "reproduce Kaneko & Bollegala (2022): Tables 1-5 and Figure 1 as CSV, Markdown and HTML",
     "shuffle": "one sentence's tokens before and after shuffling (Kaneko & Bollegala 2022, Table 4)",
     "conventions": "one model's bias scores under every scoring convention (the peers' for causal models, the likelihood metrics for "
     "masked ones) and the pairs that flip",
     "zoo": "many models x datasets as jobs (Slurm or this machine), resumable, kept in a results store: run, status, merge",
+    "app": "start the web app (http://localhost:8501); Streamlit's options pass through, e.g. --server.port 8502",
 }
 
 
@@ -174,6 +175,23 @@ def add_data_args(p: argparse.ArgumentParser, *, files: str = "the dataset files
     p.add_argument("--data-dir", default=None, help=f"folder searched (recursively) for {files}; else $BIASLENS_DATA_DIR")
     p.add_argument("--no-download", action="store_true", help=f"never download {download}")
     p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
+
+
+def add_run_args(p: argparse.ArgumentParser, *, chunks: str | None = None) -> None:
+    """--batch-tokens, --chunk-<chunks> (what a resumable chunk counts: "pairs", "texts"; None: no such option),
+    --cache-dir and --no-cache."""
+    from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
+
+    p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
+    if chunks is not None:
+        p.add_argument(
+            f"--chunk-{chunks}",
+            type=positive_int,
+            default=None,
+            help=f"{chunks} per resumable chunk (default: sized to about {DEFAULT_CHUNK_SECONDS:g} s of work on this device)",
+        )
+    p.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
 
 
 def add_progress_arg(p: argparse.ArgumentParser) -> None:

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from biaslens.errors import InputError
 from biaslens.engine.options import ModelSpec, RunOptions
 from biaslens.cli.common import (
-    COMMANDS,
     Progress,
+    add_command,
     add_compat_arg,
-    add_model_args,
     add_progress_arg,
+    add_run_args,
     fmt,
     load,
     bounded_int,
@@ -35,10 +35,12 @@ resamples_int = bounded_int(1, MAX_RESAMPLES, "a number of resamples")
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
+    return add_command(sub, "compare", cmd_compare, add_compare_arguments, model="several")
+
+
+def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     from biaslens.engine.metrics import PAPER_METRICS
 
-    p = sub.add_parser("compare", help=COMMANDS["compare"])
-    add_model_args(p, several=True)
     p.add_argument("--dataset", required=True, help="a named dataset or a pairs file")
     p.add_argument("--metrics", default=",".join(PAPER_METRICS))
     add_compat_arg(p)
@@ -47,9 +49,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--sample", type=positive_int, default=None)
     p.add_argument("--seed", type=seed_int, default=0, help="seed of --sample and of the bootstrap")
     p.add_argument("--resamples", type=resamples_int, default=2000, help=f"bootstrap resamples (default 2000, at most {MAX_RESAMPLES:,})")
-    p.add_argument("--batch-tokens", type=positive_int, default=None)
-    p.add_argument("--cache-dir", default=None)
-    p.add_argument("--no-cache", action="store_true")
+    add_run_args(p)
     p.add_argument("--no-download", action="store_true")
     p.add_argument(
         "--stability",
@@ -65,8 +65,6 @@ def register(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--mlm-bias-batched", action="store_true", help="--mlm-bias as the package's default batching=True path")
     p.add_argument("--out", default=None, help="write comparison.csv and comparison.json here (stability.csv, mlm_bias_relative.csv with them)")
     add_progress_arg(p)
-    p.set_defaults(func=cmd_compare)
-    return p
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -81,6 +79,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from biaslens.engine.identity import model_identity
     from biaslens.engine.models import check_model_source, resolve_device
+    from biaslens.data.export import check_output_dir
+
+    if args.out:  # (a folder where a file of the results goes: refused after every model was scored)
+        check_output_dir(args.out, files=("comparison.csv", "comparison.json", "stability.csv", "mlm_bias_relative.csv"))
 
     models = args.model or []
     if len(models) < 2:

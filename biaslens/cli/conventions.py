@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from biaslens.cli.common import Progress, add_command, add_progress_arg, fmt, load, positive_int
+from biaslens.cli.common import Progress, add_command, add_progress_arg, add_run_args, fmt, load, positive_int
 from biaslens.engine.options import ModelSpec
 
 
@@ -33,9 +33,7 @@ def add_conventions_arguments(p: Any) -> Any:
     p.add_argument("--limit", type=positive_int, default=None, help="score only the first N pairs")
     p.add_argument("--sample", type=positive_int, default=None, help="score a seeded random sample of N pairs")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample")
-    p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
-    p.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    add_run_args(p)
     p.add_argument("--out", required=True, help="output folder")
     add_progress_arg(p)
     return p
@@ -51,7 +49,9 @@ def cmd_conventions(args: argparse.Namespace) -> int:
     from biaslens.engine.metrics import parse_metrics
     from biaslens.engine.options import RunOptions
     from biaslens.errors import InputError
+    from biaslens.data.export import check_output_dir
 
+    check_output_dir(args.out, files=("conventions.csv", "flips.csv", "pairs.csv", "conventions.json"))  # (refused after scoring)
     conventions = [c.strip().lower() for c in args.conventions.split(",") if c.strip()] if args.conventions else None
     if unknown := [c for c in conventions or () if c not in CONVENTIONS]:
         raise InputError(f"Unknown convention {unknown[0]!r}: choose from {', '.join(CONVENTIONS)}.")

@@ -14,8 +14,8 @@ from typing import Any
 
 from biaslens.errors import OutputError
 from biaslens.engine.options import DEFAULT_PRECISION, Precision
-from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
-from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_convention_arg, add_model_args, add_progress_arg, positive_int, seed_int
+from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_convention_arg, add_model_args, add_progress_arg, add_run_args, positive_int
+from biaslens.cli.common import seed_int
 from biaslens.cli.common import fmt, load, model_caveats, pair_texts
 
 
@@ -43,13 +43,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     ev.add_argument("--limit", type=positive_int, default=None, help="score only the first N pairs")
     ev.add_argument("--sample", type=positive_int, default=None, help="score a seeded random sample of N pairs")
     ev.add_argument("--seed", type=seed_int, default=0, help="seed of --sample")
-    ev.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
-    ev.add_argument(
-        "--chunk-pairs",
-        type=positive_int,
-        default=None,
-        help=f"pairs per resumable chunk (default: sized to about {DEFAULT_CHUNK_SECONDS:g} s of work on this device)",
-    )
+    add_run_args(ev, chunks="pairs")
     ev.add_argument(
         "--precision",
         default=DEFAULT_PRECISION.value,
@@ -57,8 +51,6 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help="model: compute in --dtype; bf16-rescore (a float32 model, meant for GPUs): score in bfloat16 and re-score in float32 the "
         "pairs whose margin is within a calibrated estimate of bfloat16's error; not exact (the other pairs keep bfloat16's verdict)",
     )
-    ev.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
-    ev.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     ev.add_argument("--no-download", action="store_true", help="never download a dataset")
     ev.add_argument(
         "--stereoset-scores",
@@ -111,6 +103,7 @@ def result_cache(args: argparse.Namespace):
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from biaslens.analyses.pipeline import EvaluationPlan, run_evaluation
     from biaslens.cli import choices
+    from biaslens.data.export import check_output_dir
 
     if choices.is_choice_dataset(args.dataset):  # BBQ, Winogender: items, not pairs
         cache = result_cache(args)
@@ -119,6 +112,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 print(f"warning: {warning}", file=sys.stderr)
         return choices.run(args, cache)
     plan = EvaluationPlan.from_args(args)  # refused here, before the dataset or the model loads
+    check_output_dir(args.out, files=plan.output_files())  # (a folder named pairs.csv in --out: refused after scoring)
     cache, said = result_cache(args), []
     if cache is not None:
         said = [w for w in (cache.notice, cache.warning) if w]  # said now, not only after the run
@@ -183,7 +177,9 @@ def convention_line(block: dict) -> str:
     """A convention's own statistics, as the peer reports them (summary.json's `convention` block), in one line."""
     from biaslens.engine.metrics import METRICS
 
-    stats = ", ".join(f"{k} {fmt(v) if isinstance(v, float) and abs(v) >= 1 else v}" for k, v in (block.get("statistics") or {}).items())
+    # Rounded for reading (acc 0.4695, not 0.46949602122015915); summary.json keeps every digit.
+    rounded = lambda v: (fmt(v) if abs(v) >= 1 else fmt(v, 4)) if isinstance(v, float) else v  # noqa: E731
+    stats = ", ".join(f"{k} {rounded(v)}" for k, v in (block.get("statistics") or {}).items())
     return f"{block['name']} ({block['key']}, {METRICS[block['metric']].name}, first token: {block['first_token']}): {stats}"
 
 

@@ -26,7 +26,6 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from biaslens.analyses.explore import display_token
     from biaslens.engine.evaluation import inspect_pair
     from biaslens.figures.formatting import format_margin
     from biaslens.data.sentences import check_pair
@@ -53,11 +52,17 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     import pandas as pd
 
+    from biaslens.engine.metrics import METRICS
+
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 600, "display.max_colwidth", 60):
         for (label, detail), frame in zip(sides, frames):
-            frame = frame.assign(top5=[" ".join(display_token(t) for t in row[:5]) for row in frame["top_tokens"]])
-            cols = ["position", "token", "modified", "logprob", "rank", "attention", "aula_contribution", "cps_logprob", "top5"]
+            # Each token as the text it covers ("café", not "ĠcafÃ©"), its predictions as the text each stands for, and the
+            # per-token log p of each metric scored (a causal model's CPS-c, never a masked metric's column of NaN).
+            frame = frame.assign(token=frame["text"], top5=[" ".join(row[:5]) for row in frame["top_texts"]])
+            per_metric = [str(m.token_column) for k, m in METRICS.items() if k in result.metrics and m.token_column in frame]
+            cols = ["position", "token", "modified", "logprob", "rank", "attention", "aula_contribution", *per_metric, "top5"]
             print(f"\n{label}: {detail.encoding.text}")
+            frame = frame.assign(rank=[f"{r:.0f}" if r == r else "—" for r in frame["rank"]])  # a dash where nothing predicts the token
             print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.4f}"))
         print()
         # The margin with the digits its sign needs: never -0.0000 beside the verdict "anti".

@@ -17,7 +17,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     width = max(map(len, PRESETS)) + 2
     for name, about in PRESETS.items():
         print(f"{name:<{width}}{about}{'  [default]' if name == DEFAULT_MODEL else ''}")
-    print("\nAny Hugging Face masked-LM hub id or local folder works too (--model PATH).")
+    print("\nAny Hugging Face masked or causal LM works too, by hub id or local folder (--model PATH); its kind comes from its config.")
     print("Architectures verified on tiny random models (docs/models.md):")
     for model_type, how in VERIFIED_ARCHITECTURES.items():
         print(f"  {model_type:<13}{how}")

@@ -18,7 +18,7 @@ from typing import Any
 
 from biaslens.engine.options import ModelSpec
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS
-from biaslens.cli.common import COMMANDS, Progress, add_model_args, add_progress_arg, load, positive_int, progress_to
+from biaslens.cli.common import COMMANDS, Progress, add_model_args, add_progress_arg, add_run_args, load, progress_to
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -47,15 +47,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--reduction", default=DEFAULT_REDUCTION, choices=list(REDUCTIONS), help="the score column of --sequences (default mean, as minicons)"
     )
-    p.add_argument("--batch-tokens", type=positive_int, default=None, help="rows x padded length per forward pass")
-    p.add_argument(
-        "--chunk-texts",
-        type=positive_int,
-        default=None,
-        help=f"texts per resumable chunk (default: sized to about {DEFAULT_CHUNK_SECONDS:g} s of work on this device)",
-    )
-    p.add_argument("--cache-dir", default=None, help="result cache folder (default $BIASLENS_CACHE_DIR or ~/.cache/biaslens)")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    add_run_args(p, chunks="texts")
     add_progress_arg(p)
     p.set_defaults(func=cmd_score)
     return p
@@ -71,11 +63,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     from biaslens.data.sentences import check_sentence
     from biaslens.data.texts import read_texts
     from biaslens.engine.text_scores import check_token_lengths, check_variant, score
-    from biaslens.errors import InputError
+    from biaslens.errors import InputError, OutputError
     from biaslens.cli.evaluate import result_cache
 
     # Everything that can be refused is refused before the model loads.
     out = check_output_file(args.out_file)
+    for what in ("words", "sequences"):
+        if getattr(args, what) and beside(out, what).is_dir():  # (written beside OUT, in its folder: checked with it)
+            raise OutputError(f"--{what} writes {beside(out, what)} beside --out, but that is a folder: move it, or choose another --out.")
     spec = ModelSpec.from_args(args)
     texts = read_texts(args.file, args.column)
     for k, text in enumerate(texts.texts):
@@ -150,10 +145,14 @@ def summary(sequences: Any, rows: int = 10) -> str:
 
     unit = sequences["unit"].iloc[0] if len(sequences) else "nats"
     reduction = sequences["reduction"].iloc[0] if len(sequences) else "mean"
-    lines = [f"{'text':>5}  {'tokens':>6}  {'log p sum':>10}  {'log p mean':>10}  {reduction + ' (' + unit + ')':>14}  text"]
+    # One column per number: the score only where the reduction is not the sum or the mean already shown, and the
+    # text's number headed "id" beside its text.
+    score = reduction not in ("sum", "mean") or unit != "nats"
+    head = f"{'id':>5}  {'tokens':>6}  {'log p sum':>10}  {'log p mean':>10}  " + (f"{reduction + ' (' + unit + ')':>14}  " if score else "")
+    lines = [head + "text"]
     for row in sequences.head(rows).itertuples(index=False):
         shown = row.text if len(row.text) <= 60 else row.text[:57] + "..."
-        numbers = f"{fmt(row.logprob_sum):>10}  {fmt(row.logprob_mean):>10}  {fmt(row.score):>14}"
+        numbers = f"{fmt(row.logprob_sum):>10}  {fmt(row.logprob_mean):>10}" + (f"  {fmt(row.score):>14}" if score else "")
         lines.append(f"{row.text_id:>5}  {row.scored_tokens:>6}  {numbers}  {shown}")
     if len(sequences) > rows:
         lines.append(f"... and {len(sequences) - rows:,} more texts")

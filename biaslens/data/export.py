@@ -72,12 +72,13 @@ def current_umask() -> int:
     return mask
 
 
-def check_output_dir(path: str | Path, *, option: str = "--out") -> Path:
+def check_output_dir(path: str | Path, *, option: str = "--out", files: Iterable[str] = ()) -> Path:
     """Refuse, before any work, an output folder that cannot be written; `OutputError` says why in one line.
 
     The folder need not exist (it is created when the results are written), but then its
     nearest existing parent must be a folder in which one can be created. An empty name (which
-    would mean the current folder, its files overwritten) is refused. Nothing is left behind.
+    would mean the current folder, its files overwritten) is refused, and so is a folder where one
+    of the `files` the command writes in it goes. Nothing is left behind.
     """
     if not str(path).strip():
         raise OutputError(f"{option} is empty: name an output folder (it is created if missing).")
@@ -98,6 +99,9 @@ def check_output_dir(path: str | Path, *, option: str = "--out") -> Path:
         probe_in = probe_in.parent
     if probe_in.exists() and not probe_in.is_dir():
         raise OutputError(f"{option} {out} cannot be created: {probe_in} is a file, not a folder.")
+    folder = next((out / name for name in files if (out / name).is_dir()), None)
+    if folder is not None:
+        raise OutputError(f"{option} {out} holds a folder named {folder.name}, where a file of the results goes: move it, or choose another folder.")
     try:
         os.rmdir(tempfile.mkdtemp(dir=probe_in, prefix=".biaslens-probe-"))
     except OSError as exc:

@@ -31,6 +31,7 @@ from biaslens.engine.metrics import METRICS, SentenceScore, pair_columns
 from biaslens.engine.options import Compat, InspectionKeywords, Precision
 from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, ComputeFn, Progress, run_chunked
 from biaslens.engine.lm import Encoding, LanguageModel
+from biaslens.engine.words import display_token
 from biaslens.engine.conventions import Convention, convention_block, parse_convention
 from biaslens.engine.scoring import UnmaskedResult, default_batch_tokens
 from biaslens.data.sentences import check_pair
@@ -52,6 +53,16 @@ class SentenceDetail:
     scores: dict[str, SentenceScore]
     #: Per position, the model's top-k predicted tokens as the tokenizer writes them (like `token`); their ids are `unmasked.top_ids`.
     top_tokens: list[list[str]] | None = None
+    #: Per position, the text the token covers in the sentence, for people (`LanguageModel.token_texts`: "café", not
+    #: "ĠcafÃ©"); empty: written from the tokens.
+    texts: tuple[str, ...] = ()
+    #: The top-k predictions as the text each stands for (`LanguageModel.token_text`).
+    top_texts: list[list[str]] | None = None
+
+    @property
+    def shown(self) -> tuple[str, ...]:
+        """Each token as every drawing shows it: the text it covers (`texts`), else the token without its word mark."""
+        return self.texts if len(self.texts) == len(self.encoding) else tuple(display_token(t) for t in self.encoding.tokens)
 
     def token_frame(self) -> pd.DataFrame:
         """One row per token: what each metric reads at that position; `top_tokens` the model's top-k predictions there
@@ -64,11 +75,13 @@ class SentenceDetail:
             {
                 "position": np.arange(len(enc)),
                 "token": list(enc.tokens),
+                "text": list(self.shown),
                 "token_id": list(enc.ids),
                 "special": list(enc.special),
                 "modified": self.modified,
                 "logprob": u.logprob,
-                "rank": u.rank,
+                # NaN where nothing was read (a causal model's BOS: no position predicts it), never a rank of 0.
+                "rank": np.where(np.isnan(np.asarray(u.logprob, dtype=float)), np.nan, np.asarray(u.rank, dtype=float)),
                 "attention": u.attention if u.attention is not None else np.full(len(enc), np.nan),
             }
         )
@@ -77,14 +90,16 @@ class SentenceDetail:
         if u.top_ids is not None:
             if self.top_tokens is not None:
                 frame["top_tokens"] = self.top_tokens
+            if self.top_texts is not None:
+                frame["top_texts"] = self.top_texts
             frame["top_ids"] = [[int(t) for t in row] for row in u.top_ids]
             frame["top_logprobs"] = [list(map(float, row)) for row in u.top_logprob]
-        for key, metric in METRICS.items():  # the masked metrics' log-probabilities (`Metric.token_column`)
-            if metric.token_column is None:
-                continue
+        for key, metric in METRICS.items():  # the log-probabilities each scored metric reads (`Metric.token_column`)
             score = self.scores.get(key)
+            if metric.token_column is None or score is None:  # (a metric not scored, or of the other kind: no column of NaN)
+                continue
             column = np.full(len(enc), np.nan)
-            if score is not None and score.positions:
+            if score.positions:
                 column[list(score.positions)] = score.logprob
             frame[metric.token_column] = column
         return frame
@@ -102,6 +117,12 @@ class PairInspection(HtmlRepr):
     manifest: dict[str, Any]
     attention_matrices: tuple[np.ndarray, np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)  # e.g. a default metric the model cannot give, left out
+
+    @property
+    def kind(self) -> str:
+        """The kind of model that scored the pair ("masked" or "causal"): the words its pages and figures use
+        (`biaslens.engine.metrics.KINDS`)."""
+        return str(self.manifest.get("kind") or "masked")
 
     def score(self, metric: str) -> tuple[float, float]:
         return self.stereo.scores[metric].value, self.anti.scores[metric].value
@@ -233,15 +254,17 @@ def inspect_prepared(lm: LanguageModel, requests: Sequence[InspectionRequest], *
     )
     manifest = lm.manifest(compat=(Compat.KANEKO2022 if is_compat else Compat.DEFAULT).value)
     out = []
-    for request, scored in zip(requests, scored_pairs):
+    texts = lm.token_texts([e for r in requests for e in (r.stereo, r.anti)])  # each token as the text it covers
+    for n, (request, scored) in enumerate(zip(requests, scored_pairs)):
         ua, ub = scored.unmasked
         details = []
-        for side, enc, u in (("a", request.stereo, ua), ("b", request.anti, ub)):
+        for side, enc, u, shown in (("a", request.stereo, ua, texts[2 * n]), ("b", request.anti, ub, texts[2 * n + 1])):
             modified = np.zeros(len(enc), dtype=bool)
             modified[list(scored.alignment.modified(side))] = True
             sentence_scores = {k: v[0 if side == "a" else 1] for k, v in scored.scores.items()}
             top = None if u.top_ids is None else [[lm.decode_token(int(i)) if i >= 0 else "" for i in row] for row in u.top_ids]  # -1: unread
-            details.append(SentenceDetail(enc, u, modified, sentence_scores, top))
+            top_texts = None if u.top_ids is None else [[lm.token_text(int(i)).strip() if i >= 0 else "" for i in row] for row in u.top_ids]
+            details.append(SentenceDetail(enc, u, modified, sentence_scores, top, shown, top_texts))
         matrices = (ua.attention_matrices, ub.attention_matrices) if attention_matrices and has_attention_weights(lm) else None
         out.append(PairInspection(details[0], details[1], scored.alignment, list(keys), is_compat, dict(manifest), matrices, list(request.notes)))
     return out

@@ -56,6 +56,17 @@ def folder_fingerprint(folder: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def folder_version(folder: Path) -> tuple[str, ...]:
+    """What identifies the present contents of a model folder without reading a file: each file's `memo_key` (the files
+    `folder_fingerprint` hashes). A file written, replaced, added or removed changes it; () for a folder that cannot be
+    listed. The app's model pool keys a folder's model by it, so a folder changed in place is loaded afresh."""
+    try:
+        folder = folder.resolve()
+        return tuple(sorted(memo_key(p, p.stat()) for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")))
+    except (OSError, RuntimeError, ValueError):
+        return ()
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as handle:

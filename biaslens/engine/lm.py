@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from biaslens.data.sentences import check_sentence
+from biaslens.engine.words import covered_texts, display_token
 from biaslens.errors import InputError, MetricUnavailableError
 
 
@@ -302,26 +303,100 @@ class LanguageModel:
     def decode_token(self, token_id: int) -> str:
         return self.tokenizer.convert_ids_to_tokens(int(token_id))
 
+    def token_text(self, token_id: int) -> str:
+        """The text a token of the vocabulary stands for, for people: the tokenizer's decoding of it alone (a byte-level
+        BPE token "ĠcafÃ©" is " café"; one holding part of a character's bytes, U+FFFD). A model's predictions are drawn
+        with it; a sentence's own tokens as the text they cover (`token_texts`)."""
+        try:
+            return str(self.tokenizer.decode([int(token_id)]))
+        except Exception:  # (a tokenizer that cannot decode one token: its name as it writes it)
+            return self.decode_token(token_id)
+
+    def token_texts(self, encodings: Sequence[Encoding]) -> list[tuple[str, ...]]:
+        """Each encoding's tokens as the text each covers in its sentence (`biaslens.engine.words.covered_texts`, from
+        `char_offsets`), the special ones by their name ("<|endoftext|>", "[CLS]"): how every drawing shows a token."""
+        out = []
+        for encoding, offsets in zip(encodings, self.char_offsets(encodings)):
+            shown = covered_texts(encoding.text, offsets)
+            out.append(tuple(display_token(t) if s or not c else c for t, s, c in zip(encoding.tokens, encoding.special, shown)))
+        return out
+
+    def char_offsets(self, encodings: Sequence[Encoding]) -> list[np.ndarray]:
+        """Each encoding's character offsets in its text, (L, 2), (-1, -1) at special positions.
+
+        Read from the tokenizer (a fast tokenizer's `offset_mapping`), tokenizing the texts again and
+        matching the result to the encoding's own tokens; where the tokenizer gives no offsets, found by
+        looking for each token's characters in the text (`_matched_offsets`). What `biaslens.score` places tokens in
+        words by, and what every drawing of a token shows (`token_texts`).
+        """
+        texts = [e.text for e in encodings]
+        out: list[np.ndarray | None] = [None] * len(encodings)
+        for specials in (False, True):
+            todo = [k for k, o in enumerate(out) if o is None]
+            if not todo:
+                break
+            try:
+                batch = self.tokenizer(
+                    [texts[k] for k in todo],
+                    add_special_tokens=specials,
+                    return_offsets_mapping=True,
+                    return_special_tokens_mask=True,
+                    verbose=False,
+                )
+            except (NotImplementedError, ValueError, TypeError):
+                break
+            for j, k in enumerate(todo):
+                got_special = batch["special_tokens_mask"][j]
+                own = [(int(i), tuple(o)) for i, o, s in zip(batch["input_ids"][j], batch["offset_mapping"][j], got_special) if not s]
+                enc = encodings[k]
+                positions = [p for p in range(len(enc)) if not enc.special[p]]
+                if [enc.ids[p] for p in positions] != [i for i, _ in own]:
+                    continue
+                offsets = np.full((len(enc), 2), -1, dtype=np.int64)
+                offsets[positions] = np.asarray([o for _, o in own], dtype=np.int64).reshape(-1, 2)
+                out[k] = offsets
+        return [o if o is not None else self._matched_offsets(e) for o, e in zip(out, encodings)]
+
+    def _matched_offsets(self, encoding: Encoding) -> np.ndarray:
+        """Offsets found by looking for each token's characters in the text, left to right (a tokenizer without offsets)."""
+        text, folded = encoding.text, encoding.text.casefold()
+        offsets = np.full((len(encoding), 2), -1, dtype=np.int64)
+        cursor = 0
+        for p, (token_id, special) in enumerate(zip(encoding.ids, encoding.special)):
+            if special:
+                continue
+            piece = self.tokenizer.decode([token_id]).strip().removeprefix("##").casefold()
+            at = folded.find(piece, cursor) if piece else -1
+            if at < 0:
+                offsets[p] = (cursor, cursor)
+                continue
+            offsets[p] = (at, at + len(piece))
+            cursor = at + len(piece)
+        if not text:
+            offsets[:] = 0
+        return offsets
+
     # -- the two halves of the model ----------------------------------------------------
     def hidden_states(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Last hidden states (B, L, H) and, if asked, the per-layer attention probabilities."""
-        self._check_attentions(attentions)
-        model = self._eager_model() if attentions else self.model
-        mask = attention_mask if self.needs_padding_mask else None
-        out = model.base_model(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
+        out = self._forward(input_ids, attention_mask, attentions, whole=False)
         return out.last_hidden_state, (tuple(out.attentions) if attentions else None)
 
     def logits(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, attentions: bool = False
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Full forward pass (B, L, V): the fallback when the head cannot be split off."""
+        out = self._forward(input_ids, attention_mask, attentions, whole=True)
+        return out.logits, (tuple(out.attentions) if attentions else None)
+
+    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, attentions: bool, *, whole: bool) -> Any:
+        """The body's output (`whole=False`) or the whole model's, with attention weights when asked (the eager twin)."""
         self._check_attentions(attentions)
         model = self._eager_model() if attentions else self.model
         mask = attention_mask if self.needs_padding_mask else None
-        out = model(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
-        return out.logits, (tuple(out.attentions) if attentions else None)
+        return (model if whole else model.base_model)(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
 
     def laid_out(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
         """Rows laid out by the caller: a 4D additive attention mask (B, 1, L, L: 0 where a token may look, the dtype's

@@ -693,6 +693,46 @@ DEFAULT_METRICS: dict[str, tuple[str, ...]] = {"masked": PAPER_METRICS, "causal"
 MODEL_KINDS = ("masked", "causal")
 
 
+@dataclass(frozen=True)
+class ModelKind:
+    """What a kind of model is called and how it reads a token, in the words every page, command and figure uses
+    (`KINDS`): captions, buttons and columns follow the model's kind from here, never from a branch on it."""
+
+    key: str
+    #: "masked language model", "causal language model".
+    name: str
+    #: Where a token's log p is read in the one unmasked pass: "at its own position, nothing masked".
+    reading: str
+    #: The metric that averages those log p (AUL), the one that weighs them by attention (AULA), the one that reads the
+    #: unmodified tokens (CPS) and the one that reads the modified tokens (SSS), in this kind's registry.
+    mean: str
+    weighted: str
+    unmodified: str
+    modified: str
+
+    @property
+    def short(self) -> str:
+        """ "masked LM", "causal LM"."""
+        return self.name.replace("language model", "LM")
+
+    def reads(self, metric: str) -> str:
+        """Which tokens of a pair `metric` scores: "modified", "unmodified" or "every"."""
+        return "modified" if metric == self.modified else "unmodified" if metric == self.unmodified else "every"
+
+
+#: Each kind of model in words (`ModelKind`).
+KINDS: dict[str, ModelKind] = {
+    "masked": ModelKind("masked", "masked language model", "at its own position, nothing masked", "aul", "aula", "cps", "sss"),
+    "causal": ModelKind("causal", "causal language model", "given the tokens before it", "aul_c", "aula_c", "cps_c", "sss_c"),
+}
+
+
+def token_label(metric: str) -> str:
+    """The inspector's header of a metric's per-token log p column (`Metric.token_column`): "CPS masked log p", "CPS-c log p"."""
+    m = METRICS[metric]
+    return f"{m.name} {'masked ' if m.pass_kind == 'masked' else ''}log p"
+
+
 def metrics_for(kind: str) -> list[str]:
     """Every metric a model of `kind` can give, in registry order."""
     return [k for k, m in METRICS.items() if kind in m.kinds]
@@ -759,7 +799,9 @@ __all__ = [
     "CAUSAL_METRICS",
     "DEFAULT_METRICS",
     "MASKED_METRICS",
+    "KINDS",
     "MODEL_KINDS",
+    "ModelKind",
     "PAPER_METRICS",
     "REDUCTIONS",
     "Metric",
@@ -784,4 +826,5 @@ __all__ = [
     "span_mean",
     "sss",
     "sss_instance_accuracy",
+    "token_label",
 ]

@@ -11,9 +11,12 @@ callers fall back to the full forward pass.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
+import math
 import os
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -370,8 +373,7 @@ def _from_pretrained(
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    if Path(target).is_dir():
-        _check_local_folder(Path(target), allow_pickle)
+    shapes = _check_local_folder(Path(target), allow_pickle) if Path(target).is_dir() else {}
     common = {"revision": revision, "local_files_only": files_only, "trust_remote_code": False}
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
@@ -392,6 +394,7 @@ def _from_pretrained(
             raise ModelLoadError(f"Could not read the config of {name}: {_first_line(exc)}") from exc
         kind = model_kind(config, tokenizer, name)
         auto = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
+        _check_config_fits_weights(name, config, auto, shapes)
 
         def load() -> tuple[torch.nn.Module, dict[str, Any]]:
             try:
@@ -453,6 +456,52 @@ def _check_shapes(name: str, config: Any, info: dict[str, Any]) -> None:
     )
 
 
+#: A weight of the i-th layer (transformer.h.3.attn..., bert.encoder.layer.3..., model.layers.3...): its index.
+_LAYER_INDEX = re.compile(r"(?:^|\.)(?:h|layer|layers|block|blocks)\.(\d+)\.")
+
+
+def _check_config_fits_weights(name: str, config: Any, auto: Any, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Refuse, before a byte is allocated, a config that asks for more than the weights hold (one line, in seconds).
+
+    transformers builds the model the config describes, then gives every weight the checkpoint lacks or holds in another
+    shape a random value: a config with 100,000 layers spends minutes building them, one with n_positions 1e7 or
+    vocab_size 1e9 gigabytes on random rows, before `_check_shapes` or the missing weights refuse it. Here the layers the
+    config names are counted against the layers the weights' names hold (fewer would leave the last ones unread, none is
+    no model), then the model is built on the meta device (no memory) and compared with the weights (`shapes`, from the
+    safetensors headers; empty for pickle weights, which are not read before they load): a weight of another shape is
+    named (`_check_shapes`), and a config whose weights the files lack outweigh all they hold cannot be theirs (a missing
+    head is left to the refusal that names it).
+    """
+    if not shapes:
+        return
+    layers = getattr(config, "num_hidden_layers", None)
+    indices = {int(m.group(1)) for key in shapes if (m := _LAYER_INDEX.search(key))}
+    if isinstance(layers, int) and indices and layers != max(indices) + 1:  # (fewer: the last layers' weights would be left unread)
+        said = f"{layers:,} layer{'' if layers == 1 else 's'}"
+        raise ModelLoadError(
+            f"{name}: config.json says {said}, but the weights hold {max(indices) + 1}: the config does not belong to these weights; "
+            "copy the model's own config.json."
+        )
+    try:
+        with torch.device("meta"):
+            model = auto.from_config(copy.deepcopy(config))  # (from_config sets fields of the config it is given)
+    except Exception:
+        return  # (transformers says why when it loads)
+    prefix = f"{model.base_model_prefix}."
+    held = {key.removeprefix(prefix): shape for key, shape in shapes.items()}
+    implied = {key: tuple(p.shape) for key, p in model.named_parameters()}
+    _check_shapes(
+        name, config, {"mismatched_keys": [(k, held[b], s) for k, s in implied.items() if (b := k.removeprefix(prefix)) in held and held[b] != s]}
+    )
+    unheld = sum(math.prod(s) for k, s in implied.items() if k.removeprefix(prefix) not in held)  # (a head missing, names of another kind)
+    if unheld > sum(math.prod(s) for s in shapes.values()):
+        raise ModelLoadError(
+            f"{name}: config.json describes a model of {sum(math.prod(s) for s in implied.values()):,} weights, "
+            f"{unheld:,} of which its weights files do not hold (they hold {sum(math.prod(s) for s in shapes.values()):,}): "
+            "the config does not belong to these weights; copy the model's own config.json."
+        )
+
+
 def _other_deberta_head(config: Any, info: dict[str, Any]) -> bool:
     """True when a DeBERTa-v2/v3 checkpoint holds the MLM head that the config did not ask for."""
     if config.model_type != "deberta-v2":
@@ -476,13 +525,19 @@ def _require_config(folder: Path) -> None:
         )
 
 
-def _check_local_folder(folder: Path, allow_pickle: bool) -> None:
-    """A clear message, before transformers tries, for an incomplete or corrupted model folder.
+def _check_local_folder(folder: Path, allow_pickle: bool) -> dict[str, tuple[int, ...]]:
+    """A clear message, before transformers tries, for an incomplete or corrupted model folder; the weights' shapes.
 
     Checks: config.json, a weights file (pickle refused unless `allow_pickle`: a pickle can
     run code), every shard an index names, safetensors headers that cover their files (a
-    truncated copy), and the tokenizer's vocabulary files.
+    truncated copy), and the tokenizer's vocabulary files. Returns each safetensors weight's
+    shape by name, from the headers (empty for pickle weights).
     """
+    try:
+        str(folder).encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8 in its path (read as surrogates): safetensors and tokenizers open none
+        shown = str(folder).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")  # (its bytes, as \xff)
+        raise ModelLoadError(f"{shown}: its path is not UTF-8, and safetensors and the tokenizer open only UTF-8 paths: rename it.") from None
     names = {p.name for p in folder.iterdir()}
     hint = "a folder saved with save_pretrained holds config.json, model.safetensors and the tokenizer files"
     if "config.json" not in names:
@@ -496,16 +551,17 @@ def _check_local_folder(folder: Path, allow_pickle: bool) -> None:
             )
     elif not has_safetensors:
         raise ModelLoadError(f"{folder} has no weights: model.safetensors is missing ({hint}).")
-    if has_safetensors:
-        _check_safetensors(folder, names)
+    shapes = _check_safetensors(folder, names) if has_safetensors else {}
     if not names & set(_TOKENIZER_FILES) and not any(n.endswith(".model") for n in names):
         raise ModelLoadError(
             f"{folder} has no tokenizer files (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model): "
             "save the model's tokenizer into it too (tokenizer.save_pretrained)."
         )
+    return shapes
 
 
-def _check_safetensors(folder: Path, names: set[str]) -> None:
+def _check_safetensors(folder: Path, names: set[str]) -> dict[str, tuple[int, ...]]:
+    """Refuse a missing shard or a weights file whose header does not cover it; else every weight's shape, by name."""
     from safetensors import safe_open
 
     files = ["model.safetensors"] if "model.safetensors" in names else []
@@ -518,14 +574,16 @@ def _check_safetensors(folder: Path, names: set[str]) -> None:
         absent = [f for f in files if f not in names]
         if absent:
             raise ModelLoadError(f"{folder} is incomplete: weight shard {absent[0]} is missing ({len(absent)} of {len(files)}); copy it again.")
+    shapes: dict[str, tuple[int, ...]] = {}
     for file in files:
         try:
-            with safe_open(str(folder / file), "pt"):
-                pass
+            with safe_open(str(folder / file), "pt") as weights:
+                shapes.update((key, tuple(weights.get_slice(key).get_shape())) for key in weights.keys())
         except Exception as exc:
             raise ModelLoadError(
                 f"{folder}: the weights file {file} is corrupted or incomplete ({_first_line(exc)}); download or copy it again."
             ) from exc
+    return shapes
 
 
 __all__ = [

@@ -11,6 +11,8 @@
 * `RunKeywords`: the keywords every dataset run takes as `biaslens.evaluate` names them (which
   pairs, the cache, batch and chunk sizes, progress), for the functions that take them as
   `**run`; `run_keywords` picks some of them out and refuses any other.
+* `EvaluateKeywords`: `RunKeywords` and the rest of `evaluate`'s keywords (compat, chunk_seconds, cache_only,
+  precision, convention), for a function that hands them on whole as `**options`.
 * `InspectionKeywords`: what `biaslens.inspect_pair` / `inspect_pairs` score (metrics, compat,
   top_k), taken as `**options`.
 
@@ -31,6 +33,7 @@ from biaslens.errors import InputError
 
 if TYPE_CHECKING:
     from biaslens.engine.cache import ResultCache
+    from biaslens.engine.conventions import Convention
 
 
 class Precision(StrEnum):
@@ -227,6 +230,18 @@ class RunKeywords(TypedDict, total=False):
     progress: Callable[[float, int], None] | None
 
 
+class EvaluateKeywords(RunKeywords, total=False):
+    """Every keyword of `biaslens.engine.evaluation.evaluate` (its signature is where they are written and defaulted):
+    `RunKeywords`, the scoring mode, the chunks' time, reading only the cache, the precision and the convention; for
+    the functions that hand them on whole as `**options` (the public `biaslens.evaluate`)."""
+
+    compat: str | None
+    chunk_seconds: float
+    cache_only: bool
+    precision: str | None
+    convention: str | Convention | None
+
+
 class InspectionKeywords(TypedDict, total=False):
     """What `inspect_pair` scores, for the functions that take it as `**options`: `metrics`, `compat`, `top_k`.
 
@@ -256,6 +271,7 @@ __all__ = [
     "DEFAULT_PRECISION",
     "SELECTION",
     "Compat",
+    "EvaluateKeywords",
     "InspectionKeywords",
     "ModelSpec",
     "Precision",

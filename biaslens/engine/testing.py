@@ -312,9 +312,24 @@ def build_config(family: str, size: str = "tiny", tokenizer: Any = None, **overr
         )
     else:
         raise ValueError(f"unknown family {family!r}; choose from {FAMILIES}")
+    return _with_overrides(config, overrides)
+
+
+def _with_overrides(config: Any, overrides: dict[str, Any]) -> Any:
+    """`config` with each of `overrides` set on it."""
     for key, value in overrides.items():
         setattr(config, key, value)
     return config
+
+
+def _random_model(auto_class: Any, config: Any, tokenizer: Any, out_dir: str | Path, seed: int, **options: Any) -> Path:
+    """A model of `config` with random weights drawn from `seed` (`auto_class.from_config`), saved with its tokenizer in `out_dir`."""
+    torch.manual_seed(seed)
+    model = auto_class.from_config(config, **options)
+    out = Path(out_dir)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
 
 
 def build_random_model(
@@ -328,12 +343,7 @@ def build_random_model(
     from transformers import AutoModelForMaskedLM
 
     tokenizer = build_tokenizer(family, tokenizer_dir)
-    torch.manual_seed(seed)
-    model = AutoModelForMaskedLM.from_config(build_config(family, size, tokenizer=tokenizer, **overrides))
-    out = Path(out_dir)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return _random_model(AutoModelForMaskedLM, build_config(family, size, tokenizer=tokenizer, **overrides), tokenizer, out_dir, seed)
 
 
 def _trained_bpe_parts(corpus: Iterable[str], vocab_size: int, specials: list[str], sentencepiece: bool) -> tuple[dict[str, int], Any]:
@@ -386,48 +396,20 @@ def build_causal_config(family: str, size: str = "tiny", tokenizer: Any = None, 
     vocab = max(len(tokenizer), _CAUSAL_VOCAB.get(family, 0) if len(tokenizer) > 50000 else 0)
     ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
     kv_heads = max(1, heads // 2)  # grouped-query attention (Llama 2 70B, Llama 3, Qwen2 use it)
+    # GPT-NeoX, Llama and Qwen2 name their sizes alike (GPT-2 has its own names).
+    sized = dict(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=intermediate, **ids)
     if family == "gpt2":
         config = GPT2Config(vocab_size=vocab, n_embd=hidden, n_layer=layers, n_head=heads, n_inner=intermediate, n_positions=1024, **ids)
     elif family == "pythia":
-        config = GPTNeoXConfig(
-            vocab_size=vocab,
-            hidden_size=hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=heads,
-            intermediate_size=intermediate,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
-            use_parallel_residual=True,
-            max_position_embeddings=2048,
-            **ids,
-        )
+        rope = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}
+        config = GPTNeoXConfig(**sized, rope_parameters=rope, use_parallel_residual=True, max_position_embeddings=2048)
     elif family == "llama":
-        config = LlamaConfig(
-            vocab_size=vocab,
-            hidden_size=hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=heads,
-            num_key_value_heads=kv_heads,
-            intermediate_size=intermediate,
-            max_position_embeddings=4096,
-            **ids,
-        )
+        config = LlamaConfig(**sized, num_key_value_heads=kv_heads, max_position_embeddings=4096)
     elif family == "qwen2":
-        config = Qwen2Config(
-            vocab_size=vocab,
-            hidden_size=hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=heads,
-            num_key_value_heads=kv_heads,
-            intermediate_size=intermediate,
-            max_position_embeddings=4096,
-            tie_word_embeddings=True,
-            **ids,
-        )
+        config = Qwen2Config(**sized, num_key_value_heads=kv_heads, max_position_embeddings=4096, tie_word_embeddings=True)
     else:
         raise ValueError(f"unknown causal family {family!r}; choose from {CAUSAL_FAMILIES}")
-    for key, value in overrides.items():
-        setattr(config, key, value)
-    return config
+    return _with_overrides(config, overrides)
 
 
 def build_random_causal_model(
@@ -437,13 +419,8 @@ def build_random_causal_model(
     from transformers import AutoModelForCausalLM
 
     tokenizer = build_causal_tokenizer(family, tokenizer_dir)
-    torch.manual_seed(seed)
     config = build_causal_config(family, size, tokenizer=tokenizer, **overrides)
-    model = AutoModelForCausalLM.from_config(config, **({"dtype": dtype} if dtype is not None else {}))
-    out = Path(out_dir)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return _random_model(AutoModelForCausalLM, config, tokenizer, out_dir, seed, **({"dtype": dtype} if dtype is not None else {}))
 
 
 __all__ = [

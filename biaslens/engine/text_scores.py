@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence, cast
+from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 import numpy as np
 import pandas as pd
 
-from biaslens.data.sentences import check_sentence
+from biaslens.data.sentences import check_characters, check_sentence
 from biaslens.engine import display
 from biaslens.engine.causal import FIRST_TOKEN_HELP, CausalLM, FirstToken
 from biaslens.engine.lm import Encoding, LanguageModel
+from biaslens.engine.options import _check_int
 from biaslens.engine.words import WordSpans, token_words
 from biaslens.errors import InputError
 
@@ -187,9 +188,14 @@ def score(
     base_name = _base(base)
     if not isinstance(surprisal, bool):
         raise InputError(f"surprisal must be True or False, not {surprisal!r}.")
+    _check_int("batch_tokens", batch_tokens, minimum=1)
+    _check_int("chunk_texts", chunk_texts, minimum=1)  # (named as here: the runner calls it chunk_pairs)
+    for name, function in (("progress", progress), ("stop", stop)):
+        if function is not None and not callable(function):
+            raise InputError(f"{name} must be a function (or None), not {type(function).__name__}.")
     inputs = _inputs(texts, prefix, suffix, separator, lm)
     encodings = lm.encode_many([i.full for i in inputs])
-    layouts = [_layout(i, e, o) for i, e, o in zip(inputs, encodings, _offsets(lm, encodings))]
+    layouts = [_layout(i, e, o) for i, e, o in zip(inputs, encodings, lm.char_offsets(encodings))]
     if cache is None and stop is None and chunk_texts is None and chunk_seconds is None:
         records = _compute(lm, variant, layouts, batch_tokens, progress)
     else:
@@ -266,8 +272,10 @@ def _reduction(reduction: str) -> str:
 def _per_text(value: str | Sequence[str] | None, n: int, what: str) -> list[str | None]:
     if value is None or (isinstance(value, str) and value == ""):
         return [None] * n
-    if isinstance(value, str):
+    if isinstance(value, (str, bytes, bytearray, memoryview)):  # (bytes: one prefix, refused as such, not one per byte)
         return [check_sentence(value, f"The {what}")] * n
+    if not isinstance(value, Iterable):
+        raise InputError(f"The {what} must be a str, or a list of them (one per text), not {type(value).__name__}.")
     values = list(value)
     if len(values) != n:
         raise InputError(f"{len(values)} {what}es for {n} texts: give one {what} for all, or one per text.")
@@ -275,19 +283,20 @@ def _per_text(value: str | Sequence[str] | None, n: int, what: str) -> list[str 
 
 
 def _inputs(texts: str | Sequence[str], prefix: Any, suffix: Any, separator: str, lm: LanguageModel) -> list[_Input]:
-    if isinstance(texts, str):
-        texts = [texts]
+    if isinstance(texts, (str, bytes, bytearray, memoryview)):  # (bytes: one text, refused as such, not one per byte)
+        texts = [texts]  # type: ignore[list-item]
     if not isinstance(texts, Sequence) and not hasattr(texts, "__iter__"):
         raise InputError(f"texts must be a string or a list of strings, not {type(texts).__name__}.")
     texts = list(texts)
     if not texts:
         raise InputError("No texts to score.")
     for k, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InputError(f"Text {k + 1} must be a str, not {'None' if text is None else type(text).__name__}.")
+        if text is None:
+            raise InputError(f"Text {k + 1} must be a str, not None.")
         check_sentence(text, f"Text {k + 1}")
     if not isinstance(separator, str):
         raise InputError(f"separator must be a str, not {type(separator).__name__}.")
+    check_characters(separator, "The separator")  # (blank, as it mostly is, is fine)
     prefixes = _per_text(prefix, len(texts), "prefix")
     suffixes = _per_text(suffix, len(texts), "suffix")
     if lm.kind == "causal" and any(s is not None for s in suffixes):
@@ -318,62 +327,6 @@ class _Layout:
     encoding: Encoding
     positions: np.ndarray  # the text's own tokens' positions in the encoding, in order
     words: WordSpans  # over `positions`: spans relative to the text
-
-
-def _offsets(lm: LanguageModel, encodings: Sequence[Encoding]) -> list[np.ndarray]:
-    """Each encoding's character offsets in its text, (L, 2), (-1, -1) at special positions.
-
-    Read from the tokenizer (a fast tokenizer's `offset_mapping`), tokenizing the texts again and
-    matching the result to the encoding's own tokens; where the tokenizer gives no offsets, found by
-    looking for each token's characters in the text (`_matched_offsets`).
-    """
-    texts = [e.text for e in encodings]
-    out: list[np.ndarray | None] = [None] * len(encodings)
-    for specials in (False, True):
-        todo = [k for k, o in enumerate(out) if o is None]
-        if not todo:
-            break
-        try:
-            batch = lm.tokenizer(
-                [texts[k] for k in todo],
-                add_special_tokens=specials,
-                return_offsets_mapping=True,
-                return_special_tokens_mask=True,
-                verbose=False,
-            )
-        except (NotImplementedError, ValueError, TypeError):
-            break
-        for j, k in enumerate(todo):
-            got_special = batch["special_tokens_mask"][j]
-            own = [(int(i), tuple(o)) for i, o, s in zip(batch["input_ids"][j], batch["offset_mapping"][j], got_special) if not s]
-            enc = encodings[k]
-            positions = [p for p in range(len(enc)) if not enc.special[p]]
-            if [enc.ids[p] for p in positions] != [i for i, _ in own]:
-                continue
-            offsets = np.full((len(enc), 2), -1, dtype=np.int64)
-            offsets[positions] = np.asarray([o for _, o in own], dtype=np.int64).reshape(-1, 2)
-            out[k] = offsets
-    return [o if o is not None else _matched_offsets(lm, e) for o, e in zip(out, encodings)]
-
-
-def _matched_offsets(lm: LanguageModel, encoding: Encoding) -> np.ndarray:
-    """Offsets found by looking for each token's characters in the text, left to right (a tokenizer without offsets)."""
-    text, folded = encoding.text, encoding.text.casefold()
-    offsets = np.full((len(encoding), 2), -1, dtype=np.int64)
-    cursor = 0
-    for p, (token_id, special) in enumerate(zip(encoding.ids, encoding.special)):
-        if special:
-            continue
-        piece = lm.tokenizer.decode([token_id]).strip().removeprefix("##").casefold()
-        at = folded.find(piece, cursor) if piece else -1
-        if at < 0:
-            offsets[p] = (cursor, cursor)
-            continue
-        offsets[p] = (at, at + len(piece))
-        cursor = at + len(piece)
-    if not text:
-        offsets[:] = 0
-    return offsets
 
 
 def _layout(item: _Input, encoding: Encoding, offsets: np.ndarray) -> _Layout:

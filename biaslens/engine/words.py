@@ -152,4 +152,36 @@ def _fill_gaps(text: str, start: np.ndarray, end: np.ndarray, word: np.ndarray, 
             end[members[-1]] = b
 
 
-__all__ = ["WordSpans", "text_words", "token_words"]
+#: How a token without a character of its own is drawn: it holds some of the bytes of a character that the token before it
+#: is drawn with (a byte-level BPE splits an emoji, "🚗", into three tokens).
+BYTE_MARK = "(byte)"
+#: Whitespace drawn visibly where a token covers nothing else (GPT-2's lone "Ġ", a newline).
+_VISIBLE_SPACE = str.maketrans({" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"})
+
+
+def display_token(token: str) -> str:
+    """A tokenizer's token as people read it when no text is known for it: RoBERTa's Ġ and SentencePiece's ▁ word marks
+    dropped (a sentence's own tokens are drawn as the text they cover: `covered_texts`)."""
+    shown = token.removeprefix("Ġ").removeprefix("▁")
+    return shown if shown else token
+
+
+def covered_texts(text: str, offsets: np.ndarray | list[tuple[int, int]]) -> list[str]:
+    """Each token (its `offsets` in `text`) as the text it covers, for people: "café" for byte-level BPE's "ĠcafÃ©", "🚗"
+    for the first of the three tokens of that emoji and `BYTE_MARK` for the two others (`token_words` gives a character to
+    one token), "␣" or "⏎" for a token of whitespace only, "" for a token that covers no character (a special token)."""
+    raw = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    spans = token_words(text, raw)
+    out = []
+    for (a, b), s, e in zip(raw.tolist(), spans.start.tolist(), spans.end.tolist()):
+        covered = text[max(a, 0) : max(b, 0)] if a >= 0 and b > a else ""
+        if e > s:
+            out.append(text[s:e])
+        elif covered.isspace():
+            out.append(covered.translate(_VISIBLE_SPACE))
+        else:
+            out.append(BYTE_MARK if covered else "")
+    return out
+
+
+__all__ = ["BYTE_MARK", "WordSpans", "covered_texts", "display_token", "text_words", "token_words"]

@@ -34,19 +34,34 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 SIDE_NAMES = {"stereo": "Stereotypical", "anti": "Anti-stereotypical"}
 SIDE_COLORS = {"stereo": STEREO_COLOR, "anti": ANTI_COLOR}
 
-#: Per-token measures of the inspector: column -> (axis title, what it shows).
-TOKEN_MEASURES: dict[str, tuple[str, str]] = {
-    "logprob": ("log p (AUL term)", "log-probability of each token at its own position, nothing masked: AUL averages these"),
-    "attention": ("attention received", "attention each token receives, averaged over layers, heads and query positions: AULA's weights"),
-    "aula_contribution": ("AULA contribution", "attention × log p / n: each token's term in AULA"),
-    "rank": ("rank of the token", "1 = the model's top prediction at that position is the token itself"),
-    "cps_logprob": ("CPS masked log p", "log p of each unmodified token when only it is masked: CPS sums these"),
-}
+
+def token_measures(kind: str = "masked") -> dict[str, tuple[str, str]]:
+    """Per-token measures of the inspector for a model of `kind`: column -> (axis title, what it shows), in the kind's
+    words (`biaslens.engine.metrics.KINDS`): "log p (AUL term)" for a masked model, "log p (AUL-c term)" for a causal one."""
+    from biaslens.engine.metrics import KINDS, METRICS, token_label
+
+    k = KINDS[kind]
+    mean, weighted, unmodified = METRICS[k.mean], METRICS[k.weighted], METRICS[k.unmodified]
+    read_alone = "when only it is masked" if unmodified.pass_kind == "masked" else k.reading
+    return {
+        "logprob": (f"log p ({mean.name} term)", f"log-probability of each token {k.reading}: {mean.name} averages these"),
+        "attention": (
+            "attention received",
+            f"attention each token receives, averaged over layers, heads and query positions: {weighted.name}'s weights",
+        ),
+        "aula_contribution": (f"{weighted.name} contribution", f"attention × log p / n: each token's term in {weighted.name}"),
+        "rank": ("rank of the token", "1 = the model's top prediction at that position is the token itself"),
+        str(unmodified.token_column): (token_label(k.unmodified), f"log p of each unmodified token {read_alone}: {unmodified.name} sums these"),
+    }
 
 
-def measure_title(measure: str) -> str:
+#: Per-token measures of the inspector for a masked model (`token_measures(kind)` for either kind).
+TOKEN_MEASURES: dict[str, tuple[str, str]] = token_measures("masked")
+
+
+def measure_title(measure: str, kind: str = "masked") -> str:
     """A per-token measure's name as a title: "Log p (AUL term)"."""
-    name = TOKEN_MEASURES[measure][0]
+    name = token_measures(kind)[measure][0]
     return name[:1].upper() + name[1:]
 
 
@@ -132,21 +147,23 @@ _ROLE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", "
 _ROLE_RANGE = [STEREO_COLOR, ANTI_COLOR, SHARED_COLOR, SPECIAL_COLOR]
 
 
-def token_chart(tokens: pd.DataFrame, measure: str = "logprob", *, hide_special: bool = True) -> alt.VConcatChart:
-    """Per-token bars of one measure for both sentences (from `explore.token_table`), one row each.
+def token_chart(tokens: pd.DataFrame, measure: str = "logprob", *, hide_special: bool = True, kind: str = "masked") -> alt.VConcatChart:
+    """Per-token bars of one measure for both sentences (from `explore.token_table`), one row each; the measures named for
+    a model of `kind`.
 
     Hovering a bar shows every measure of the token and the model's top-5 predictions.
     """
-    if measure not in TOKEN_MEASURES:
-        raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(TOKEN_MEASURES)}")
-    title, _ = TOKEN_MEASURES[measure]
+    measures = token_measures(kind)
+    if measure not in measures:
+        raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(measures)}")
+    title, _ = measures[measure]
     data = tokens.drop(columns=[c for c in ("top_tokens", "top_logprobs") if c in tokens])
     if hide_special:
         data = data.loc[~data["special"]]
     data = data.copy()
     data["role"] = _role(data)
     data["column"] = [f"{p:>3} {label}" for p, label in zip(data["position"], data["label"])]
-    tooltip = _token_tooltip(data)
+    tooltip = _token_tooltip(data, kind)
     y_scale = alt.Scale(type="log") if measure == "rank" else alt.Scale(zero=True)
     rows = []
     for side in ("stereo", "anti"):
@@ -171,19 +188,12 @@ ROW_HEIGHT = 30
 MIN_HEIGHT = 140
 
 
-def _token_tooltip(data: pd.DataFrame, *extra: Any) -> list:
-    """The per-token measures shown on hover (the token, `extra`, then every measure; top-5 when `data` has it)."""
-
-    tooltip = [
-        alt.Tooltip("label:N", title="token"),
-        *extra,
-        alt.Tooltip("position:Q"),
-        alt.Tooltip("logprob:Q", title="log p", format=".3f"),
-        alt.Tooltip("rank:Q"),
-        alt.Tooltip("attention:Q", format=".4f"),
-        alt.Tooltip("aula_contribution:Q", title="AULA contribution", format=".4f"),
-        alt.Tooltip("cps_logprob:Q", title="CPS masked log p", format=".3f"),
-    ]
+def _token_tooltip(data: pd.DataFrame, kind: str, *extra: Any) -> list:
+    """The per-token measures shown on hover (the token, `extra`, then every measure of `data` in the words of a model of
+    `kind`; top-5 when `data` has it)."""
+    formats = {"logprob": ".3f", "attention": ".4f", "aula_contribution": ".4f", "rank": ",.0f"}
+    measures = [alt.Tooltip(f"{m}:Q", title=name, format=formats.get(m, ".3f")) for m, (name, _) in token_measures(kind).items() if m in data]
+    tooltip = [alt.Tooltip("label:N", title="token"), *extra, alt.Tooltip("position:Q"), *measures]
     if "top5" in data:
         tooltip.append(alt.Tooltip("top5:N", title="top-5 predictions"))
     return tooltip
@@ -240,19 +250,23 @@ _SHADE_DOMAIN = ["Stereotypical · modified", "Anti-stereotypical · modified", 
 _SHADE_RANGE = [STEREO_COLOR, ANTI_COLOR, PALE_STEREO_COLOR, PALE_ANTI_COLOR]
 
 
-def aligned_token_chart(aligned: pd.DataFrame, measure: str = "logprob", *, title: str | None = None, legend: bool = True) -> alt.LayerChart:
-    """One horizontal bar pair per aligned token (from `aligned_token_frame`): stereotypical above anti-stereotypical.
+def aligned_token_chart(
+    aligned: pd.DataFrame, measure: str = "logprob", *, title: str | None = None, legend: bool = True, kind: str = "masked"
+) -> alt.LayerChart:
+    """One horizontal bar pair per aligned token (from `aligned_token_frame`): stereotypical above anti-stereotypical; the
+    measures named for a model of `kind`.
 
     Both sentences share one axis, so their tokens compare directly; modified tokens are
     full colour, shared ones pale. The height grows with the number of tokens.
     """
-    if measure not in TOKEN_MEASURES:
-        raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(TOKEN_MEASURES)}")
-    axis_title, _ = TOKEN_MEASURES[measure]
+    measures = token_measures(kind)
+    if measure not in measures:
+        raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(measures)}")
+    axis_title, _ = measures[measure]
     data = aligned.sort_values("order", kind="stable")
     data = data.assign(row_key=keyed(data["order"], data["row"]))  # "03 drive": the aligned column's key, then its text
     n_rows = data["row_key"].nunique()
-    tooltip = _token_tooltip(data, alt.Tooltip("side_name:N", title="sentence"))
+    tooltip = _token_tooltip(data, kind, alt.Tooltip("side_name:N", title="sentence"))
     x_scale = alt.Scale(type="log") if measure == "rank" else alt.Scale(zero=True)
     bars = (
         alt.Chart(data)
@@ -786,6 +800,7 @@ def inspector_slide(
     measures: tuple[str, ...] = ("logprob", "aula_contribution"),
     *,
     panel_width: int = 380,
+    kind: str = "masked",
 ) -> Any:
     """One pair on one slide: its two sentences, the aligned token charts side by side and what drives each margin.
 
@@ -805,7 +820,7 @@ def inspector_slide(
         )
 
     tokens = [
-        alt.layer(*_unstyled(aligned_token_chart(aligned, m, title=measure_title(m), legend=(i == 0)))).properties(width=panel_width)
+        alt.layer(*_unstyled(aligned_token_chart(aligned, m, title=measure_title(m, kind), legend=(i == 0), kind=kind))).properties(width=panel_width)
         for i, m in enumerate(measures)
     ]
     driver_charts = [alt.layer(*_unstyled(drivers_chart(frame, name))).properties(width=panel_width) for name, frame in drivers.items()]
@@ -952,6 +967,7 @@ __all__ = [
     "shuffle_chart",
     "inspector_slide",
     "measure_title",
+    "token_measures",
     "to_png",
     "to_svg",
     "token_chart",

@@ -11,6 +11,8 @@ One place for both, read by the app's tables, the figures, the slides and the CL
 
 from __future__ import annotations
 
+import re
+
 import math
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -237,7 +239,7 @@ def column_label(name: str) -> str:
     if part in METRIC_PARTS and all(k in METRICS for k in key.split("+")):  # a metric and its counterpart: "AUL / AUL-c margin"
         return f"{' / '.join(METRICS[k].name for k in key.split('+'))} {METRIC_PARTS[part]}"
     if "_" in name and name == name.lower() and " " not in name:
-        text = name.replace("_", " ")
+        text = re.sub(r"\bci (low|high)\b", r"95% CI \1", name.replace("_", " "))  # "control_ci_low": "Control 95% CI low"
         return text[0].upper() + text[1:]
     return name
 

@@ -29,8 +29,8 @@ from biaslens.figures.charts import (
     PALE_STEREO_COLOR,
     SIDE_NAMES,
     STEREO_COLOR,
-    TOKEN_MEASURES,
     measure_title,
+    token_measures,
 )
 
 #: Bar colour per (sentence, modified?): modified tokens in full colour, shared ones pale.
@@ -42,7 +42,7 @@ BAR_COLORS = {
 }
 
 #: How each per-token measure is written in a tooltip.
-_MEASURE_FORMATS = {"logprob": ".3f", "rank": ",.0f", "attention": ".4f", "aula_contribution": ".4f", "cps_logprob": ".3f"}
+_MEASURE_FORMATS = {"rank": ",.0f", "attention": ".4f", "aula_contribution": ".4f"}  # (log p: ".3f")
 
 _STYLE = (
     "<style>"
@@ -201,8 +201,9 @@ _TABLE_STYLE = (
     ".bl-table-wrap{overflow-x:auto;max-width:100%;margin:0.1rem 0 0.5rem 0;scrollbar-width:auto;scrollbar-color:#8a8a8a #ededed}"
     ".bl-table{border-collapse:collapse;width:100%;font-size:0.92rem;line-height:1.35}"
     ".bl-table th{font-weight:600;text-align:left;vertical-align:bottom;border-bottom:1px solid #cfcfcf;padding:0.3rem 0.35rem;"
-    "overflow-wrap:anywhere}"
-    # `anywhere`, not `break-word`: a long header or word may break, so the table shrinks to its box instead of overflowing it.
+    "overflow-wrap:normal;word-break:normal;hyphens:manual}"
+    # A header breaks between words only ("Undecidab|le" read as two words): a table whose headers need more room than its
+    # box scrolls sideways, its key column pinned. A cell's text (`anywhere`) may break, so the table shrinks first.
     ".bl-table td{border-bottom:1px solid #ececec;padding:0.3rem 0.35rem;vertical-align:top;overflow-wrap:anywhere}"
     ".bl-table .bl-num{text-align:right;font-variant-numeric:tabular-nums}.bl-table td.bl-num{white-space:nowrap}"
     # The key columns (a metric's or a model's name) break between words only: they keep their longest word's width.
@@ -328,23 +329,25 @@ def shade_legend_html() -> str:
     return f'<div style="font-size:0.95rem;line-height:1.9">{items}</div>'
 
 
-def _token_tooltip(row: str, kind: str, sides: dict[str, dict], measures: Sequence[str]) -> str:
-    """Every measure of both sentences' tokens in one aligned row, and the model's top-5 predictions there."""
+def _token_tooltip(row: str, kind: str, sides: dict[str, dict], measures: dict[str, tuple[str, str]]) -> str:
+    """Every measure of both sentences' tokens in one aligned row (`measures`: those of the model's kind the frame has), and
+    the model's top-5 predictions there."""
     lines = [f"{row.replace(chr(0x200B), '')} · {kind}"]
     for side in ("stereo", "anti"):
         token = sides.get(side)
         if token is None:
             lines.append(f"{SIDE_NAMES[side]}: no token here")
             continue
-        values = " · ".join(f"{TOKEN_MEASURES[m][0]} {_number(token.get(m), _MEASURE_FORMATS[m])}" for m in measures if m in token)
+        values = " · ".join(f"{name} {_number(token.get(m), _MEASURE_FORMATS.get(m, '.3f'))}" for m, (name, _) in measures.items() if m in token)
         lines.append(f"{SIDE_NAMES[side]} “{token['label']}” (position {int(token['position'])}): {values}")
         if token.get("top5"):
             lines.append(f"   top-5: {token['top5']}")
     return _title(lines)
 
 
-def token_bars_html(aligned: pd.DataFrame, measures: Sequence[str]) -> str:
-    """The aligned token chart: one row per aligned token, one column of bars per measure, side by side.
+def token_bars_html(aligned: pd.DataFrame, measures: Sequence[str], kind: str = "masked") -> str:
+    """The aligned token chart: one row per aligned token, one column of bars per measure, side by side; the measures
+    named for a model of `kind` (`figures.charts.token_measures`).
 
     `aligned` comes from `figures.aligned_token_frame`. In each row the stereotypical sentence's
     bar is above the anti-stereotypical one's, both on the measure's one axis (ticks above and
@@ -352,21 +355,22 @@ def token_bars_html(aligned: pd.DataFrame, measures: Sequence[str]) -> str:
     colour, shared ones pale. Hovering a row shows every measure of both tokens and the model's
     top-5 predictions there.
     """
-    unknown = [m for m in measures if m not in TOKEN_MEASURES]
+    known = token_measures(kind)
+    unknown = [m for m in measures if m not in known]
     if unknown or not measures:
-        raise ValueError(f"unknown measures {unknown}; choose from {', '.join(TOKEN_MEASURES)}")
+        raise ValueError(f"unknown measures {unknown}; choose from {', '.join(known)}")
     scales = {m: _Scale(aligned[m].tolist(), log=(m == "rank")) for m in measures}
     rows: dict[str, dict] = {}
     for token in aligned.sort_values("order", kind="stable").to_dict("records"):
         row = rows.setdefault(token["row"], {"kind": token["kind"], "sides": {}})
         row["sides"][token["sentence"]] = token
-    all_measures = [m for m in TOKEN_MEASURES if m in aligned]
+    all_measures = {m: words for m, words in known.items() if m in aligned}
 
     ticks = "".join(f"<div>{scales[m].tick_labels()}</div>" for m in measures)
     fit = "".join(_fit_rule(width) for width in sorted({scales[m].fit_width() for m in measures}))
     # Each measure's cell background (grid lines) and zero line: the same in every row.
     background = {m: f'<div class="bl-cell" style="{scales[m].grid_style()}">{scales[m].zero_line()}' for m in measures}
-    out = [f'<div class="bl-row bl-head"><div></div>{"".join(f"<div>{html.escape(measure_title(m))}</div>" for m in measures)}</div>']
+    out = [f'<div class="bl-row bl-head"><div></div>{"".join(f"<div>{html.escape(measure_title(m, kind))}</div>" for m in measures)}</div>']
     out.append(f'<div class="bl-row"><div></div>{ticks}</div>')
     for label, row in rows.items():
         sides, modified = row["sides"], row["kind"] == "modified"
@@ -388,7 +392,7 @@ def token_bars_html(aligned: pd.DataFrame, measures: Sequence[str]) -> str:
         out.append(f'<div class="bl-row bl-data" title="{tooltip}"><div class="bl-lab">{name}</div>{"".join(cells)}</div>')
     out.append(f'<div class="bl-row"><div></div>{ticks}</div>')
     columns = "minmax(3rem,max-content) " + " ".join("minmax(0,1fr)" for _ in measures)
-    label = "Aligned token chart: " + ", ".join(TOKEN_MEASURES[m][0] for m in measures)
+    label = "Aligned token chart: " + ", ".join(known[m][0] for m in measures)
     return (
         f'{_STYLE}<style>{fit}</style><div class="bl-bars" role="figure" aria-label="{html.escape(label)}" '
         f'style="grid-template-columns:{columns}">{"".join(out)}</div>'

@@ -88,7 +88,7 @@ def pair_inspection_html(inspection: PairInspection) -> str:
         caveat_html(inspection.manifest),
         aligned_tokens_html(columns),
         _table(scores, shown, key=len(SCORE_KEY), labels=SCORE_LABELS, formats=SCORE_FORMATS),
-        *([shade_legend_html(), token_bars_html(aligned, measures)] if measures else []),
+        *([shade_legend_html(), token_bars_html(aligned, measures, inspection.kind)] if measures else []),
         _notes(inspection.notes, inspection.manifest),
         manifest_line(inspection.manifest),
     ]

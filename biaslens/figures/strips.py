@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from biaslens.analyses.explore import display_token
+from biaslens.engine.words import BYTE_MARK, display_token
 from biaslens.figures.charts import NEUTRAL_COLOR, STEREO_COLOR
 
 #: Measures a strip can be shaded by: column -> (name, True when a higher value is "darker", number format).
@@ -32,6 +32,11 @@ STRIP_MEASURES: dict[str, tuple[str, bool, str]] = {
 }
 #: Most texts one drawing shows (the rest are said to be left out).
 MAX_STRIPS = 60
+#: About how wide (px) one line of columns may be before the strips go on below, the texts' numbers first again: what a
+#: 1024 px window's main column holds. A cell's width is estimated from its characters (`CHAR_PX`, `SMALL_CHAR_PX` for
+#: the value under it, `CELL_PX` its padding, border and gap); a line that is wider still wraps in the browser.
+LINE_WIDTH = 500
+CHAR_PX, SMALL_CHAR_PX, CELL_PX = 9.5, 6.5, 17.0
 _RGB = tuple(int(STEREO_COLOR[k : k + 2], 16) for k in (1, 3, 5))
 
 _STYLE = (
@@ -99,11 +104,13 @@ def strips_html(
     labels: Sequence[str] | None = None,
     extra: Sequence[str] = (),
     max_strips: int = MAX_STRIPS,
+    line_width: int = LINE_WIDTH,
 ) -> str:
     """The texts of a tokens or words table (`TokenScores`, `WordScores`), aligned, shaded by `measure`.
 
-    `unit` is the column holding each cell's text ("token", shown without the tokenizer's word marks, or "text" for
-    words); `labels` names each text's strip (default: its `text_id`); `extra` columns go into each cell's tooltip.
+    `unit` is the column holding each cell's text ("token": drawn as the characters it covers in its text, from the
+    table's `start` / `end`, or "text" for words); `labels` names each text's strip (default: its `text_id`); `extra`
+    columns go into each cell's tooltip. The columns go on in lines about `line_width` px wide, each headed by the labels.
     """
     if measure not in STRIP_MEASURES:
         raise ValueError(f"unknown measure {measure!r}; choose from {', '.join(STRIP_MEASURES)}")
@@ -117,17 +124,19 @@ def strips_html(
         if record["text_id"] in by_text:
             by_text[record["text_id"]].append(record)
     rows = list(by_text.values())
-    shown = [[display_token(str(r[unit])) if unit == "token" else str(r[unit]) for r in text] for text in rows]
+    texts = getattr(getattr(frame, "scoring", None), "texts", None)  # a `TokenScores`: each token as the text it covers
+    shown = [[_shown(r, unit, texts) for r in text] for text in rows]
     columns = align_strips(shown)
     values = [v for v in map(_number, frame.loc[frame["text_id"].isin(shown_ids), measure]) if math.isfinite(v)]
     low, high = (min(values), max(values)) if values else (0.0, 0.0)
     names = list(labels) if labels is not None else [str(t) for t in shown_ids]
     side = '<div class="bl-slab">' + "".join(f"<span>{html.escape(n)}</span>" for n in names[: len(shown_ids)]) + "</div>"
-    cells_html = []
+    cells_html, widths = [], []
     for column in columns:
         present = [(s, k) for s, k in enumerate(column) if k is not None]
         same = len(present) == len(shown) and len({shown[s][k] for s, k in present}) == 1
         cells = []
+        width = 0.0
         for s, k in enumerate(column):
             if k is None:
                 cells.append('<span class="bl-scell bl-sgap" title="no token here">·</span>')
@@ -135,23 +144,46 @@ def strips_html(
             row = rows[s][k]
             value = _number(row.get(measure))
             number = fmt.format(value) if math.isfinite(value) else "—"
-            tip = _tooltip(row, unit, name, number, extra)
+            tip = _tooltip(row, shown[s][k], name, number, extra)
             css = "bl-scell" + ("" if same or len(shown) == 1 else " bl-sdiff")
             colour = _shade(value, low, high, higher_darker, measure == "rank")
             cells.append(
                 f'<span class="{css}" style="background:{colour}" title="{tip}">{html.escape(shown[s][k]) or "&nbsp;"}<small>{number}</small></span>'
             )
+            width = max(width, CHAR_PX * len(shown[s][k]), SMALL_CHAR_PX * len(number))
         cells_html.append(f'<div class="bl-scol">{"".join(cells)}</div>')
+        widths.append(width + CELL_PX)
+    # Lines of columns, each headed by the texts' numbers: a long text wraps onto lines that still say which strip is which.
+    lines, line, used = [], [], 0.0
+    for cell, width in zip(cells_html, widths):
+        if line and used + width > line_width:
+            lines.append(line)
+            line, used = [], 0.0
+        line.append(cell)
+        used += width
+    lines.append(line)
+    label = f"Aligned {unit} strips of {len(shown_ids)} texts, shaded by {name}"
+    drawn = "".join(f'<div class="bl-strips">{side}{"".join(cells)}</div>' for cells in lines)
     note = f"Shaded by {name}: darker is {'higher' if higher_darker else 'lower'}."
     if len(shown) > 1:
         note += " Outlined: where the texts differ."
     if len(ids) > len(shown_ids):
         note += f" The first {len(shown_ids):,} of {len(ids):,} texts are shown."
-    label = f"Aligned {unit} strips of {len(shown_ids)} texts, shaded by {name}"
-    return (
-        f'{_STYLE}<div class="bl-strips" role="figure" aria-label="{html.escape(label)}">{side}{"".join(cells_html)}</div>'
-        f'<div class="bl-snote">{html.escape(note)}</div>'
-    )
+    return f'{_STYLE}<div role="figure" aria-label="{html.escape(label)}">{drawn}</div><div class="bl-snote">{html.escape(note)}</div>'
+
+
+def _shown(row: dict, unit: str, texts: Sequence[str] | None) -> str:
+    """A cell's text: a token as the characters it covers in its text (`start`, `end`: "café", not "ĠcafÃ©"; `BYTE_MARK`
+    for a token holding some bytes of the character before it, "␣" for one of whitespace only), else as written."""
+    if unit != "token":
+        return str(row[unit])
+    token = str(row["token"])
+    if texts is None or "start" not in row or "end" not in row:
+        return display_token(token)
+    start, end = int(row["start"]), int(row["end"])
+    if end > start:
+        return texts[int(row["text_id"])][start:end]
+    return "␣" if not token.strip("Ġ▁Ċ \n") else BYTE_MARK
 
 
 def _number(value: Any) -> float:
@@ -162,8 +194,8 @@ def _number(value: Any) -> float:
         return math.nan
 
 
-def _tooltip(row: dict, unit: str, name: str, number: str, extra: Sequence[str]) -> str:
-    lines = [f"{row[unit]}: {name} {number}"]
+def _tooltip(row: dict, shown: str, name: str, number: str, extra: Sequence[str]) -> str:
+    lines = [f"{shown}: {name} {number}"]
     for column in extra:
         if column in row and row[column] is not None and not (isinstance(row[column], float) and math.isnan(row[column])):
             value = row[column]

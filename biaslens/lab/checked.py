@@ -9,16 +9,15 @@ corpus); the engine cannot import it.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import asdict
 from typing import Sequence, Unpack
 
 from biaslens.data.datasets import Pair, PairDataset
 from biaslens.engine import evaluation as engine
-from biaslens.engine.cache import ResultCache
 from biaslens.engine.evaluation import EvaluationResult, PairInspection
 from biaslens.engine.models import LanguageModel
-from biaslens.engine.options import InspectionKeywords
-from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, Progress
+from biaslens.engine.options import EvaluateKeywords, InspectionKeywords
 from biaslens.lab.sanity_verdict import model_verdict
 
 
@@ -29,24 +28,10 @@ def caveat(lm: LanguageModel) -> tuple[dict, str | None]:
 
 
 def evaluate(
-    lm: LanguageModel,
-    dataset: PairDataset | Sequence[Pair],
-    metrics: Sequence[str] | str | None = None,
-    *,
-    compat: str | None = "default",
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    cache: ResultCache | None = None,
-    batch_tokens: int | None = None,
-    chunk_pairs: int | None = None,
-    chunk_seconds: float = DEFAULT_CHUNK_SECONDS,
-    progress: Progress | None = None,
-    cache_only: bool = False,
-    precision: str | None = "model",
-    convention: str | None = None,
+    lm: LanguageModel, dataset: PairDataset | Sequence[Pair], metrics: Sequence[str] | str | None = None, **options: Unpack[EvaluateKeywords]
 ) -> EvaluationResult:
-    """Score every pair of a dataset with the given metrics (`biaslens.engine.evaluation.evaluate`), with the model's sanity verdict.
+    """Score every pair of a dataset with the given metrics (`biaslens.engine.evaluation.evaluate`, whose keywords it
+    takes: its signature), with the model's sanity verdict.
 
     `limit` keeps the first N pairs, `sample` a seeded random sample of N pairs; `cache` (a `ResultCache`) keeps
     finished chunks, so an interrupted run resumes; `progress(done_pairs, total_pairs)`; `cache_only=True` computes
@@ -56,28 +41,15 @@ def evaluate(
     looks untrained or weak on plain text (a bias-lab model: on its own corpus) gets a warning first in `warnings`,
     and the verdict is in `summary["manifest"]["sanity"]`, as the app and the CLI show it.
     """
-    result = engine.evaluate(
-        lm,
-        dataset,
-        metrics,
-        compat=compat,
-        limit=limit,
-        sample=sample,
-        seed=seed,
-        cache=cache,
-        batch_tokens=batch_tokens,
-        chunk_pairs=chunk_pairs,
-        chunk_seconds=chunk_seconds,
-        progress=progress,
-        cache_only=cache_only,
-        precision=precision,
-        convention=convention,
-    )
+    result = engine.evaluate(lm, dataset, metrics, **options)
     sanity, warning = caveat(lm)
     result.summary["manifest"]["sanity"] = sanity
     if warning is not None and warning not in result.warnings:
         result.warnings.insert(0, warning)
     return result
+
+
+evaluate.__signature__ = inspect.signature(engine.evaluate)  # type: ignore[attr-defined]  # help() and inspect show the engine's keywords
 
 
 def inspect_pair(

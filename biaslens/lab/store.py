@@ -194,6 +194,13 @@ def train_lab_model(
         blocking = folder if folder.exists() and not folder.is_dir() else next(p for p in folder.parents if p.exists() and not p.is_dir())
         raise OutputError(f"The lab models folder {folder} cannot be used: {blocking} is a file, not a folder. Choose another (--models-dir).")
     try:
+        str(target).encode("utf-8")
+    except UnicodeEncodeError:  # a name of bytes that are not UTF-8 (read as surrogates): the tokenizer saves only to UTF-8 paths
+        shown = str(folder).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")  # (its bytes, as \xff)
+        raise OutputError(
+            f"The lab models folder {shown} cannot be used: its name is not UTF-8, which the tokenizer's files need. Choose another (--models-dir)."
+        ) from None
+    try:
         if target.exists():  # an unreadable leftover (a file deleted by hand): ours to replace
             shutil.rmtree(target)
         folder.mkdir(parents=True, exist_ok=True)

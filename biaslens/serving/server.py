@@ -55,7 +55,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, Mapping
 
-from biaslens.errors import DataNotAllowedError, InputError, JobCancelled, LimitError, ModelNotAllowedError, ServerConfigError
+from biaslens.errors import (
+    BiaslensError,
+    DataNotAllowedError,
+    DatasetError,
+    InputError,
+    JobCancelled,
+    LimitError,
+    ModelLoadError,
+    ModelNotAllowedError,
+    ServerConfigError,
+)
 from biaslens.data.confine import confined
 from biaslens.paths import default_cache_dir
 
@@ -122,9 +132,13 @@ def _no_nul(name: str | Path, what: str) -> None:
         raise InputError(f"{what} holds a NUL character, which no file or folder name holds: remove it.")
 
 
-def _inside(path: Path, roots: list[Path]) -> bool:
-    """Whether `path` (resolved: links and `..` followed) is one of `roots` or inside one."""
-    resolved = path.resolve()
+def _inside(path: Path, roots: list[Path], refuse: type[BiaslensError]) -> bool:
+    """Whether `path` (resolved: links and `..` followed) is one of `roots` or inside one; a loop of links, which leads
+    nowhere, is refused in one line (`refuse`: the error of what was asked for, a model folder or a data file)."""
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError) as exc:  # "Symlink loop from ..." (an OSError, ELOOP, from Python 3.13)
+        raise refuse(f"{path} is a symbolic link that leads back to itself (a loop of links), so it names no file: remove it.") from exc
     return any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
@@ -177,6 +191,14 @@ def _whole_number(environ: Mapping[str, str], name: str, default: int | None, mi
     if value < minimum:
         raise ServerConfigError(f"{name}={value} is too small: set it to at least {minimum}, or unset it.")
     return value
+
+
+#: The settings that are whole numbers with a default (the server's limits, then the lab's), each read from
+#: BIASLENS_<its name in capitals> (`ENV_MAX_UPLOAD_ROWS`, ...): at least 1, or at least 0 for those in `_ZERO_ALLOWED`
+#: (no queue, no batching); unset, the field's default.
+_LIMITS = ("max_upload_rows", "max_models", "max_upload_mb", "max_run_scores", "max_kurita_queries", "max_jobs", "max_queue", "inspect_batch_ms")
+_LAB_LIMITS = ("lab_max_steps", "lab_max_corpus", "lab_max_layers", "lab_max_hidden", "lab_max_seconds")
+_ZERO_ALLOWED = ("max_queue", "inspect_batch_ms")
 
 
 @dataclass(frozen=True)
@@ -236,25 +258,16 @@ class ServerSettings:
             local=local,
             model_dirs=None if local else _folders(env, ENV_MODEL_DIRS),
             max_tokens=_whole_number(env, ENV_MAX_TOKENS, None, MIN_MAX_TOKENS),
-            max_upload_rows=_whole_number(env, ENV_MAX_UPLOAD_ROWS, DEFAULT_MAX_UPLOAD_ROWS, 1),
-            max_models=_whole_number(env, ENV_MAX_MODELS, DEFAULT_MAX_MODELS, 1),
+            **{
+                name: _whole_number(env, f"BIASLENS_{name.upper()}", getattr(cls, name), int(name not in _ZERO_ALLOWED))
+                for name in (*_LIMITS, *_LAB_LIMITS)
+            },
             max_compare_models=_whole_number(env, ENV_MAX_COMPARE_MODELS, DEFAULT_MAX_COMPARE_MODELS, 2) or DEFAULT_MAX_COMPARE_MODELS,
             default_model=env.get(ENV_MODEL, "").strip() or None,
             data_dirs=None if local else _folders(env, ENV_DATA_DIRS),
             default_data_dir=env.get(ENV_DATA_DIR, "").strip() or None,
-            max_upload_mb=_whole_number(env, ENV_MAX_UPLOAD_MB, DEFAULT_MAX_UPLOAD_MB, 1),
-            max_run_scores=_whole_number(env, ENV_MAX_RUN_SCORES, DEFAULT_MAX_RUN_SCORES, 1),
-            max_kurita_queries=_whole_number(env, ENV_MAX_KURITA_QUERIES, DEFAULT_MAX_KURITA_QUERIES, 1),
-            max_jobs=_whole_number(env, ENV_MAX_JOBS, DEFAULT_MAX_JOBS, 1),
-            max_queue=_whole_number(env, ENV_MAX_QUEUE, DEFAULT_MAX_QUEUE, 0),
             lab_training=_switch(env, ENV_LAB, True),
-            lab_max_steps=_whole_number(env, ENV_LAB_MAX_STEPS, DEFAULT_LAB_MAX_STEPS, 1),
-            lab_max_corpus=_whole_number(env, ENV_LAB_MAX_CORPUS, DEFAULT_LAB_MAX_CORPUS, 1),
-            lab_max_layers=_whole_number(env, ENV_LAB_MAX_LAYERS, DEFAULT_LAB_MAX_LAYERS, 1),
-            lab_max_hidden=_whole_number(env, ENV_LAB_MAX_HIDDEN, DEFAULT_LAB_MAX_HIDDEN, 1),
-            lab_max_seconds=_whole_number(env, ENV_LAB_MAX_SECONDS, DEFAULT_LAB_MAX_SECONDS, 1),
             share_lab_models=_switch(env, ENV_SHARE_LAB_MODELS, False),
-            inspect_batch_ms=_whole_number(env, ENV_INSPECT_BATCH_MS, DEFAULT_INSPECT_BATCH_MS, 0),
             zoo_store=env.get(ENV_ZOO_STORE, "").strip() or None,
         )
 
@@ -283,7 +296,7 @@ class ServerSettings:
         local = Path(os.path.expanduser(name))
         if not name or self.model_dirs is None or not (os.path.exists(local) or looks_like_path(name)):
             return
-        if not _inside(local, self.allowed_model_dirs()):
+        if not _inside(local, self.allowed_model_dirs(), ModelLoadError):
             raise _model_refusal(name, local)
 
     def model_folders(self) -> list[Path]:
@@ -298,7 +311,7 @@ class ServerSettings:
                 inside = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name.lower())
             except OSError:
                 continue
-            found += [p for p in (root, *inside) if (p / "config.json").is_file() and _inside(p, allowed) and p not in found]
+            found += [p for p in (root, *inside) if (p / "config.json").is_file() and _inside(p, allowed, ModelLoadError) and p not in found]
         return found
 
     def check_model_files(self, folder: Path) -> None:
@@ -311,7 +324,7 @@ class ServerSettings:
             return
         roots = self.allowed_model_dirs()
         for path in (folder, *sorted(folder.rglob("*"))):
-            if not _inside(path, roots):
+            if not _inside(path, roots, ModelLoadError):
                 raise _model_refusal(str(path), path)
 
     # -- dataset files and folders ---------------------------------------------------
@@ -330,7 +343,7 @@ class ServerSettings:
         """Refuse a dataset file or data folder outside the allowed folders (links and `..` resolved)."""
         _no_nul(path, "The dataset or data folder")
         local = Path(os.path.expanduser(str(path).strip()))
-        if self.data_dirs is None or _inside(local, self.allowed_data_dirs()):
+        if self.data_dirs is None or _inside(local, self.allowed_data_dirs(), DatasetError):
             return
         raise DataNotAllowedError(
             f"{path} is outside the folders this server may read datasets from{_through_link(local)} (biaslens's cache and "
@@ -789,6 +802,14 @@ class ModelPool:
             evicted.append(value)
             self.evictions += 1
         return evicted
+
+    def discard(self, stale: Callable[[Hashable], bool]) -> int:
+        """Let go of every entry whose key is `stale` (a model folder changed since it was loaded); how many."""
+        with self._lock:
+            keys = [k for k in self._entries if stale(k)]
+            evicted = [self._entries.pop(k) for k in keys]
+        _free(evicted)
+        return len(keys)
 
     def keys(self) -> list[Hashable]:
         """The keys in the pool, least recently used first."""

@@ -18,21 +18,14 @@ from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.errors import InputError
 from biaslens.zoo.cells import load_datasets, planned_cells
 from biaslens.zoo.plan import ZooPlan
-from biaslens.zoo.store import ResultsStore
+from biaslens.zoo.store import SCORE_COLUMNS, ResultsStore, score_types
 
 #: The columns of `merged_table`.
 MERGED_COLUMNS = (
     "model",
     "dataset",
     "metric",
-    "bias_score",
-    "ci_low",
-    "ci_high",
-    "n",
-    "wins",
-    "ties",
-    "undecidable",
-    "token_accuracy",
+    *SCORE_COLUMNS,
     "status",
     "convention",
     "precision",
@@ -117,12 +110,7 @@ def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
     for column in MERGED_COLUMNS:
         if column not in frame.columns:
             frame[column] = None
-    frame = frame.loc[:, list(MERGED_COLUMNS)].reset_index(drop=True)
-    for column in ("bias_score", "ci_low", "ci_high", "token_accuracy", "parameters"):
-        frame[column] = frame[column].astype(float)
-    for column in ("n", "wins", "ties", "undecidable"):
-        frame[column] = frame[column].astype("Int64")
-    return frame
+    return score_types(frame.loc[:, list(MERGED_COLUMNS)].reset_index(drop=True))
 
 
 def wide_table(merged: pd.DataFrame) -> pd.DataFrame:

@@ -62,6 +62,8 @@ STORE_FILE = "store.json"
 LOCK_TTL_S = 90.0
 #: How often a job refreshes its locks and its record.
 HEARTBEAT_S = 10.0
+#: A cell's scores (its summary's block of the metric, as summary.json has it), in the store's and the merged tables.
+SCORE_COLUMNS = ("bias_score", "ci_low", "ci_high", "n", "wins", "ties", "undecidable", "token_accuracy")
 #: The columns of `ResultsStore.summaries()`, one row per cell.
 SUMMARY_COLUMNS = (
     "key",
@@ -83,14 +85,7 @@ SUMMARY_COLUMNS = (
     "dataset_label",
     "dataset_sha256",
     "selection",
-    "bias_score",
-    "ci_low",
-    "ci_high",
-    "n",
-    "wins",
-    "ties",
-    "undecidable",
-    "token_accuracy",
+    *SCORE_COLUMNS,
     "created",
     "run_id",
     "reason",
@@ -385,11 +380,7 @@ class ResultsStore:
             rows.append(row)
             for bias_type, block in (cell.get("summary") or {}).get("by_bias_type", {}).items():
                 types.append({"key": key, "bias_type": bias_type, **{c: block.get(c) for c in ("bias_score", "ci_low", "ci_high", "n")}})
-        main = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-        for column in ("bias_score", "ci_low", "ci_high", "token_accuracy", "parameters"):
-            main[column] = main[column].astype(float)
-        for column in ("n", "wins", "ties", "undecidable"):
-            main[column] = main[column].astype("Int64")
+        main = score_types(pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS)))
         by_type = pd.DataFrame(types, columns=list(TYPE_COLUMNS))
         for column in ("bias_score", "ci_low", "ci_high"):
             by_type[column] = by_type[column].astype(float)
@@ -558,11 +549,20 @@ def summary_row(cell: Mapping[str, Any]) -> dict[str, Any]:
         "dataset_label": dataset.get("label"),
         "dataset_sha256": fields.get("dataset_sha256"),
         "selection": json.dumps(selection, sort_keys=True) if selection else "",
-        **{c: summary.get(c) for c in ("bias_score", "ci_low", "ci_high", "n", "wins", "ties", "undecidable", "token_accuracy")},
+        **{c: summary.get(c) for c in SCORE_COLUMNS},
         "created": (cell.get("run") or {}).get("created"),
         "run_id": (cell.get("run") or {}).get("run_id"),
         "reason": cell.get("reason", ""),
     }
+
+
+def score_types(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` (a table of cells) with its scores and the model's parameters as floats and its counts as nullable integers."""
+    for column in ("bias_score", "ci_low", "ci_high", "token_accuracy", "parameters"):
+        frame[column] = frame[column].astype(float)
+    for column in ("n", "wins", "ties", "undecidable"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
 
 
 _MEMO: OrderedDict[tuple[str, str], tuple[Any, Any]] = OrderedDict()
@@ -614,6 +614,7 @@ __all__ = [
     "HEARTBEAT_S",
     "LOCK_TTL_S",
     "RECORD_COLUMNS",
+    "SCORE_COLUMNS",
     "STORE_FORMAT",
     "SUMMARY_COLUMNS",
     "TYPE_COLUMNS",
@@ -624,6 +625,7 @@ __all__ = [
     "StoreError",
     "cell_fields",
     "cell_key",
+    "score_types",
     "summary_row",
     "unit_key",
 ]

@@ -252,13 +252,14 @@ def _score_unit(
 
     kind = getattr(lm, "kind", "masked")
     wanted = unit_metrics(unit, kind)
-    keys = {m: cell_key(fields_of(identity, unit, m, dataset.sha256)) for m in wanted}
+    cells = _UnitCells(store, task, owner, about, unit, dataset, identity)
+    keys = {m: cell_key(cells.fields(m)) for m in wanted}
     if unit.convention != DEFAULT_CONVENTION and kind != "causal":  # a peer's convention for causal models
         usable, unavailable = [], {m: f"the {unit.convention} convention scores causal language models" for m in wanted}
     else:
         usable, unavailable = available_metrics(lm, list(wanted))
     for metric, reason in unavailable.items():
-        _settle_unavailable(store, task, owner, about, unit, dataset, identity, metric, reason, outcome)
+        cells.settle_unavailable(metric, reason, outcome)
     todo = []
     for metric in usable:
         key = keys[metric]
@@ -289,12 +290,12 @@ def _score_unit(
             result = evaluate(lm, dataset, todo, cache=store.cache(), progress=report, **evaluate_options(task.model, unit))
         except BiaslensError as exc:  # this model cannot score this dataset (e.g. every pair encodes to the same tokens)
             for metric in todo:
-                _settle_unavailable(store, task, owner, about, unit, dataset, identity, metric, first_line(exc), outcome, locked=True)
+                cells.settle_unavailable(metric, first_line(exc), outcome, locked=True)
             return
         outcome.cached += result.cached
         seconds = time.perf_counter() - started
         for metric in todo:
-            _write_cell(store, task, owner, about, unit, dataset, identity, metric, result, seconds)
+            cells.write(metric, result, seconds)
             outcome.cells[keys[metric]] = "scored"
     finally:
         for key in locked:
@@ -332,81 +333,74 @@ def _dataset_block(unit: Unit, dataset: PairDataset, scored: int | None) -> dict
     }
 
 
-def _write_cell(
-    store: ResultsStore,
-    task: ModelTask,
-    owner: Owner,
-    about: dict[str, Any],
-    unit: Unit,
-    dataset: PairDataset,
-    identity: Identity,
-    metric: str,
-    result: EvaluationResult,
-    seconds: float,
-) -> None:
-    from biaslens.engine.metrics import pair_columns
+@dataclass(frozen=True)
+class _UnitCells:
+    """Where the cells of one unit (a dataset under one convention, precision and compat mode) of the model go, and
+    what each records: the store, the task and its owner, the model's block, the unit, its dataset, the model's identity."""
 
-    fields = fields_of(identity, unit, metric, dataset.sha256)
-    columns = pair_columns(metric)
-    records = cast("pd.DataFrame", result.pairs[["pair_id", columns.stereo, columns.anti, columns.hits, columns.total]]).set_axis(
-        list(RECORD_COLUMNS), axis=1
-    )
-    manifest = dict(result.manifest)
-    store.write_cell(
-        {
-            "key": cell_key(fields),
-            "status": "done",
-            "fields": fields,
-            "model": about,
-            "dataset": _dataset_block(unit, dataset, len(result.pairs)),
-            "summary": result.summary["metrics"][metric],
-            "token_identical": result.summary.get("token_identical"),
-            "manifest": manifest,
-            "warnings": list(result.warnings),
-            "run": _run_block(task, owner, seconds, result.cached),
-        },
-        records,
-    )
+    store: ResultsStore
+    task: ModelTask
+    owner: Owner
+    about: dict[str, Any]
+    unit: Unit
+    dataset: PairDataset
+    identity: Identity
 
+    def fields(self, metric: str) -> dict[str, Any]:
+        return fields_of(self.identity, self.unit, metric, self.dataset.sha256)
 
-def _settle_unavailable(
-    store: ResultsStore,
-    task: ModelTask,
-    owner: Owner,
-    about: dict[str, Any],
-    unit: Unit,
-    dataset: PairDataset,
-    identity: Identity,
-    metric: str,
-    reason: str,
-    outcome: ModelOutcome,
-    *,
-    locked: bool = False,
-) -> None:
-    """Record a cell the model cannot give, with the reason (once: a later run skips it)."""
-    fields = fields_of(identity, unit, metric, dataset.sha256)
-    key = cell_key(fields)
-    outcome.cells[key], outcome.reasons[key] = "unavailable", reason
-    if store.has_cell(key):
-        return
-    if not locked and not store.try_lock(key, owner):
-        return
-    try:
-        if not store.has_cell(key):
-            store.write_cell(
-                {
-                    "key": key,
-                    "status": "unavailable",
-                    "fields": fields,
-                    "model": about,
-                    "dataset": _dataset_block(unit, dataset, None),
-                    "reason": reason,
-                    "run": _run_block(task, owner),
-                }
-            )
-    finally:
-        if not locked:
-            store.release(key, owner)
+    def write(self, metric: str, result: EvaluationResult, seconds: float) -> None:
+        """Record a scored cell: its summary, manifest and warnings, and its per-pair records."""
+        from biaslens.engine.metrics import pair_columns
+
+        fields = self.fields(metric)
+        columns = pair_columns(metric)
+        records = cast("pd.DataFrame", result.pairs[["pair_id", columns.stereo, columns.anti, columns.hits, columns.total]]).set_axis(
+            list(RECORD_COLUMNS), axis=1
+        )
+        manifest = dict(result.manifest)
+        self.store.write_cell(
+            {
+                "key": cell_key(fields),
+                "status": "done",
+                "fields": fields,
+                "model": self.about,
+                "dataset": _dataset_block(self.unit, self.dataset, len(result.pairs)),
+                "summary": result.summary["metrics"][metric],
+                "token_identical": result.summary.get("token_identical"),
+                "manifest": manifest,
+                "warnings": list(result.warnings),
+                "run": _run_block(self.task, self.owner, seconds, result.cached),
+            },
+            records,
+        )
+
+    def settle_unavailable(self, metric: str, reason: str, outcome: ModelOutcome, *, locked: bool = False) -> None:
+        """Record a cell the model cannot give, with the reason (once: a later run skips it)."""
+        store, owner = self.store, self.owner
+        fields = self.fields(metric)
+        key = cell_key(fields)
+        outcome.cells[key], outcome.reasons[key] = "unavailable", reason
+        if store.has_cell(key):
+            return
+        if not locked and not store.try_lock(key, owner):
+            return
+        try:
+            if not store.has_cell(key):
+                store.write_cell(
+                    {
+                        "key": key,
+                        "status": "unavailable",
+                        "fields": fields,
+                        "model": self.about,
+                        "dataset": _dataset_block(self.unit, self.dataset, None),
+                        "reason": reason,
+                        "run": _run_block(self.task, owner),
+                    }
+                )
+        finally:
+            if not locked:
+                store.release(key, owner)
 
 
 def _empty_device_cache() -> None:

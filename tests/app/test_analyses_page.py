@@ -208,3 +208,11 @@ def test_the_shuffled_sentence_of_a_lab_model_is_one_it_knows(app_env):
     at = run_app("analyses", {"model": str(model.path)})
     no_exceptions(at)
     assert at.text_input(key=S + "sentence").value == lab.heldout_pairs(model.settings)[0].pair.sent_stereo
+
+
+def test_before_a_run_one_box_says_what_to_do(app_env):
+    """Issue 40 item 12: the page showed seven identical "Run the analyses above…" boxes, one in each tab, before a run."""
+    at = run_app("analyses")
+    no_exceptions(at)
+    boxes = [str(i.value) for i in at.main.info if "Run the analyses" in str(i.value)]
+    assert len(boxes) == 1, boxes

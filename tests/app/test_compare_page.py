@@ -149,12 +149,23 @@ def test_a_comparison_may_name_at_most_the_server_s_number_of_models(app_env, mo
     assert not [b for b in at.button if b.key == S + "run"]
 
 
+def test_a_link_repeating_a_model_a_thousand_times_draws_it_once_and_says_so(app_env, model_dirs):
+    bert, roberta = str(model_dirs["bert-cased"]), str(model_dirs["roberta"])
+    at = run_app("compare", {"models": [bert] * 990 + [roberta, roberta], "metric": "aul", "sample": "4"})  # (Streamlit reads 1,000 at most)
+    no_exceptions(at)
+    assert at.multiselect(key=S + "models").value == [bert, roberta]  # 992 chips before
+    assert "expected each value once (990 repeats left out)" in texts(at.warning)
+    assert at.query_params["models"] == [bert, roberta]
+
+
 def test_the_same_model_twice_is_one_model(app_env, model_dirs):
     tiny = str(model_dirs["bert-cased"])
-    for names in ([tiny, tiny], [tiny, tiny + "/"]):
-        at = run_app("compare", {"models": names, "metric": "aul", "sample": "4"})
-        no_exceptions(at)
-        assert "These names are one model" in texts(at.info)
+    at = run_app("compare", {"models": [tiny, tiny + "/"], "metric": "aul", "sample": "4"})
+    no_exceptions(at)
+    assert "These names are one model" in texts(at.info)
+    at = run_app("compare", {"models": [tiny, tiny], "metric": "aul", "sample": "4"})  # the link's repeat: left out and said
+    no_exceptions(at)
+    assert "expected each value once (1 repeat left out)" in texts(at.warning) and "Choose at least two models" in texts(at.info)
     at = run_app("compare", {"models": [tiny, tiny + "/", str(model_dirs["roberta"])], "metric": "aul", "sample": "4"})
     at.button(key=S + "run").click().run()  # (a Stop button per spelling had the same key: StreamlitDuplicateElementKey)
     no_exceptions(at)

@@ -31,18 +31,6 @@ def test_a_revision_from_a_link_shows_as_text_in_the_model_details(app_env, revi
     assert not live_markup(markdown_texts(at))
 
 
-def test_a_bias_type_from_a_file_shows_as_text_in_the_inspector(app_env, tmp_path, monkeypatch):
-    path = tmp_path / "pairs.csv"
-    path.write_text(f'sent_more,sent_less,bias_type\n"She can fix it.","He can fix it.","{LABEL}"\n', encoding="utf-8")
-    monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
-    at = run_app(params={"dataset": str(path)})
-    no_exceptions(at)
-    heading = at.subheader[0].value
-    assert "boom" in heading and "evil.example" in heading  # shown, as text
-    assert not live_markup([heading])
-    assert not live_markup(markdown_texts(at))
-
-
 @pytest.fixture
 def lab_model_with_hostile_labels(app_env):
     """A lab model another user trained, its group and attribute labels written to inject markdown."""
@@ -118,12 +106,15 @@ def test_an_address_in_a_link_value_shows_as_text(app_env, page, name):
     assert not live_markup(texts), live_markup(texts)
 
 
-def test_an_address_as_a_bias_type_shows_as_text_in_the_inspector(app_env, tmp_path, monkeypatch):
+@pytest.mark.parametrize("bias_type, shown", [(LABEL, ("boom", "evil.example")), (AUTOLINKS, ("evil.example",))], ids=["markdown", "addresses"])
+def test_a_bias_type_from_a_file_shows_as_text_in_the_inspector(app_env, tmp_path, monkeypatch, bias_type, shown):
+    """A bias type holding markdown (a link, a colour) or text shaped like addresses, from a pairs file."""
     path = tmp_path / "pairs.csv"
-    path.write_text(f'sent_more,sent_less,bias_type\n"She can fix it.","He can fix it.","{AUTOLINKS}"\n', encoding="utf-8")
+    path.write_text(f'sent_more,sent_less,bias_type\n"She can fix it.","He can fix it.","{bias_type}"\n', encoding="utf-8")
     monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
     at = run_app(params={"dataset": str(path)})
     no_exceptions(at)
     heading = at.subheader[0].value
-    assert "evil.example" in heading
-    assert not live_markup([heading]) and not live_markup(markdown_texts(at))
+    assert all(word in heading for word in shown)  # shown, as text
+    assert not live_markup([heading])
+    assert not live_markup(markdown_texts(at))

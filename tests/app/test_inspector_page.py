@@ -385,3 +385,13 @@ def test_a_slide_of_a_pair_with_if_is_made_and_a_slide_that_fails_says_so(app_en
     message = texts(other.main.error)
     assert "The slide could not be exported as PNG" in message and "Unrecognized signal name" in message
     assert "Slide (PNG)" not in {b.label for b in other.get("download_button")}
+
+
+def test_a_causal_metric_in_the_link_becomes_a_masked_model_s_own(app_env):
+    """Issue 40 item 12: the URL kept metric=ll (and aul_c) after switching to a masked model."""
+    at = run_app(params={"pair": "3", "metric": "aul_c"})
+    no_exceptions(at)
+    assert at.session_state[S + "metric"] == "aul" and "metric" not in at.query_params  # its counterpart (the default: unsaid)
+    at = run_app(params={"pair": "3", "metric": "ll"})
+    no_exceptions(at)
+    assert at.session_state[S + "metric"] == "aul" and "metric" not in at.query_params  # none: the model's first

@@ -6,11 +6,10 @@ from __future__ import annotations
 import pytest
 
 from biaslens.data.datasets import load_dataset
-from biaslens.zoo.plan import parse_plan
 from biaslens.zoo.store import ResultsStore
-from biaslens.zoo.worker import ModelTask, run_model
 from tests.support import FIXTURE_DATA
 from tests.support.app import interactive_tables, no_exceptions, run_app, static_tables, texts
+from tests.support.zoo import filled_store
 
 S = "leaderboard."
 
@@ -21,20 +20,8 @@ def stores(tmp_path_factory, model_dirs):
     from biaslens.zoo.testing import synthetic_store
 
     root = tmp_path_factory.mktemp("stores")
-    plan = parse_plan(
-        {
-            "store": "real",
-            "datasets": ["crows-pairs", "stereoset"],
-            "data_dir": str(FIXTURE_DATA),
-            "download": False,
-            "metrics": ["aul", "cps"],
-            "models": [{"id": str(model_dirs["bert-cased"])}, {"id": str(model_dirs["roberta"])}],
-        },
-        root,
-    )
-    ResultsStore(plan.store, create=True)
-    for model in plan.models:
-        run_model(ModelTask(str(plan.store), "run-1", model, plan.data_dir, False))
+    models = [{"id": str(model_dirs["bert-cased"])}, {"id": str(model_dirs["roberta"])}]
+    filled_store(root, models, store="real", datasets=["crows-pairs", "stereoset"], metrics=["aul", "cps"])
     synthetic_store(root / "synthetic", [load_dataset("crows-pairs", data_dir=FIXTURE_DATA)], models=40, metrics=("aul",))
     return root
 
@@ -166,20 +153,8 @@ def test_a_hostile_label_renders_as_text(app_env, monkeypatch, model_dirs, tmp_p
     from tests.support.app import live_markup, markdown_texts
 
     label = "[Session expired](http://evil.example/login) :red[boom] **x**"
-    plan = parse_plan(
-        {
-            "store": "store",
-            "datasets": ["crows-pairs"],
-            "data_dir": str(FIXTURE_DATA),
-            "download": False,
-            "metrics": ["aul"],
-            "models": [{"id": str(model_dirs["bert-cased"]), "label": label}, {"id": str(model_dirs["albert"])}],
-        },
-        tmp_path,
-    )
-    ResultsStore(plan.store, create=True)
-    for model in plan.models:
-        run_model(ModelTask(str(plan.store), "run-1", model, plan.data_dir, False))
+    models = [{"id": str(model_dirs["bert-cased"]), "label": label}, {"id": str(model_dirs["albert"])}]
+    plan = filled_store(tmp_path, models, store="store", datasets=["crows-pairs"], metrics=["aul"])
     monkeypatch.setenv("BIASLENS_DATA_DIRS", str(tmp_path))
     at = run_app("leaderboard", {"store": str(plan.store)})
     table = next(d for d in at.dataframe if "crows-pairs · AUL" in d.value.columns)
@@ -194,3 +169,16 @@ def test_a_hostile_label_renders_as_text(app_env, monkeypatch, model_dirs, tmp_p
     at.run()
     no_exceptions(at)
     assert "A stored run" in texts(at.info) and live_markup(markdown_texts(at)) == []
+
+
+def test_a_board_of_one_model_says_one_and_draws_no_empty_rows(env, stores, monkeypatch):
+    """Issue 40 item 12: one to three models drew ~14 empty grid rows under them and said "1 models"."""
+    import streamlit as st
+
+    heights: list[int] = []
+    real = st.dataframe
+    monkeypatch.setattr(st, "dataframe", lambda *a, **k: heights.append(k.get("height")) or real(*a, **k))
+    at = run_app("leaderboard", {"store": str(stores / "real"), "families": "bert"})
+    no_exceptions(at)
+    assert len(_board(at)) == 1 and "1 model · 4 columns" in texts(at.caption)
+    assert heights and 0 < heights[0] < 200, heights  # its header and one row (and the scroll bar), not 560 px of grid

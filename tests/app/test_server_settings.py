@@ -202,6 +202,17 @@ def test_a_model_folder_whose_weights_link_out_of_an_allowed_folder_is_refused(a
     assert refusal in texts(at.error)
 
 
+def test_a_loop_of_links_in_an_allowed_model_folder_is_one_line(app_env, model_dirs, monkeypatch, tmp_path):
+    folder = shutil.copytree(model_dirs["bert-cased"], tmp_path / "allowed" / "bert")
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", f"{model_dirs['bert-cased'].parent}:{tmp_path / 'allowed'}")
+    at = run_app(params={"model": str(folder), "s1": "A b.", "s2": "A c."})
+    no_exceptions(at)
+    assert f"{folder / 'a'} is a symbolic link that leads back to itself (a loop of links), so it names no file: remove it." in texts(at.error)
+    assert "Unexpected error" not in _everything_shown(at)  # ("Unexpected error (RuntimeError): Symlink loop from ...")
+
+
 def test_a_300_character_model_name_is_a_one_line_error(app_env):
     at = run_app(params={"model": "a" * 300, "s1": "A b.", "s2": "A c."})
     no_exceptions(at)
@@ -213,3 +224,36 @@ def test_a_typed_sentence_with_a_nul_is_refused(app_env):
     at = run_app(params={"s1": "She was\x00 tired.", "s2": "He was tired."})
     no_exceptions(at)
     assert "sentence contains the control character U+0000 (NUL) at character 8: remove it." in texts(at.error)
+
+
+def test_a_model_folder_fixed_or_replaced_in_place_is_loaded_afresh(app_env, model_dirs, tmp_path, monkeypatch):
+    """Issue 40 item 9: a folder fixed in place still showed its old load error until *Retry loading* was pressed; a folder
+    whose model was replaced kept serving the old one from the pool."""
+
+    folder = tmp_path / "mine" / "model"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{not json", encoding="utf-8")  # a broken save
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", str(tmp_path / "mine"))
+    link = {"model": str(folder), "s1": "She was tired.", "s2": "He was tired."}
+    broken = run_app(params=link)
+    no_exceptions(broken)
+    assert broken.sidebar.error, "the broken folder loads"
+    shutil.rmtree(folder)
+    shutil.copytree(model_dirs["bert-cased"], folder)  # fixed in place: the same path, now a model
+    fixed = run_app(params=link)
+    no_exceptions(fixed)
+    assert not fixed.sidebar.error and not fixed.main.error, texts(fixed.sidebar.error)
+    assert _pooled(folder) == ["bert"]
+    shutil.rmtree(folder)
+    shutil.copytree(model_dirs["roberta"], folder)  # replaced by another model
+    again = run_app(params=link)
+    no_exceptions(again)
+    assert _pooled(folder) == ["roberta"]  # the new one, the old one let go
+
+
+def _pooled(folder: Path) -> list[str]:
+    """The model types the app's pool holds for `folder`."""
+    import ui.resources
+
+    keys = [k for k in ui.resources.MODELS.keys() if k[0].name == str(folder.resolve())]
+    return [ui.resources.MODELS.get(k, lambda: None).model_type for k in keys]

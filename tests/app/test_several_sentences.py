@@ -32,7 +32,8 @@ def test_any_number_of_sentences_aligned_in_strips_with_their_tables(app_env, ti
     submit(at, THREE)
     no_exceptions(at)
     page = html_of(at)
-    assert page.count('class="bl-strips"') == 1 and page.count('class="bl-scol"') >= 8
+    lines = page.count('class="bl-strips"')  # the strips go on in lines, each headed by the sentences' numbers
+    assert lines >= 1 and page.count('class="bl-slab"') == lines and page.count('class="bl-scol"') >= 8
     assert "&lt;b&gt;" in page and "<b>know" not in page  # typed text is text, never markup
     expected = score(tiny_bert, [line for line in THREE.splitlines() if line.strip()])
     sentences = next(t for t in tables(at) if "Logprob sum" in t.columns)

@@ -21,6 +21,7 @@ from ui.views import (
     EXPLORER_TABS,
     LAB_BOUNDS,
     MAX_DIGITS,
+    MAX_LIST,
     MAX_SEED,
     PAGE_VIEWS,
     PIN,
@@ -73,13 +74,13 @@ VIEWS = {
         s1=maybe_text,
         s2=maybe_text,
         metric=st.sampled_from(PAPER_METRICS),
-        models=st.lists(text, max_size=3).map(tuple),
+        models=st.lists(text, max_size=3, unique=True).map(tuple),
         pin=st.none() | pins,
     ),
     ExplorerView: st.builds(
         ExplorerView,
         g=globals_,
-        metrics=st.lists(st.sampled_from(tuple(METRICS)), min_size=1, max_size=4).map(tuple),
+        metrics=st.lists(st.sampled_from(tuple(METRICS)), min_size=1, max_size=4, unique=True).map(tuple),
         metric=st.none() | st.sampled_from(tuple(METRICS)),
         sample=st.none() | st.integers(1, 10**MAX_DIGITS - 1),
         seed=seeds,
@@ -90,7 +91,7 @@ VIEWS = {
     CompareView: st.builds(
         CompareView,
         g=globals_,
-        models=st.lists(text, max_size=3).map(tuple),
+        models=st.lists(text, max_size=3, unique=True).map(tuple),
         metric=st.sampled_from(tuple(METRICS)),
         sample=st.none() | st.integers(1, 10**6),
         seed=seeds,
@@ -102,9 +103,9 @@ VIEWS = {
         sort=maybe_text,
         order=st.sampled_from(LEADERBOARD_ORDERS),
         bias_type=maybe_text,
-        families=st.lists(text, max_size=3).map(tuple),
-        kinds=st.lists(text, max_size=2).map(tuple),
-        sizes=st.lists(text, max_size=2).map(tuple),
+        families=st.lists(text, max_size=3, unique=True).map(tuple),
+        kinds=st.lists(text, max_size=2, unique=True).map(tuple),
+        sizes=st.lists(text, max_size=2, unique=True).map(tuple),
     ),
     KuritaView: st.builds(KuritaView, g=globals_, templates=maybe_text, targets=maybe_text),
     LabView: st.builds(LabView, g=globals_, scenario=st.sampled_from(tuple(lab.SCENARIOS)), **{k: _knob(k) for k in LAB_BOUNDS}),
@@ -154,7 +155,7 @@ def test_a_flipped_pair_keeps_every_global_setting(view, pair):
 @settings(max_examples=200, deadline=None)
 @given(VIEWS[LeaderboardView], st.text("0123456789abcdef", min_size=64, max_size=64), st.sampled_from(tuple(METRICS)), whole)
 def test_a_leaderboard_cell_opens_the_stored_run_and_its_pairs_open_under_its_model(view, result, metric, pair):
-    opened = view.explore(result, ("aul", metric), metric)
+    opened = view.explore(result, tuple(dict.fromkeys(("aul", metric))), metric)  # (each stored metric once, as the page gives them)
     assert opened.g == view.g and opened.store == view.store and opened.result == result and opened.metric == metric
     assert ExplorerView.from_query(through_a_url(opened.to_query())) == (opened, [])
     inspected = opened.inspect_stored(pair, "org/model", "abc123", "stereoset", "bfloat16")
@@ -240,6 +241,22 @@ def test_a_list_keeps_its_good_values():
     view, rejected = ExplorerView.from_query({"metrics": ["aul", "rm -rf", "cps"]})
     assert view.metrics == ("aul", "cps")
     assert [(r.name, r.value, r.partly) for r in rejected] == [("metrics", "rm -rf", True)]
+
+
+def test_a_list_keeps_each_value_once_and_at_most_max_list():
+    view, rejected = CompareView.from_query({"models": ["gpt2"] * 10_000 + ["bert", "bert"]})
+    assert view.models == ("gpt2", "bert")  # (10,000 chips in the comparison's list of models: the browser never drew them)
+    assert [(r.name, r.value, r.expected, r.partly) for r in rejected] == [
+        ("models", "gpt2, bert", "each value once (10,000 repeats left out)", True)
+    ]
+    view, rejected = ExplorerView.from_query({"metrics": ["aul"] * 500})
+    assert view.metrics == ("aul",) and [r.expected for r in rejected] == ["each value once (499 repeats left out)"]
+    names = [f"m{i}" for i in range(MAX_LIST + 3)]
+    view, rejected = LeaderboardView.from_query({"families": names})
+    assert view.families == tuple(names[:MAX_LIST])
+    assert [(r.value, r.expected) for r in rejected] == [
+        (f"m{MAX_LIST}, m{MAX_LIST + 1}, m{MAX_LIST + 2}", f"at most {MAX_LIST} values (the first {MAX_LIST} kept)")
+    ]
 
 
 def test_a_repeated_value_counts_once_the_last():

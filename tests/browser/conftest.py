@@ -6,13 +6,12 @@ Every test in this folder carries the `browser` marker (left out of the fast set
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.support import FIXTURE_DATA
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, require_browser, serve_app
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, require_browser, serve_app, server_env
 
 HERE = Path(__file__).resolve().parent
 
@@ -30,13 +29,8 @@ def server(model_dirs, tmp_path_factory):
     require_browser()
     logs = tmp_path_factory.mktemp("server")
     data = _data_with_a_longer_crows_pairs(logs / "data")
-    env = {
-        **os.environ,
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),  # the comparison page loads the other tiny models
-        "BIASLENS_DATA_DIR": str(data),
-        "BIASLENS_CACHE_DIR": str(logs / "cache"),
-    }
+    # BIASLENS_MODEL_DIRS: the comparison page loads the other tiny models
+    env = server_env(logs, model=model_dirs["bert-cased"], model_dirs=model_dirs["bert-cased"].parent, data_dir=data)
     with serve_app(env, logs) as base:
         yield base
 

@@ -16,7 +16,7 @@ from urllib.parse import urlencode, urlparse
 import pytest
 
 from tests.support import FIXTURE_DATA
-from tests.support.browser import launch_chromium, require_browser, serve_app
+from tests.support.browser import launch_chromium, require_browser, serve_app, server_env
 
 pytestmark = pytest.mark.browser
 
@@ -45,12 +45,7 @@ PAGES = {
 def app_url(model_dirs, tmp_path_factory):
     require_browser()
     logs = tmp_path_factory.mktemp("escaping-server")
-    env = {
-        **os.environ,
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
-        "BIASLENS_CACHE_DIR": str(logs / "cache"),
-    }
+    env = server_env(logs, model=model_dirs["bert-cased"], data_dir=FIXTURE_DATA)
     with serve_app(env, logs) as base:
         yield base
 
@@ -152,12 +147,7 @@ def hostile_app(model_dirs, tmp_path_factory):
     labels = {"group_a_label": f"A {LABEL}", "attributes_x_label": f"X {LABEL}", "attributes_y_label": "Y ![i](http://evil.example/y.png)"}
     settings = lab.scenario_settings("association", lab.LabSettings(corpus_size=600, steps=12, batch_size=32, **labels))
     model = lab.train_lab_model(settings, cache_dir=logs / "cache" / "lab")  # the server's lab cache
-    env = {
-        **os.environ,
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_DATA_DIR": str(data),
-        "BIASLENS_CACHE_DIR": str(logs / "cache"),
-    }
+    env = server_env(logs, model=model_dirs["bert-cased"], data_dir=data)
     with serve_app(env, logs) as base:
         yield base, data / "hostile.csv", model.path / lab.PAIRS_FILE
 

@@ -12,7 +12,6 @@ every step, and with 20,000 steps it would hold its slot for minutes if nothing 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import signal
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import FIXTURE_DATA as DATA
-from tests.support.browser import launch_chromium, start_app
+from tests.support.browser import launch_chromium, server_env, start_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -37,14 +36,7 @@ TRAINING = re.compile(r"Training the lab model: [\d,]+ / 20,000 steps")
 @contextlib.contextmanager
 def _serve(model_dirs, logs: Path):
     """The app on a free port, one heavy job at a time; yields (base URL, process)."""
-    env = {
-        **os.environ,
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_DATA_DIR": str(DATA),
-        "BIASLENS_CACHE_DIR": str(logs / "cache"),
-        "BIASLENS_MAX_JOBS": "1",
-        "BIASLENS_LAB_MAX_STEPS": "20000",
-    }
+    env = server_env(logs, model=model_dirs["bert-cased"], data_dir=DATA, max_jobs=1, lab_max_steps=20000)
     with start_app(env, logs) as (base, proc):
         yield base, proc
 

@@ -15,12 +15,11 @@ the next page, a shared link, a reload and the Back button show.
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
-from tests.support.browser import TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle, start_scoring
+from tests.support.browser import TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, server_env, settle, start_scoring
 
 RUN_TIMEOUT_MS = 180_000
 
@@ -74,9 +73,8 @@ def offline_lab_server(tmp_path_factory):
     logs = tmp_path_factory.mktemp("journeys-offline")
     lab.default_lab_model(cache_dir=logs / "cache" / "lab")
     (logs / "data").mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")}
-    env.update({"BIASLENS_CACHE_DIR": str(logs / "cache"), "HF_HUB_OFFLINE": "1", "HF_HOME": str(logs / "hf")})
-    env["BIASLENS_DATA_DIRS"] = str(logs / "data")  # a data folder the operator allows, to choose in the sidebar
+    # BIASLENS_DATA_DIRS: a data folder the operator allows, to choose in the sidebar
+    env = {**server_env(logs, inherit=False, data_dirs=logs / "data"), "HF_HUB_OFFLINE": "1", "HF_HOME": str(logs / "hf")}
     with serve_app(env, logs) as base:
         yield base, logs / "data"
 

@@ -4,13 +4,13 @@ zoo's jobs filled with the suite's tiny models."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
 from tests.support import FIXTURE_DATA
-from tests.support.browser import TIMEOUT_MS, open_app, require_browser, screenshot, serve_app, settle
+from tests.support.browser import TIMEOUT_MS, open_app, require_browser, screenshot, serve_app, server_env, settle
+from tests.support.zoo import filled_store
 
 MODELS = 500
 #: The grid of the page's interactive table is drawn with at least `rows` rows (its accessible row count).
@@ -25,36 +25,20 @@ TABLE_DRAWN = """(rows) => {
 def zoo_server(model_dirs, tmp_path_factory):
     require_browser()
     from biaslens.data.datasets import load_dataset
-    from biaslens.zoo.plan import parse_plan
-    from biaslens.zoo.store import ResultsStore
     from biaslens.zoo.testing import synthetic_store
-    from biaslens.zoo.worker import ModelTask, run_model
 
     root = tmp_path_factory.mktemp("zoo-stores")
     synthetic_store(root / "many", [load_dataset("crows-pairs", data_dir=FIXTURE_DATA)], models=MODELS, metrics=("aul", "cps"))
-    plan = parse_plan(
-        {
-            "store": "tiny",
-            "datasets": ["crows-pairs"],
-            "data_dir": str(FIXTURE_DATA),
-            "download": False,
-            "metrics": ["aul", "cps"],
-            "models": [{"id": str(model_dirs["bert-cased"])}, {"id": str(model_dirs["roberta"])}],
-        },
+    models = [{"id": str(model_dirs["bert-cased"])}, {"id": str(model_dirs["roberta"])}]
+    filled_store(root, models, store="tiny", datasets=["crows-pairs"], metrics=["aul", "cps"])
+    env = server_env(
         root,
+        model=model_dirs["bert-cased"],
+        model_dirs=model_dirs["bert-cased"].parent,
+        data_dir=FIXTURE_DATA,
+        data_dirs=root,
+        zoo_store=root / "many",
     )
-    ResultsStore(plan.store, create=True)
-    for model in plan.models:
-        run_model(ModelTask(str(plan.store), "run-1", model, plan.data_dir, False))
-    env = {
-        **os.environ,
-        "BIASLENS_MODEL": str(model_dirs["bert-cased"]),
-        "BIASLENS_MODEL_DIRS": str(model_dirs["bert-cased"].parent),
-        "BIASLENS_DATA_DIR": str(FIXTURE_DATA),
-        "BIASLENS_DATA_DIRS": str(root),
-        "BIASLENS_ZOO_STORE": str(root / "many"),
-        "BIASLENS_CACHE_DIR": str(root / "cache"),
-    }
     with serve_app(env, root) as base:
         yield base, root
 

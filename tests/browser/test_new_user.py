@@ -6,7 +6,6 @@ cut off and chart labels clipped or on top of each other.
 from __future__ import annotations
 
 import html
-import os
 import re
 import shutil
 from pathlib import Path
@@ -22,6 +21,7 @@ from tests.support.browser import (
     require_browser,
     screenshot,
     serve_app,
+    server_env,
     settle,
     start_scoring,
 )
@@ -116,8 +116,7 @@ def local_server(model_dirs, tmp_path_factory):
     folders listed."""
     require_browser()
     logs = tmp_path_factory.mktemp("local")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")}
-    env.update({"BIASLENS_MODEL": str(model_dirs["bert-cased"]), "BIASLENS_CACHE_DIR": str(logs / "cache"), "BIASLENS_LOCAL": "on"})
+    env = server_env(logs, inherit=False, model=model_dirs["bert-cased"], local="on")
     with serve_app(env, logs) as base:
         yield base
 

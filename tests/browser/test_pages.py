@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import ARTIFACTS, TABLE_CHECK, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle, start_scoring
+from tests.support.browser import ARTIFACTS, TABLE_CHECK, TIMEOUT_MS, open_app, query, require_browser, screenshot, serve_app, settle
+from tests.support.browser import server_env, start_scoring
 
 
 def test_a_deep_link_as_the_server_s_first_visit_gets_the_whole_app(page, server):
@@ -144,6 +144,18 @@ def test_model_comparison_page(page, server, model_dirs):
     settle(page)
     expect(page.locator('[data-testid="stVegaLiteChart"]')).to_have_count(3)
     screenshot(page, "compare")
+
+
+def test_a_link_repeating_a_model_nine_hundred_times_draws_it_once(page, server, model_dirs):
+    """Issue 41.10: each repeat was a chip of the comparison's list of models (10,000 never rendered)."""
+    from playwright.sync_api import expect
+
+    bert, roberta = str(model_dirs["bert-cased"]), str(model_dirs["roberta"])
+    open_app(page, server, "compare", models=[bert] * 900 + [roberta], metric="aul", sample="12")
+    expect(page.get_by_text("expected each value once (899 repeats left out)")).to_be_visible()
+    chips = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Models").locator("[data-tag]")
+    expect(chips).to_have_count(2)  # (901 before)
+    assert query(page)["models"] == [bert, roberta]
 
 
 # ---------------------------------------------------------------------------------------
@@ -312,8 +324,7 @@ def offline_server(tmp_path_factory):
     """A first run on a machine without network: a clean cache, no model and no data on disk, the hub out of reach."""
     require_browser()
     logs = tmp_path_factory.mktemp("offline")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")}
-    env.update({"BIASLENS_CACHE_DIR": str(logs / "cache"), "HF_HUB_OFFLINE": "1", "HF_HOME": str(logs / "hf")})
+    env = {**server_env(logs, inherit=False), "HF_HUB_OFFLINE": "1", "HF_HOME": str(logs / "hf")}
     with serve_app(env, logs) as base:
         yield base
 

@@ -32,16 +32,15 @@ def assert_inert(page: str) -> None:
 
 def test_a_pair_shows_its_tokens_chart_and_scores(tiny_bert):
     import biaslens  # noqa: F401  (the package root sets up the renderers; any import of biaslens runs it)
-    from biaslens.analyses.explore import display_token
     from biaslens.figures.formatting import margin_formatter
 
     result = inspect_pair(tiny_bert, *HOSTILE, metrics=["aul", "aula", "cps", "sss"])
     page = result._repr_html_()
     assert page is not None and 'class="bl-align"' in page and 'role="figure"' in page and 'class="bl-table"' in page
     for detail in (result.stereo, result.anti):
-        for token, special in zip(detail.encoding.tokens, detail.encoding.special):
-            if not special:
-                assert f">{html.escape(display_token(token))}</span>" in page, token
+        for token, special, shown in zip(detail.encoding.tokens, detail.encoding.special, detail.shown):
+            if not special:  # each token as the text it covers ("c" for WordPiece's "##c")
+                assert shown in detail.encoding.text and f">{html.escape(shown)}</span>" in page, token
     margin = margin_formatter(result.summary_frame()["margin"])  # the table's margins share one number of decimals
     for row in result.summary_frame().itertuples():
         assert f">{html.escape(row.metric)}</td>" in page

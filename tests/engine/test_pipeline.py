@@ -87,3 +87,16 @@ def test_controls_and_mlm_bias_see_the_pairs_saved(tiny_bert, tmp_path):
     assert run.steps["controls"].block["pairs"] == 2 and run.result.summary["metrics"]["aul"]["controls"]["n"] == 2
     assert run.steps["mlm_bias"].block["pairs"] == 2
     assert run.steps["controls"].files["controls.csv"]["pair_id"].tolist() == [0, 1]
+
+
+def test_mlm_bias_on_a_causal_model_is_refused_before_any_pair_is_scored(tiny_gpt2, tmp_path, monkeypatch):
+    """Issue 40 item 9: `evaluate --mlm-bias` on a causal model scored every pair, then refused."""
+    import biaslens.engine.evaluation as evaluation
+
+    data = tmp_path / "ss.jsonl"
+    data.write_text("\n".join(json.dumps(x) for x in STEREOSET_LINES) + "\n", encoding="utf-8")
+    scored: list[int] = []
+    monkeypatch.setattr(evaluation, "evaluate", lambda *a, **k: scored.append(1))
+    with pytest.raises(InputError, match="not a masked language model"):
+        run_evaluation(EvaluationPlan(SPEC, str(data), mlm_bias=True), lm=tiny_gpt2)
+    assert scored == []

@@ -46,6 +46,26 @@ def test_bad_values_name_the_variable(name, value, fragment):
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
+#: Every whole-number limit with a default, by its variable (BIASLENS_<the field in capitals>), and those that may be 0.
+LIMITS = "MAX_UPLOAD_ROWS MAX_MODELS MAX_UPLOAD_MB MAX_RUN_SCORES MAX_KURITA_QUERIES MAX_JOBS MAX_QUEUE INSPECT_BATCH_MS".split()
+LIMITS += "LAB_MAX_STEPS LAB_MAX_CORPUS LAB_MAX_LAYERS LAB_MAX_HIDDEN LAB_MAX_SECONDS".split()
+ZERO_ALLOWED = ("MAX_QUEUE", "INSPECT_BATCH_MS")
+
+
+@pytest.mark.parametrize("limit", LIMITS)
+def test_each_limit_is_read_from_its_variable_down_to_its_minimum(limit):
+    name, field, minimum = f"BIASLENS_{limit}", limit.lower(), int(limit not in ZERO_ALLOWED)
+    default = getattr(ServerSettings(), field)
+    assert getattr(ServerSettings.from_env({}), field) == default
+    assert getattr(ServerSettings.from_env({name: f" {minimum + 7} "}), field) == minimum + 7
+    assert getattr(ServerSettings.from_env({name: str(minimum)}), field) == minimum
+    assert getattr(ServerSettings.from_env({name: ""}), field) == default
+    with pytest.raises(ServerConfigError, match=f"{name}={minimum - 1} is too small: set it to at least {minimum}"):
+        ServerSettings.from_env({name: str(minimum - 1)})
+    with pytest.raises(ServerConfigError, match=f"{name}='many' is not a whole number"):
+        ServerSettings.from_env({name: "many"})
+
+
 # ---------------------------------------------------------------------------------------
 # Which model folders may be loaded
 # ---------------------------------------------------------------------------------------
@@ -309,7 +329,9 @@ def test_a_run_on_one_s_own_machine_opens_any_folder_and_a_shared_server_keeps_i
 
 
 def test_scripts_app_sh_binds_to_this_machine_and_opens_one_s_folders_unless_given_an_address(tmp_path):
-    """What `bash scripts/app.sh` passes to streamlit: a copy of the script with its setup step and Python replaced."""
+    """What `bash scripts/app.sh` runs after its setup step: `biaslens app` with the arguments given (a copy of the script
+    with its setup step and the command replaced); the address and the local folders are `biaslens app`'s
+    (tests/engine/test_cli_app.py)."""
     import os
     import shutil
     import stat
@@ -320,7 +342,7 @@ def test_scripts_app_sh_binds_to_this_machine_and_opens_one_s_folders_unless_giv
     (tmp_path / "scripts").mkdir()
     shutil.copy(REPO / "scripts" / "app.sh", tmp_path / "scripts" / "app.sh")
     (tmp_path / "scripts" / "setup.sh").write_text("exit 0\n")
-    python = tmp_path / ".venv" / "bin" / "python"
+    python = tmp_path / ".venv" / "bin" / "biaslens"
     python.parent.mkdir(parents=True)
     python.write_text('#!/usr/bin/env bash\necho "LOCAL=${BIASLENS_LOCAL:-} ARGS=$*"\n')
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
@@ -329,6 +351,5 @@ def test_scripts_app_sh_binds_to_this_machine_and_opens_one_s_folders_unless_giv
     def run(*args: str) -> str:
         return subprocess.run(["bash", str(tmp_path / "scripts" / "app.sh"), *args], env=env, capture_output=True, text=True, check=True).stdout
 
-    assert run("--server.port", "8502") == "LOCAL=on ARGS=-m streamlit run app.py --server.address localhost --server.port 8502\n"
-    assert run("--server.address", "0.0.0.0") == "LOCAL= ARGS=-m streamlit run app.py --server.address 0.0.0.0\n"  # a shared server
-    assert run("--server.address=0.0.0.0") == "LOCAL= ARGS=-m streamlit run app.py --server.address=0.0.0.0\n"
+    assert run("--server.port", "8502") == "LOCAL= ARGS=app --server.port 8502\n"
+    assert run("--server.address", "0.0.0.0") == "LOCAL= ARGS=app --server.address 0.0.0.0\n"  # a shared server

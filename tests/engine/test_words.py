@@ -77,6 +77,17 @@ def check_tokenizer(tokenizer, text: str) -> None:
     check_words(text, enc["offset_mapping"])
 
 
+def check_random_texts(tokenizer, *, examples: int) -> None:
+    """`check_tokenizer` on `examples` random texts (hypothesis)."""
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(texts())
+    def check(text):
+        check_tokenizer(tokenizer, text)
+
+    check()
+
+
 # ---------------------------------------------------------------------------------------
 # hand-checked
 # ---------------------------------------------------------------------------------------
@@ -136,14 +147,7 @@ def trained_tokenizers(tokenizer_dirs):
 
 @pytest.mark.parametrize("name", ["bert-cased", "roberta", "albert", *(f"causal-{f}" for f in TRAINED_CAUSAL)])
 def test_every_character_of_every_word_is_in_one_token_trained_tokenizers(trained_tokenizers, name):
-    tokenizer = trained_tokenizers[name]
-
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(texts())
-    def check(text):
-        check_tokenizer(tokenizer, text)
-
-    check()
+    check_random_texts(trained_tokenizers[name], examples=150)
 
 
 @pytest.fixture(scope="module")
@@ -159,11 +163,4 @@ def shared_tokenizers():
 @shared
 @pytest.mark.parametrize("name", list(SHARED_TOKENIZERS))
 def test_every_character_of_every_word_is_in_one_token_shared_tokenizers(shared_tokenizers, name):
-    tokenizer = shared_tokenizers[name]
-
-    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(texts())
-    def check(text):
-        check_tokenizer(tokenizer, text)
-
-    check()
+    check_random_texts(shared_tokenizers[name], examples=200)

@@ -68,6 +68,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_env(logs: Path, *, inherit: bool = True, **settings: object) -> dict[str, str]:
+    """An app server's environment: this process's (less its own `BIASLENS_*` settings unless `inherit`), the result
+    cache in `logs`, and each of `settings` as `BIASLENS_<NAME>` (`model=...` is BIASLENS_MODEL), written as text."""
+    env = dict(os.environ) if inherit else {k: v for k, v in os.environ.items() if not k.startswith("BIASLENS_")}
+    env["BIASLENS_CACHE_DIR"] = str(logs / "cache")
+    env.update({f"BIASLENS_{name.upper()}": str(value) for name, value in settings.items()})
+    return env
+
+
 @contextlib.contextmanager
 def serve_app(env: dict[str, str], logs: Path):
     """`streamlit run app.py` on a free local port with `env`; yields its base URL, stops it afterwards."""
@@ -219,17 +228,19 @@ CHART_CHECK = """() => {
   return problems;
 }"""
 
-#: Tables in the main area: a static table never wider than its box, its key columns (a metric's, a model's name) never
-#: broken mid-word (between words and after a hyphen only); an interactive table headed by exactly `columns` (the
-#: argument) never scrolls sideways (every column in sight).
+#: Tables in the main area: a static table never wider than its box unless it scrolls with its key column pinned, its
+#: headers and key columns (a metric's, a model's name) never broken mid-word (between words and after a hyphen only:
+#: "Undecidab|le" was); an interactive table headed by exactly `columns` (the argument) never scrolls sideways (every
+#: column in sight).
 TABLE_CHECK = """(columns) => {
   const problems = [];
   const main = document.querySelector('[data-testid="stMain"]');
   for (const el of main.querySelectorAll('.bl-table-wrap')) {  // a static table: whole in its box, no column scrolled away
     if (el.offsetParent === null) continue;
-    if (el.scrollWidth > el.clientWidth + 2)
+    const pinned = el.querySelector('tr > .bl-key:first-child') && getComputedStyle(el).overflowX === 'auto';
+    if (el.scrollWidth > el.clientWidth + 2 && !pinned)
       problems.push(`table wider than its box (${el.scrollWidth}>${el.clientWidth}): ${el.innerText.slice(0, 80)}`);
-    for (const cell of el.querySelectorAll('.bl-key')) {  // each word on one line
+    for (const cell of el.querySelectorAll('.bl-key, th')) {  // each word on one line
       const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
       for (let node = walker.nextNode(); node; node = walker.nextNode())
         for (const word of node.textContent.matchAll(/[^\\s-]+/g)) {
@@ -237,7 +248,7 @@ TABLE_CHECK = """(columns) => {
           range.setStart(node, word.index);
           range.setEnd(node, word.index + word[0].length);
           const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
-          if (lines.size > 1) problems.push(`"${word[0]}" broken mid-word in a key column`);
+          if (lines.size > 1) problems.push(`"${word[0]}" broken mid-word in a ${cell.tagName === 'TH' ? 'header' : 'key column'}`);
         }
     }
   }

@@ -13,8 +13,8 @@ from biaslens.zoo.merge import MERGED_COLUMNS, merged_table, wide_table, write_t
 from biaslens.zoo.plan import load_plan
 from biaslens.zoo.status import plan_status
 from biaslens.zoo.store import ResultsStore
-from biaslens.zoo.worker import ModelTask, run_model
 from tests.support import FIXTURE_DATA
+from tests.support.zoo import fill_store
 
 SUMMARY_FIELDS = ("bias_score", "ci_low", "ci_high", "n", "wins", "ties", "undecidable", "token_accuracy")
 
@@ -35,11 +35,7 @@ def scored_plan(tmp_path_factory, model_dirs):
             extra='metrics = ["aul", "cps"]',
         )
     )
-    plan = load_plan(path)
-    ResultsStore(plan.store, create=True)
-    for model in plan.models:
-        run_model(ModelTask(str(plan.store), "run-1", model, plan.data_dir, plan.download))
-    return plan
+    return fill_store(load_plan(path))
 
 
 def test_the_merged_table_is_what_evaluate_gives(scored_plan, tiny_models):
