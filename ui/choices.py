@@ -26,6 +26,7 @@ import ui.progress
 import ui.resources
 import ui.runs
 import ui.settings
+import ui.sidebar
 import ui.state
 import ui.tables
 from ui.views import ExplorerView, InspectorView
@@ -236,7 +237,7 @@ def show_item(found: ItemInspection) -> None:
 
 @st.cache_resource(show_spinner=False)
 def _runs() -> ui.memo.LRU[tuple, ChoiceRun]:
-    return ui.memo.LRU(8)
+    return ui.memo.LRU(16)
 
 
 def _subset(dataset: ChoiceDataset, n: int, seed: int) -> ChoiceDataset:
@@ -273,7 +274,7 @@ def explorer(settings: ui.settings.Settings) -> None:
         st.info("Choose at least one convention.", icon=":material/checklist:")
         st.stop()
     items = _subset(dataset, n, seed)
-    key = (settings.model_key, lm.fingerprint, dataset.sha256, dataset.name, n, seed)
+    key = (lm.fingerprint, str(lm.dtype), dataset.sha256, dataset.name, n, seed)  # (the comparison reads it too)
     run = _runs().get(key)
     if run is None:
         with ui.feedback.guard(), contextlib.suppress(NotCached):  # a finished run reopens at once from the result cache
@@ -393,4 +394,104 @@ def show_run(run: ChoiceRun, chosen: list[str], view: ExplorerView) -> None:
             col.download_button(name, data, f"{stem}-{name}", icon=":material/download:", key=S + f"dl.{name}", on_click="ignore")
 
 
-__all__ = ["content_warning", "explorer", "inspection", "inspector", "is_choice_dataset", "show_item", "show_run"]
+# ---------------------------------------------------------------------------------------
+# The comparison
+# ---------------------------------------------------------------------------------------
+
+
+def _compare_label(column: str) -> str:
+    """A comparison table's header: 'Accuracy difference 95% low', 'McNemar p', ..."""
+    fixed = {"model": "Model", "against": "Against", "items": "Items", "mcnemar_p": "McNemar p", "only_model_right": "Only this model right"}
+    fixed |= {"only_first_right": "Only the first right", "item_id": "Item", "source_id": "Source id", "first_model": "First model"}
+    if column in fixed:
+        return fixed[column]
+    name = column
+    for end, said in (("_low", " 95% low"), ("_high", " 95% high")):
+        if name.endswith(end):
+            return _compare_label(name.removesuffix(end)) + said
+    if name.endswith("_diff"):
+        return _compare_label(name.removesuffix("_diff")) + " difference"
+    return BREAKDOWN_LABELS.get(name, name.replace("_", " ").capitalize())
+
+
+def compare(settings: ui.settings.Settings) -> None:
+    """The Model comparison's view of a multiple-choice dataset: two models or more on the same items under one convention,
+    their statistics with intervals, each against the first (paired bootstrap, McNemar), the items whose answer differs."""
+    from biaslens.choices.compare import compare_runs
+
+    dataset = _dataset(settings)
+    content_warning(dataset)
+    c1, c2, c3, c4 = st.columns([1.6, 0.9, 0.6, 0.5])
+    with c1:
+        models = ui.sidebar.pick_models(
+            "Models",
+            S + "compare_models",
+            placeholder="Add a model: pick one, or type a hub id or a folder and press Enter",
+            help="Every model the sidebar offers, or a hub id or a local folder: type it and press Enter. Each runs on the sidebar's "
+            "device and precision, on the same items.",
+        )
+    applicable = [k for k, c in CHOICE_CONVENTIONS.items() if c.applies(dataset.family)]
+    convention = c2.selectbox("Convention", applicable, key=S + "compare_convention", format_func=lambda k: f"{k}: {CHOICE_CONVENTIONS[k].name}")
+    n = int(c3.number_input("Items", 1, len(dataset), min(DEFAULT_ITEMS, len(dataset)), key=S + "compare_items"))
+    seed = int(c4.number_input("Seed", 0, 2**32 - 1, 0, key=S + "compare_seed"))
+    if len(models) < 2:
+        st.info("Choose at least two models to compare.", icon=":material/group_add:")
+        st.stop()
+    distinct = ui.resources.distinct_models(models)
+    if distinct is None or len(distinct) < 2:
+        st.stop()
+    items = _subset(dataset, n, seed)
+    runs: list[tuple[str, ChoiceRun]] = []
+    missing = []
+    for model in distinct:
+        lm = ui.resources.model_or_none(settings, model)
+        if lm is None:
+            continue
+        key = (lm.fingerprint, str(lm.dtype), dataset.sha256, dataset.name, n, seed)
+        run = _runs().get(key)
+        if run is None:
+            with ui.feedback.guard(), contextlib.suppress(NotCached):
+                run = evaluate_choices(lm, items, applicable, cache=ui.resources.result_cache(), cache_only=True)
+        if run is None:
+            missing.append((model, key))
+            continue
+        runs.append((ui.settings.model_label(model), _runs().put(key, run)))
+    if missing:
+        job = ("choices-compare", tuple(k for _, k in missing))
+        note = f"Not scored yet with {', '.join(ui.settings.model_label(m) for m, _ in missing)}: {len(items):,} items each."
+        if not ui.runs.offer("Score them", key=S + "compare_run", pending=ui.runs.is_pending(job), notice=lambda: st.info(note)):
+            st.stop()
+        with ui.runs.stoppable(job, help="Stop after the current chunk; finished chunks stay in the result cache."):
+            for model, key in missing:
+                lm = ui.resources.model_or_none(settings, model)
+                if lm is None:
+                    continue
+                bar = ui.progress.ProgressBar(f"Scoring {items.title} with {ui.settings.model_label(model)}", unit="items")
+                run = None
+                with ui.runs.heavy_job(f"Scoring {items.title}"), ui.feedback.guard():
+                    run = evaluate_choices(lm, items, applicable, cache=ui.resources.result_cache(), progress=ui.runs.watched(bar))
+                bar.clear()
+                if run is not None:
+                    runs.append((ui.settings.model_label(model), _runs().put(key, run)))
+    if len(runs) < 2:
+        st.stop()
+    found = None
+    with ui.feedback.guard():
+        found = compare_runs(runs, convention, seed=seed)
+    if found is None:
+        st.stop()
+    labels = {c: _compare_label(c) for c in [*found.table.columns, *found.paired.columns, *found.flips.columns]}
+    st.markdown(f"**{len(items):,} items under {ui.feedback.md(CHOICE_CONVENTIONS[convention].name)}**, each statistic with its 95% interval")
+    ui.tables.table(found.table, [c for c in found.table.columns if c != "model"], pin=["model"], labels=labels, decimals=3)
+    st.markdown(f"**Each model against {ui.feedback.md(runs[0][0])}**: the difference with a paired bootstrap 95% interval over the items")
+    st.caption(f"p: {ui.feedback.md(found.test)} on the items each answers right.")
+    paired = found.paired
+    ui.tables.table(paired, [c for c in paired.columns if c not in ("model",)], pin=["model"], labels=labels, decimals=3)
+    st.caption(f"{len(found.flips):,} answers differ from the first model's.")
+    if not found.flips.empty:
+        ui.tables.table(
+            found.flips, [c for c in found.flips.columns if c != "item_id"], pin=["item_id"], labels=labels, sortable=True, key=S + "compare_flips"
+        )
+
+
+__all__ = ["compare", "content_warning", "explorer", "inspection", "inspector", "is_choice_dataset", "show_item", "show_run"]

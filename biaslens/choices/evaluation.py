@@ -403,7 +403,7 @@ def inspect_item(lm: LanguageModel, item: ChoiceItem) -> ItemInspection:
     conventions = [c for c in CHOICE_CONVENTIONS.values() if c.applies(item.dataset)]
     choices, tokens = _choice_rows([scored], conventions)
     tokens.insert(3, "token", [lm.decode_token(t) for t in tokens["token_id"]])
-    tokens.insert(4, "text", [lm.tokenizer.decode([int(t)]) for t in tokens["token_id"]])
+    tokens.insert(4, "text", [lm.token_text(int(t)) for t in tokens["token_id"]])
     tokens.insert(2, "choice", [scored.texts[k] for k in tokens["choice_index"]])
     rows = []
     for c in conventions:

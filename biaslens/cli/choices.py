@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from biaslens.cli.common import Progress, fmt, load, model_caveats
 from biaslens.errors import InputError
 
@@ -108,6 +110,68 @@ def run(args: argparse.Namespace, cache: Any) -> int:
     return 0
 
 
+def compare(args: argparse.Namespace, dataset: Any, models: list[str], spec: Any, cache: Any, progress: Progress) -> int:
+    """`biaslens compare` on a multiple-choice dataset: every model scored under `--convention`, their statistics with
+    intervals, each against the first (paired bootstrap differences, McNemar's exact test on the items answered right),
+    the items whose answer differs (`biaslens.choices.compare`); comparison.csv, comparison.json and flips.csv in --out."""
+    from biaslens.choices.compare import compare_runs
+    from biaslens.choices.conventions import parse_choice_conventions
+    from biaslens.choices.evaluation import evaluate_choices
+    from biaslens.data.export import atomic_write, safe_csv, text_table, to_json
+
+    if getattr(args, "mlm_bias", False) or getattr(args, "mlm_bias_batched", False):
+        raise InputError("--mlm-bias applies to sentence pairs; a multiple-choice dataset is compared under --convention: leave it out.")
+    (convention,) = parse_choice_conventions(args.choice_convention, dataset.family)
+    dataset = _subset(dataset, args)
+    runs = []
+    for name in models:
+        lm = load(spec.with_model(name))
+        print(f"Scoring {dataset.title} with {name} ...", file=sys.stderr)
+        with progress.pairs(len(dataset), f"{dataset.name} {name}") as bar:
+            runs.append((name, evaluate_choices(lm, dataset, [convention.key], cache=cache, progress=bar, seed=args.seed)))
+    found = compare_runs(runs, convention.key, resamples=args.resamples, seed=args.seed)
+    print(f"\n{dataset.title}, {int(found.table['items'].iloc[0]):,} items, {convention.name} ({convention.key}).")
+    measures = [c for c in found.table.columns if c not in ("model", "items") and not c.endswith(("_low", "_high"))]
+    rows = [
+        [r["model"], *(f"{fmt(r[m], 4)} [{fmt(r[m + '_low'], 4)}, {fmt(r[m + '_high'], 4)}]" for m in measures)] for _, r in found.table.iterrows()
+    ]
+    print(text_table(["model", *(f"{m} [95% CI]" for m in measures)], rows))
+    print(f"\nEach model - {models[0]} (paired bootstrap 95% CI over the items; {found.test} on the items answered right):")
+    rows = [
+        [
+            r["model"],
+            *(f"{fmt(r[m + '_diff'], 4)} [{fmt(r[m + '_diff_low'], 4)}, {fmt(r[m + '_diff_high'], 4)}]" for m in measures),
+            fmt(r["mcnemar_p"], 4),
+        ]
+        for _, r in found.paired.iterrows()
+    ]
+    print(text_table(["model", *(f"{m} difference" for m in measures), "McNemar p"], rows))
+    print(f"{len(found.flips):,} answers differ from {models[0]}'s.")
+    if args.out:
+        from biaslens.data.export import check_output_dir
+
+        folder = check_output_dir(args.out)
+        both = pd.concat([found.table.assign(part="models"), found.paired.assign(part="paired")], ignore_index=True)
+        written = [
+            atomic_write(folder / "comparison.csv", safe_csv(both)),
+            atomic_write(
+                folder / "comparison.json",
+                to_json(
+                    {
+                        "convention": convention.key,
+                        "dataset": dataset.name,
+                        "test": found.test,
+                        "models": found.table.to_dict("records"),
+                        "paired": found.paired.to_dict("records"),
+                    }
+                ),
+            ),
+            atomic_write(folder / "flips.csv", safe_csv(found.flips)),
+        ]
+        print(f"wrote {', '.join(p.name for p in written)} in {folder}")
+    return 0
+
+
 def statistics_text(summary: dict[str, Any]) -> str:
     """Each convention's statistics (summary.json's `conventions`) as text tables: BBQ's headline numbers and its bias scores
     by category, Winogender's seven accuracies; then the items whose answer flips between conventions."""
@@ -138,4 +202,4 @@ def statistics_text(summary: dict[str, Any]) -> str:
     return "\n\n".join(blocks)
 
 
-__all__ = ["is_choice_dataset", "run", "statistics_text"]
+__all__ = ["compare", "is_choice_dataset", "run", "statistics_text"]

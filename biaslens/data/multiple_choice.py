@@ -377,7 +377,7 @@ def load_choice_dataset(
         wanted = tuple(f for f in source.files if f"bbq-{_slug(f.file_name.removesuffix('.jsonl'))}" == key)
     paths = _files(source, wanted, data_dir, cache_dir, download, progress)
     dataset = read_bbq(paths) if base == "bbq" else read_winogender(paths[0].parent, paths=paths)
-    dataset = replace(dataset, name=base, title=source.title)
+    dataset = replace(dataset, name=base, title={"bbq": "BBQ", "winogender": "Winogender"}[base])
     return dataset.select(keep, key, title) if keep is not None else dataset
 
 

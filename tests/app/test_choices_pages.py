@@ -74,7 +74,7 @@ def test_the_explorer_on_bbq_names_every_bias_score(causal_env):
     assert {"Disamb. bias score", "Amb. bias score", "Accuracy 95% low"} <= set(breakdown.columns)
 
 
-@pytest.mark.parametrize("page", ["compare", "analyses", "kurita", "lab", "leaderboard"])
+@pytest.mark.parametrize("page", ["analyses", "kurita", "lab", "leaderboard"])
 def test_pages_that_read_pairs_say_so_in_one_line(causal_env, page):
     at = run_app(page, {"dataset": "bbq"})
     no_exceptions(at)
@@ -82,3 +82,18 @@ def test_pages_that_read_pairs_say_so_in_one_line(causal_env, page):
     assert "Traceback" not in shown
     if "multiple-choice" in shown:
         assert "holds multiple-choice items, not sentence pairs" in shown
+
+
+def test_the_comparison_of_two_models_on_bbq(causal_env, causal_dirs):
+    pythia = str(causal_dirs["pythia"])
+    at = run_app("compare", {"dataset": "bbq"})
+    at.session_state["choices.compare_models"] = [str(causal_env), pythia]
+    at.run()
+    no_exceptions(at)
+    at.button(key="choices.compare_run").click().run()
+    no_exceptions(at)
+    assert not at.error, texts(at.error)
+    models = next(t for t in tables(at) if "Model" in t.columns and "Accuracy" in t.columns)
+    assert len(models) == 2
+    paired = next(t for t in tables(at) if "McNemar p" in t.columns)
+    assert len(paired) == 1 and {"Accuracy difference", "Accuracy difference 95% low", "Disamb. bias score difference"} <= set(paired.columns)

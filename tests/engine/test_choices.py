@@ -146,7 +146,7 @@ def test_answers_flip_between_conventions_by_hand():
     assert raw.margin == pytest.approx(0.5) and norm.margin == pytest.approx(-8.0 / 19 + 8.5 / 19)
     run = read_scored(BBQ, [scored], "all")
     flips = flip_table(run.answers, ["lm-eval", "lm-eval-norm", "original"])
-    assert list(flips["source_id"]) == ["Age/0"] and flips["conventions_disagreeing"][0] == 2
+    assert list(flips["source_id"]) == ["Age/0"] and int(flips["conventions_disagreeing"].iloc[0]) == 2
     assert run.summary["flips"] == {"lm-eval vs lm-eval-norm": 1, "lm-eval vs original": 1, "lm-eval-norm vs original": 0}
 
 
@@ -203,7 +203,7 @@ def test_one_item_in_detail(tiny_gpt2):
     assert list(inspection.answers["convention"]) == ["lm-eval", "lm-eval-norm", "original"]
     assert len(inspection.choices) == 12 and set(inspection.tokens["choice"]) == set(inspection.choices["text"])
     grandfather = inspection.tokens[inspection.tokens.choice == "The retired teacher"]
-    assert "".join(grandfather["text"]).strip() == "The retired teacher" and (grandfather["rank"] >= 1).all()
+    assert "".join(grandfather["text"]).strip() == "The retired teacher" and bool((grandfather["rank"] >= 1).all())
     typed = inspect_item(tiny_gpt2, custom_item("A and B met at noon.", "Who was late?", ["A", "B"], biased=0))
     assert typed.answers.set_index("convention").loc["lm-eval", "why_not"] == "no answer is one of lm-eval's ten unknown phrasings"
     assert typed.answers.set_index("convention").loc["original", "answer"] in ("A", "B")
@@ -211,3 +211,25 @@ def test_one_item_in_detail(tiny_gpt2):
         custom_item("A met B.", "Who?", ["A"])
     with pytest.raises(InputError, match="The biased answer must be one of the 2 answers"):
         custom_item("A met B.", "Who?", ["A", "B"], biased=2)
+
+
+def test_two_models_compared_item_by_item():
+    """compare_runs: each model's statistics, the paired differences (model - first) and McNemar's b / c, by hand."""
+    from biaslens.choices.compare import compare_runs
+
+    items = BBQ.select(lambda it: it.category == "Age", "bbq-age", "BBQ, Age")
+    # model A answers every Age item's unknown answer; model B the biased answer of items 0 and 1 (ambiguous and disambiguated)
+    unknown = {it.item_id: it.choices[int(it.unknown or 0)] for it in items.items}  # (every BBQ item has one)
+    a = read_scored(items, [_scored(it, {unknown[it.item_id]: -1.0}) for it in items.items], "original")
+    b_scores = [_scored(it, {(it.choices[it.biased[0]] if it.item_id in (0, 1) else unknown[it.item_id]): -1.0}) for it in items.items]
+    b = read_scored(items, b_scores, "original")
+    found = compare_runs([("A", a), ("B", b)], "original", resamples=200)
+    table = found.table.set_index("model")
+    assert table.loc["A", "accuracy"] == pytest.approx(3 / 6)  # the ambiguous items (their right answer is unknown)
+    assert table.loc["B", "accuracy"] == pytest.approx(2 / 6)  # item 0 (ambiguous) now wrong; item 1's right answer is the other group
+    paired = found.paired.iloc[0]
+    assert paired["accuracy_diff"] == pytest.approx(-1 / 6) and (paired["only_model_right"], paired["only_first_right"]) == (0, 1)
+    assert paired["accuracy_diff_low"] <= paired["accuracy_diff"] <= paired["accuracy_diff_high"]
+    assert list(found.flips["item_id"]) == [0, 1] and set(found.flips["answer"]) == {"The retired teacher"}
+    with pytest.raises(InputError, match="at least two models"):
+        compare_runs([("A", a)], "original")

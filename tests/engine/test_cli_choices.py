@@ -65,3 +65,13 @@ def test_datasets_lists_bbq_and_winogender(capsys):
     printed = capsys.readouterr().out
     assert "bbq                     11 of 11 files in" in printed and "winogender              2 of 2 files in" in printed
     assert "bbq-ambig" in printed and "winogender-gotcha-female" in printed
+
+
+def test_compare_two_models_on_bbq(causal_dirs, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    argv = ["compare", "--model", str(causal_dirs["gpt2"]), str(causal_dirs["pythia"]), "--dataset", "bbq-age", "--data-dir", str(FIXTURE_DATA)]
+    assert main([*argv, "--convention", "original", "--resamples", "200", "--no-cache", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "BBQ, Age, 6 items, BBQ (Parrish et al.) (original)." in printed and "McNemar p" in printed and "disamb_bias_score difference" in printed
+    assert {p.name for p in out.iterdir()} == {"comparison.csv", "comparison.json", "flips.csv"}
+    assert json.loads((out / "comparison.json").read_text())["paired"][0]["items"] == 6
