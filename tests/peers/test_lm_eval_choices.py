@@ -1,4 +1,4 @@
-"""BBQ and Winogender against lm-evaluation-harness 0.4.13 itself, run in the peer environment (tests/peers/run_lm_eval.py).
+"""BBQ and Winogender against lm-evaluation-harness 0.4.13 itself, run in the peer environment (tests/peers/run_lm_eval_choices.py).
 
 lm-eval's task code runs unchanged (its YAML files included, its `utils.py`), fed local rows of ../shared/data/bbq and
 ../shared/data/winogender (the HF datasets cannot be downloaded here), on the same tiny saved models biaslens loads:
@@ -29,6 +29,8 @@ import pytest
 
 from tests.peers.conftest import run_peer
 from tests.support import SHARED
+
+RUNNER = "run_lm_eval_choices.py"  # (CrowS-Pairs runs through run_lm_eval.py)
 
 pytestmark = [pytest.mark.peers, pytest.mark.shared]
 
@@ -68,7 +70,7 @@ def test_bbq_choices_targets_and_biased_answers_equal_lm_evals(tmp_path, peers_p
     rows = _rows(10**6)
     path = _write(rows, tmp_path / "rows.jsonl")
     dataset = read_bbq([path])
-    theirs = run_peer(peers_python, "run_lm_eval.py", {"mode": "bbq_docs", "rows": str(path)})
+    theirs = run_peer(peers_python, RUNNER, {"mode": "bbq_docs", "rows": str(path)})
     assert len(dataset) == len(theirs["choices"]) == 11956
     for item, choices, targets, biased in zip(dataset.items, theirs["choices"], theirs["targets"], theirs["biased"]):
         assert list(lm_eval_choices(item) or ()) == choices
@@ -108,7 +110,7 @@ def test_bbq_statistics_equal_lm_evals_on_random_log_likelihoods(tmp_path, peers
     run = read_scored(dataset, scored, "lm-eval,lm-eval-norm")
     lls = [s.ll[:12].tolist() for s in scored]
     for rule, convention in (("raw", "lm-eval"), ("norm", "lm-eval-norm")):
-        theirs = run_peer(peers_python, "run_lm_eval.py", {"mode": "bbq_statistics", "rows": str(path), "lls": lls, "rule": rule})
+        theirs = run_peer(peers_python, RUNNER, {"mode": "bbq_statistics", "rows": str(path), "lls": lls, "rule": rule})
         ours = run.statistics(convention)
         _equal(ours, theirs)
         assert theirs["disamb_bias_score"] not in (None, 0.0) and theirs["amb_bias_score"] not in (None, 0.0)  # not a degenerate draw
@@ -135,7 +137,7 @@ def test_bbq_end_to_end_equals_lm_eval(tmp_path, peers_python, family):
         {"name": "bbq_local", "include": "bbq/bbq_multiple_choice.yaml", "rows": str(path)},
         {"name": "bbq_local_norm", "include": "bbq/bbq_multiple_choice.yaml", "rows": str(path), "process_results": "norm"},
     ]
-    theirs = run_peer(peers_python, "run_lm_eval.py", {"mode": "evaluate", "model": str(folder), "work": str(tmp_path / "work"), "tasks": tasks})
+    theirs = run_peer(peers_python, RUNNER, {"mode": "evaluate", "model": str(folder), "work": str(tmp_path / "work"), "tasks": tasks})
     run = evaluate_choices(load_model(str(folder)), read_bbq([path]), "lm-eval,lm-eval-norm")
     samples = sorted(theirs["samples"]["bbq_local"], key=lambda s: s["doc_id"])
     assert len(samples) == len(run.scored) == len(rows)
@@ -197,7 +199,7 @@ def test_winogender_end_to_end_equals_lm_eval(tmp_path, peers_python):
         {"name": f"wg_{name}", "include": f"winogender/{file}", "rows": str(path), "metrics": ["acc", "acc_norm"]}
         for name, (file, path) in files.items()
     ]
-    theirs = run_peer(peers_python, "run_lm_eval.py", {"mode": "evaluate", "model": str(folder), "work": str(tmp_path / "work"), "tasks": tasks})
+    theirs = run_peer(peers_python, RUNNER, {"mode": "evaluate", "model": str(folder), "work": str(tmp_path / "work"), "tasks": tasks})
     run = evaluate_choices(load_model(str(folder)), read_winogender(WINOGENDER), "all")
     assert sorted(run.dataset.items[k].source_id for k in range(720) if run.dataset.items[k].gotcha) == sorted(r["sentid"] for r in gotcha)
     samples = {s["doc"]["sentid"]: s["lls"] for s in theirs["samples"]["wg_acc"]}

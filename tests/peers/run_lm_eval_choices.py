@@ -1,6 +1,8 @@
 """Runs lm-evaluation-harness 0.4.13 in the peer environment (.venv-peers, built by scripts/peers.sh), never in biaslens's own.
 
-Reads a JSON request on stdin, writes a JSON answer on stdout. Two kinds of call:
+BBQ's and Winogender's runner (tests/peers/test_lm_eval_choices.py); CrowS-Pairs has its own (run_lm_eval.py, numbers branch).
+
+Reads a JSON request on stdin, writes a JSON answer on stdout. Three kinds of call:
 
 * `{"mode": "evaluate", "model": folder, "batch_size": n, "work": folder, "tasks": [{"name", "include", "rows", ...}]}`:
   `lm_eval.simple_evaluate` with its HF backend on the saved model, for tasks written here as YAML files that
