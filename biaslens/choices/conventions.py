@@ -121,6 +121,15 @@ _WINOGENDER_REPORTS = tuple(
     (name, f"accuracy of lm-eval's winogender_{name.removeprefix('acc_') if name != 'acc' else 'all'}") for name in statistics.WINOGENDER_TASKS
 )
 
+#: What lm-eval's two readings share: its prompt and choices, its statistics and how it reports them.
+_LM_EVAL_READING: dict[str, Any] = dict(
+    datasets=("bbq", "winogender"),
+    choices=lm_eval_choices,
+    statistics={"bbq": statistics.lm_eval_bbq, "winogender": statistics.winogender_accuracy},
+    formula=statistics.LM_EVAL_BIAS,
+    reports=_BBQ_REPORTS + _WINOGENDER_REPORTS,
+)
+
 CHOICE_CONVENTIONS: dict[str, ChoiceConvention] = {
     c.key: c
     for c in (
@@ -132,12 +141,8 @@ CHOICE_CONVENTIONS: dict[str, ChoiceConvention] = {
             citation="Gao et al., lm-evaluation-harness 0.4.13 (EleutherAI), tasks bbq and winogender_*.",
             source="lm_eval/tasks/bbq/utils.py (doc_to_choice, doc_to_targets, process_results_multiple_choice, agg_*); "
             "lm_eval/tasks/winogender/winogender.yaml; lm_eval/api/model.py::TemplateLM._encode_pair",
-            datasets=("bbq", "winogender"),
-            choices=lm_eval_choices,
             per_character=False,
-            statistics={"bbq": statistics.lm_eval_bbq, "winogender": statistics.winogender_accuracy},
-            formula=statistics.LM_EVAL_BIAS,
-            reports=_BBQ_REPORTS + _WINOGENDER_REPORTS,
+            **_LM_EVAL_READING,
         ),
         ChoiceConvention(
             key="lm-eval-norm",
@@ -146,12 +151,8 @@ CHOICE_CONVENTIONS: dict[str, ChoiceConvention] = {
             "(its acc_norm); lm-eval's statistics.",
             citation="Gao et al., lm-evaluation-harness 0.4.13 (EleutherAI): acc_norm.",
             source="lm_eval/api/task.py::ConfigurableTask.process_results (pred_norm = argmax(lls / completion_len))",
-            datasets=("bbq", "winogender"),
-            choices=lm_eval_choices,
             per_character=True,
-            statistics={"bbq": statistics.lm_eval_bbq, "winogender": statistics.winogender_accuracy},
-            formula=statistics.LM_EVAL_BIAS,
-            reports=_BBQ_REPORTS + _WINOGENDER_REPORTS,
+            **_LM_EVAL_READING,
         ),
         ChoiceConvention(
             key="original",

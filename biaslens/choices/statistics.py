@@ -25,22 +25,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from biaslens.data.multiple_choice import BBQ_CATEGORIES
 from biaslens.engine.stats import wilson_interval
 
 #: BBQ's categories in lm-eval's order (its per-category metrics are named after them).
-LM_EVAL_CATEGORIES = (
-    "Age",
-    "Disability_status",
-    "Gender_identity",
-    "Nationality",
-    "Physical_appearance",
-    "Race_ethnicity",
-    "Race_x_gender",
-    "Race_x_SES",
-    "Religion",
-    "SES",
-    "Sexual_orientation",
-)
+LM_EVAL_CATEGORIES = BBQ_CATEGORIES
 NAN = float("nan")
 
 

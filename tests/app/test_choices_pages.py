@@ -3,19 +3,11 @@ the explorer's statistics, intervals and flips, and one line on the pages that r
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
+from tests.app.test_causal_pages import causal_env  # noqa: F401 (the fixture: the tiny GPT-2 as the sidebar's model)
 from tests.support.app import markdown_texts, no_exceptions, run_app, tables, texts
-
-
-@pytest.fixture
-def causal_env(app_env, causal_dirs, model_dirs, monkeypatch):
-    folder = causal_dirs["gpt2"]
-    monkeypatch.setenv("BIASLENS_MODEL", str(folder))
-    monkeypatch.setenv("BIASLENS_MODEL_DIRS", os.pathsep.join([str(model_dirs["bert-cased"].parent), str(folder.parent)]))
-    return folder
 
 
 def _conventions_table(at):
