@@ -29,7 +29,7 @@ import stat
 import tempfile
 import urllib.request
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypedDict
 
 from biaslens.errors import DatasetError, DatasetNotFoundError
 from biaslens.paths import default_cache_dir
@@ -38,6 +38,16 @@ from biaslens.data.confine import confine_data_file
 
 #: Download progress callback: (bytes done, total bytes or None when unknown).
 Progress = Callable[[int, int | None], None]
+
+
+class LoadOptions(TypedDict, total=False):
+    """Where a dataset loader looks and whether it may download (`datasets.load_dataset`'s keyword arguments)."""
+
+    data_dir: str | Path | None
+    cache_dir: str | Path | None
+    download: bool
+    progress: Progress | None
+
 
 #: Seconds a download waits for the server before giving up.
 DOWNLOAD_TIMEOUT_S = 10.0

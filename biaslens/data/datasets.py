@@ -23,10 +23,10 @@ import urllib.parse
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Unpack, overload
 
 from biaslens.data import datafiles
-from biaslens.data.datafiles import DOWNLOAD_TIMEOUT_S, Progress, read_text  # noqa: F401 (DOWNLOAD_TIMEOUT_S: re-exported)
+from biaslens.data.datafiles import DOWNLOAD_TIMEOUT_S, LoadOptions, Progress, read_text  # noqa: F401 (DOWNLOAD_TIMEOUT_S: re-exported)
 from biaslens.errors import DatasetError, DatasetNotFoundError
 from biaslens.paths import default_cache_dir
 
@@ -541,25 +541,11 @@ def locate_dataset(name: str, *, data_dir: str | Path | None = None, cache_dir: 
 
 
 @overload
-def load_dataset(
-    name_or_path: Literal["bbq", "winogender"],
-    *,
-    data_dir: str | Path | None = None,
-    cache_dir: str | Path | None = None,
-    download: bool = True,
-    progress: Progress | None = None,
-) -> ChoiceDataset: ...
+def load_dataset(name_or_path: Literal["bbq", "winogender"], **options: Unpack[LoadOptions]) -> ChoiceDataset: ...
 
 
 @overload
-def load_dataset(
-    name_or_path: str | Path,
-    *,
-    data_dir: str | Path | None = None,
-    cache_dir: str | Path | None = None,
-    download: bool = True,
-    progress: Progress | None = None,
-) -> PairDataset: ...
+def load_dataset(name_or_path: str | Path, **options: Unpack[LoadOptions]) -> PairDataset: ...
 
 
 def load_dataset(
