@@ -17,14 +17,14 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence, Unpack
 
 import numpy as np
 import pandas as pd
 
 from biaslens.choices import statistics
 from biaslens.choices.conventions import CHOICE_CONVENTIONS, UNKNOWN_RESPONSES, ChoiceConvention, meaning, parse_choice_conventions
-from biaslens.choices.scoring import ScoredItem, score_items
+from biaslens.choices.scoring import ScoredItem, ScoringOptions, score_items
 from biaslens.data.multiple_choice import ChoiceDataset, ChoiceItem
 from biaslens.engine.display import HtmlRepr
 from biaslens.engine.lm import LanguageModel
@@ -238,18 +238,13 @@ def evaluate_choices(
     conventions: str | Sequence[str] | None = None,
     *,
     limit: int | None = None,
-    batch_tokens: int | None = None,
-    progress: Callable[[float, int], None] | None = None,
-    cache: Any = None,
-    chunk_items: int | None = None,
-    chunk_seconds: float | None = None,
-    stop: Callable[[], bool] | None = None,
-    cache_only: bool = False,
     seed: int = 0,
+    **scoring: Unpack[ScoringOptions],
 ) -> ChoiceRun:
     """Score `dataset` (its first `limit` items) with `lm` and read it under `conventions` (default lm-eval; "all": every
-    one that applies; module docstring). `cache`, `chunk_items` / `chunk_seconds` and `stop` make it chunked and resumable
-    (`runner.run_chunked`); `cache_only=True` reads a finished run and computes nothing; `seed` seeds the bootstrap."""
+    one that applies; module docstring); `seed` seeds the bootstrap. `scoring` goes to `score_items` (`ScoringOptions`):
+    `batch_tokens`, `progress`; `cache`, `chunk_items` / `chunk_seconds` and `stop` make it chunked and resumable
+    (`runner.run_chunked`); `cache_only=True` reads a finished run and computes nothing."""
     if not isinstance(dataset, ChoiceDataset):
         raise InputError(f"evaluate_choices needs a multiple-choice dataset (load_dataset('bbq'), ...), not {type(dataset).__name__}.")
     family = dataset.family
@@ -258,17 +253,7 @@ def evaluate_choices(
     items = list(dataset.items[:limit] if limit else dataset.items)
     if not items:
         raise InputError(f"{dataset.title} has no items to score.")
-    scored = score_items(
-        lm,
-        items,
-        batch_tokens=batch_tokens,
-        progress=progress,
-        cache=cache,
-        chunk_items=chunk_items,
-        chunk_seconds=chunk_seconds,
-        stop=stop,
-        cache_only=cache_only,
-    )
+    scored = score_items(lm, items, **scoring)
     run = read_scored(dataset, scored, chosen, seed=seed)
     from biaslens.engine.scoring import shares_prompt
 

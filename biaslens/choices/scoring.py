@@ -17,7 +17,7 @@ near-ties break as its do; each token's log p and rank are kept. Runs are chunke
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Sequence, TypedDict, cast
 
 import numpy as np
 
@@ -69,6 +69,18 @@ def _compute(
 
     found = continuation_pass(lm, queries(lm, items), batch_tokens=batch_tokens, progress=progress)
     return [{"logprob": [lp.tolist() for lp in r.logprob], "rank": [rk.tolist() for rk in r.rank]} for r in found]
+
+
+class ScoringOptions(TypedDict, total=False):
+    """`score_items`'s keyword arguments, which `evaluate_choices` hands on."""
+
+    batch_tokens: int | None
+    progress: Callable[[float, int], None] | None
+    cache: Any
+    chunk_items: int | None
+    chunk_seconds: float | None
+    stop: Callable[[], bool] | None
+    cache_only: bool
 
 
 def score_items(
@@ -140,4 +152,4 @@ def _valid(record: dict[str, Any]) -> bool:
     )
 
 
-__all__ = ["ScoredItem", "queries", "score_items"]
+__all__ = ["ScoredItem", "ScoringOptions", "queries", "score_items"]
