@@ -31,10 +31,10 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Unpack
 
 from biaslens.data import datafiles
-from biaslens.data.datafiles import Progress, read_text
+from biaslens.data.datafiles import LoadOptions, Progress, read_text
 from biaslens.errors import DatasetError, DatasetNotFoundError
 
 if TYPE_CHECKING:
@@ -356,16 +356,10 @@ def _files(
     return paths
 
 
-def load_choice_dataset(
-    name_or_path: str | Path,
-    *,
-    data_dir: str | Path | None = None,
-    cache_dir: str | Path | None = None,
-    download: bool = True,
-    progress: Progress | None = None,
-) -> ChoiceDataset:
+def load_choice_dataset(name_or_path: str | Path, **options: Unpack[LoadOptions]) -> ChoiceDataset:
     """A multiple-choice dataset by name or subset (`CHOICE_DATASETS`, `CHOICE_SUBSETS`), or from a BBQ category file, a
-    folder of them, or a folder holding Winogender's files (`is_choice_path`)."""
+    folder of them, or a folder holding Winogender's files (`is_choice_path`). `options` as `datasets.load_dataset`'s:
+    `data_dir`, `cache_dir`, `download` (default True), `progress`."""
     path = Path(os.path.expanduser(name_or_path))
     key = choice_dataset_name(str(name_or_path))
     if key is None or (os.path.exists(path) and is_choice_path(path)):
@@ -375,7 +369,7 @@ def load_choice_dataset(
     wanted = source.files
     if base == "bbq" and key.startswith("bbq-") and key not in ("bbq-ambig", "bbq-disambig"):  # one category: one file
         wanted = tuple(f for f in source.files if f"bbq-{_slug(f.file_name.removesuffix('.jsonl'))}" == key)
-    paths = _files(source, wanted, data_dir, cache_dir, download, progress)
+    paths = _files(source, wanted, options.get("data_dir"), options.get("cache_dir"), options.get("download", True), options.get("progress"))
     dataset = read_bbq(paths) if base == "bbq" else read_winogender(paths[0].parent, paths=paths)
     dataset = replace(dataset, name=base, title={"bbq": "BBQ", "winogender": "Winogender"}[base])
     return dataset.select(keep, key, title) if keep is not None else dataset
