@@ -160,12 +160,13 @@ def run_cpu(args: argparse.Namespace) -> dict[str, Any]:
         ours = biaslens_ll(lm, pairs, args.repeat)
         runs = [{"side": "biaslens", "seconds": ours["seconds"], "load_1min": os.getloadavg()[0]}]
         theirs: dict[str, Any] = {}
-        for batch in args.lm_eval_batches:  # alternating: lm-eval at one batch size, biaslens again, ...
+        for batch in [b for _ in range(args.rounds) for b in args.lm_eval_batches]:  # alternating: lm-eval at one batch size, biaslens, ...
             if args.peer_python:
-                theirs[batch] = lm_eval_subprocess(args.peer_python, folder, sentences, batch, args.repeat, args.threads)
+                found = lm_eval_subprocess(args.peer_python, folder, sentences, batch, args.repeat, args.threads)
             else:
-                theirs[batch] = lm_eval_in_process(lm.model, lm.tokenizer, sentences, batch, device, args.repeat)
-            runs.append({"side": f"lm-eval batch {batch}", "seconds": theirs[batch]["seconds"], "load_1min": os.getloadavg()[0]})
+                found = lm_eval_in_process(lm.model, lm.tokenizer, sentences, batch, device, args.repeat)
+            theirs[batch] = found if batch not in theirs or found["seconds"] < theirs[batch]["seconds"] else theirs[batch]
+            runs.append({"side": f"lm-eval batch {batch}", "seconds": found["seconds"], "load_1min": os.getloadavg()[0]})
             again = biaslens_ll(lm, pairs, args.repeat)
             runs.append({"side": "biaslens", "seconds": again["seconds"], "load_1min": os.getloadavg()[0]})
             ours = again if again["seconds"] < ours["seconds"] else ours
@@ -223,7 +224,9 @@ def markdown(report: dict[str, Any]) -> str:
             if "runs" in report
             else []
         ),
-        f"- biaslens is {report['speedup_over_default']:.2f}x lm-eval's default and {report['speedup_over_fastest']:.2f}x its fastest "
+        "- biaslens is "
+        + (f"{report['speedup_over_default']:.2f}x lm-eval's default and " if report["speedup_over_default"] is not None else "")
+        + f"{report['speedup_over_fastest']:.2f}x its fastest "
         f"(batch {report['lm_eval_fastest_batch']}); {report['share_of_floor_speed']:.0%} of the floor's speed.",
         f"- Equal scores: largest |ll difference| {report['scores']['max_abs_ll_diff']:.2e}, "
         f"verdicts that differ {report['scores']['verdicts_differ']}.",
@@ -239,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=1, help="times through --lm-eval-batches, alternating with biaslens (each side's fastest counts)")
     p.add_argument("--lm-eval-batches", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 16, 32])
     default_peer = _CHECKOUT / ".venv-peers" / "bin" / "python"
     p.add_argument("--peer-python", default=str(default_peer) if default_peer.exists() else "", help="python of the environment with lm-eval")
