@@ -63,7 +63,8 @@ def test_bbq_items_their_biased_answers_and_notes():
     assert len(two) == 8 and any("9 of BBQ's 11 categories not in these files" in n for n in two.notes)
     assert any(n.startswith("Age.jsonl is not the published file") for n in data.notes)
     frame = data.to_frame()
-    assert list(frame["source_id"][:2]) == ["Age/0", "Age/1"] and str(frame["choices"].iloc[0]) == "The retired teacher | The college student | Not known"
+    assert list(frame["source_id"][:2]) == ["Age/0", "Age/1"]
+    assert str(frame["choices"].iloc[0]) == "The retired teacher | The college student | Not known"
 
 
 @pytest.mark.parametrize(
