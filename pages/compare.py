@@ -9,6 +9,7 @@ import streamlit as st
 
 import ui
 import ui.charts
+import ui.choices
 import ui.feedback
 import ui.honesty
 import ui.resources
@@ -52,6 +53,9 @@ def main() -> None:
     settings = ui.settings.current()
     link = _adopt_url(settings)
     ui.feedback.header("Model comparison", ABOUT, docs="app")
+    if ui.choices.is_choice_dataset(settings):  # BBQ, Winogender: the models' answers item by item (ui/choices.py)
+        ui.choices.compare(settings)
+        return
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
     c1, c2 = st.columns([1.6, 1])

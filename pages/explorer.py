@@ -10,6 +10,7 @@ import streamlit as st
 
 import ui
 import ui.charts
+import ui.choices
 import ui.feedback
 import ui.field
 import ui.honesty
@@ -296,6 +297,9 @@ def main() -> None:
     stored = st.session_state.get(S + "stored")
     if stored:
         show_stored(*stored)
+        return
+    if ui.choices.is_choice_dataset(settings):  # BBQ, Winogender: multiple-choice items (ui/choices.py)
+        ui.choices.explorer(settings)
         return
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)

@@ -15,6 +15,7 @@ import streamlit as st
 
 import ui
 import ui.charts
+import ui.choices
 import ui.feedback
 import ui.honesty
 import ui.resources
@@ -613,6 +614,9 @@ def main() -> None:
     source = (
         st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
     )
+    if source == "dataset" and ui.choices.is_choice_dataset(settings):  # BBQ, Winogender: an item, every convention (ui/choices.py)
+        ui.choices.inspector(settings)
+        return
     if source == "texts":  # any number of sentences, each token by token (ui/several.py): no pair
         ui.state.publish(InspectorView(ui.state.global_view(), metric=st.session_state[S + "metric"]))
         ui.several.show(settings)

@@ -23,7 +23,8 @@ import streamlit as st
 
 from biaslens.engine.cache import ResultCache
 from biaslens.data.datasets import PairDataset, canonical_name, load_dataset
-from biaslens.errors import BiaslensError, ServerConfigError
+from biaslens.data.multiple_choice import ChoiceDataset, choice_dataset_name, is_choice_path
+from biaslens.errors import BiaslensError, InputError, ServerConfigError
 from biaslens.engine.evaluation import PairInspection
 from biaslens.kurita import parse_word_list
 from biaslens.engine.fingerprint import folder_version
@@ -212,25 +213,39 @@ def vocabulary(settings: Settings, lm: LanguageModel, texts) -> VocabularyReport
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _load_dataset(name: str, data_dir: str | None) -> PairDataset:
+def _load_dataset(name: str, data_dir: str | None) -> PairDataset | ChoiceDataset:
     with server_settings().in_effect():  # (also where no page run is around it: a fragment's rerun)
         return load_dataset(name, data_dir=data_dir or None)
 
 
 def get_dataset(settings: Settings, name: str | None = None) -> PairDataset:
+    """The sentence pairs of `settings`' dataset (or `name`'s), cached for all sessions; raises on failure (`_dataset`)."""
+    dataset = _dataset(settings, name, accept_choices=False)
+    assert isinstance(dataset, PairDataset)  # `_dataset` refuses the rest
+    return dataset
+
+
+def _dataset(settings: Settings, name: str | None = None, *, accept_choices: bool = False) -> PairDataset | ChoiceDataset:
     """The dataset of `settings` (or `name`), cached for all sessions; raises on failure.
 
     A user's own pairs file (not a built-in dataset) is refused outside the folders the server
-    allows ($BIASLENS_DATA_DIRS) and above $BIASLENS_MAX_UPLOAD_ROWS pairs.
+    allows ($BIASLENS_DATA_DIRS) and above $BIASLENS_MAX_UPLOAD_ROWS pairs. A multiple-choice dataset (BBQ, Winogender)
+    is refused in one line unless `accept_choices` (the inspector and the explorer read it: `ui.choices`).
     """
     name = name or settings.dataset
-    builtin = canonical_name(name)
+    builtin = canonical_name(name) or choice_dataset_name(name)
     if builtin is None:
         server_settings().check_data(name)
-        server_settings().check_pairs_file(name, f"The pairs file {name}")
+        if not is_choice_path(name):  # (BBQ category files and Winogender's folder are read by their own reader)
+            server_settings().check_pairs_file(name, f"The pairs file {name}")
     key = (builtin or name, data_dir(settings))
     dataset = _remembering_failures(("dataset", *key), lambda: _load_dataset(*key))
-    if builtin is None:
+    if isinstance(dataset, ChoiceDataset) and not accept_choices:
+        raise InputError(
+            f"{dataset.title} holds multiple-choice items, not sentence pairs: the Pair inspector and the Dataset explorer read it; "
+            "choose a pair dataset in the sidebar for this page."
+        )
+    if builtin is None and dataset.kind == "pairs":
         server_settings().check_rows(len(dataset), f"The pairs file {dataset.path.name}")
     return dataset
 
@@ -258,13 +273,24 @@ def pasted_words(text: str, what: str, *, lowercase: bool = False) -> tuple[str,
 
 
 def dataset_or_none(settings: Settings, name: str | None = None) -> PairDataset | None:
-    """The dataset, or None after showing why it is missing."""
+    """The dataset, or None after showing why it is missing (a multiple-choice dataset, which this page cannot read, too)."""
     try:
         with st.spinner(f"Loading {md(_dataset_label(name or settings.dataset))}…"):
             return get_dataset(settings, name)
     except Exception as exc:
         show_error(exc)
         return None
+
+
+def any_dataset_or_stop(settings: Settings) -> PairDataset | ChoiceDataset:
+    """The sidebar's dataset, sentence pairs or multiple-choice items (BBQ, Winogender: the pages that read them), or
+    the page stops after showing why it cannot be had."""
+    try:
+        with st.spinner(f"Loading {md(_dataset_label(settings.dataset))}…"):
+            return _dataset(settings, accept_choices=True)
+    except Exception as exc:
+        show_error(exc)
+        st.stop()
 
 
 def dataset_or_stop(settings: Settings, name: str | None = None) -> PairDataset:

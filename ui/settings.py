@@ -16,6 +16,7 @@ import streamlit as st
 
 from biaslens import lab
 from biaslens.data.datasets import DATASETS
+from biaslens.data.multiple_choice import CHOICE_DATASETS
 from biaslens.engine.models import DEFAULT_MODEL
 
 from .views import GlobalView
@@ -111,6 +112,8 @@ def _dataset_label(value: str) -> str:
     """A benchmark's title, 'held-out pairs of <lab model>' for a bias-lab model's pairs file, else the file's name."""
     if value in DATASETS:
         return DATASETS[value].title
+    if value in CHOICE_DATASETS:
+        return CHOICE_DATASETS[value].title + ", multiple choice"
     model = lab.lab_model_of_pairs(value)
     return f"held-out pairs of the {lab_model_name(model)}" if model else (Path(value).name or value)
 

@@ -12,6 +12,7 @@ import streamlit as st
 
 from biaslens import lab
 from biaslens.data.datasets import DATASETS, canonical_name
+from biaslens.data.multiple_choice import CHOICE_DATASETS
 from biaslens.engine.metrics import KINDS
 from biaslens.errors import HubUnreachableError
 from biaslens.engine.metrics import COMPAT_MODES
@@ -198,7 +199,7 @@ def render_sidebar() -> Settings:
     )
     status_box = sb.container()
     sb.markdown("### Data")
-    dataset_options = list(DATASETS)
+    dataset_options = [*DATASETS, *CHOICE_DATASETS]
     if st.session_state["settings.dataset"] not in dataset_options:
         dataset_options.append(st.session_state["settings.dataset"])
     dataset = sb.selectbox(
@@ -208,7 +209,8 @@ def render_sidebar() -> Settings:
         format_func=_dataset_label,
         accept_new_options=True,
         help="CrowS-Pairs, StereoSet (intrasentence), or the path of a pairs file: a CSV with sent_more, sent_less "
-        "(and optional bias_type, stereo_antistereo) columns, or StereoSet JSON.",
+        "(and optional bias_type, stereo_antistereo) columns, or StereoSet JSON. BBQ and Winogender are multiple choice: "
+        "the Pair inspector and the Dataset explorer read them.",
     )
     _valid("settings.compat", list(COMPAT_MODES))
     compat = sb.radio(

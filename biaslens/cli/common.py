@@ -130,13 +130,19 @@ def add_model_args(p: argparse.ArgumentParser, *, several: bool = False) -> None
 
 
 def add_convention_arg(p: argparse.ArgumentParser) -> None:
+    from biaslens.choices.conventions import CHOICE_CONVENTIONS
     from biaslens.engine.conventions import CONVENTIONS
 
+    extra = [k for k in CHOICE_CONVENTIONS if k not in CONVENTIONS]
     p.add_argument(
         "--convention",
         default="default",
-        choices=list(CONVENTIONS),
-        help="a causal model's pairs scored as a peer does: " + "; ".join(f"{k}: {c.summary}" for k, c in CONVENTIONS.items()),
+        choices=[*CONVENTIONS, *extra, "all"],
+        help="a causal model's pairs scored as a peer does: "
+        + "; ".join(f"{k}: {c.summary}" for k, c in CONVENTIONS.items())
+        + ". A multiple-choice dataset (bbq, winogender) is read under "
+        + "; ".join(f"{k}: {c.summary}" for k, c in CHOICE_CONVENTIONS.items())
+        + " (default lm-eval; all: every one that applies)",
     )
 
 

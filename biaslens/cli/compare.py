@@ -41,7 +41,14 @@ def register(sub: Any) -> argparse.ArgumentParser:
 def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     from biaslens.engine.metrics import PAPER_METRICS
 
-    p.add_argument("--dataset", required=True, help="a named dataset or a pairs file")
+    p.add_argument("--dataset", required=True, help="a named dataset or a pairs file; multiple choice: bbq, winogender, their subsets and files")
+    p.add_argument(
+        "--convention",
+        dest="choice_convention",
+        default="lm-eval",
+        choices=["lm-eval", "lm-eval-norm", "original"],
+        help="a multiple-choice dataset's reading (BBQ, Winogender: biaslens evaluate --help); pairs ignore it",
+    )
     p.add_argument("--metrics", default=",".join(PAPER_METRICS))
     add_compat_arg(p)
     p.add_argument("--data-dir", default=None)
@@ -103,6 +110,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, download=not args.no_download, progress=bar)
     for note in dataset.notes:
         print(f"note: {note}", file=sys.stderr)
+    if dataset.kind == "choices":  # BBQ, Winogender: the models' answers compared item by item (cli/choices.py)
+        from biaslens.cli import choices
+
+        return choices.compare(args, dataset, models, spec, result_cache(args), progress)
     cache = result_cache(args)
     n = len(dataset)
     results = []

@@ -27,7 +27,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
     ev.add_argument(
         "--dataset", required=True,
         help="crows-pairs, stereoset, crows-pairs-revised, crows-pairs-revised-210, crows-pairs-fr, crows-pairs-ja, crows-pairs-ru, winoqueer, "
-        "or a path to a dataset / custom pairs CSV",
+        "or a path to a dataset / custom pairs CSV; multiple choice: bbq (bbq-ambig, bbq-age, ...), winogender (winogender-gotcha, ...), "
+        "a BBQ category file or a folder of them, a folder of Winogender's files",
     )  # fmt: skip
     ev.add_argument(
         "--metrics",
@@ -107,8 +108,15 @@ def result_cache(args: argparse.Namespace):
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from biaslens.analyses.pipeline import EvaluationPlan, run_evaluation
+    from biaslens.cli import choices
     from biaslens.data.export import check_output_dir
 
+    if choices.is_choice_dataset(args.dataset):  # BBQ, Winogender: items, not pairs
+        cache = result_cache(args)
+        for warning in (cache.notice, cache.warning) if cache is not None else ():
+            if warning:
+                print(f"warning: {warning}", file=sys.stderr)
+        return choices.run(args, cache)
     plan = EvaluationPlan.from_args(args)  # refused here, before the dataset or the model loads
     check_output_dir(args.out, files=plan.output_files())  # (a folder named pairs.csv in --out: refused after scoring)
     cache, said = result_cache(args), []

@@ -29,7 +29,7 @@ import stat
 import tempfile
 import urllib.request
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypedDict
 
 from biaslens.errors import DatasetError, DatasetNotFoundError
 from biaslens.paths import default_cache_dir
@@ -38,6 +38,16 @@ from biaslens.data.confine import confine_data_file
 
 #: Download progress callback: (bytes done, total bytes or None when unknown).
 Progress = Callable[[int, int | None], None]
+
+
+class LoadOptions(TypedDict, total=False):
+    """Where a dataset loader looks and whether it may download (`datasets.load_dataset`'s keyword arguments)."""
+
+    data_dir: str | Path | None
+    cache_dir: str | Path | None
+    download: bool
+    progress: Progress | None
+
 
 #: Seconds a download waits for the server before giving up.
 DOWNLOAD_TIMEOUT_S = 10.0
@@ -215,13 +225,15 @@ def download(
     target: Path,
     *,
     sha256: str | None,
+    git_blob: str | None = None,
     not_found: Callable[[str], str],
     check: Callable[[Path], object] | None = None,
     progress: Progress | None = None,
 ) -> Path:
     """Download `url` to `target`, which appears only once complete, verified and readable; returns `target`.
 
-    `sha256`: the published checksum (None: none published). `check(path)` reads the
+    `sha256`: the published checksum (None: none published); `git_blob`: the file's git blob id in its repository at a
+    pinned commit (a checksum every GitHub file has: sha1 of "blob <size>\\0" and the bytes). `check(path)` reads the
     downloaded file and raises DatasetError when it is unusable. `not_found(why)` words
     the one-line DatasetNotFoundError raised when the file cannot be had ("could not be
     downloaded (...)", "cannot be saved (...)"). A wrong checksum or an unreadable file is
@@ -244,6 +256,9 @@ def download(
         retry = f"it was removed. Try again later, or download it by hand from {url} and put it in {folder}/."
         if sha256 and digest != sha256:
             raise DatasetError(f"the downloaded {target.name} has sha256 {digest[:12]}…, expected {sha256[:12]}…; {retry}")
+        blob = git_blob_id(tmp) if git_blob else None
+        if git_blob and blob != git_blob:
+            raise DatasetError(f"the downloaded {target.name} has git blob id {str(blob)[:12]}…, expected {git_blob[:12]}…; {retry}")
         if check is not None:
             try:
                 check(tmp)
@@ -258,6 +273,15 @@ def download(
     return target
 
 
+def git_blob_id(path: Path) -> str:
+    """The git blob id of a file: sha1 of "blob <size>\\0" followed by its bytes (what `git hash-object` prints)."""
+    digest = hashlib.sha1(f"blob {path.stat().st_size}\0".encode(), usedforsecurity=False)
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 16):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 __all__ = [
     "DOWNLOAD_TIMEOUT_S",
     "MAX_FILE_MB",
@@ -268,6 +292,7 @@ __all__ = [
     "download",
     "fetch",
     "find_file",
+    "git_blob_id",
     "locate",
     "read_bytes",
     "read_text",

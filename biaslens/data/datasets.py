@@ -23,15 +23,17 @@ import urllib.parse
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Literal, Sequence, Unpack, overload
 
 from biaslens.data import datafiles
-from biaslens.data.datafiles import DOWNLOAD_TIMEOUT_S, Progress, read_text  # noqa: F401 (DOWNLOAD_TIMEOUT_S: re-exported)
+from biaslens.data.datafiles import DOWNLOAD_TIMEOUT_S, LoadOptions, Progress, read_text  # noqa: F401 (DOWNLOAD_TIMEOUT_S: re-exported)
 from biaslens.errors import DatasetError, DatasetNotFoundError
 from biaslens.paths import default_cache_dir
 
 if TYPE_CHECKING:
     import pandas
+
+    from biaslens.data.multiple_choice import ChoiceDataset
 
 # ---------------------------------------------------------------------------------------
 # Types
@@ -74,6 +76,9 @@ class PairDataset:
     sha256: str  # of the file's bytes
     pairs: tuple[Pair, ...]
     notes: tuple[str, ...] = ()  # one line each: duplicates, skipped examples, a modified copy, ...
+
+    #: What kind of dataset this is (`biaslens.data.multiple_choice.ChoiceDataset` says "choices").
+    kind = "pairs"
 
     def __len__(self) -> int:
         return len(self.pairs)
@@ -535,6 +540,14 @@ def locate_dataset(name: str, *, data_dir: str | Path | None = None, cache_dir: 
     return locate_source(DATASETS[key], data_dir=data_dir, cache_dir=cache_dir)
 
 
+@overload
+def load_dataset(name_or_path: Literal["bbq", "winogender"], **options: Unpack[LoadOptions]) -> ChoiceDataset: ...
+
+
+@overload
+def load_dataset(name_or_path: str | Path, **options: Unpack[LoadOptions]) -> PairDataset: ...
+
+
 def load_dataset(
     name_or_path: str | Path,
     *,
@@ -542,9 +555,19 @@ def load_dataset(
     cache_dir: str | Path | None = None,
     download: bool = True,
     progress: Progress | None = None,
-) -> PairDataset:
-    """A dataset from a file path, or by name ("crows-pairs", "stereoset"): data folder, cache, else download."""
+) -> PairDataset | ChoiceDataset:
+    """A dataset from a file path, or by name ("crows-pairs", "stereoset"): data folder, cache, else download.
+
+    A multiple-choice dataset (BBQ, Winogender, a subset such as "bbq-age" or "winogender-gotcha", a BBQ category file
+    or a folder of them, a folder of Winogender's files) is a `ChoiceDataset` (`kind` "choices";
+    `biaslens.data.multiple_choice.load_choice_dataset`), whatever the type of `name_or_path` says: asking it for
+    `pairs` is a one-line error.
+    """
+    from biaslens.data import multiple_choice
+
     path = Path(os.path.expanduser(name_or_path))
+    if multiple_choice.choice_dataset_name(str(name_or_path)) is not None or (os.path.exists(path) and multiple_choice.is_choice_path(path)):
+        return multiple_choice.load_choice_dataset(name_or_path, data_dir=data_dir, cache_dir=cache_dir, download=download, progress=progress)
     # (os.path: a name too long for a path, or with a NUL, is no file, never an OSError.) Anything there but a folder is read
     # as a pairs file, so a FIFO or a device is refused as one (`datafiles.check_data_file`), not called "no file".
     if os.path.exists(path) and not os.path.isdir(path):

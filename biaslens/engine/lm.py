@@ -86,6 +86,25 @@ class Encoding:
         return positions
 
 
+@dataclass(frozen=True)
+class ContinuationQuery:
+    """Continuations scored after one prompt: continuation k is read as `prompt + continuations[k] + suffix`.
+
+    Only the continuations' tokens are scored, each given everything before it (a causal model: the prompt and the
+    continuation's earlier tokens; a masked model: the whole row, the token masked alone). `suffix` holds what a
+    tokenizer puts after a text (a masked model's [SEP]). `LanguageModel.encode_continuations` makes them.
+    """
+
+    prompt: tuple[int, ...]
+    continuations: tuple[tuple[int, ...], ...]
+    suffix: tuple[int, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        """The continuations' tokens, what is scored."""
+        return sum(map(len, self.continuations))
+
+
 def word_ids_of(enc: Any, tokens: Sequence[str], special: Sequence[bool]) -> tuple[int, ...]:
     """The word index of every position (-1 for special tokens).
 
@@ -260,6 +279,41 @@ class LanguageModel:
         batch = self._tokenize(list(texts))
         return [self._encoding(text, batch, k) for k, text in enumerate(texts)]
 
+    def encode_continuations(self, prompt: str, continuations: Sequence[str], delimiter: str = " ") -> ContinuationQuery:
+        """`continuations` after `prompt` (joined by `delimiter`), tokenized as lm-evaluation-harness does for a causal model
+        (`TemplateLM._encode_pair`), whatever the kind: the prompt's trailing spaces move into each continuation, the
+        prompt is encoded alone with the tokenizer's own special tokens (Llama's <s>, BERT's [CLS]; nothing for GPT-2), each
+        whole text likewise, and a continuation is the whole text's tokens after the prompt's (before any special tokens
+        the tokenizer puts last: the query's `suffix`). A first-token policy does not apply: a continuation never begins a
+        text. Refuses an empty or over-long text and a continuation without tokens of its own, in one line.
+        """
+        check_sentence(prompt, "The prompt")
+        spaces = len(prompt) - len(prompt.rstrip())
+        context = prompt[: len(prompt) - spaces]
+        tails = [prompt[len(context) :] + delimiter + check_sentence(c, "A continuation") for c in continuations]
+        batch = self.tokenizer([context, *(context + t for t in tails)], return_special_tokens_mask=True, verbose=False)
+        ids = [[int(i) for i in row] for row in batch["input_ids"]]
+        special = [[bool(s) for s in row] for row in batch["special_tokens_mask"]]
+
+        def trailing(k: int) -> int:
+            return next((n for n, s in enumerate(reversed(special[k])) if not s), len(special[k]))
+
+        head = ids[0][: len(ids[0]) - trailing(0)]
+        conts, suffix = [], None
+        for k, text in enumerate(continuations, start=1):
+            end = len(ids[k]) - trailing(k)
+            cont = tuple(ids[k][len(head) : end])
+            if not cont:
+                raise InputError(f"The continuation {text!r} has no tokens of its own after the prompt.")
+            self._check_reserved([i for i, s in zip(ids[k][:end], special[k]) if not s])
+            self._check_length(len(head) + len(cont) + trailing(k))
+            tail = tuple(ids[k][end:])
+            if suffix is not None and tail != suffix:
+                raise InputError(f"The tokenizer of {self.name} ends the continuations of one prompt with different special tokens.")
+            suffix = tail
+            conts.append(cont)
+        return ContinuationQuery(tuple(head), tuple(conts), suffix or ())
+
     def _check_length(self, n: int) -> None:
         if n > self.max_length:
             who = self.length_limit or self.name
@@ -390,6 +444,16 @@ class LanguageModel:
         mask = attention_mask if self.needs_padding_mask else None
         run: Any = model if whole else model.base_model
         return run(input_ids=input_ids, attention_mask=mask, output_attentions=attentions)
+
+    def laid_out(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        """Rows laid out by the caller: a 4D additive attention mask (B, 1, L, L: 0 where a token may look, the dtype's
+        minimum elsewhere) and each token's position id. Last hidden states (B, L, H), or logits (B, L, V) where the head
+        cannot be split off (`project` is None). What shares a prompt between continuations (`scoring.continuation_pass`)."""
+        mask = attention_mask.to(self.dtype)
+        model: Any = self.model
+        if self.project is not None:
+            return model.base_model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids).last_hidden_state
+        return model(input_ids=input_ids, attention_mask=mask, position_ids=position_ids).logits
 
     def _check_attentions(self, attentions: bool) -> None:
         if attentions and self.attention_unavailable:
@@ -569,4 +633,4 @@ def max_length_of(config: Any, tokenizer: Any) -> int:
     return min(limits) if limits else 512
 
 
-__all__ = ["Encoding", "LanguageModel", "first_line", "library_versions", "max_length_of", "word_ids_of"]
+__all__ = ["ContinuationQuery", "Encoding", "LanguageModel", "first_line", "library_versions", "max_length_of", "word_ids_of"]

@@ -14,7 +14,7 @@ from biaslens.engine.alignment import Alignment, align_pair
 from biaslens.errors import InputError, MetricUnavailableError
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, kind_unavailable, parse_metrics
-from biaslens.engine.scoring import MaskedQuery, UnmaskedResult, masked_pass, unmasked_pass
+from biaslens.engine.scoring import MaskedQuery, UnmaskedResult, masked_pass, shared_prefix_pass, unmasked_pass
 
 if TYPE_CHECKING:
     from biaslens.engine.conventions import Convention
@@ -137,7 +137,17 @@ def score_encoded_pairs(
             progress(offset + done, total_rows)
 
     by_text: dict[str, UnmaskedResult] = {}
-    if distinct:
+    shared = None
+    if distinct and not (need_attention or top_k or attention_matrices):  # a causal pair's common first tokens read once
+        shared = shared_prefix_pass(
+            lm, pairs, batch_tokens=batch_tokens, progress=lambda done, total: step(done * len(distinct) // max(total, 1), total)
+        )
+    if shared is not None:
+        for group in shared:
+            for r in group:
+                by_text.setdefault(r.encoding.text, r)
+        offset = len(distinct)
+    elif distinct:
         results = unmasked_pass(
             lm,
             list(distinct.values()),

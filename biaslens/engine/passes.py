@@ -1,6 +1,7 @@
 """What the scoring core's passes are asked and what they return, as plain data.
 
-`MaskedQuery` (one masked forward-pass row), `MaskedResult` and `UnmaskedResult` hold
+`MaskedQuery` (one masked forward-pass row), `MaskedResult`, `UnmaskedResult` and `ContinuationResult` (continuations
+scored after one prompt: `biaslens.engine.lm.ContinuationQuery`) hold
 tuples and numpy arrays only, so the metric registry (`biaslens.engine.metrics`), which builds
 queries and reads results, loads without torch (`biaslens metrics` answers at once).
 The passes themselves are `biaslens.engine.scoring`, which re-exports these names.
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 if TYPE_CHECKING:
+    from biaslens.engine.lm import ContinuationQuery
     from biaslens.engine.models import Encoding
 
 
@@ -67,4 +69,18 @@ class MaskedResult:
     entropy: np.ndarray | None = None  # (R,) entropy (nats) of the distribution at each read position, only on request
 
 
-__all__ = ["MaskedQuery", "MaskedResult", "UnmaskedResult"]
+@dataclass(slots=True)
+class ContinuationResult:
+    """Per continuation of a `ContinuationQuery`: each token's log p (float64) and rank (1 = the model's arg-max)."""
+
+    query: ContinuationQuery
+    logprob: tuple[np.ndarray, ...]
+    rank: tuple[np.ndarray, ...]
+
+    @property
+    def sums(self) -> np.ndarray:
+        """Each continuation's log-likelihood: the sum of its tokens' log p."""
+        return np.array([float(lp.sum()) for lp in self.logprob])
+
+
+__all__ = ["ContinuationResult", "MaskedQuery", "MaskedResult", "UnmaskedResult"]

@@ -42,15 +42,17 @@ float rounding (the tests check |delta| <= 1e-5).
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Sequence, TypeVar
+import threading
+import weakref
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 import torch
 
 from biaslens.errors import NumericalError
 from biaslens.engine import packing
-from biaslens.engine.lm import Encoding, LanguageModel
-from biaslens.engine.passes import MaskedQuery, MaskedResult, UnmaskedResult
+from biaslens.engine.lm import ContinuationQuery, Encoding, LanguageModel
+from biaslens.engine.passes import ContinuationResult, MaskedQuery, MaskedResult, UnmaskedResult
 
 #: Rows x padded length per forward pass. CPU: throughput is flat from 512 to 4096 tokens
 #: on a 2-core EPYC (bert-base, one thread, CPS 72-75 GFLOP/s, AUL+AULA 49-56 GFLOP/s), so
@@ -562,8 +564,223 @@ def _nothing_read(n_cand: int, top_k: int) -> dict[str, np.ndarray]:
     }
 
 
+# ---------------------------------------------------------------------------------------
+# Continuations after a prompt (the answers of a multiple-choice item)
+# ---------------------------------------------------------------------------------------
+
+
+def continuation_pass(
+    lm: LanguageModel,
+    queries: Sequence[ContinuationQuery],
+    *,
+    batch_tokens: int | None = None,
+    progress: Progress | None = None,
+    share_prompt: bool | None = None,
+) -> list[ContinuationResult]:
+    """Each continuation's tokens scored after its query's prompt (`ContinuationQuery`): log p and rank of every token.
+
+    A causal model (`reads_previous`) reads a query as one row: the prompt once, then each continuation after it, each
+    token attending to the prompt and to its own continuation's earlier tokens only (a 4D attention mask), its position
+    ids going on from the prompt's end (`LanguageModel.laid_out`). The prompt is computed once for all its continuations
+    (lm-evaluation-harness scores it again for each), and every score equals scoring prompt + continuation in a row of
+    its own up to float rounding. Whether a network honours such a layout is checked once on a probe (`shares_prompt`);
+    where it does not, or with `share_prompt=False`, each continuation gets a row of its own after the prompt. A masked
+    model masks each continuation token alone in prompt + continuation + suffix (PLL, the prompt unmasked).
+    """
+    if not queries:
+        return []
+    if not lm.reads_previous:
+        return _masked_continuations(lm, queries, batch_tokens, progress)
+    share = shares_prompt(lm)["share"] if share_prompt is None else bool(share_prompt)
+    read = _shared_rows(lm, [(q.prompt, q.continuations) for q in queries], False, share, batch_tokens, progress)
+    return _continuation_results(queries, read["logprob"], read["rank"])
+
+
+def shared_prefix_pass(
+    lm: LanguageModel,
+    groups: Sequence[Sequence[Encoding]],
+    *,
+    batch_tokens: int | None = None,
+    progress: Progress | None = None,
+) -> list[list[UnmaskedResult]] | None:
+    """`unmasked_pass` of each group's sentences (a pair's two), their common first tokens computed once: one row per group,
+    the common prefix then each sentence's rest after it (`continuation_pass`'s layout), every token read as the unmasked
+    pass reads it (a causal model: from the position before; the first position unscored). None where it does not apply:
+    a masked model, a model whose network fails the probe (`shares_prompt`), or a first-token `start_context`."""
+    if not lm.reads_previous or lm.start_context is not None or not shares_prompt(lm)["share"]:
+        return None
+    trees = []
+    for group in groups:
+        ids = [e.ids for e in group]
+        common = 0
+        while common < min(map(len, ids)) - 1 and len({row[common] for row in ids}) == 1:
+            common += 1  # every sentence keeps at least one token of its own
+        common = max(common, 1)
+        trees.append((ids[0][:common], tuple(row[common:] for row in ids)))
+    read = _shared_rows(lm, trees, True, True, batch_tokens, progress)
+    out, at = [], 0
+    for group, (trunk, branches) in zip(groups, trees):
+        n = len(trunk) - 1  # the trunk's tokens after its first
+        trunk_lp, trunk_rank = read["logprob"][at : at + n], read["rank"][at : at + n]
+        at += n
+        results = []
+        for encoding, branch in zip(group, branches):
+            lp = np.concatenate([[np.nan], trunk_lp, read["logprob"][at : at + len(branch)]])
+            rank = np.concatenate([[0], trunk_rank, read["rank"][at : at + len(branch)]]).astype(np.int64)
+            at += len(branch)
+            results.append(UnmaskedResult(encoding=encoding, logprob=lp, rank=rank))
+        out.append(results)
+    return out
+
+
+Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _shared_rows(
+    lm: LanguageModel,
+    trees: Sequence[tuple[tuple[int, ...], Sequence[tuple[int, ...]]]],
+    read_trunk: bool,
+    share: bool,
+    batch_tokens: int | None,
+    progress: Progress | None,
+) -> dict[str, np.ndarray]:
+    """Log p and rank of every branch token (and, with `read_trunk`, every trunk token after the first) of trees of a trunk
+    and its branches, read-outs in order: per tree its trunk's tokens, then each branch's. `share`: a tree is one row (the
+    trunk, then its branches, each seeing the trunk and itself: `laid_out`); else each branch a row with the trunk."""
+    rows, entries = [], 0
+    for trunk, branches in trees:
+        trunk_at = entries
+        entries += len(trunk) - 1 if read_trunk else 0
+        starts = []
+        for branch in branches:
+            starts.append(entries)
+            entries += len(branch)
+        if share:
+            rows.append(_row_layout(trunk, branches, starts, trunk_at if read_trunk else None))
+        else:
+            rows += [_row_layout(trunk, [b], [s], trunk_at if read_trunk and k == 0 else None) for k, (b, s) in enumerate(zip(branches, starts))]
+
+    def run(batch: list[int]) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+        chosen = [rows[i] for i in batch]
+        width = max(len(lay[0]) for lay in chosen)
+        ids = np.full((len(chosen), width), lm.pad_id, dtype=np.int64)
+        positions = np.zeros((len(chosen), width), dtype=np.int64)
+        block = np.full((len(chosen), width), -1, dtype=np.int64)
+        for b, (row_ids, row_positions, row_block, _reads, _gold, _entries) in enumerate(chosen):
+            ids[b, : len(row_ids)], positions[b, : len(row_ids)], block[b, : len(row_ids)] = row_ids, row_positions, row_block
+        seen = np.arange(width)
+        allowed = (seen[None, None, :] <= seen[None, :, None]) & (block[:, None, :] >= 0)
+        allowed &= (block[:, None, :] == 0) | (block[:, None, :] == block[:, :, None])
+        allowed |= np.eye(width, dtype=bool)[None]  # a padding position looks at itself (no row of -inf)
+        mask = np.where(allowed, 0.0, float(torch.finfo(lm.dtype).min)).astype(np.float32)[:, None]
+        reads = np.concatenate([lay[3] + b * width for b, lay in enumerate(chosen)])
+        gold = np.concatenate([lay[4] for lay in chosen])
+        where = np.concatenate([lay[5] for lay in chosen])
+        ids_d, mask_d, pos_d, read_d, gold_d = _to_device(lm, ids, mask, positions, reads, gold)
+        out = lm.laid_out(ids_d, mask_d, pos_d)
+        hidden = out.reshape(-1, out.shape[-1])[read_d]
+        return _readout(lm, hidden, gold_d, None, 0, project=lm.project is not None), where
+
+    budget = batch_tokens or default_batch_tokens(lm)
+    with torch.inference_mode():
+        done = _run_batched([len(lay[0]) for lay in rows], run, budget, progress, _overhead_tokens(lm), not getattr(lm, "padding_invariant", True))
+        return _collect(lm, done, entries)
+
+
+def _row_layout(trunk: Sequence[int], branches: Sequence[Sequence[int]], starts: Sequence[int], trunk_at: int | None) -> Layout:
+    """One row: the trunk, then `branches` (their tokens' read-outs go to entries `starts`; the trunk's, after its first
+    token, to `trunk_at` when given): (ids, position ids, block (0 trunk, b the b-th branch), where each read token is read
+    (the position before it), its id, its entry)."""
+    n = len(trunk)
+    ids, positions, block = [*trunk], list(range(n)), [0] * n
+    reads, gold, entries = [], [], []
+    if trunk_at is not None:
+        reads += range(n - 1)
+        gold += trunk[1:]
+        entries += range(trunk_at, trunk_at + n - 1)
+    for b, (branch, start) in enumerate(zip(branches, starts), start=1):
+        at = len(ids)
+        reads += [n - 1, *range(at, at + len(branch) - 1)]  # its first token from the trunk's last position
+        ids += branch
+        positions += range(n, n + len(branch))
+        block += [b] * len(branch)
+        gold += branch
+        entries += range(start, start + len(branch))
+    as_array = [np.asarray(v, dtype=np.int64) for v in (ids, positions, block, reads, gold, entries)]
+    return as_array[0], as_array[1], as_array[2], as_array[3], as_array[4], as_array[5]
+
+
+def _continuation_results(queries: Sequence[ContinuationQuery], logprob: np.ndarray, rank: np.ndarray) -> list[ContinuationResult]:
+    """The flat per-token read-outs (queries, continuations, tokens in order) cut back into one result per query."""
+    out, at = [], 0
+    for query in queries:
+        lps, ranks = [], []
+        for cont in query.continuations:
+            lps.append(logprob[at : at + len(cont)])
+            ranks.append(rank[at : at + len(cont)].astype(np.int64))
+            at += len(cont)
+        out.append(ContinuationResult(query, tuple(lps), tuple(ranks)))
+    return out
+
+
+def _masked_continuations(
+    lm: LanguageModel, queries: Sequence[ContinuationQuery], batch_tokens: int | None, progress: Progress | None
+) -> list[ContinuationResult]:
+    """A masked model: every continuation token masked alone in prompt + continuation + suffix (`masked_pass`, singly)."""
+    masked = []
+    for query in queries:
+        n = len(query.prompt)
+        for cont in query.continuations:
+            positions = tuple(range(n, n + len(cont)))
+            masked.append(MaskedQuery((*query.prompt, *cont, *query.suffix), positions, positions, singly=True))
+    found = masked_pass(lm, masked, batch_tokens=batch_tokens, progress=progress)
+    logprob = np.concatenate([m.logprob for m in found]) if found else np.zeros(0)
+    rank = np.concatenate([m.rank for m in found]) if found else np.zeros(0, dtype=np.int64)
+    return _continuation_results(queries, logprob, rank)
+
+
+_SHARING: weakref.WeakKeyDictionary[torch.nn.Module, dict[str, Any]] = weakref.WeakKeyDictionary()
+_SHARING_LOCK = threading.Lock()
+#: The probe's prompt and continuations (`shares_prompt`).
+_PROBE_PROMPT, _PROBE_CONTINUATIONS = "The quick brown fox said that", ("it jumps over the dog.", "nothing", "the cat sleeps")
+
+
+def shares_prompt(lm: LanguageModel) -> dict[str, Any]:
+    """Whether `lm`'s network scores a prompt's continuations in one row (`continuation_pass`), and why: {"share": bool,
+    "reason": str, "error": max |delta|}. Checked once per network on a probe: the shared row must give every token the
+    log p it gets in a row of its own (within 1e-4; 5e-2 in half precision); a network that ignores position ids or a
+    custom attention mask, or fails on them, scores each continuation in a row of its own instead."""
+    with _SHARING_LOCK:
+        known = _SHARING.get(lm.model)
+    if known is not None:
+        return known
+    try:
+        query = lm.encode_continuations(_PROBE_PROMPT, _PROBE_CONTINUATIONS)
+        shared = continuation_pass(lm, [query], share_prompt=True)[0]
+        alone = continuation_pass(lm, [query], share_prompt=False)[0]
+        error = max(float(np.max(np.abs(a - b))) for a, b in zip(shared.logprob, alone.logprob))
+        tol = 1e-4 if lm.dtype == torch.float32 else 5e-2
+        made: dict[str, Any] = {
+            "share": error <= tol,
+            "reason": f"one row per prompt gives every continuation token its own row's log p (max |delta| {error:.2g})"
+            if error <= tol
+            else f"the network does not honour a shared row's positions and mask (max |delta| {error:.2g}): one row per continuation",
+            "error": error,
+        }
+    except Exception as exc:  # an architecture that refuses position ids or a 4D mask
+        made = {"share": False, "reason": f"a shared row failed ({type(exc).__name__}): one row per continuation", "error": None}
+    with _SHARING_LOCK:
+        _SHARING.setdefault(lm.model, made)
+        return _SHARING[lm.model]
+
+
 __all__ = [
     "DEFAULT_BATCH_TOKENS",
+    "ContinuationQuery",
+    "ContinuationResult",
+    "continuation_pass",
+    "shared_prefix_pass",
+    "shares_prompt",
     "plan_packed",
     "MaskedQuery",
     "MaskedResult",
