@@ -339,7 +339,7 @@ def show_tokens(result: PairInspection, aligned: pd.DataFrame, focus: str, pair_
         chosen = tuple(m for m in known if m in measures)  # the same columns in the same order, however picked
         bars = _figure(pair_key, "tokens", chosen, lambda: figures_html.token_bars_html(aligned, chosen, kind))
         st.html(figures_html.shade_legend_html() + bars)
-        st.caption("  \n".join(f"**{ui.feedback.md(figures.measure_title(m, kind))}**: {known[m][1]}." for m in chosen))
+        st.caption("  \n".join(f"**{ui.feedback.md(figures.measure_title(m, kind))}**: {ui.feedback.md(known[m][1])}." for m in chosen))
         modified = aligned[aligned["kind"] == "modified"]
         if "top5" in aligned and not modified.empty:
             st.markdown(f"**The model's top-5 predictions at the modified tokens** ({KINDS[kind].reading})")

@@ -160,7 +160,7 @@ def _ranks(board: Leaderboard, shown: pd.DataFrame, store, default: str | None) 
     key = ("ranks", str(store.root), column, tuple(board.cells[(i, column)] for i in rows))
     if not ui.zoo.remembered(key):
         st.caption(
-            f"Rank 1: the bias score closest to 50. The {_count(len(rows), 'model')} shown are ranked again on each of "
+            f"Rank 1: the bias score closest to 50. The {ui.feedback.md(_count(len(rows), 'model'))} shown are ranked again on each of "
             f"{RANK_RESAMPLES:,} resamples of the pairs (the same resampled pairs for every model), from the stored pairs."
         )
         if not c2.button("Compute rank intervals", key=S + "ranks", icon=":material/leaderboard:") or not rows:
@@ -263,7 +263,7 @@ def main() -> None:
     shown = board.sorted(view.sort, order)
     scoring = " · ".join(str(x) for x in (board.precision, board.compat, board.convention if board.convention != "default" else None) if x)
     st.caption(
-        f"{_count(len(shown), 'model')} · {_count(len(names), 'column')} · {ui.feedback.md(scoring)}"
+        f"{ui.feedback.md(_count(len(shown), 'model'))} · {ui.feedback.md(_count(len(names), 'column'))} · {ui.feedback.md(scoring)}"
         + (f" · scores over the {ui.feedback.md(view.bias_type)} pairs only" if view.bias_type else "")
         + f" · store {ui.feedback.md(str(store.root))}"
     )

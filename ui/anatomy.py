@@ -113,8 +113,8 @@ def show_pair(settings: ui.settings.Settings, lm: LanguageModel, stereo: str, an
     st.html(figures.attribution_strips_html(result.attribution))
     completeness = result.attribution.completeness()
     worst = float(np.nanmax(np.abs(completeness["relative_error"].to_numpy(dtype=float))))
-    errors = " · ".join(f"{s} {e:+.1e}" for s, e in zip(completeness["sentence"], completeness["completeness_error"]))
-    message = f"Completeness (the attributions' sum against f(x) − f(baseline), {result.attribution.stereo.n_steps} steps): {errors}."
+    errors = " · ".join(f"{ui.feedback.md(str(s))} {e:+.1e}" for s, e in zip(completeness["sentence"], completeness["completeness_error"]))
+    message = f"Completeness (the attributions' sum against f(x) − f(baseline), {int(result.attribution.stereo.n_steps)} steps): {errors}."
     if worst > 0.01:
         st.warning(
             message + f" The error is {worst:.0%} of the change: raise the steps before reading the strips.",
@@ -134,7 +134,7 @@ def show_pair(settings: ui.settings.Settings, lm: LanguageModel, stereo: str, an
         ui.charts.show(figures.lens_heatmap(lens, "log p of each token at each layer", side or "stereo"), key=S + "lens_chart")
     st.caption(
         (
-            f"The margin keeps its final sign from layer {settling_layer(margins)} of {len(margins) - 1} (layer 0: the embeddings). "
+            f"The margin keeps its final sign from layer {int(settling_layer(margins))} of {len(margins) - 1} (layer 0: the embeddings). "
             "Early layers were never trained to be read through the final head: a weak margin there is not a proof of absence."
         )
     )

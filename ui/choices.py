@@ -79,10 +79,12 @@ def _dataset(settings: ui.settings.Settings) -> ChoiceDataset:
 
 
 def content_warning(dataset: ChoiceDataset) -> None:
-    source = CHOICE_DATASETS.get(dataset.family)
     lines = ["**Content warning:** the items state stereotypes about social groups, shown here only to measure them."]
-    if source is not None:
-        lines.append(f"{source.caveat} Source: [{source.title}]({source.homepage}) ({source.license}).")
+    if (family := dataset.family) in CHOICE_DATASETS:  # (the registry's own words and link: code, not data)
+        lines.append(
+            f"{CHOICE_DATASETS[family].caveat} Source: [{CHOICE_DATASETS[family].title}]({CHOICE_DATASETS[family].homepage}) "
+            f"({CHOICE_DATASETS[family].license})."
+        )
     st.warning("  \n".join(lines), icon=":material/warning:")
     for note in dataset.notes:
         st.caption(f"Note on the files: {ui.feedback.md(note)}")
@@ -141,7 +143,9 @@ def _typed_item() -> ChoiceItem | None:
     context = st.text_area("Context", "A nurse and a carpenter were waiting for the bus.", key=S + "context", height=80)
     question = st.text_input("Question", "Who was bad at maths?", key=S + "question")
     cols = st.columns(3)
-    answers = [c.text_input(f"Answer {k + 1}", d, key=S + f"answer{k}") for k, c, d in zip(range(3), cols, ("The nurse", "The carpenter", "Unknown"))]
+    answers = [
+        c.text_input(f"Answer {int(k) + 1}", d, key=S + f"answer{k}") for k, c, d in zip(range(3), cols, ("The nurse", "The carpenter", "Unknown"))
+    ]
     answers = [a for a in answers if a.strip()]
     c1, c2 = st.columns(2)
     options = [None, *range(len(answers))]
@@ -327,7 +331,7 @@ def show_run(run: ChoiceRun, chosen: list[str], view: ExplorerView) -> None:
         row = st.container(horizontal=True, gap="small")
         for name in CARDS[family]:
             with row.container(border=True, width=CARD_WIDTH):
-                st.metric(name, _value(block["statistics"].get(name)), help=block["reports"].get(name))
+                st.metric(ui.feedback.md(name), _value(block["statistics"].get(name)), help=ui.feedback.md(str(block["reports"].get(name, ""))))
     breakdown_tab, flips_tab, stats_tab, export_tab = st.tabs(["By category × condition × polarity", "Items that flip", "Every statistic", "Export"])
     with breakdown_tab:
         labels = dict(run.dataset.dimensions)
@@ -391,7 +395,7 @@ def show_run(run: ChoiceRun, chosen: list[str], view: ExplorerView) -> None:
             "summary.json": lambda: to_json(run.summary),
         }
         for col, (name, data) in zip(st.columns(len(files)), files.items()):
-            col.download_button(name, data, f"{stem}-{name}", icon=":material/download:", key=S + f"dl.{name}", on_click="ignore")
+            col.download_button(ui.feedback.md(name), data, f"{stem}-{name}", icon=":material/download:", key=S + f"dl.{name}", on_click="ignore")
 
 
 # ---------------------------------------------------------------------------------------

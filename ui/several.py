@@ -75,7 +75,7 @@ def show(settings: ui.settings.Settings) -> None:
             )
         else:
             policy = lm.first_token_policy or "?"
-            st.caption(f"A {lm.kind} model: {reading} (first-token policy: {ui.feedback.md(policy)}).")
+            st.caption(f"A {ui.feedback.md(lm.kind)} model: {ui.feedback.md(reading)} (first-token policy: {ui.feedback.md(policy)}).")
         submitted = st.form_submit_button("Score these sentences", type="primary", icon=":material/play_arrow:")
     if submitted:
         st.session_state[S + "asked"] = (st.session_state[S + "input"], variant)
