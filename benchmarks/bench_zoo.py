@@ -222,7 +222,7 @@ def write(out: Path, report: dict) -> None:
             one, packed = o["summary"]["1"], o["summary"][str(o["models"])]
             lines += [
                 "",
-                f"Fixed cost per model (medians): {one['fixed_per_model_s']} s one model a job, {packed['fixed_per_model_s']} s with "
+                f"Fixed cost per model (medians): {one['fixed_per_model_s']:.2f} s one model a job, {packed['fixed_per_model_s']:.2f} s with "
                 f"{o['models']} a job ({one['fixed_per_model_s'] / max(packed['fixed_per_model_s'], 1e-9):.1f}x less).",
             ]
     (out / "zoo.md").write_text("\n".join(lines) + "\n")
