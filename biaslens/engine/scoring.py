@@ -609,28 +609,34 @@ def shared_prefix_pass(
     a masked model, a model whose network fails the probe (`shares_prompt`), or a first-token `start_context`."""
     if not lm.reads_previous or lm.start_context is not None or not shares_prompt(lm)["share"]:
         return None
-    trees = []
+    # Per group, its trees: the group's sentences on one trunk, their common first tokens; sentences that differ from their
+    # first token on share nothing, so each is a tree of its own (its first token the trunk).
+    trees: list[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]] = []
+    members: list[list[Encoding]] = []
     for group in groups:
-        ids = [e.ids for e in group]
+        ids = [tuple(e.ids) for e in group]
         common = 0
         while common < min(map(len, ids)) - 1 and len({row[common] for row in ids}) == 1:
             common += 1  # every sentence keeps at least one token of its own
-        common = max(common, 1)
-        trees.append((ids[0][:common], tuple(row[common:] for row in ids)))
+        if common:
+            trees.append((ids[0][:common], tuple(row[common:] for row in ids)))
+            members.append(list(group))
+        else:
+            trees += [(row[:1], (row[1:],)) for row in ids]
+            members += [[e] for e in group]
     read = _shared_rows(lm, trees, True, True, batch_tokens, progress)
-    out, at = [], 0
-    for group, (trunk, branches) in zip(groups, trees):
+    by_encoding: dict[int, UnmaskedResult] = {}
+    at = 0
+    for encodings, (trunk, branches) in zip(members, trees):
         n = len(trunk) - 1  # the trunk's tokens after its first
         trunk_lp, trunk_rank = read["logprob"][at : at + n], read["rank"][at : at + n]
         at += n
-        results = []
-        for encoding, branch in zip(group, branches):
+        for encoding, branch in zip(encodings, branches):
             lp = np.concatenate([[np.nan], trunk_lp, read["logprob"][at : at + len(branch)]])
             rank = np.concatenate([[0], trunk_rank, read["rank"][at : at + len(branch)]]).astype(np.int64)
             at += len(branch)
-            results.append(UnmaskedResult(encoding=encoding, logprob=lp, rank=rank))
-        out.append(results)
-    return out
+            by_encoding[id(encoding)] = UnmaskedResult(encoding=encoding, logprob=lp, rank=rank)
+    return [[by_encoding[id(e)] for e in group] for group in groups]
 
 
 Layout = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]

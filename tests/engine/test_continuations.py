@@ -114,15 +114,19 @@ def test_a_masked_models_continuation_is_the_pll_of_its_tokens(tiny_bert):
             assert abs(one.logprob[0] - lp[k]) <= 1e-4
 
 
+@pytest.mark.parametrize("first_token", ["bos", "none", "tokenizer"])
 @pytest.mark.parametrize("family", ["gpt2", "pythia", "llama", "qwen2"])
-def test_a_pairs_common_prefix_read_once_equals_the_unmasked_pass(tiny_causal, family):
+def test_a_pairs_common_prefix_read_once_equals_the_unmasked_pass(tiny_causal, family, first_token):
     """`shared_prefix_pass` (what `evaluate` runs for a causal model's pairs) gives every token the unmasked pass's log p
-    and rank, the first position unscored; a pair whose sentence is a prefix of the other keeps a token of its own."""
-    lm = tiny_causal[family]
+    and rank, the first position unscored; a pair whose sentence is a prefix of the other keeps a token of its own; a
+    pair that differs from its first token on (no BOS before it: oba2024's and lm-eval's readings of some tokenizers)
+    shares nothing (it read the second sentence after the first one's first token)."""
+    lm = tiny_causal[family].with_first_token(first_token)
     texts = [
         ("Women don't know how to drive.", "Men don't know how to drive."),
         ("The poor are really ignorant about money.", "The rich are really ignorant about money."),
         ("He is a nurse", "He is a nurse and a father."),
+        ("Poor people are lazy.", "Rich people are lazy."),
     ]
     groups = [lm.encode_many(list(pair)) for pair in texts]
     shared = scoring.shared_prefix_pass(lm, groups)
