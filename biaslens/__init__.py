@@ -4,7 +4,8 @@ The public API, importable from the package root:
 
     load_model, LanguageModel     biaslens.engine.models (MaskedLM, CausalLM: the two kinds)
     load_dataset, Pair            biaslens.data.datasets (BBQ and Winogender: ChoiceDataset, ChoiceItem, biaslens.data.multiple_choice)
-    evaluate_choices, inspect_item  biaslens.choices.evaluation (multiple-choice items under lm-eval's and BBQ's conventions)
+    evaluate_choices, inspect_item  biaslens.choices.evaluation (multiple-choice items under lm-eval's and BBQ's conventions;
+      ChoiceRun, custom_item          a run's result, an item typed in)
     inspect_pair, evaluate        biaslens.lab.checked (biaslens.engine.evaluation's, with the model's sanity verdict)
     available_metrics             biaslens.engine.pairs (what a model can give, and why not)
     METRICS                       biaslens.engine.metrics
@@ -24,6 +25,7 @@ from .version import __version__ as __version__
 if TYPE_CHECKING:  # the names below, for type checkers and the API reference (griffe); at run time __getattr__ imports them
     from .data.datasets import Pair as Pair, PairDataset as PairDataset, load_dataset as load_dataset
     from .data.multiple_choice import ChoiceDataset as ChoiceDataset, ChoiceItem as ChoiceItem
+    from .choices.evaluation import ChoiceRun as ChoiceRun, custom_item as custom_item
     from .choices.evaluation import evaluate_choices as evaluate_choices, inspect_item as inspect_item
     from .engine.cache import ResultCache as ResultCache
     from .engine.evaluation import EvaluationResult as EvaluationResult, PairInspection as PairInspection
@@ -50,6 +52,8 @@ _EXPORTS = {
     "ChoiceItem": "data.multiple_choice",
     "evaluate_choices": "choices.evaluation",
     "inspect_item": "choices.evaluation",
+    "ChoiceRun": "choices.evaluation",
+    "custom_item": "choices.evaluation",
     "inspect_pair": "lab.checked",
     "evaluate": "lab.checked",
     "EvaluationResult": "engine.evaluation",
