@@ -109,6 +109,12 @@ class Internals:
             return cls(num_layers, num_heads, 0, unavailable=f"it has {len(attentions)} attention modules for {num_layers} layers")
         return cls(num_layers, num_heads, next(iter(width)) // num_heads, tuple(blocks), tuple(projections), final_norm)
 
+    def __deepcopy__(self, memo: dict) -> "Internals":
+        """What a copy of a hooked network (the eager twin, the bfloat16 copy, a packing probe's twin) keeps in place of
+        these internals: inert hooks. Interventions apply to the network they were installed on; a copy asked for its
+        own (`Internals.of`) gets internals of its own. (The lock and the handles cannot be copied.)"""
+        return Internals(self.num_layers, self.num_heads, self.head_dim, unavailable="a copy of a network hooked elsewhere")
+
     def install(self) -> None:
         """Register the hooks once (they do nothing outside `intervene`)."""
         with self._lock:
@@ -124,7 +130,7 @@ class Internals:
     def _hook_now(self, seen: str, hook: str) -> tuple[BlockHook, int] | None:
         """The active intervention's `hook` and the layer of this call (its counter `seen` advanced), or None."""
         active = _ACTIVE.get()
-        if active is None:
+        if active is None or self.unavailable:
             return None
         layer = getattr(active, seen) % self.num_layers
         setattr(active, seen, getattr(active, seen) + 1)
@@ -155,7 +161,7 @@ class Internals:
 
     def _on_final(self, module: torch.nn.Module, args: tuple) -> None:
         active = _ACTIVE.get()
-        if active is not None and active.record_final:
+        if active is not None and active.record_final and not self.unavailable:
             active.final_input = args[0]
 
 

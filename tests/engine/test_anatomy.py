@@ -61,6 +61,24 @@ def test_hooks_off_change_nothing(every_model):
         assert torch.equal(before, after), name
 
 
+def test_a_hooked_model_can_be_copied_and_its_copy_is_never_intervened_on(tiny_gpt2):
+    """The engine copies models (the eager twin for attention weights, bf16-rescore's bfloat16 copy, the packing probe):
+    once the anatomy's hooks were installed, `copy.deepcopy` failed on their lock. A copy keeps inert hooks: an
+    intervention in effect changes the original's pass, never the copy's."""
+    import copy
+
+    lm = tiny_gpt2
+    lm.internals.install()
+    twin = copy.deepcopy(lm.model)
+    ids = _ids(lm)
+    zero = Intervention(head_outputs=lambda layer, heads: torch.zeros_like(heads))
+    with torch.inference_mode():
+        clean = twin(input_ids=ids).logits
+        with intervene(lm.internals, zero):
+            ablated, copied = lm.model(input_ids=ids).logits, twin(input_ids=ids).logits
+    assert torch.equal(copied, clean) and not torch.equal(ablated, clean)
+
+
 def test_intervention_stays_in_its_thread(tiny_gpt2):
     """While one thread ablates every head, another thread's pass of the same model is untouched."""
     lm = tiny_gpt2
