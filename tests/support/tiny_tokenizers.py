@@ -77,11 +77,16 @@ Yesterday he met a nurse. A sentence number one is about men and another is abou
 """
 
 
+#: Fixture folders the tiny tokenizers do not learn from: the multiple-choice items came after every random model's
+#: expected numbers were set (a new fixture file changes the vocabularies, so the random weights and every near tie).
+NOT_LEARNED = ("bbq", "winogender")
+
+
 def _fixture_text() -> str:
-    """Every hand-written fixture file's text (sentences, words, JSON and CSV around them)."""
+    """Every hand-written fixture file's text (sentences, words, JSON and CSV around them), but `NOT_LEARNED`'s."""
     parts = []
     for path in sorted(FIXTURE_DATA.rglob("*")):
-        if path.is_file() and path.suffix != ".md":
+        if path.is_file() and path.suffix != ".md" and path.relative_to(FIXTURE_DATA).parts[0] not in NOT_LEARNED:
             parts.append(path.read_text(encoding="utf-8"))
     return "\n".join(parts)
 
