@@ -54,7 +54,7 @@ def main() -> None:
     link = _adopt_url(settings)
     ui.feedback.header("Model comparison", ABOUT, docs="app")
     if ui.choices.is_choice_dataset(settings):  # BBQ, Winogender: the models' answers item by item (ui/choices.py)
-        ui.choices.compare(settings)
+        ui.choices.compare(settings, S + "models")  # the same models, picked here or given in a link
         return
     dataset = ui.resources.dataset_or_stop(settings)
     ui.feedback.content_warning(dataset)
@@ -63,7 +63,7 @@ def main() -> None:
         models = ui.sidebar.pick_models(
             "Models",
             S + "models",
-            placeholder="Add a model: pick one, or type a hub id or a folder and press Enter",
+            placeholder=ui.sidebar.ADD_MODEL,
             help="Every model the sidebar offers (presets, the server's model folders, your lab models, models used in this "
             "session), or a hub id or a local folder: type it and press Enter. Each runs on the sidebar's device and precision.",
         )

@@ -418,9 +418,10 @@ def _compare_label(column: str) -> str:
     return BREAKDOWN_LABELS.get(name, name.replace("_", " ").capitalize())
 
 
-def compare(settings: ui.settings.Settings) -> None:
+def compare(settings: ui.settings.Settings, models_key: str) -> None:
     """The Model comparison's view of a multiple-choice dataset: two models or more on the same items under one convention,
-    their statistics with intervals, each against the first (paired bootstrap, McNemar), the items whose answer differs."""
+    their statistics with intervals, each against the first (paired bootstrap, McNemar), the items whose answer differs.
+    `models_key`: the page's list of models (kept when the dataset changes between pairs and items)."""
     from biaslens.choices.compare import compare_runs
 
     dataset = _dataset(settings)
@@ -429,8 +430,8 @@ def compare(settings: ui.settings.Settings) -> None:
     with c1:
         models = ui.sidebar.pick_models(
             "Models",
-            S + "compare_models",
-            placeholder="Add a model: pick one, or type a hub id or a folder and press Enter",
+            models_key,
+            placeholder=ui.sidebar.ADD_MODEL,
             help="Every model the sidebar offers, or a hub id or a local folder: type it and press Enter. Each runs on the sidebar's "
             "device and precision, on the same items.",
         )

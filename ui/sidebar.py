@@ -86,6 +86,10 @@ def _server_settings() -> ServerSettings | None:
         return None
 
 
+#: The placeholder of a list of models that grows as models are added (the comparison's).
+ADD_MODEL = "Add a model: pick one, or type a hub id or a folder and press Enter"
+
+
 def pick_models(label: str, key: str, *, help: str, placeholder: str = "Choose or type a model") -> list[str]:
     """A list of models to choose: everything `model_choices` offers, the sidebar's model and those chosen; a hub id or a
     folder typed and entered is added (and offered everywhere for the rest of the session). Returns the chosen models."""

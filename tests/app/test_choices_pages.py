@@ -77,10 +77,10 @@ def test_pages_that_read_pairs_say_so_in_one_line(causal_env, page):
 
 
 def test_the_comparison_of_two_models_on_bbq(causal_env, causal_dirs):
+    """The models come from the page's own list (a link's `models`, or those picked for pairs): the multiple-choice view
+    kept a list of its own, so a link's or the pairs' models were lost when the dataset was BBQ."""
     pythia = str(causal_dirs["pythia"])
-    at = run_app("compare", {"dataset": "bbq"})
-    at.session_state["choices.compare_models"] = [str(causal_env), pythia]
-    at.run()
+    at = run_app("compare", {"dataset": "bbq", "models": [str(causal_env), pythia]})
     no_exceptions(at)
     at.button(key="choices.compare_run").click().run()
     no_exceptions(at)
