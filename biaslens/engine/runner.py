@@ -170,6 +170,41 @@ def run_chunked(
     )
 
 
+def run_records(
+    items: Sequence[Any],
+    *,
+    key: Callable[[Any], str],
+    compute: Callable[[Sequence[Any], RowProgress], list[Record]],
+    cache: ResultCache | None = None,
+    chunk_items: int | None = None,
+    chunk_seconds: float | None = None,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
+    cache_only: bool = False,
+    valid: Callable[[Record], bool] | None = None,
+) -> list[Record]:
+    """`run_chunked` for items of one record each (a text, a multiple-choice item): that record per item, in order.
+
+    `key(item)` is the record's cache key, `compute(items, progress)` the records of a chunk's items;
+    `chunk_seconds=None` is `DEFAULT_CHUNK_SECONDS`.
+    """
+    part = "record"
+    run = run_chunked(
+        items,
+        parts=(part,),
+        key=lambda item, _part: key(item),
+        compute=lambda chunk, _parts, within: [{part: r} for r in compute(chunk, within)],
+        cache=cache,
+        chunk_pairs=chunk_items,
+        chunk_seconds=chunk_seconds or DEFAULT_CHUNK_SECONDS,
+        progress=progress,
+        stop=stop,
+        cache_only=cache_only,
+        valid=valid,
+    )
+    return [r[part] for r in run.records]
+
+
 def _passes(valid: Callable[[Record], bool], record: Record) -> bool:
     try:
         return bool(valid(record))
@@ -280,4 +315,5 @@ __all__ = [
     "NotCached",
     "format_duration",
     "run_chunked",
+    "run_records",
 ]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence, cast
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -423,29 +423,23 @@ def _chunked(
 ) -> list[Record]:
     """`_compute` in resumable chunks through the result cache (`runner.run_chunked`): one record per text."""
     from biaslens.engine.cache import cache_key
-    from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, run_chunked
+    from biaslens.engine.runner import run_records
 
-    part = "tokens"
     tag = f"{_CACHE_TAG}|{variant}" + (f"|{lm.scoring_tag}" if lm.scoring_tag else "")
 
-    def key(layout: _Layout, _part: str) -> str:
+    def key(layout: _Layout) -> str:
         return cache_key(lm.fingerprint, str(lm.dtype), tag, layout.input.full, list(layout.input.span))
 
-    def compute(chunk: Sequence[_Layout], _parts: Sequence[str], within: Callable[[int, int], None]) -> list[dict[str, Record]]:
-        return [{part: r} for r in _compute(lm, variant, chunk, batch_tokens, within)]
-
-    run = run_chunked(
-        cast(Sequence[Any], layouts),
-        parts=(part,),
-        key=key,  # type: ignore[arg-type]
-        compute=compute,  # type: ignore[arg-type]
+    records = run_records(
+        layouts,
+        key=key,
+        compute=lambda chunk, within: _compute(lm, variant, chunk, batch_tokens, within),
         cache=cache,
-        chunk_pairs=chunk_texts,
-        chunk_seconds=chunk_seconds or DEFAULT_CHUNK_SECONDS,
+        chunk_items=chunk_texts,
+        chunk_seconds=chunk_seconds,
         progress=progress,
         stop=stop,
     )
-    records = [r[part] for r in run.records]
     for layout, record in zip(layouts, records):
         if len(record["logprob"]) != len(layout.positions):  # a cached record of another tokenization: never used
             raise InputError("A cached record does not fit its text's tokens: clear the result cache (or use --no-cache) and run again.")
