@@ -53,7 +53,7 @@ import weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Mapping
+from typing import Any, Callable, Generic, Hashable, Iterator, Mapping, TypeVar
 
 from biaslens.errors import (
     BiaslensError,
@@ -721,8 +721,39 @@ class InspectionBatcher:
 # The model pool
 # ---------------------------------------------------------------------------------------
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
-class ModelPool:
+
+class BoundedMap(Generic[K, V]):
+    """At most `capacity` entries in `_entries`, least recently used first, read and changed only under `_lock`.
+
+    The base of the model pool (`ModelPool`, under a condition its loads wait on) and the app's memo (`ui.memo.LRU`,
+    under a plain lock): what they share is here once, how they get, put and evict is their own.
+    """
+
+    def __init__(self, capacity: int, lock: threading.Lock | threading.Condition) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self._lock = lock
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def keys(self) -> list[K]:
+        """The keys, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+class ModelPool(BoundedMap[Hashable, Any]):
     """Loaded models shared by every session, at most `capacity`, least recently used evicted.
 
     Thread-safe. A model is loaded once even when many sessions ask for it at the same
@@ -737,12 +768,10 @@ class ModelPool:
     folder is one entry.
     """
 
+    _lock: threading.Condition  # loads in flight wait on it
+
     def __init__(self, capacity: int = DEFAULT_MAX_MODELS):
-        if capacity < 1:
-            raise ValueError("capacity must be at least 1")
-        self.capacity = capacity
-        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Condition()
+        super().__init__(capacity, threading.Condition())
         self._loading: dict[Hashable, threading.Lock] = {}
         self._in_flight = 0
         self.evictions = 0
@@ -812,19 +841,6 @@ class ModelPool:
         _free(evicted)
         return len(keys)
 
-    def keys(self) -> list[Hashable]:
-        """The keys in the pool, least recently used first."""
-        with self._lock:
-            return list(self._entries)
-
-    def __contains__(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._entries
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
     def clear(self) -> None:
         with self._lock:
             evicted = list(self._entries.values())
@@ -860,6 +876,7 @@ __all__ = [
     "ENV_MAX_TOKENS",
     "ENV_MAX_UPLOAD_ROWS",
     "ENV_MODEL_DIRS",
+    "BoundedMap",
     "InspectionBatcher",
     "JobSlots",
     "ModelPool",
