@@ -559,6 +559,27 @@ def load_average() -> list[float] | None:
     return None
 
 
+def latency_percentiles(latencies: Sequence[float]) -> dict[str, float]:
+    """p50, p90, p99 and max of latencies in seconds, as milliseconds (`*_ms`), and `n`; NaNs (failed requests) left out."""
+    ms = np.asarray([x for x in latencies if not math.isnan(x)]) * 1000
+    if not ms.size:
+        return {"n": 0}
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p90_ms": float(np.percentile(ms, 90)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "max_ms": float(ms.max()),
+        "n": int(ms.size),
+    }
+
+
+def latency_text(latency: dict[str, float], *, seconds: bool = False) -> str:
+    """`latency_percentiles` as "p50 / p90 / p99 / max": whole milliseconds, or seconds with one decimal; "n/a" for none."""
+    if not latency.get("n"):
+        return "n/a"
+    return " / ".join(f"{latency[k] / 1000:.1f}" if seconds else f"{latency[k]:.0f}" for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
+
+
 def machine_name(machine: dict[str, Any]) -> str:
     """The device a report ran on (`machine_info`): the GPU's name, else the CPU's."""
     return machine.get("gpu") or machine.get("cpu", "?")
