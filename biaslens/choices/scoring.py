@@ -107,7 +107,7 @@ def score_items(
     if cache is None and stop is None and chunk_items is None and chunk_seconds is None:
         records = _compute(lm, items, batch_tokens, None if progress is None else lambda d, t: progress(d / max(t, 1) * len(items), len(items)))
     else:
-        records = run_records(
+        records, _cached = run_records(
             items,
             key=key,
             compute=lambda chunk, within: _compute(lm, chunk, batch_tokens, within),

@@ -182,8 +182,9 @@ def run_records(
     stop: Callable[[], bool] | None = None,
     cache_only: bool = False,
     valid: Callable[[Record], bool] | None = None,
-) -> list[Record]:
-    """`run_chunked` for items of one record each (a text, a multiple-choice item): that record per item, in order.
+) -> tuple[list[Record], int]:
+    """`run_chunked` for items of one record each (a text, a multiple-choice item, a pair's head ablations): that record
+    per item, in order, and how many came from the cache.
 
     `key(item)` is the record's cache key, `compute(items, progress)` the records of a chunk's items;
     `chunk_seconds=None` is `DEFAULT_CHUNK_SECONDS`.
@@ -196,13 +197,13 @@ def run_records(
         compute=lambda chunk, _parts, within: [{part: r} for r in compute(chunk, within)],
         cache=cache,
         chunk_pairs=chunk_items,
-        chunk_seconds=chunk_seconds or DEFAULT_CHUNK_SECONDS,
+        chunk_seconds=DEFAULT_CHUNK_SECONDS if chunk_seconds is None else chunk_seconds,
         progress=progress,
         stop=stop,
         cache_only=cache_only,
         valid=valid,
     )
-    return [r[part] for r in run.records]
+    return [r[part] for r in run.records], run.cached
 
 
 def _passes(valid: Callable[[Record], bool], record: Record) -> bool:

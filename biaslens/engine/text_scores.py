@@ -430,7 +430,7 @@ def _chunked(
     def key(layout: _Layout) -> str:
         return cache_key(lm.fingerprint, str(lm.dtype), tag, layout.input.full, list(layout.input.span))
 
-    records = run_records(
+    records, _cached = run_records(
         layouts,
         key=key,
         compute=lambda chunk, within: _compute(lm, variant, chunk, batch_tokens, within),
