@@ -321,19 +321,47 @@ def test_score_refuses_a_bad_argument_in_one_line(tiny_models, options, message)
         (["evaluate", "--model", "M", "--dataset", "CROWS", "--metrics", "aul", "--flags", "all", "--out", "OUT"], "flagged.csv"),
         (["compare", "--model", "M", "M2", "--dataset", "CROWS", "--metrics", "aul", "--out", "OUT"], "comparison.json"),
         (["conventions", "--model", "M", "--dataset", "CROWS", "--out", "OUT"], "flips.csv"),
+        # kurita, report, lab evaluate and lab sweep scored (or trained) first, then failed to write (polish, item 5)
+        (["kurita", "--model", "M", "--attributes", "ATTR", "--out", "OUT"], "careers_summary.json"),
+        (["kurita", "--model", "M", "--attributes", "ATTR", "--out", "OUT"], "shares.csv"),
+        (["report", "--model", "M", "--datasets", "CROWS", "--analyses", "scores", "--out", "OUT"], "table5_bias_scores.csv"),
+        (["report", "--model", "M", "--datasets", "CROWS", "--out", "OUT"], "report.html"),
+        (["lab", "evaluate", "--out", "OUT"], "summary.json"),
+        (["lab", "evaluate", "--model", "M", "--out", "OUT"], "pairs.csv"),
+        (["lab", "sweep", "--associations", "0.5,1", "--out", "OUT"], "sweep.json"),
     ],
 )
-def test_a_folder_where_a_result_file_goes_is_refused_before_the_model_loads(model_dirs, tmp_path, monkeypatch, capsys, argv, blocked):
+def test_a_folder_where_a_result_file_goes_is_refused_before_the_model_loads(no_training, model_dirs, tmp_path, monkeypatch, capsys, argv, blocked):
+    said = f"--out {tmp_path / 'out'} holds a folder named {blocked}, where a file of the results goes: move it, or choose another folder."
+    _refused_before_any_work(model_dirs, tmp_path, monkeypatch, capsys, argv, blocked, said)
+
+
+def test_a_folder_where_a_scenario_s_result_file_goes_is_refused_before_training(no_training, model_dirs, tmp_path, monkeypatch, capsys):
+    """--preset all writes each scenario's files into a subfolder of its own (the second of four here)."""
+    said = (
+        f"--out {tmp_path / 'out' / 'frequency'} holds a folder named pairs.csv, where a file of the results goes: move it, or choose another folder."
+    )
+    _refused_before_any_work(
+        model_dirs, tmp_path, monkeypatch, capsys, ["lab", "evaluate", "--preset", "all", "--out", "OUT"], "frequency/pairs.csv", said
+    )
+
+
+def _refused_before_any_work(model_dirs, tmp_path, monkeypatch, capsys, argv, blocked, said):
     import biaslens.engine.models as models
     from biaslens.cli import main
     from tests.support import FIXTURE_DATA
 
     monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded before the outputs were checked"))
     (tmp_path / "out" / blocked).mkdir(parents=True)
-    names = {"M": str(model_dirs["bert-cased"]), "M2": str(model_dirs["roberta"]), "OUT": str(tmp_path / "out")}
+    (tmp_path / "careers.txt").write_text("nurse\nengineer\n")
+    names = {
+        "M": str(model_dirs["bert-cased"]),
+        "M2": str(model_dirs["roberta"]),
+        "OUT": str(tmp_path / "out"),
+        "ATTR": str(tmp_path / "careers.txt"),
+    }
     names["CROWS"] = str(FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv")
     assert main([names.get(a, a) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
-    said = f"--out {tmp_path / 'out'} holds a folder named {blocked}, where a file of the results goes: move it, or choose another folder."
     assert err.endswith(said)
-    assert len(err.splitlines()) == 1 and [p.name for p in (tmp_path / "out").iterdir()] == [blocked]
+    assert len(err.splitlines()) == 1 and [p.name for p in (tmp_path / "out").iterdir()] == [blocked.split("/")[0]]
