@@ -364,9 +364,9 @@ def _from_pretrained(
     hf_logging.disable_progress_bar()
     try:
         try:
-            tokenizer = AutoTokenizer.from_pretrained(target, **common)
+            tokenizer = AutoTokenizer.from_pretrained(target, **common)  # (it reads the config too: a bad field is the config's)
         except Exception as exc:
-            raise ModelLoadError(f"Could not load the tokenizer of {name}: {_first_line(exc)}") from exc
+            raise _config_field_error(name, exc) or ModelLoadError(f"Could not load the tokenizer of {name}: {_first_line(exc)}") from exc
         if len(tokenizer) <= len(set(tokenizer.all_special_ids)) + 1:
             raise ModelLoadError(
                 f"The tokenizer of {name} has no vocabulary (only its special tokens): the tokenizer files are "
@@ -375,7 +375,7 @@ def _from_pretrained(
         try:
             config = AutoConfig.from_pretrained(target, **common)
         except Exception as exc:
-            raise ModelLoadError(f"Could not read the config of {name}: {_first_line(exc)}") from exc
+            raise _config_field_error(name, exc) or ModelLoadError(f"Could not read the config of {name}: {_first_line(exc)}") from exc
         kind = model_kind(config, tokenizer, name)
         auto = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
         _check_config_fits_weights(name, config, auto, shapes)
@@ -419,6 +419,29 @@ def _from_pretrained(
             f"(e.g. {missing[0]}), so they would be random. Use a checkpoint saved with its {head} ({saved})."
         )
     return model, tokenizer, kind
+
+
+#: transformers' check of a config field's type, as huggingface_hub words it (the cause of its validation error).
+_FIELD_TYPE = re.compile(r"Field '(?P<field>[^']+)' expected (?P<expected>.+?), got (?P<got>\S+) \(value: (?P<value>.*)\)$", re.M)
+
+
+def _config_field_error(name: str, exc: BaseException) -> ModelLoadError | None:
+    """A config whose field has a value of the wrong type (`n_layer: "x"`), refused in one line naming the field, its value
+    and what belongs there; None for any other error. transformers' own message spans lines, its first one naming the
+    field alone ("Validation error for field 'n_layer':"), and the tokenizer, which reads the config first, reported it."""
+    from huggingface_hub.errors import StrictDataclassFieldValidationError
+
+    if not isinstance(exc, StrictDataclassFieldValidationError):
+        return None
+    found = _FIELD_TYPE.search(str(exc.__cause__ or "")) or _FIELD_TYPE.search(str(exc))
+    if found is None:
+        detail = f"config.json is not a valid config ({' '.join(str(exc).split())})"
+    else:
+        value = found["value"] if len(found["value"]) <= 60 else found["value"][:60] + "…"
+        article = "an" if found["got"][:1] in "aeiou" else "a"
+        what = "null" if found["got"] == "NoneType" else f"{value} ({article} {found['got']})"  # (JSON's null, Python's None)
+        detail = f"config.json gives {found['field']} the value {what}, where {found['expected']} is expected"
+    return ModelLoadError(f"{name}: {detail}; correct it, or copy the model's own config.json.")
 
 
 def _check_shapes(name: str, config: Any, info: dict[str, Any]) -> None:

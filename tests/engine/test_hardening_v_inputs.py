@@ -82,6 +82,24 @@ def test_a_config_that_fits_its_weights_still_loads(gpt2_dir, model_dirs):
     assert load_model(str(model_dirs["albert"])).kind == "masked"  # (one layer's weights, shared by every layer)
 
 
+@pytest.mark.parametrize(
+    "family, changes, said",
+    [
+        ("gpt2", {"n_layer": "x"}, "config.json gives n_layer the value 'x' (a str), where int is expected"),
+        ("gpt2", {"n_positions": [1024]}, "config.json gives n_positions the value [1024] (a list), where int is expected"),
+        ("gpt2", {"n_head": None}, "config.json gives n_head the value null, where int is expected"),
+        ("bert-cased", {"num_hidden_layers": 2.5}, "config.json gives num_hidden_layers the value 2.5 (a float), where int is expected"),
+    ],
+)
+def test_a_config_field_of_the_wrong_type_is_one_line_naming_the_field_its_value_and_the_type(gpt2_dir, model_dirs, tmp_path, family, changes, said):
+    """transformers' message spans lines and its first names the field alone ("Validation error for field 'n_layer':"),
+    and it surfaced as "Could not load the tokenizer of ...": the tokenizer reads the config first."""
+    folder = _with_config(gpt2_dir if family == "gpt2" else model_dirs[family], tmp_path / family, **changes)
+    with pytest.raises(ModelLoadError) as info:
+        load_model(str(folder))
+    assert str(info.value) == f"{folder}: {said}; correct it, or copy the model's own config.json."
+
+
 def _as_pickle(folder, sharded: bool = False):
     """The folder with its weights as pytorch_model.bin (or two shards and their index) instead of model.safetensors."""
     import torch
