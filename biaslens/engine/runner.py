@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 from biaslens.engine import parallel
-from biaslens.engine.cache import ResultCache
+from biaslens.engine.cache import ResultCache, check_cache
 from biaslens.data.datasets import Pair
 from biaslens.errors import InputError, JobCancelled
 
@@ -132,6 +132,7 @@ def run_chunked(
         raise InputError(f"chunk_pairs must be a whole number of at least 1, not {chunk_pairs!r}.")
     if isinstance(chunk_seconds, bool) or not isinstance(chunk_seconds, numbers.Real) or not chunk_seconds > 0:
         raise InputError(f"chunk_seconds must be a number of seconds above 0, not {chunk_seconds!r}.")
+    cache = check_cache(cache)  # every caller's `cache=` (evaluate, score, the analyses): a path is refused in one line
     if cache_only:
         processes = None  # reading only: every process can read everything itself
         if cache is None or not cache.enabled:

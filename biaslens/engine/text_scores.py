@@ -34,6 +34,7 @@ import pandas as pd
 
 from biaslens.data.sentences import check_characters, check_sentence
 from biaslens.engine import display
+from biaslens.engine.cache import check_cache
 from biaslens.engine.causal import FIRST_TOKEN_HELP, FirstToken
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.options import _check_int
@@ -184,7 +185,9 @@ def score(
     `surprisal=True` adds `surprisal` (-log p, nats) or, with base 2, `surprisal_bits`. `first_token`:
     a causal model's first-token policy (default: the model's). `cache` (a `ResultCache`), `chunk_texts`
     / `chunk_seconds` and `stop` run it in resumable chunks (`biaslens.engine.runner.run_chunked`, as
-    `evaluate` does): texts already scored are read back, and `stop()` ends the run between chunks.
+    `evaluate` does): texts already scored are read back, and `stop()` ends the run between chunks. A path is not
+    a cache (it could name the SQLite file or its folder): `cache="x"` is refused in one line (`InputError`); pass
+    `biaslens.ResultCache("folder/results.sqlite")`.
     """
     lm, variant = _reading(lm, variant, first_token)
     base_name = _base(base)
@@ -192,6 +195,7 @@ def score(
         raise InputError(f"surprisal must be True or False, not {surprisal!r}.")
     _check_int("batch_tokens", batch_tokens, minimum=1)
     _check_int("chunk_texts", chunk_texts, minimum=1)  # (named as here: the runner calls it chunk_pairs)
+    cache = check_cache(cache)  # before a text is encoded
     for name, function in (("progress", progress), ("stop", stop)):
         if function is not None and not callable(function):
             raise InputError(f"{name} must be a function (or None), not {type(function).__name__}.")

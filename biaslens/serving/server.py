@@ -122,7 +122,23 @@ def _folders(environ: Mapping[str, str], name: str) -> tuple[Path, ...] | None:
     relative = [str(p) for p in dirs if not p.is_absolute()]
     if relative:
         raise ServerConfigError(f"{name} must list absolute folders; {relative[0]!r} is relative.")
+    for folder in dirs:  # a loop of links: said here, naming the setting, not as "Symlink loop" wherever a folder is checked
+        _resolve_root(folder, f"{name} lists {folder}, which")
     return dirs
+
+
+#: What a loop of links is, in the refusals (`_inside`, `_resolve_root`).
+_LOOP = "is a symbolic link that leads back to itself (a loop of links)"
+
+
+def _resolve_root(root: Path, what: str) -> Path:
+    """An allowed folder, resolved (links and `..` followed); a loop of links (the folder a link to itself, or links
+    that lead to each other) is a `ServerConfigError` in one line: `what` names the folder ("BIASLENS_MODEL_DIRS lists
+    /srv/models, which")."""
+    try:
+        return root.expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # "Symlink loop from ..." (an OSError, ELOOP, from Python 3.13)
+        raise ServerConfigError(f"{what} {_LOOP}, so it names no folder: remove the link, or list the folder it should lead to.") from exc
 
 
 def _no_nul(name: str | Path, what: str) -> None:
@@ -138,7 +154,7 @@ def _inside(path: Path, roots: list[Path], refuse: type[BiaslensError]) -> bool:
     try:
         resolved = path.resolve()
     except (RuntimeError, OSError) as exc:  # "Symlink loop from ..." (an OSError, ELOOP, from Python 3.13)
-        raise refuse(f"{path} is a symbolic link that leads back to itself (a loop of links), so it names no file: remove it.") from exc
+        raise refuse(f"{path} {_LOOP}, so it names no file: remove it.") from exc
     return any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
@@ -282,7 +298,7 @@ class ServerSettings:
         roots = [Path(constants.HF_HUB_CACHE), default_cache_dir(), *self.model_dirs]
         if self.default_model and os.path.isdir(os.path.expanduser(self.default_model)):
             roots.append(Path(self.default_model).expanduser())
-        return [root.expanduser().resolve() for root in roots]
+        return [_resolve_root(root, f"The allowed folder {root}") for root in roots]
 
     def check_model(self, name: str) -> None:
         """Refuse a local model folder outside the allowed folders (hub ids pass).
@@ -338,7 +354,7 @@ class ServerSettings:
             roots.append(Path(self.default_data_dir).expanduser())
         if self.zoo_store:
             roots.append(Path(self.zoo_store).expanduser())
-        return [root.expanduser().resolve() for root in roots]
+        return [_resolve_root(root, f"The allowed folder {root}") for root in roots]
 
     def check_data(self, path: str | Path) -> None:
         """Refuse a dataset file or data folder outside the allowed folders (links and `..` resolved)."""

@@ -108,6 +108,15 @@ def test_chunk_seconds_must_be_a_positive_number(bad):
         run_chunked(PAIRS, parts=("a",), key=key, compute=Counter(), chunk_seconds=bad)
 
 
+@pytest.mark.parametrize("cache_only", [False, True])
+def test_a_cache_that_is_not_a_result_cache_is_refused_before_anything_runs(cache_only):
+    """Every caller's `cache=` (evaluate, score, the analyses) goes through here: a path raised AttributeError."""
+    compute = Counter()
+    with pytest.raises(InputError, match=r"^cache must be a ResultCache or None, not the path 'results\.sqlite': "):
+        run_chunked(PAIRS, parts=("a",), key=key, compute=compute, cache="results.sqlite", cache_only=cache_only)  # type: ignore[arg-type]
+    assert compute.calls == []
+
+
 MANY = [Pair(i, "test", "gender", "stereo", f"stereo {i}", f"anti {i}") for i in range(300)]
 
 
