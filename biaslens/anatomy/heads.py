@@ -33,7 +33,7 @@ from biaslens.engine.cache import ResultCache, cache_key
 from biaslens.engine.internals import Intervention, intervene
 from biaslens.engine.lm import LanguageModel
 from biaslens.engine.metrics import METRICS, metrics_for
-from biaslens.engine.runner import INTERACTIVE_CHUNK_SECONDS, Progress, run_records
+from biaslens.engine.runner import INTERACTIVE_CHUNK_SECONDS, Progress, RunControls, run_records
 from biaslens.engine.scoring import _attention_received, unmasked_pass
 from biaslens.errors import InputError
 
@@ -258,12 +258,7 @@ def rank_heads(
         pairs,
         key=key,
         compute=compute,
-        cache=cache,
-        chunk_items=chunk_pairs,
-        chunk_seconds=chunk_seconds,
-        progress=progress,
-        stop=stop,
-        cache_only=cache_only,
+        controls=RunControls(cache=cache, chunk_items=chunk_pairs, chunk_seconds=chunk_seconds, progress=progress, stop=stop, cache_only=cache_only),
         valid=_record_valid(layers, heads),
     )
     margins = np.array([float(r["margin"]) for r in records])

@@ -97,28 +97,20 @@ def score_items(
 ) -> list[ScoredItem]:
     """Every scored choice of every item (module docstring), in the items' order; through the result cache when given."""
     from biaslens.engine.cache import cache_key
-    from biaslens.engine.runner import run_records
+    from biaslens.engine.runner import RunControls, run_records
 
     tag = (_CACHE_TAG, str(lm.dtype))
 
     def key(item: ChoiceItem) -> str:
         return cache_key(lm.fingerprint, *tag, prompt_of(item), list(scored_texts(item)), DELIMITER)
 
-    if cache is None and stop is None and chunk_items is None and chunk_seconds is None:
-        records = _compute(lm, items, batch_tokens, None if progress is None else lambda d, t: progress(d / max(t, 1) * len(items), len(items)))
-    else:
+    controls = RunControls(cache=cache, chunk_items=chunk_items, chunk_seconds=chunk_seconds, progress=progress, stop=stop, cache_only=cache_only)
+    if controls.chunked:
         records, _cached = run_records(
-            items,
-            key=key,
-            compute=lambda chunk, within: _compute(lm, chunk, batch_tokens, within),
-            cache=cache,
-            chunk_items=chunk_items,
-            chunk_seconds=chunk_seconds,
-            progress=progress,
-            stop=stop,
-            cache_only=cache_only,
-            valid=_valid,
+            items, key=key, compute=lambda chunk, within: _compute(lm, chunk, batch_tokens, within), controls=controls, valid=_valid
         )
+    else:
+        records = _compute(lm, items, batch_tokens, None if progress is None else lambda d, t: progress(d / max(t, 1) * len(items), len(items)))
     encoded = queries(lm, items)
     out = []
     for item, query, record in zip(items, encoded, records):

@@ -171,24 +171,39 @@ def run_chunked(
     )
 
 
+@dataclass(frozen=True)
+class RunControls:
+    """How a run of one record per item goes (`run_records`), built once by the public entry that was given them
+    (`text_scores.score`, `choices.score_items`, `anatomy.rank_heads`) and handed on as one value: the result cache,
+    fixed chunks of `chunk_items` items or chunks of about `chunk_seconds` (None: `DEFAULT_CHUNK_SECONDS`),
+    `progress(done, total)`, `stop()` asked between chunks, and `cache_only` (read, never compute: `NotCached`)."""
+
+    cache: ResultCache | None = None
+    chunk_items: int | None = None
+    chunk_seconds: float | None = None
+    progress: Progress | None = None
+    stop: Callable[[], bool] | None = None
+    cache_only: bool = False
+
+    @property
+    def chunked(self) -> bool:
+        """Whether anything asks for the chunked runner (a cache, a stop, a chunk size): else one plain pass does."""
+        return not (self.cache is None and self.stop is None and self.chunk_items is None and self.chunk_seconds is None)
+
+
 def run_records(
     items: Sequence[Any],
     *,
     key: Callable[[Any], str],
     compute: Callable[[Sequence[Any], RowProgress], list[Record]],
-    cache: ResultCache | None = None,
-    chunk_items: int | None = None,
-    chunk_seconds: float | None = None,
-    progress: Progress | None = None,
-    stop: Callable[[], bool] | None = None,
-    cache_only: bool = False,
+    controls: RunControls = RunControls(),
     valid: Callable[[Record], bool] | None = None,
 ) -> tuple[list[Record], int]:
     """`run_chunked` for items of one record each (a text, a multiple-choice item, a pair's head ablations): that record
     per item, in order, and how many came from the cache.
 
-    `key(item)` is the record's cache key, `compute(items, progress)` the records of a chunk's items;
-    `chunk_seconds=None` is `DEFAULT_CHUNK_SECONDS`.
+    `key(item)` is the record's cache key, `compute(items, progress)` the records of a chunk's items; `controls` the
+    run's cache, chunks, progress, stop and cache-only flag (`RunControls`).
     """
     part = "record"
     run = run_chunked(
@@ -196,12 +211,12 @@ def run_records(
         parts=(part,),
         key=lambda item, _part: key(item),
         compute=lambda chunk, _parts, within: [{part: r} for r in compute(chunk, within)],
-        cache=cache,
-        chunk_pairs=chunk_items,
-        chunk_seconds=DEFAULT_CHUNK_SECONDS if chunk_seconds is None else chunk_seconds,
-        progress=progress,
-        stop=stop,
-        cache_only=cache_only,
+        cache=controls.cache,
+        chunk_pairs=controls.chunk_items,
+        chunk_seconds=DEFAULT_CHUNK_SECONDS if controls.chunk_seconds is None else controls.chunk_seconds,
+        progress=controls.progress,
+        stop=controls.stop,
+        cache_only=controls.cache_only,
         valid=valid,
     )
     return [r[part] for r in run.records], run.cached
@@ -315,6 +330,7 @@ __all__ = [
     "ChunkSizer",
     "ChunkedResult",
     "NotCached",
+    "RunControls",
     "format_duration",
     "run_chunked",
     "run_records",

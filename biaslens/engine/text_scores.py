@@ -38,6 +38,7 @@ from biaslens.engine.cache import check_cache
 from biaslens.engine.causal import FIRST_TOKEN_HELP, FirstToken
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.options import _check_int
+from biaslens.engine.runner import RunControls, run_records
 from biaslens.engine.words import WordSpans, token_words
 from biaslens.errors import InputError
 
@@ -202,10 +203,11 @@ def score(
     inputs = _inputs(texts, prefix, suffix, separator, lm)
     encodings = lm.encode_many([i.full for i in inputs])
     layouts = [_layout(i, e, o) for i, e, o in zip(inputs, encodings, lm.char_offsets(encodings))]
-    if cache is None and stop is None and chunk_texts is None and chunk_seconds is None:
-        records = _compute(lm, variant, layouts, batch_tokens, progress)
+    controls = RunControls(cache=cache, chunk_items=chunk_texts, chunk_seconds=chunk_seconds, progress=progress, stop=stop)
+    if controls.chunked:
+        records = _chunked(lm, variant, layouts, batch_tokens, controls)
     else:
-        records = _chunked(lm, variant, layouts, batch_tokens, progress, cache, chunk_texts, chunk_seconds, stop)
+        records = _compute(lm, variant, layouts, batch_tokens, progress)
     scoring = TextScoring(
         texts=tuple(i.text for i in inputs),
         words=tuple(lay.words.words for lay in layouts),
@@ -419,15 +421,10 @@ def _chunked(
     variant: str,
     layouts: Sequence[_Layout],
     batch_tokens: int | None,
-    progress: Progress | None,
-    cache: Any,
-    chunk_texts: int | None,
-    chunk_seconds: float | None,
-    stop: Callable[[], bool] | None,
+    controls: RunControls,
 ) -> list[Record]:
     """`_compute` in resumable chunks through the result cache (`runner.run_chunked`): one record per text."""
     from biaslens.engine.cache import cache_key
-    from biaslens.engine.runner import run_records
 
     tag = f"{_CACHE_TAG}|{variant}" + (f"|{lm.scoring_tag}" if lm.scoring_tag else "")
 
@@ -438,11 +435,7 @@ def _chunked(
         layouts,
         key=key,
         compute=lambda chunk, within: _compute(lm, variant, chunk, batch_tokens, within),
-        cache=cache,
-        chunk_items=chunk_texts,
-        chunk_seconds=chunk_seconds,
-        progress=progress,
-        stop=stop,
+        controls=controls,
     )
     for layout, record in zip(layouts, records):
         if len(record["logprob"]) != len(layout.positions):  # a cached record of another tokenization: never used

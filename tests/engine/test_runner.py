@@ -7,7 +7,7 @@ import pytest
 from biaslens.engine.cache import ResultCache, cache_key
 from biaslens.data.datasets import Pair
 from biaslens.errors import InputError, JobCancelled
-from biaslens.engine.runner import CHUNK_GROWTH, FIRST_CHUNK_PAIRS, MAX_CHUNK_PAIRS, ChunkSizer, NotCached, run_chunked, run_records
+from biaslens.engine.runner import CHUNK_GROWTH, FIRST_CHUNK_PAIRS, MAX_CHUNK_PAIRS, ChunkSizer, NotCached, RunControls, run_chunked, run_records
 
 PAIRS = [Pair(i, "test", "gender", "stereo", f"stereo {i}", f"anti {i}") for i in range(10)]
 
@@ -151,12 +151,18 @@ def test_run_records_gives_each_item_its_one_record_in_order_and_counts_the_cach
     def one_key(pair):
         return cache_key("test-model", pair.sent_stereo)
 
-    records, cached = run_records(PAIRS[:4], key=one_key, compute=compute, cache=cache, chunk_items=3)
+    records, cached = run_records(PAIRS[:4], key=one_key, compute=compute, controls=RunControls(cache=cache, chunk_items=3))
     assert records == [{"value": i * 10} for i in range(4)] and cached == 0 and asked == [[0, 1, 2], [3]]
-    records, cached = run_records(PAIRS[:6], key=one_key, compute=compute, cache=cache, chunk_items=3)
+    records, cached = run_records(PAIRS[:6], key=one_key, compute=compute, controls=RunControls(cache=cache, chunk_items=3))
     assert records == [{"value": i * 10} for i in range(6)] and cached == 4 and asked[2:] == [[4, 5]]
     with pytest.raises(InputError, match="chunk_seconds"):  # None is the default; 0 is refused, as run_chunked refuses it
-        run_records(PAIRS, key=one_key, compute=compute, chunk_seconds=0)
+        run_records(PAIRS, key=one_key, compute=compute, controls=RunControls(chunk_seconds=0))
+
+
+def test_run_controls_ask_for_the_chunked_runner_only_when_something_needs_it(tmp_path):
+    assert not RunControls().chunked and not RunControls(progress=lambda d, t: None, cache_only=True).chunked
+    for asked in ({"cache": ResultCache(tmp_path / "c.sqlite")}, {"stop": lambda: False}, {"chunk_items": 5}, {"chunk_seconds": 1.0}):
+        assert RunControls(**asked).chunked, asked
 
 
 def test_chunks_are_sized_by_the_seconds_their_pairs_take():
