@@ -161,8 +161,13 @@ def test_run_records_gives_each_item_its_one_record_in_order_and_counts_the_cach
 
 def test_run_controls_ask_for_the_chunked_runner_only_when_something_needs_it(tmp_path):
     assert not RunControls().chunked and not RunControls(progress=lambda d, t: None, cache_only=True).chunked
-    for asked in ({"cache": ResultCache(tmp_path / "c.sqlite")}, {"stop": lambda: False}, {"chunk_items": 5}, {"chunk_seconds": 1.0}):
-        assert RunControls(**asked).chunked, asked
+    asked = [
+        RunControls(cache=ResultCache(tmp_path / "c.sqlite")),
+        RunControls(stop=lambda: False),
+        RunControls(chunk_items=5),
+        RunControls(chunk_seconds=1.0),
+    ]
+    assert [controls.chunked for controls in asked] == [True] * 4
 
 
 def test_chunks_are_sized_by_the_seconds_their_pairs_take():
