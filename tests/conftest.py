@@ -64,17 +64,24 @@ def model_dirs(tmp_path_factory, tokenizer_dirs) -> dict[str, Path]:
     }
 
 
-@pytest.fixture(scope="session")
-def tiny_models(model_dirs):
-    """The tiny models loaded through the product's normal path."""
-    from biaslens.engine.models import load_model
+def _loaded_models(name: str, dirs: str, first: str, first_name: str, what: str) -> tuple[object, object]:
+    """Two session fixtures over the model folders of fixture `dirs`: `name`, every model (family -> model) loaded
+    through the product's normal path, and `first_name`, the one of family `first`."""
 
-    return {family: load_model(str(path)) for family, path in model_dirs.items()}
+    def models(request):
+        from biaslens.engine.models import load_model
+
+        return {family: load_model(str(path)) for family, path in request.getfixturevalue(dirs).items()}
+
+    def one(request):
+        return request.getfixturevalue(name)[first]
+
+    models.__doc__ = f"The tiny {what} models loaded through the product's normal path."
+    one.__doc__ = f"The tiny {first} model of `{name}`."
+    return pytest.fixture(scope="session", name=name)(models), pytest.fixture(scope="session", name=first_name)(one)
 
 
-@pytest.fixture(scope="session")
-def tiny_bert(tiny_models):
-    return tiny_models["bert-cased"]
+tiny_models, tiny_bert = _loaded_models("tiny_models", "model_dirs", "bert-cased", "tiny_bert", "masked")
 
 
 @pytest.fixture(params=FAMILIES)
@@ -92,14 +99,4 @@ def causal_dirs(tmp_path_factory) -> dict[str, Path]:
     return {family: build_random_causal_model(family, None, root / family) for family in CAUSAL_FAMILIES}
 
 
-@pytest.fixture(scope="session")
-def tiny_causal(causal_dirs):
-    """The tiny causal models loaded through the product's normal path."""
-    from biaslens.engine.models import load_model
-
-    return {family: load_model(str(path)) for family, path in causal_dirs.items()}
-
-
-@pytest.fixture(scope="session")
-def tiny_gpt2(tiny_causal):
-    return tiny_causal["gpt2"]
+tiny_causal, tiny_gpt2 = _loaded_models("tiny_causal", "causal_dirs", "gpt2", "tiny_gpt2", "causal")
