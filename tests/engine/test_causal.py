@@ -18,7 +18,7 @@ from biaslens.engine.metrics import CAUSAL_METRICS, PAPER_METRICS
 from biaslens.engine.models import CausalLM, load_model
 from biaslens.engine.pairs import available_metrics, score_encoded_pairs
 from biaslens.engine.scoring import unmasked_pass
-from biaslens.engine.testing import build_random_causal_model
+from biaslens.engine.testing import CAUSAL_TOKENIZER_FOLDERS, build_random_causal_model
 from biaslens.errors import InputError, MetricUnavailableError
 from tests.engine import causal_reference as ref
 from tests.support import FAMILY_PAIRS, FIXTURE_DATA, TOKENIZERS
@@ -270,7 +270,7 @@ def real_causal(tmp_path_factory):
     if not (TOKENIZERS / "gpt2").is_dir():
         pytest.skip("../shared/tokenizers is not available")
     root = tmp_path_factory.mktemp("real-causal")
-    folders = {"gpt2": "gpt2", "pythia": "gpt-neox-20b"}
+    folders = {family: folder for family, folder in CAUSAL_TOKENIZER_FOLDERS.items() if folder is not None}
     return {family: load_model(str(build_random_causal_model(family, TOKENIZERS / folder, root / family))) for family, folder in folders.items()}
 
 

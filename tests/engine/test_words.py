@@ -13,17 +13,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from biaslens.engine.testing import CAUSAL_FAMILIES, CAUSAL_TOKENIZER_FOLDERS, build_causal_tokenizer, build_tokenizer
 from biaslens.engine.words import text_words, token_words
-from tests.support import TOKENIZERS, shared
+from tests.support import FAMILIES, REAL_TOKENIZERS, TOKENIZERS, shared
 
+#: Each real tokenizer folder in ../shared/tokenizers -> (its family, the family's kind): the masked families' and the
+#: causal families' folders, as the suite's model builders name them.
 SHARED_TOKENIZERS = {
-    "bert-base-cased": ("bert-cased", "masked"),
-    "roberta-base": ("roberta", "masked"),
-    "albert-large-v2": ("albert", "masked"),
-    "gpt2": ("gpt2", "causal"),
-    "gpt-neox-20b": ("pythia", "causal"),
+    **{folder: (family, "masked") for family, folder in REAL_TOKENIZERS.items()},
+    **{folder: (family, "causal") for family, folder in CAUSAL_TOKENIZER_FOLDERS.items() if folder is not None},
 }
-TRAINED_CAUSAL = ("gpt2", "pythia", "llama", "qwen2")
 
 #: Words of letters, digits, punctuation, accents, combining marks, CJK, emoji and zero-width characters.
 _PIECES = st.sampled_from(
@@ -138,22 +137,18 @@ def test_a_token_across_a_space_makes_its_words_one():
 
 @pytest.fixture(scope="module")
 def trained_tokenizers(tokenizer_dirs):
-    from biaslens.engine.testing import build_causal_tokenizer, build_tokenizer
-
     out = {family: build_tokenizer(family, folder) for family, folder in tokenizer_dirs.items()}
-    out.update({f"causal-{family}": build_causal_tokenizer(family, None) for family in TRAINED_CAUSAL})
+    out.update({f"causal-{family}": build_causal_tokenizer(family, None) for family in CAUSAL_FAMILIES})
     return out
 
 
-@pytest.mark.parametrize("name", ["bert-cased", "roberta", "albert", *(f"causal-{f}" for f in TRAINED_CAUSAL)])
+@pytest.mark.parametrize("name", [*FAMILIES, *(f"causal-{f}" for f in CAUSAL_FAMILIES)])
 def test_every_character_of_every_word_is_in_one_token_trained_tokenizers(trained_tokenizers, name):
     check_random_texts(trained_tokenizers[name], examples=150)
 
 
 @pytest.fixture(scope="module")
 def shared_tokenizers():
-    from biaslens.engine.testing import build_causal_tokenizer, build_tokenizer
-
     return {
         name: (build_tokenizer if kind == "masked" else build_causal_tokenizer)(family, TOKENIZERS / name)
         for name, (family, kind) in SHARED_TOKENIZERS.items()
