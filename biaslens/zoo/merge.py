@@ -22,7 +22,7 @@ import pandas as pd
 from biaslens.analyses.sanity import untrained_note, worst_verdict
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.errors import InputError
-from biaslens.zoo.cells import planned_cells, stored_datasets
+from biaslens.zoo.cells import dataset_sha256, planned_cells, stored_datasets
 from biaslens.zoo.plan import ZooPlan
 from biaslens.zoo.store import DAMAGED, SCORE_COLUMNS, ResultsStore, by_version, damaged_lines, dataset_names, score_types
 
@@ -77,7 +77,7 @@ def merged_table(store: ResultsStore, plan: ZooPlan | None = None) -> pd.DataFra
                         {
                             "model": model.label,
                             "dataset_label": u.dataset.label,
-                            "dataset_sha256": datasets[u.dataset.label].sha256,
+                            "dataset_sha256": dataset_sha256(datasets[u.dataset.label]),
                             "selection": _selection(u.dataset.selection),
                             "metric": m,
                             "convention": u.convention,

@@ -1,0 +1,182 @@
+"""BBQ and Winogender in the zoo: plans that name them, a job that scores them into cells of their own (one per headline
+statistic and choice convention), cells equal to `evaluate_choices`'s run on the same model and items, and damaged ones
+left out and rescored."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from biaslens.choices.conventions import HEADLINE_STATISTICS
+from biaslens.choices.evaluation import evaluate_choices
+from biaslens.choices.statistics import ALL
+from biaslens.data.multiple_choice import read_choice_path
+from biaslens.engine.models import load_model
+from biaslens.zoo.cells import load_datasets, planned_cells
+from biaslens.zoo.choicecells import RECORD_COLUMNS
+from biaslens.zoo.plan import PlanError, load_plan, parse_plan
+from biaslens.zoo.store import ResultsStore
+from biaslens.zoo.worker import ModelTask, run_model
+from tests.support import FIXTURE_DATA, SHARED
+
+
+def _task(plan, index: int = 0, run_id: str = "run-1") -> ModelTask:
+    ResultsStore(plan.store, create=True)
+    return ModelTask(str(plan.store), run_id, plan.models[index], plan.data_dir, plan.download)
+
+
+def _plan(**top):
+    return parse_plan({"data_dir": str(FIXTURE_DATA), "download": False, "models": [{"id": "gpt2"}], **top})
+
+
+# -- plans ----------------------------------------------------------------------------------
+
+
+def test_a_plan_names_choice_datasets_beside_pair_datasets():
+    plan = _plan(datasets=["bbq-age", "winogender", "crows-pairs", str(FIXTURE_DATA / "bbq")], choice_conventions=["lm-eval", "original"])
+    families = {d.label: d.family for d in plan.datasets}
+    assert families == {"bbq-age": "bbq", "winogender": "winogender", "crows-pairs": None, "bbq": "bbq"}
+    units = plan.models[0].units()
+    described = [(u.dataset.label, u.convention, u.metrics) for u in units if u.dataset.family is not None]
+    assert ("bbq-age", "original", HEADLINE_STATISTICS["bbq"]) in described and (
+        "winogender",
+        "lm-eval",
+        HEADLINE_STATISTICS["winogender"],
+    ) in described
+    assert ("winogender", "original", HEADLINE_STATISTICS["winogender"]) not in described  # original is BBQ's only
+    assert plan.notes == ("original does not apply to winogender: scored under lm-eval.",)
+    pair = [u for u in units if u.dataset.label == "crows-pairs"]
+    assert [u.convention for u in pair] == ["default"] and pair[0].metrics is None  # the pair conventions and metrics, as before
+
+
+@pytest.mark.parametrize(
+    "top, said",
+    [
+        ({"choice_conventions": ["lm-eval-raw"]}, "choice_conventions: unknown 'lm-eval-raw'; choose from lm-eval, lm-eval-norm, original."),
+        ({"conventions": ["original"]}, "conventions: unknown 'original' (a multiple-choice convention: name it in choice_conventions)"),
+        ({"choice_conventions": "original", "datasets": ["winogender-gotcha"]}, "none of original applies to winogender-gotcha (winogender)"),
+        ({"precision": "bf16-rescore"}, "bf16-rescore re-scores pairs: bbq-age needs float32, bfloat16 or float16"),
+    ],
+)
+def test_a_plan_that_cannot_score_a_choice_dataset_is_one_line(top, said):
+    with pytest.raises(PlanError) as caught:
+        _plan(**{"datasets": ["bbq-age"], **top})
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_subsets_are_told_apart_and_a_category_file_is_its_name(tmp_path):
+    from biaslens.zoo.choicecells import dataset_sha256
+
+    folder = FIXTURE_DATA / "bbq"
+    whole, ambig = (load_datasets(_plan(datasets=[n]))[n] for n in ("bbq", "bbq-ambig"))
+    assert whole.sha256 == ambig.sha256 and dataset_sha256(whole) != dataset_sha256(ambig)  # the same files, other items
+    age = load_datasets(_plan(datasets=["bbq-age"]))["bbq-age"]
+    own = tmp_path / "Age.jsonl"
+    own.write_bytes(next(folder.glob("Age*.jsonl")).read_bytes())
+    assert dataset_sha256(age) == dataset_sha256(read_choice_path(own))  # the category's name and its file: one key
+
+
+# -- a job, and its cells against evaluate_choices ------------------------------------------------------
+
+
+def _scored(write_plan, model: str, datasets: str, extra: str = 'choice_conventions = ["lm-eval", "original"]'):
+    plan = load_plan(write_plan([{"id": model}], datasets=datasets, extra=extra))
+    outcome = run_model(_task(plan))
+    return plan, outcome, ResultsStore(plan.store)
+
+
+def _cells(store: ResultsStore, outcome) -> dict[tuple[str, str, str], dict]:
+    found = {}
+    for key in outcome.cells:
+        cell = store.read_cell(key)
+        found[(cell["dataset"]["label"], cell["fields"]["convention"], cell["fields"]["metric"])] = cell
+    return found
+
+
+def _same(a, b) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12))
+
+
+def _breakdown_row(run, convention: str, **levels) -> pd.Series:
+    table = run.breakdown[run.breakdown["convention"] == convention]
+    for dim in ("category", "condition", "polarity"):
+        table = table[table[dim] == levels.get(dim, ALL)]
+    (row,) = table.to_dict(orient="records")
+    return row
+
+
+@pytest.mark.parametrize("kind", ["causal", "masked"])
+def test_a_cell_holds_what_evaluate_choices_gives_on_the_same_model_and_items(write_plan, model_dirs, causal_dirs, kind):
+    model = str(causal_dirs["gpt2"] if kind == "causal" else model_dirs["bert-cased"])
+    plan, outcome, store = _scored(write_plan, model, '["bbq", {name = "winogender", limit = 10}]')
+    n_stats = 2 * len(HEADLINE_STATISTICS["bbq"]) + len(HEADLINE_STATISTICS["winogender"])
+    assert outcome.state == "finished" and len(outcome.cells) == n_stats
+    assert set(outcome.cells) == {c.key for c in planned_cells(plan.models[0], store, load_datasets(plan))}
+    cells = _cells(store, outcome)
+    lm = load_model(model)
+    bbq = evaluate_choices(lm, read_choice_path(FIXTURE_DATA / "bbq"), "lm-eval,original")
+    wino = evaluate_choices(lm, read_choice_path(FIXTURE_DATA / "winogender"), "lm-eval", limit=10)
+    for (label, convention, statistic), cell in cells.items():
+        run = bbq if label == "bbq" else wino
+        if cell["status"] == "unavailable":
+            assert run.statistics(convention)[statistic] is None
+            continue
+        summary = cell["summary"]
+        assert _same(summary["bias_score"], run.statistics(convention)[statistic]), (label, convention, statistic)
+        assert cell["kind"] == "choices" and cell["model"]["kind"] == kind and cell["model"]["sanity"]["status"] in ("ok", "weak", "untrained")
+        if statistic in ("acc", "amb_bias_score", "disamb_bias_score"):  # the intervals are ChoiceRun's breakdown's
+            row = _breakdown_row(run, convention)
+            low, high = {"acc": ("accuracy_low", "accuracy_high"), "amb_bias_score": ("amb_low", "amb_high")}.get(
+                statistic, ("disamb_low", "disamb_high")
+            )
+            assert _same(summary["ci_low"], row[low]) and _same(summary["ci_high"], row[high])
+        if statistic == "accuracy_amb":
+            row = _breakdown_row(run, convention, condition="ambig")
+            assert _same(summary["ci_low"], row["accuracy_low"]) and summary["n"] == row["n"]
+        for category, block in summary.get("by_bias_type", {}).items():  # lm-eval's per-category bias scores
+            assert _same(block["bias_score"], run.statistics(convention)[f"{statistic}_{category}"])
+        records = store.cell_records(cell["key"])
+        assert list(records.columns) == list(RECORD_COLUMNS)
+        answers = run.answers.set_index("item_id")
+        assert records["answer"].tolist() == answers.loc[records["item_id"], f"{convention}:answer"].tolist()
+        first = records.iloc[0]
+        lls = run.choices[run.choices["item_id"] == first["item_id"]].set_index("text")["ll"]
+        # each offered choice's log-likelihood (float32 sums: the job scores in chunks through the store's cache)
+        assert list(first["ll"]) == pytest.approx([lls[t] for t in first["offered"]], rel=1e-6)
+    assert not list((store.root / "locks").glob("*.lock"))
+    again = run_model(_task(plan, run_id="run-2"))
+    assert again.count("scored") == 0 and again.count("stored") + again.count("unavailable") == n_stats
+
+
+def test_a_sample_of_items_is_scored_and_kept_apart(write_plan, causal_dirs):
+    plan, outcome, store = _scored(write_plan, str(causal_dirs["gpt2"]), '[{name = "bbq", sample = 10, seed = 3}]', extra="")
+    cell = next(c for c in _cells(store, outcome).values() if c["fields"]["metric"] == "acc")
+    assert cell["fields"]["selection"] == {"sample": 10, "seed": 3} and cell["summary"]["n"] == 10
+    assert len(store.cell_records(cell["key"])) == 10
+
+
+def test_damaged_choice_cells_are_left_out_and_rescored(write_plan, causal_dirs):
+    plan, outcome, store = _scored(write_plan, str(causal_dirs["gpt2"]), '["bbq-age"]', extra="")
+    cells = _cells(store, outcome)
+    acc = cells[("bbq-age", "lm-eval", "acc")]
+    path = store.root / "cells" / acc["key"][:2] / f"{acc['key']}.json"
+    edited = json.loads(path.read_text())
+    edited["summary"]["bias_score"] = 0.99
+    path.write_text(json.dumps(edited))
+    rows = store.summaries().set_index("key")
+    assert rows.loc[acc["key"], "status"] == "damaged" and "not its records'" in rows.loc[acc["key"], "reason"]
+    assert run_model(_task(plan, run_id="run-2")).count("scored") == 1
+    assert ResultsStore(plan.store).summaries().set_index("key").loc[acc["key"], "status"] == "done"
+
+
+@pytest.mark.shared
+def test_the_shared_bbq_and_winogender_files_run_in_a_plan(write_plan, causal_dirs, model_dirs):
+    datasets = f'[{{name = "{SHARED / "data" / "bbq" / "Age.jsonl"}", limit = 40}}, {{name = "{SHARED / "data" / "winogender"}", limit = 40}}]'
+    for model in (causal_dirs["gpt2"], model_dirs["roberta"]):
+        plan, outcome, store = _scored(write_plan, str(model), datasets, extra="")
+        assert outcome.state == "finished" and outcome.count("scored") >= 8
+        rows = store.summaries()
+        assert set(rows["status"]) <= {"done", "unavailable"} and set(rows["dataset_label"]) == {"Age", "winogender"}
