@@ -180,3 +180,92 @@ def test_the_shared_bbq_and_winogender_files_run_in_a_plan(write_plan, causal_di
         assert outcome.state == "finished" and outcome.count("scored") >= 8
         rows = store.summaries()
         assert set(rows["status"]) <= {"done", "unavailable"} and set(rows["dataset_label"]) == {"Age", "winogender"}
+
+
+# -- damaged choice cells: the store's integrity corpus, of the new kind ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scored_bbq(tmp_path_factory, causal_dirs):
+    """A store holding a tiny causal model's cells of the fixture BBQ (lm-eval), and their keys by statistic."""
+    from tests.zoo.conftest import plan_text
+
+    folder = tmp_path_factory.mktemp("choice-store")
+    (folder / "plan.toml").write_text(plan_text([{"id": str(causal_dirs["gpt2"])}], datasets='["bbq"]'), encoding="utf-8")
+    plan = load_plan(folder / "plan.toml")
+    outcome = run_model(_task(plan))
+    store = ResultsStore(plan.store)
+    return plan.store, {store.read_cell(k)["fields"]["metric"]: k for k, v in outcome.cells.items() if v == "scored"}
+
+
+def _edit_json(change):
+    def damage(root, key):
+        path = root / "cells" / key[:2] / f"{key}.json"
+        cell = json.loads(path.read_text())
+        change(cell)
+        path.write_text(json.dumps(cell))
+
+    return damage
+
+
+def _edit_records(change):
+    def damage(root, key):
+        path = root / "cells" / key[:2] / f"{key}.parquet"
+        frame = change(pd.read_parquet(path))
+        path.unlink()
+        frame.to_parquet(path, index=False)
+
+    return damage
+
+
+def _flip_first_answer(frame: pd.DataFrame) -> pd.DataFrame:
+    frame.loc[0, "correct"] = not frame.loc[0, "correct"]
+    return frame
+
+
+def _summary(name, value):
+    return _edit_json(lambda cell: cell["summary"].__setitem__(name, value))
+
+
+CHOICE_DAMAGES = {
+    "value edited": ("disamb_bias_score", _summary("bias_score", 0.123), "bias_score (0.123) is not its records'"),
+    "value a word": ("acc", _summary("bias_score", "high"), "value is 'high', not a finite number"),
+    "value infinite": ("acc", _summary("bias_score", math.inf), "value is inf, not a finite number"),
+    "interval edited": ("acc", _summary("ci_high", 0.999), "ci_high (0.999) is not its records'"),
+    "n edited": ("accuracy_amb", _summary("n", 1000), "n (1000) is not its records'"),
+    "another statistic's summary": ("acc", _summary("statistic", "accuracy_amb"), "is of 'accuracy_amb', not its statistic 'acc'"),
+    "a category's score edited": (
+        "amb_bias_score",
+        _edit_json(lambda cell: next(iter(cell["summary"]["by_bias_type"].values())).__setitem__("bias_score", 0.5)),
+        "category's bias_score (0.5) is not its records'",
+    ),
+    "kind edited": ("acc", _edit_json(lambda cell: cell.__setitem__("kind", "pairs")), "not a multiple-choice cell"),
+    "an answer edited": ("acc", _edit_records(_flip_first_answer), "is not its records'"),
+    "an item twice": ("acc", _edit_records(lambda f: pd.concat([f, f.iloc[:1]])), "an item twice"),
+    "an item of another dataset": ("acc", _edit_records(lambda f: f.assign(item_id=f["item_id"] + 1000)), "items its dataset does not"),
+    "records lack a column": ("acc", _edit_records(lambda f: f.drop(columns="known")), "lack the column known"),
+    "records missing": ("acc", lambda root, key: (root / "cells" / key[:2] / f"{key}.parquet").unlink(), "records (.parquet) are missing"),
+}
+
+
+@pytest.mark.parametrize("damage", list(CHOICE_DAMAGES))
+def test_a_damaged_choice_cell_is_left_out_and_named(scored_bbq, tmp_path, damage, capsys):
+    import shutil
+
+    from biaslens.cli.main import main
+    from biaslens.zoo.store import damaged_lines
+
+    root, keys = scored_bbq
+    target = tmp_path / "store"
+    shutil.copytree(root, target, ignore=shutil.ignore_patterns("index"))
+    statistic, make, reason = CHOICE_DAMAGES[damage]
+    make(target, keys[statistic])
+    summaries = ResultsStore(target).summaries()
+    rows = summaries.set_index("key")
+    assert rows.loc[keys[statistic], "status"] == "damaged" and reason in rows.loc[keys[statistic], "reason"], rows.loc[keys[statistic], "reason"]
+    assert (rows.drop(index=keys[statistic])["status"] == "done").all()  # the rest reads as before
+    (line,) = damaged_lines(summaries)
+    assert "left out" in line and "\n" not in line
+    assert main(["zoo", "merge", "--store", str(target)]) == 0
+    out, err = capsys.readouterr()
+    assert f"Damaged cell {keys[statistic][:12]}" in err and "Traceback" not in out + err
