@@ -63,6 +63,14 @@ DATASET_COLUMNS = ("item_id", "dataset", "source_id", "category", "condition", "
 TOLERANCE = 1e-9
 
 
+def choice_statistics() -> tuple[str, ...]:
+    """Every headline statistic a choice cell may hold (`HEADLINE_STATISTICS`), in order: what tells a choice cell's row
+    of a table from a pair cell's (whose metric is a pair metric)."""
+    from biaslens.choices.conventions import HEADLINE_STATISTICS
+
+    return tuple(dict.fromkeys(name for names in HEADLINE_STATISTICS.values() for name in names))
+
+
 def choice_family(name: str) -> str | None:
     """ "bbq" or "winogender" for a multiple-choice dataset's name, subset, BBQ category file or folder, or Winogender folder;
     None for anything else (a pair dataset)."""
@@ -267,6 +275,7 @@ __all__ = [
     "DATASET_COLUMNS",
     "RECORD_COLUMNS",
     "choice_family",
+    "choice_statistics",
     "dataset_frame",
     "dataset_sha256",
     "json_problem",

@@ -150,6 +150,25 @@ def _metric_tags() -> list[str]:
     return [m.cache_tag(c.value) for m in METRICS.values() for c in Compat]
 
 
+def metric_order() -> dict[str, int]:
+    """Where each metric comes in a table: the pair metrics in the registry's order, then the multiple-choice statistics
+    in theirs (`biaslens.zoo.choicecells.choice_statistics`)."""
+    from biaslens.engine.metrics import METRICS
+    from biaslens.zoo.choicecells import choice_statistics
+
+    return {k: i for i, k in enumerate([*METRICS, *choice_statistics()])}
+
+
+def metric_goal(metric: str) -> tuple[float, str]:
+    """A metric's ideal value and the order that puts the best first: a pair metric's bias score 50, "closest"; a
+    multiple-choice statistic's from `biaslens.choices.conventions.statistic_goal` (a bias score 0, "closest"; an
+    accuracy 1, "highest")."""
+    from biaslens.choices.conventions import statistic_goal
+    from biaslens.zoo.choicecells import choice_statistics
+
+    return statistic_goal(metric) if metric in choice_statistics() else (50.0, "closest")
+
+
 def stored_tag(fields: Mapping[str, Any]) -> str:
     """The cache tag a cell was scored under: its `metric_tag` field, else the metric's tag when stores began."""
     metric, compat = str(fields.get("metric")), str(fields.get("compat"))
@@ -693,8 +712,8 @@ class ResultsStore:
         rows = rows[(rows["unit"] == unit) & (rows["status"] == "done")]
         wanted = list(metrics) if metrics is not None else [m for m in METRICS if m in set(rows["metric"])]
         missing = [m for m in wanted if m not in set(rows["metric"])]
-        if rows.empty or missing:
-            raise StoreError(f"The results store {self.root} holds no {', '.join(missing) or 'scores'} for this model and dataset.")
+        if rows.empty or missing or not wanted:
+            raise StoreError(f"The results store {self.root} holds no {', '.join(missing) or 'pair scores'} for this model and dataset.")
         cells = {m: self.read_cell(str(rows.loc[rows["metric"] == m, "key"].iloc[0])) for m in wanted}
         first = cells[wanted[0]]
         frame = self.dataset_pairs(first["fields"]["dataset_sha256"])

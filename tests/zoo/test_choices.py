@@ -15,6 +15,7 @@ from biaslens.choices.evaluation import evaluate_choices
 from biaslens.choices.statistics import ALL
 from biaslens.data.multiple_choice import read_choice_path
 from biaslens.engine.models import load_model
+from biaslens.errors import InputError
 from biaslens.zoo.cells import load_datasets, planned_cells
 from biaslens.zoo.choicecells import RECORD_COLUMNS
 from biaslens.zoo.plan import PlanError, load_plan, parse_plan
@@ -269,3 +270,89 @@ def test_a_damaged_choice_cell_is_left_out_and_named(scored_bbq, tmp_path, damag
     assert main(["zoo", "merge", "--store", str(target)]) == 0
     out, err = capsys.readouterr()
     assert f"Damaged cell {keys[statistic][:12]}" in err and "Traceback" not in out + err
+
+
+# -- zoo status, zoo merge (--wide), the leaderboard -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mixed_plan(tmp_path_factory, causal_dirs, model_dirs):
+    """A plan of a causal and a masked model over BBQ's Age fixture (lm-eval and original), Winogender and CrowS-Pairs
+    (AUL and CPS), every cell scored."""
+    from tests.zoo.conftest import plan_text
+
+    folder = tmp_path_factory.mktemp("mixed")
+    models = [{"id": str(causal_dirs["gpt2"]), "label": "gpt2"}, {"id": str(model_dirs["bert-cased"]), "label": "bert"}]
+    extra = 'choice_conventions = ["lm-eval", "original"]\nmetrics = ["aul", "cps"]'
+    text = plan_text(models, datasets='["bbq-age", "winogender", "crows-pairs"]', extra=extra)
+    (folder / "plan.toml").write_text(text, encoding="utf-8")
+    plan = load_plan(folder / "plan.toml")
+    for index in range(2):
+        run_model(_task(plan, index))
+    return plan
+
+
+def test_merge_status_and_wide_hold_the_choice_statistics(mixed_plan):
+    from biaslens.zoo.merge import merged_table, wide_table
+    from biaslens.zoo.status import plan_status
+
+    store = ResultsStore(mixed_plan.store)
+    table = merged_table(store, mixed_plan)
+    assert set(table["status"]) <= {"done", "unavailable"}
+    choice = table[table["dataset"].isin(["bbq-age", "winogender"])]
+    assert set(choice["metric"]) == set(HEADLINE_STATISTICS["bbq"]) | set(HEADLINE_STATISTICS["winogender"])
+    for row in choice[choice["status"] == "done"].to_dict(orient="records"):
+        assert _same(row["bias_score"], store.read_cell(row["key"])["summary"]["bias_score"])
+        assert (row["ideal"], row["better"]) == ((0.0, "closest") if "bias_score" in row["metric"] else (1.0, "highest"))
+    pair = table[table["dataset"] == "crows-pairs"]
+    assert set(pair["metric"]) == {"aul", "cps", "aul_c", "cps_c"} & set(pair["metric"]) and (pair["ideal"] == 50.0).all()
+    assert set(table.loc[table["dataset"] == "bbq-age", "convention"]) == {"lm-eval", "original"}
+    wide = wide_table(table)
+    assert "bbq-age · acc · lm-eval" in wide.columns and "bbq-age · disamb_bias_score · original high" in wide.columns
+    assert "winogender · acc_gotcha · lm-eval" in wide.columns and "winogender · acc · original" not in wide.columns
+    status = plan_status(mixed_plan).frame
+    assert (status["missing"] == 0).all() and (status["state"] == "done").all() and (status["done"] > 0).all()
+    # the whole store, without the plan: the same rows
+    assert len(merged_table(store)) == len(table)
+
+
+def test_the_leaderboard_has_choice_columns_ranked_by_their_own_ideal(mixed_plan):
+    from biaslens.zoo.leaderboard import choices, leaderboard, paired_rows
+
+    store = ResultsStore(mixed_plan.store)
+    summaries, types = store.summaries(), store.type_summaries()
+    offered = choices(summaries, types)
+    assert offered.conventions == ["default"] and set(offered.choice_conventions) == {"lm-eval", "original"}
+    assert "Age" in offered.bias_types  # BBQ's categories: the per-category bias scores
+    board = leaderboard(summaries, types, choice_convention="original")
+    assert board.convention == "default" and board.choice_convention == "original"
+    names = [c.name for c in board.columns]
+    assert "bbq-age · acc" in names and "winogender · acc" not in names  # winogender has no original reading
+    acc = board.column("bbq-age · acc")
+    pair = next(c for c in board.columns if c.dataset == "crows-pairs")
+    assert (acc.ideal, acc.better, acc.choice) == (1.0, "highest", True) and (pair.ideal, pair.choice) == (50.0, False)
+    original = summaries[(summaries["metric"] == "acc") & (summaries["convention"] == "original")]
+    for row in original.to_dict(orient="records"):
+        assert _same(float(board.rows.loc[board.rows["model"] == row["model_label"], "bbq-age · acc"].iloc[0]), row["bias_score"])
+    best = board.sorted("bbq-age · disamb_bias_score", "closest")["bbq-age · disamb_bias_score"].abs().tolist()
+    assert best == sorted(best)  # closest to 0 first
+    assert len(original) == 2
+    lm_eval = leaderboard(summaries, types)
+    assert lm_eval.choice_convention == "lm-eval" and "winogender · acc_gotcha" in [c.name for c in lm_eval.columns]
+    units = [{c.dataset: lm_eval.units[(r, c.name)] for c in lm_eval.columns if (r, c.name) in lm_eval.units} for r in range(2)]
+    # the choice datasets are not pairs: left out of the paired comparison (here a causal and a masked model share no
+    # pair metric either: one line)
+    with pytest.raises(InputError, match="share no dataset and metric"):
+        paired_rows(store, units[0], units[1], ("a", "b"))
+
+
+def test_the_commands_print_the_choice_statistics(mixed_plan, capsys, tmp_path):
+    from biaslens.cli.main import main
+
+    assert main(["zoo", "status", str(mixed_plan.path)]) == 0
+    assert main(["zoo", "merge", str(mixed_plan.path), "--wide", "--output", str(tmp_path / "wide.csv")]) == 0
+    wide = pd.read_csv(tmp_path / "wide.csv")
+    assert "bbq-age · amb_bias_score · lm-eval" in wide.columns
+    assert main(["zoo", "merge", str(mixed_plan.path)]) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "accuracy_disamb" in out
