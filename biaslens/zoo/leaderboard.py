@@ -274,11 +274,13 @@ def _metric_names() -> dict[str, str]:
     return {k: m.name for k, m in METRICS.items()}
 
 
-def score_text(score: float, low: float, high: float) -> str:
-    """A score with its interval, padded so that sorting the text sorts the scores: " 62.3 [58.1, 66.4]"."""
+def score_text(score: float, low: float, high: float, digits: int = 1) -> str:
+    """A score with its interval, padded so that sorting the text sorts the (non-negative) scores: " 62.3 [58.1, 66.4]";
+    `digits` 3 for a multiple-choice statistic (a fraction): "0.625 [0.306, 0.863]"."""
     if score is None or math.isnan(score):
         return ""
-    return f"{score:5.1f} [{low:.1f}, {high:.1f}]"
+    interval = "" if low is None or high is None or math.isnan(low) or math.isnan(high) else f" [{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{score:{4 + digits}.{digits}f}{interval}"
 
 
 # ---------------------------------------------------------------------------------------
