@@ -99,8 +99,7 @@ def dataset_sha256(dataset: ChoiceDataset) -> str:
 
 def dataset_frame(dataset: ChoiceDataset) -> pd.DataFrame:
     """The dataset's items as the store keeps them (`DATASET_COLUMNS`)."""
-    frame = dataset.to_frame()
-    return frame[list(DATASET_COLUMNS)]
+    return dataset.to_frame().loc[:, list(DATASET_COLUMNS)]
 
 
 def records_frame(run: ChoiceRun, convention: str) -> pd.DataFrame:
@@ -108,11 +107,14 @@ def records_frame(run: ChoiceRun, convention: str) -> pd.DataFrame:
     from biaslens.choices.evaluation import convention_frame
 
     frame = convention_frame(run.answers, convention)
-    offered = run.choices[run.choices[f"offered:{convention}"].astype(bool)]
-    texts = offered.groupby("item_id", sort=False)["text"].agg(list)
-    lls = offered.groupby("item_id", sort=False)["ll"].agg(list)
-    frame = frame.assign(offered=frame["item_id"].map(texts), ll=frame["item_id"].map(lls))
-    return frame[list(RECORD_COLUMNS)].reset_index(drop=True)
+    offered = run.choices.loc[run.choices[f"offered:{convention}"].astype(bool)]
+    texts: dict[Any, list[str]] = {}
+    lls: dict[Any, list[float]] = {}
+    for item, text, ll in zip(offered["item_id"], offered["text"], offered["ll"]):
+        texts.setdefault(item, []).append(str(text))
+        lls.setdefault(item, []).append(float(ll))
+    frame = frame.assign(offered=[texts[i] for i in frame["item_id"]], ll=[lls[i] for i in frame["item_id"]])
+    return frame.loc[:, list(RECORD_COLUMNS)].reset_index(drop=True)
 
 
 def _subset(statistic: str, family: str, frame: pd.DataFrame) -> np.ndarray:

@@ -156,7 +156,7 @@ def _is_choice(frame: pd.DataFrame) -> pd.Series:
     """Which rows are multiple-choice cells (their metric a choice statistic)."""
     from biaslens.zoo.choicecells import choice_statistics
 
-    return frame["metric"].isin(choice_statistics())
+    return cast(pd.Series, frame["metric"].isin(choice_statistics()))
 
 
 def _by_count(frame: pd.DataFrame, column: str) -> list[str]:

@@ -399,7 +399,8 @@ def _score_unit(
                 for metric in todo:
                     outcome.cells[keys[metric]] = cells.write_choice(metric, run, records, blocks.get(metric), seconds, outcome)
                 return
-            result = evaluate(lm, dataset, todo, cache=store.cache(), progress=report, **evaluate_options(task.model, unit))
+            pairs = cast("PairDataset", dataset)
+            result = evaluate(lm, pairs, todo, cache=store.cache(), progress=report, **evaluate_options(task.model, unit))
         except BiaslensError as exc:  # this model cannot score this dataset (e.g. every pair encodes to the same tokens)
             for metric in todo:
                 cells.settle_unavailable(metric, first_line(exc), outcome, locked=True)
