@@ -356,3 +356,15 @@ def test_the_commands_print_the_choice_statistics(mixed_plan, capsys, tmp_path):
     assert main(["zoo", "merge", str(mixed_plan.path)]) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err and "accuracy_disamb" in out
+
+
+def test_a_store_of_choice_cells_is_imported_whole(scored_bbq, tmp_path):
+    from biaslens.zoo.importing import import_store
+
+    root, keys = scored_bbq
+    report = import_store(root, tmp_path / "target")
+    assert not report.damaged and report.copied == len(list(root.glob("cells/*/*.json"))) and report.datasets == 1
+    source, target = ResultsStore(root).summaries(), ResultsStore(tmp_path / "target").summaries()
+    assert (target["status"] == "done").sum() == len(keys)
+    columns = ["key", "metric", "bias_score", "ci_low", "ci_high", "n"]
+    assert target.sort_values("key")[columns].reset_index(drop=True).equals(source.sort_values("key")[columns].reset_index(drop=True))
