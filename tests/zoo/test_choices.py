@@ -368,3 +368,34 @@ def test_a_store_of_choice_cells_is_imported_whole(scored_bbq, tmp_path):
     assert (target["status"] == "done").sum() == len(keys)
     columns = ["key", "metric", "bias_score", "ci_low", "ci_high", "n"]
     assert target.sort_values("key")[columns].reset_index(drop=True).equals(source.sort_values("key")[columns].reset_index(drop=True))
+
+
+# -- the whole way: `run_plan` on the local executor and on the real single-node Slurm ---------------------------
+
+
+@pytest.fixture(params=["local", "slurm"])
+def executor(request):
+    """Each executor's name; the Slurm one with its cluster running (tests/support/slurm.py)."""
+    if request.param == "slurm":
+        request.getfixturevalue("slurm_cluster")
+    return request.param
+
+
+@pytest.mark.slow
+def test_a_plan_with_bbq_runs_on_each_executor(executor, write_plan, causal_dirs, model_dirs):
+    from biaslens.zoo.executors import ExecutorOptions, run_plan
+    from biaslens.zoo.merge import merged_table
+
+    models = [{"id": str(causal_dirs["gpt2"]), "label": "gpt2"}, {"id": str(model_dirs["bert-cased"]), "label": "bert"}]
+    plan = load_plan(write_plan(models, datasets='["bbq-age", "crows-pairs"]', extra='metrics = ["aul"]\ndevice = "cpu"'))
+    if executor == "slurm":
+        options = ExecutorOptions.from_plan(plan, "slurm", gpus_per_job=0, cpus_per_job=1, time_min=30)
+    else:
+        options = ExecutorOptions.from_plan(plan, "local", gpus_per_job=0, time_min=30, max_parallel=2)
+    lines: list[str] = []
+    report = run_plan(plan, options=options, log=lines.append)
+    assert [m.state for m in report.models] == ["done", "done"], lines
+    table = merged_table(ResultsStore(plan.store), plan)
+    bbq = table[table["dataset"] == "bbq-age"]
+    assert len(bbq) == 2 * len(HEADLINE_STATISTICS["bbq"]) and set(bbq["status"]) <= {"done", "unavailable"}
+    assert set(table.loc[table["dataset"] == "crows-pairs", "status"]) == {"done"}
