@@ -715,6 +715,41 @@ METRICS: dict[str, Metric] = registry(
     )
 )
 
+
+@dataclass(frozen=True)
+class MetricSet:
+    """The registry entries a scoring pass reads, looked up once (`metric_set`): which passes they need, the masked queries
+    of a sentence and the scores of a pair. `biaslens.engine.pairs.score_encoded_pairs` asks this once per pass rather
+    than the registry once per metric."""
+
+    metrics: tuple[Metric, ...]
+    compat: bool
+    #: Some metric reads the unmasked pass (AUL, every causal metric).
+    needs_unmasked: bool
+    #: Some metric weighs tokens by the attention they receive (AULA, AULA-c).
+    needs_attention: bool
+
+    def queries(self, sentences: Sequence[SentenceInput]) -> dict[MaskedQuery, None]:
+        """The masked queries of every metric for `sentences`, de-duplicated in order (CPS and PLL share theirs)."""
+        out: dict[MaskedQuery, None] = {}
+        for m in self.metrics:
+            for s in sentences:
+                out.update(dict.fromkeys(m.queries(s, self.compat)))
+        return out
+
+    def score(
+        self, stereo: SentenceInput, stereo_read: PassResults, anti: SentenceInput, anti_read: PassResults
+    ) -> dict[str, tuple[SentenceScore, SentenceScore]]:
+        """Every metric's score of a pair's two sentences: {metric: (stereo, anti)}."""
+        return {m.key: (m.score(stereo, stereo_read, self.compat), m.score(anti, anti_read, self.compat)) for m in self.metrics}
+
+
+def metric_set(metrics: Sequence[str], compat: bool = False) -> MetricSet:
+    """The registry entries of `metrics` (keys) for a scoring pass in the mode `compat` (True: kaneko2022)."""
+    entries = tuple(METRICS[k] for k in metrics)
+    return MetricSet(entries, compat, any(m.pass_kind == "unmasked" for m in entries), any(m.needs_attention for m in entries))
+
+
 #: The five metrics the paper compares, in its order.
 PAPER_METRICS = ("aul", "aula", "cps", "sss", "all_masked")
 #: A causal model's metrics, scored when none are named.
@@ -845,6 +880,7 @@ __all__ = [
     "PAPER_METRICS",
     "REDUCTIONS",
     "Metric",
+    "MetricSet",
     "PairColumns",
     "PassResults",
     "SentenceInput",
@@ -858,6 +894,7 @@ __all__ = [
     "metrics_of_kind",
     "counterpart",
     "kind_unavailable",
+    "metric_set",
     "metrics_for",
     "parse_metrics",
     "pair_accuracy",
