@@ -717,10 +717,10 @@ METRICS: dict[str, Metric] = registry(
 
 
 @dataclass(frozen=True)
-class MetricSet:
-    """The registry entries a scoring pass reads, looked up once (`metric_set`): which passes they need, the masked queries
-    of a sentence and the scores of a pair. `biaslens.engine.pairs.score_encoded_pairs` asks this once per pass rather
-    than the registry once per metric."""
+class MetricPass:
+    """What a scoring pass of some metrics over some sentences needs from the registry, looked up once (`metric_pass`):
+    which passes, the masked queries, and each metric's score function for a pair. `biaslens.engine.pairs.score_encoded_pairs`
+    asks this once per pass rather than the registry once per metric."""
 
     metrics: tuple[Metric, ...]
     compat: bool
@@ -728,14 +728,8 @@ class MetricSet:
     needs_unmasked: bool
     #: Some metric weighs tokens by the attention they receive (AULA, AULA-c).
     needs_attention: bool
-
-    def queries(self, sentences: Sequence[SentenceInput]) -> dict[MaskedQuery, None]:
-        """The masked queries of every metric for `sentences`, de-duplicated in order (CPS and PLL share theirs)."""
-        out: dict[MaskedQuery, None] = {}
-        for m in self.metrics:
-            for s in sentences:
-                out.update(dict.fromkeys(m.queries(s, self.compat)))
-        return out
+    #: Every metric's masked queries for the sentences, de-duplicated in order (CPS and PLL share theirs).
+    queries: tuple[MaskedQuery, ...]
 
     def score(
         self, stereo: SentenceInput, stereo_read: PassResults, anti: SentenceInput, anti_read: PassResults
@@ -744,10 +738,15 @@ class MetricSet:
         return {m.key: (m.score(stereo, stereo_read, self.compat), m.score(anti, anti_read, self.compat)) for m in self.metrics}
 
 
-def metric_set(metrics: Sequence[str], compat: bool = False) -> MetricSet:
-    """The registry entries of `metrics` (keys) for a scoring pass in the mode `compat` (True: kaneko2022)."""
+def metric_pass(metrics: Sequence[str], sentences: Sequence[SentenceInput], compat: bool = False) -> MetricPass:
+    """The registry entries of `metrics` (keys) for a scoring pass over `sentences` in the mode `compat` (True: kaneko2022)."""
     entries = tuple(METRICS[k] for k in metrics)
-    return MetricSet(entries, compat, any(m.pass_kind == "unmasked" for m in entries), any(m.needs_attention for m in entries))
+    queries: dict[MaskedQuery, None] = {}
+    for m in entries:
+        for s in sentences:
+            queries.update(dict.fromkeys(m.queries(s, compat)))
+    unmasked = any(m.pass_kind == "unmasked" for m in entries)
+    return MetricPass(entries, compat, unmasked, any(m.needs_attention for m in entries), tuple(queries))
 
 
 #: The five metrics the paper compares, in its order.
@@ -880,7 +879,7 @@ __all__ = [
     "PAPER_METRICS",
     "REDUCTIONS",
     "Metric",
-    "MetricSet",
+    "MetricPass",
     "PairColumns",
     "PassResults",
     "SentenceInput",
@@ -894,7 +893,7 @@ __all__ = [
     "metrics_of_kind",
     "counterpart",
     "kind_unavailable",
-    "metric_set",
+    "metric_pass",
     "metrics_for",
     "parse_metrics",
     "pair_accuracy",

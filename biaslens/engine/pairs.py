@@ -13,7 +13,7 @@ from biaslens.data.datasets import Pair
 from biaslens.engine.alignment import Alignment, align_pair
 from biaslens.errors import InputError, MetricUnavailableError
 from biaslens.engine.lm import Encoding, LanguageModel
-from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, kind_unavailable, metric_set, parse_metrics
+from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, kind_unavailable, metric_pass, parse_metrics
 from biaslens.engine.scoring import UnmaskedResult, masked_pass, shared_prefix_pass, unmasked_pass
 
 if TYPE_CHECKING:
@@ -104,7 +104,6 @@ def score_encoded_pairs(
     shows its per-token view for every metric).
     """
     _refuse_unavailable(lm, metrics)
-    scoring = metric_set(metrics, compat)  # the registry's entries, looked up once for the whole pass
     alignments = [align_pair(a, b) for a, b in pairs]
     inputs = [
         (
@@ -113,6 +112,7 @@ def score_encoded_pairs(
         )
         for (a, b), al in zip(pairs, alignments)
     ]
+    scoring = metric_pass(metrics, [side for pair in inputs for side in pair], compat)  # the registry, asked once for the pass
 
     # Unmasked pass over the distinct sentences.
     need_unmasked = unmasked or scoring.needs_unmasked
@@ -123,8 +123,7 @@ def score_encoded_pairs(
         for a, b in pairs:
             distinct.setdefault(a.text, a)
             distinct.setdefault(b.text, b)
-    queries = scoring.queries([side for pair in inputs for side in pair])
-
+    queries = scoring.queries  # every metric's masked queries, de-duplicated (CPS and PLL share theirs)
     total_rows = len(distinct) + sum(q.rows for q in queries)
     offset = 0
 
