@@ -675,7 +675,11 @@ class MetricPass:
         self, stereo: SentenceInput, stereo_read: PassResults, anti: SentenceInput, anti_read: PassResults
     ) -> dict[str, tuple[SentenceScore, SentenceScore]]:
         """Every metric's score of a pair's two sentences: {metric: (stereo, anti)}."""
-        return {m.key: (m.score(stereo, stereo_read, self.compat), m.score(anti, anti_read, self.compat)) for m in self.metrics}
+        out = {}
+        for m in self.metrics:
+            assert m.score is not None, f"the registry gives {m.key} no score function"
+            out[m.key] = (m.score(stereo, stereo_read, self.compat), m.score(anti, anti_read, self.compat))
+        return out
 
 
 def metric_pass(metrics: Sequence[str], sentences: Sequence[SentenceInput], compat: bool = False) -> MetricPass:

@@ -160,7 +160,8 @@ def score_encoded_pairs(
     for (a_in, b_in), al in zip(inputs, alignments):
         ua, ub = by_text.get(a_in.encoding.text), by_text.get(b_in.encoding.text)
         ra, rb = PassResults(ua, masked), PassResults(ub, masked)
-        scored.append(ScoredPair(al, scoring.score(a_in, ra, b_in, rb), (ua, ub) if need_unmasked else None))
+        both = (ua, ub) if need_unmasked and ua is not None and ub is not None else None  # (every text is read when needed)
+        scored.append(ScoredPair(al, scoring.score(a_in, ra, b_in, rb), both))
     return scored
 
 
