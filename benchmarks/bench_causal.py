@@ -199,7 +199,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# biaslens vs lm-evaluation-harness, causal scoring, {report['created']}",
         "",
-        f"Machine: {m.get('gpu') or m.get('cpu', '?')}, torch {m['torch']}, {report['threads']} threads. {report['model']}; "
+        f"Machine: {bench.machine_name(m)}, torch {m['torch']}, {report['threads']} threads. {report['model']}; "
         f"the first {report['pairs']} CrowS-Pairs pairs ({report['sentences']} sentences, {report['tokens']:,} tokens). "
         f"Forward work {report['flops'] / 1e12:.2f} TFLOP; dense float32 matmul peak {report['peak_flops'] / 1e9:.0f} GFLOP/s measured "
         f"in the run, so the floor is {report['floor_seconds']:.1f} s. Fastest of the runs; nothing cached.",
@@ -213,9 +213,7 @@ def markdown(report: dict[str, Any]) -> str:
             [
                 "Runs in order (alternating; the 1-minute load average of the machine, shared with other work, after each):",
                 "",
-                "| run | seconds | load |",
-                "| --- | ---: | ---: |",
-                *[f"| {r['side']} | {r['seconds']:.2f} | {r['load_1min']:.1f} |" for r in report["runs"]],
+                *bench.runs_table(report["runs"]),
                 "",
                 f"A pair's common first tokens are read once (`scoring.shared_prefix_pass`): {report['shared_prefix_tokens']:,} of the "
                 f"{report['tokens']:,} tokens ({report['shared_prefix_tokens'] / report['tokens']:.0%}) are not run twice.",

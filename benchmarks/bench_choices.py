@@ -201,14 +201,12 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# BBQ: biaslens vs lm-evaluation-harness, {report['created']}",
         "",
-        f"Machine: {m.get('gpu') or m.get('cpu', '?')}, torch {m['torch']}, {report['threads']} threads, shared with other work "
+        f"Machine: {bench.machine_name(m)}, torch {m['torch']}, {report['threads']} threads, shared with other work "
         f"(1-minute load average beside each run). {report['model']}; the first {report['items'] // len(report['categories'])} items of "
         f"each of {len(report['categories'])} BBQ categories ({report['items']} items, {report['requests']:,} prompt-choice requests) "
         "under the lm-eval convention. Both sides measured alternately in one run; each side's fastest counts; nothing cached.",
         "",
-        "| run | seconds | load |",
-        "| --- | ---: | ---: |",
-        *[f"| {r['side']} | {r['seconds']:.1f} | {r['load_1min']:.1f} |" for r in report["runs"]],
+        *bench.runs_table(report["runs"], ".1f"),
         "",
         f"- biaslens {report['biaslens_seconds']:.1f} s against lm-eval's fastest {theirs:.1f} s "
         f"(batch {report['lm_eval_fastest_batch']}): **{report['speedup_over_fastest']:.2f}x** (goal {report['goal']:.0f}x: {met}).",

@@ -559,6 +559,41 @@ def load_average() -> list[float] | None:
     return None
 
 
+def latency_percentiles(latencies: Sequence[float]) -> dict[str, float]:
+    """p50, p90, p99 and max of latencies in seconds, as milliseconds (`*_ms`), and `n`; NaNs (failed requests) left out."""
+    ms = np.asarray([x for x in latencies if not math.isnan(x)]) * 1000
+    if not ms.size:
+        return {"n": 0}
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p90_ms": float(np.percentile(ms, 90)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "max_ms": float(ms.max()),
+        "n": int(ms.size),
+    }
+
+
+def latency_text(latency: dict[str, float], *, seconds: bool = False) -> str:
+    """`latency_percentiles` as "p50 / p90 / p99 / max": whole milliseconds, or seconds with one decimal; "n/a" for none."""
+    if not latency.get("n"):
+        return "n/a"
+    return " / ".join(f"{latency[k] / 1000:.1f}" if seconds else f"{latency[k]:.0f}" for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
+
+
+def machine_name(machine: dict[str, Any]) -> str:
+    """The device a report ran on (`machine_info`): the GPU's name, else the CPU's."""
+    return machine.get("gpu") or machine.get("cpu", "?")
+
+
+def runs_table(runs: Sequence[dict[str, Any]], seconds: str = ".2f") -> list[str]:
+    """The Markdown lines of a table of runs in order (`{"side", "seconds", "load_1min"}` each), `seconds` the format of their times."""
+    return [
+        "| run | seconds | load |",
+        "| --- | ---: | ---: |",
+        *[f"| {r['side']} | {r['seconds']:{seconds}} | {r['load_1min']:.1f} |" for r in runs],
+    ]
+
+
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
     """Goals met or not, from one run's numbers (CPU goals; GPU goals are read from the table)."""
     goals: dict[str, Any] = {}
@@ -604,7 +639,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# biaslens benchmark, {report['created']}",
         "",
-        f"Device: {m.get('gpu') or m.get('cpu', '?')} ({m['device']}, {m['threads']} threads), dtype {report['dtype']}, "
+        f"Device: {machine_name(m)} ({m['device']}, {m['threads']} threads), dtype {report['dtype']}, "
         f"dense matmul peak {peak / 1e9:.1f} GFLOP/s measured at the start of this run "
         f"({report['matmul_peak']['after']['flops'] / 1e9:.1f} at the end). Load average (1, 5, 15 min) before / after: "
         f"{report['load_before']} / {report['load_after']}. Pairs per dataset: first {report['pairs']}. "
@@ -711,7 +746,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python benchmarks/be
     }
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     peak = matmul_peak(device, torch_dtype, seconds=args.peak_seconds)
-    log(f"{report['machine'].get('gpu') or report['machine'].get('cpu')}: dense matmul peak {peak['flops'] / 1e9:.1f} GFLOP/s ({dtype})")
+    log(f"{machine_name(report['machine'])}: dense matmul peak {peak['flops'] / 1e9:.1f} GFLOP/s ({dtype})")
     report["models"] = {}
     for size in sizes:
         report["models"][size] = bench_model(

@@ -41,12 +41,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchmarks.bench_engine import latency_percentiles, latency_text, write_report  # noqa: E402
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, wait_until_healthy  # noqa: E402
 
 #: Scores are shown with 4 decimals: a page value may differ from the engine's by half a unit in the last place.
@@ -306,36 +306,17 @@ def mismatch(table: dict, expected: list) -> str:
     return ""
 
 
-def percentiles(latencies: list[float]) -> dict:
-    ms = np.asarray([x for x in latencies if not math.isnan(x)]) * 1000
-    if not ms.size:
-        return {"n": 0}
-    return {
-        "p50_ms": float(np.percentile(ms, 50)),
-        "p90_ms": float(np.percentile(ms, 90)),
-        "p99_ms": float(np.percentile(ms, 99)),
-        "max_ms": float(ms.max()),
-        "n": int(ms.size),
-    }
-
-
 def summarise(results: list, expected: dict) -> dict:
     errors = [f"pair {pid}: {err}" for pid, _lat, _table, err in results if err]
     differences = [
         f"pair {pid}: {d}" for pid, _lat, table, err in results if not err and table is not None for d in [mismatch(table, expected[pid])] if d
     ]
     return {
-        "latency": percentiles([lat for _pid, lat, _table, err in results if not err]),
+        "latency": latency_percentiles([lat for _pid, lat, _table, err in results if not err]),
         "inspections": len(results),
         "errors": errors,
         "differences": differences,
     }
-
-
-def ms(latency: dict) -> str:
-    if not latency.get("n"):
-        return "n/a"
-    return " / ".join(f"{latency[k] / 1000:.1f}" for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
 
 
 def markdown(r: dict) -> str:
@@ -360,13 +341,13 @@ def markdown(r: dict) -> str:
     for setting in r["settings"]:
         alone = setting["alone"]
         lines.append(
-            f"| {setting['batch_ms']} | 1 (alone) | {alone['inspections']} | {ms(alone['latency'])} | 1.0 | | "
+            f"| {setting['batch_ms']} | 1 (alone) | {alone['inspections']} | {latency_text(alone['latency'], seconds=True)} | 1.0 | | "
             f"{len(alone['errors'])} | {len(alone['differences'])} |"
         )
         for n, load_r in setting["under_load"].items():
             ratio = load_r["latency"].get("p90_ms", math.nan) / alone["latency"].get("p90_ms", math.nan)
             lines.append(
-                f"| {setting['batch_ms']} | {n} | {load_r['inspections']} | {ms(load_r['latency'])} | {ratio:.1f} | "
+                f"| {setting['batch_ms']} | {n} | {load_r['inspections']} | {latency_text(load_r['latency'], seconds=True)} | {ratio:.1f} | "
                 f"{load_r['dataset_run_s']:.0f} | {len(load_r['errors'])} | {len(load_r['differences'])} |"
             )
     problems = [p for s in r["settings"] for part in [s["alone"], *s["under_load"].values()] for p in part["errors"] + part["differences"]]
@@ -441,8 +422,6 @@ def main() -> int:
         },
         "settings": settings,
     }
-    from benchmarks.bench_engine import write_report
-
     print(write_report(args.out, "load", report, markdown))
     print(f"wrote {Path(args.out) / 'load'}.json and .md")
     return 0 if ok else 1

@@ -487,7 +487,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# biaslens GPU check, {report['created']}",
         "",
-        f"Device: {m.get('gpu') or m.get('cpu', '?')} ({m['device']}), torch {m['torch']}; dense {report['peak_dtype']} matmul peak "
+        f"Device: {bench.machine_name(m)} ({m['device']}), torch {m['torch']}; dense {report['peak_dtype']} matmul peak "
         f"{report['peak_flops'] / 1e12:.1f} TFLOP/s measured in the run. Pairs: {report['pairs']}; times: fastest of {report['repeat']}.",
     ]
     for size, model in report["models"].items():
@@ -622,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "skipped": budget.skipped,
         "goals": {},
     }
-    log(f"{report['machine'].get('gpu') or report['machine'].get('cpu')}: dense {report['peak_dtype']} matmul peak {peak / 1e12:.2f} TFLOP/s")
+    log(f"{bench.machine_name(report['machine'])}: dense {report['peak_dtype']} matmul peak {peak / 1e12:.2f} TFLOP/s")
     stem = f"gpu-check-{device.type}"
     for size in sizes:
         errors: list[str] = []

@@ -41,7 +41,7 @@ from biaslens.engine.metrics import PAPER_METRICS  # noqa: E402
 from biaslens.engine.models import load_model  # noqa: E402
 from biaslens.serving.server import InspectionBatcher, ModelPool  # noqa: E402
 from biaslens.engine.testing import build_random_model  # noqa: E402
-from benchmarks.bench_engine import write_report  # noqa: E402
+from benchmarks.bench_engine import latency_percentiles, latency_text, write_report  # noqa: E402
 
 TOLERANCE = 1e-5
 RUN_METRICS = ["aul", "cps"]
@@ -62,12 +62,6 @@ def inspect(lm, pair, batcher: InspectionBatcher | None = None) -> np.ndarray:
 
 def dataset_run(lm, pairs, cache_path: Path):
     return evaluate(lm, pairs, RUN_METRICS, cache=ResultCache(cache_path), chunk_pairs=32).pairs
-
-
-def percentiles(latencies: list[float]) -> dict[str, float]:
-    ms = np.asarray(latencies) * 1000
-    return {"p50_ms": float(np.percentile(ms, 50)), "p90_ms": float(np.percentile(ms, 90)),
-            "p99_ms": float(np.percentile(ms, 99)), "max_ms": float(ms.max()), "n": int(ms.size)}  # fmt: skip
 
 
 def vector_diff(a: np.ndarray, b: np.ndarray) -> float:
@@ -182,14 +176,14 @@ def main(args) -> int:
         "dataset_run_pairs": len(run_pairs),
         "max_abs_diff": {"inspections": diff_inspect, "dataset_run": diff_run, "tolerance": TOLERANCE},
         "alone": {
-            "inspection_latency": percentiles(alone_latency),
+            "inspection_latency": latency_percentiles(alone_latency),
             "inspections_per_s": n_inspect / alone_inspect_s,
             "dataset_run_s": alone_run_s,
             "dataset_pairs_per_s": len(run_pairs) / alone_run_s,
         },
         "under_load": {
             "wall_s": wall_s,
-            "inspection_latency": percentiles(load_latency) if load_latency else None,
+            "inspection_latency": latency_percentiles(load_latency) if load_latency else None,
             "inspections_per_s": len(load_latency) / wall_s,
             "dataset_run_s": run_out.get("s"),
             "dataset_pairs_per_s": len(run_pairs) / run_out["s"] if "s" in run_out else None,
@@ -203,10 +197,6 @@ def main(args) -> int:
 
 def _groups(sizes: list[int]) -> str:
     return f"{len(sizes)}, mean size {sum(sizes) / len(sizes):.1f}" if sizes else "none"
-
-
-def ms(latency: dict) -> str:
-    return " / ".join(f"{latency.get(k, float('nan')):.0f}" for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
 
 
 def markdown(r: dict) -> str:
@@ -225,7 +215,7 @@ def markdown(r: dict) -> str:
         "",
         "| | alone (one request at a time) | under load |",
         "| --- | --- | --- |",
-        f"| inspection latency p50 / p90 / p99 / max (ms) | {ms(la)} | {ms(lu)} |",
+        f"| inspection latency p50 / p90 / p99 / max (ms) | {latency_text(la)} | {latency_text(lu)} |",
         f"| inspections per second | {a['inspections_per_s']:.1f} | {u['inspections_per_s']:.1f} |",
         f"| dataset run (s) | {a['dataset_run_s']:.1f} | {u['dataset_run_s'] or float('nan'):.1f} |",
         f"| dataset pairs per second | {a['dataset_pairs_per_s']:.1f} | {u['dataset_pairs_per_s'] or float('nan'):.1f} |",

@@ -35,6 +35,11 @@ ABOUT = (
     "Two or more models on the same pairs and metric: their bias scores with intervals, the difference per bias type, "
     "each pair's margin under both, and the pairs whose verdict flips."
 )
+#: The description on a multiple-choice dataset (BBQ, Winogender: items and their statistics, not pairs; ui/choices.py).
+ABOUT_ITEMS = (
+    "Two or more models on the same multiple-choice items and convention: their statistics (accuracy, bias scores) with "
+    "intervals, each model against the first (paired bootstrap, McNemar), and the items whose answer differs."
+)
 
 
 def _adopt_url(settings: ui.settings.Settings) -> ui.state.Link[CompareView]:
@@ -52,8 +57,9 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url(settings)
-    ui.feedback.header("Model comparison", ABOUT, docs="app")
-    if ui.choices.is_choice_dataset(settings):  # BBQ, Winogender: the models' answers item by item (ui/choices.py)
+    choices = ui.choices.is_choice_dataset(settings)
+    ui.feedback.header("Model comparison", ABOUT_ITEMS if choices else ABOUT, docs="app")
+    if choices:  # BBQ, Winogender: the models' answers item by item (ui/choices.py)
         ui.choices.compare(settings, S + "models")  # the same models, picked here or given in a link
         return
     dataset = ui.resources.dataset_or_stop(settings)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Callable
 
 import streamlit as st
 
@@ -124,26 +125,27 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(w.strip() for w in str(text).split(",") if w.strip())
 
 
+def _choice(label: str, options: list[str], name: str, format_func: Callable[[str], str], **more: Any) -> str | None:
+    """One of the page's segmented controls: always one option picked, kept for the session under `S + name`."""
+    return st.segmented_control(label, options, key=S + name, persist_state="session", required=True, format_func=format_func, **more)
+
+
 def knobs() -> lab.LabSettings | None:
     """Presets, sliders and inputs; the settings they describe (None, with the reason shown, if invalid)."""
-    st.segmented_control(
+    _choice(
         "Scenario",
         list(lab.SCENARIOS),
-        key=S + "scenario",
-        persist_state="session",
-        required=True,
+        "scenario",
+        lambda k: lab.SCENARIOS[k].title,
         on_change=_apply_preset,
-        format_func=lambda k: lab.SCENARIOS[k].title,
         help="A preset sets the association strength and the frequency ratio; moving either knob picks the matching scenario.",
     )
     st.caption(lab.SCENARIOS[st.session_state[S + "scenario"]].description)
-    st.segmented_control(
+    _choice(
         "Model",
         list(lab.LAB_KINDS),
-        key=S + "kind",
-        persist_state="session",
-        required=True,
-        format_func=lambda k: {"masked": "Masked (a small BERT)", "causal": "Causal (a small GPT-2)"}.get(k, k),
+        "kind",
+        lambda k: {"masked": "Masked (a small BERT)", "causal": "Causal (a small GPT-2)"}.get(k, k),
         help="A masked model learns to fill in masked words and is scored with the paper's metrics; a causal model learns "
         "to predict the next word and is scored with LL, AUL-c, AULA-c, CPS-c and SSS-c.",
     )
@@ -309,18 +311,7 @@ def show_report(settings: ui.settings.Settings, report: lab.LabReport, view: Lab
             _inspect(view, report.model, report.telling_pair(key), key)
 
     with st.expander(f"The {len(report.pairs)} held-out pairs, one metric at a time", icon=":material/table_rows:"):
-        focus = (
-            st.segmented_control(
-                "Metric",
-                list(frame["key"]),
-                key=S + "focus",
-                persist_state="session",
-                default=frame["key"].iloc[0],
-                required=True,
-                format_func=lambda k: METRICS[k].name,
-            )
-            or "aul"
-        )
+        focus = _choice("Metric", list(frame["key"]), "focus", lambda k: METRICS[k].name, default=frame["key"].iloc[0]) or "aul"
         pairs = report.pairs_frame(focus)
         st.caption("Select a row to open the pair in the pair inspector with this lab model.")
         event = ui.tables.table(

@@ -104,13 +104,14 @@ def _from_url(cls: Any) -> Link:
             new.add(name)
     for r in rejected:
         if r.name.split(".")[0] in new:
-            reject(r.name, r.value, r.expected)
+            reject(r.name, r.value, r.expected, kept=r.kept)
     unusable = {r.name for r in rejected if not r.partly}
     return Link(view, frozenset(new - unusable))
 
 
-def reject(name: str, value: Any, expected: str) -> None:
-    """Say in the page, in one line, that the link's value for `name` was not used, and what was expected.
+def reject(name: str, value: Any, expected: str, kept: bool = False) -> None:
+    """Say in the page, in one line, that the link's value for `name` was not used, and what was expected (`kept`: it
+    was used, read as `expected` says: `models=gpt2,bert` is one name).
 
     A bad value in a link (`pair=-1`, `sample=abc`, `metrics=rm -rf`) is never replaced silently.
     The value is shown as text (escaped), never as markdown.
@@ -118,6 +119,9 @@ def reject(name: str, value: Any, expected: str) -> None:
     shown = value if isinstance(value, str) else ", ".join(map(str, value)) if isinstance(value, list) else str(value)
     if len(shown) > 80:
         shown = shown[:80] + "…"
+    if kept:
+        st.warning(f"The link's {md(name)}={md(repr(shown))} is read as {md(expected)}.", icon=":material/link:")
+        return
     st.warning(f"The link's {md(name)}={md(repr(shown))} was not used: expected {md(expected)}.", icon=":material/link_off:")
 
 

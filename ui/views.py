@@ -11,6 +11,10 @@ URL mechanics, tests/app/test_views.py the properties).
   5,000-digit number, `seed=abc`) leaves its field at the default and comes back as a `Rejection` (name, value, what
   was expected), which the page shows in one line; a list keeps each value once and at most `MAX_LIST` of them (the
   repeats and the rest rejected). `from_query(to_query(v)) == v` for every view whose lists hold each value once.
+* A list is repeated parameters (`models=a&models=b`). A list of known names (`metrics`) also reads the comma form
+  (`metrics=aul,cps`: no name holds a comma). A list of free names (`models`, the leaderboard's `families`, ...) keeps
+  a value with a comma whole, since a local folder's name may hold one, and says so in one line (a `Rejection` whose
+  value was `kept`): `models=gpt2,bert` is one model, never two guessed.
 * Links from one page to another are built by the views' navigation methods (`ExplorerView.inspect(pair)`): they keep
   `g` whole (the lab's links change only the model, to the lab model they open).
 """
@@ -49,12 +53,14 @@ _ON, _OFF = ("on", "1", "true", "yes"), ("off", "0", "false", "no")
 @dataclass(frozen=True)
 class Rejection:
     """A link's value that was not used: the parameter, its value as given, and what was expected instead. `partly`: the
-    field kept the parameter's other values (a list with one unknown name)."""
+    field kept the parameter's other values (a list with one unknown name). `kept`: the value was used as given, and
+    `expected` says how it was read (a free name with a comma, kept whole)."""
 
     name: str
     value: str
     expected: str
     partly: bool = False
+    kept: bool = False
 
 
 class _Reader:
@@ -83,15 +89,24 @@ class _Reader:
         values = self._values(name)
         return values[-1] if values else None  # a repeated parameter: the last one, as a browser's form would
 
-    def _reject(self, name: str, value: str, expected: str, partly: bool = False) -> None:
-        self.rejected.append(Rejection(self.prefix + name, value, expected, partly))
+    def _reject(self, name: str, value: str, expected: str, partly: bool = False, kept: bool = False) -> None:
+        self.rejected.append(Rejection(self.prefix + name, value, expected, partly, kept))
 
     def text(self, name: str) -> str | None:
         return self._one(name)
 
-    def _list(self, name: str) -> list[str]:
-        """A repeated parameter's values, each once and at most `MAX_LIST`; the repeats and the rest are rejected (partly)."""
+    def _list(self, name: str, commas: bool = False) -> list[str]:
+        """A repeated parameter's values, each once and at most `MAX_LIST`; the repeats and the rest are rejected (partly).
+        `commas`: a value with commas is several (`metrics=aul,cps`), else it is kept whole and said once (module doc)."""
         values = self._values(name)
+        if commas:
+            values = [part.strip() for value in values for part in value.split(",") if part.strip()]
+        elif with_commas := list(dict.fromkeys(v for v in values if "," in v)):  # said once, for the first
+            full, more = self.prefix + name, len(with_commas) - 1
+            how = f"one name, commas included (a folder's name may hold one): several are written {full}=a&{full}=b"
+            self._reject(
+                name, with_commas[0], how + (f" ({more:,} more such value{'' if more == 1 else 's'})" if more else ""), partly=True, kept=True
+            )
         once = list(dict.fromkeys(values))
         if len(once) < len(values):
             counts = Counter(values)
@@ -120,7 +135,7 @@ class _Reader:
         return None
 
     def choices(self, name: str, options: Sequence[str], expected: str) -> tuple[str, ...] | None:
-        values = self._list(name)
+        values = self._list(name, commas=True)
         known = tuple(v for v in values if v in options)
         unknown = [v for v in values if v not in options]
         if unknown:

@@ -33,14 +33,13 @@ from biaslens.engine.cache import ResultCache, cache_key
 from biaslens.engine.internals import Intervention, intervene
 from biaslens.engine.lm import LanguageModel
 from biaslens.engine.metrics import METRICS, metrics_for
-from biaslens.engine.runner import INTERACTIVE_CHUNK_SECONDS, Progress, run_chunked
+from biaslens.engine.runner import INTERACTIVE_CHUNK_SECONDS, Progress, run_records
 from biaslens.engine.scoring import _attention_received, unmasked_pass
 from biaslens.errors import InputError
 
 #: Rows projected onto the vocabulary at once when the ablated rows are read.
 _READ_ROWS = 64
-#: The part of a pair's cached record, and the version of what it holds.
-PART = "heads"
+#: The version of what a pair's cached record holds.
 _VERSION = "anatomy-heads-1"
 
 
@@ -240,38 +239,36 @@ def rank_heads(
     require_head(lm, "Head ablation")
     layers, heads = internals.num_layers, internals.num_heads
 
-    def key(pair: Pair, part: str) -> str:
+    def key(pair: Pair) -> str:
         return cache_key(lm.fingerprint, str(lm.dtype), lm.scoring_tag, _VERSION, key_metric, pair.sent_stereo, pair.sent_anti)
 
-    def compute(chunk: Sequence[Pair], parts: Sequence[str], rows: Callable[[int, int], None]) -> list[dict[str, dict]]:
+    def compute(chunk: Sequence[Pair], rows: Callable[[int, int], None]) -> list[dict]:
         out = []
         for k, pair in enumerate(chunk):
             a, b = (focus_sentence(lm, text, key_metric) for text in (pair.sent_stereo, pair.sent_anti))
             if a.encoding.ids == b.encoding.ids:  # no pair for this tokenizer: nothing to move
-                out.append({PART: {"margin": 0.0, "changes": [0.0] * (layers * heads)}})
+                out.append({"margin": 0.0, "changes": [0.0] * (layers * heads)})
             else:
                 effects = head_effects_of(lm, a, b, aula=False)
-                out.append({PART: {"margin": effects.margin, "changes": effects.margin_change.reshape(-1).tolist()}})
+                out.append({"margin": effects.margin, "changes": effects.margin_change.reshape(-1).tolist()})
             rows(k + 1, len(chunk))
         return out
 
-    result = run_chunked(
+    records, cached = run_records(
         pairs,
-        parts=(PART,),
         key=key,
         compute=compute,
         cache=cache,
+        chunk_items=chunk_pairs,
         chunk_seconds=chunk_seconds,
-        chunk_pairs=chunk_pairs,
         progress=progress,
         stop=stop,
         cache_only=cache_only,
         valid=_record_valid(layers, heads),
     )
-    records = [r[PART] for r in result.records]
     margins = np.array([float(r["margin"]) for r in records])
     changes = np.array([r["changes"] for r in records], dtype=float).reshape(len(records), layers, heads)
-    return HeadRanking(key_metric, tuple(p.pair_id for p in pairs), margins, changes, result.cached)
+    return HeadRanking(key_metric, tuple(p.pair_id for p in pairs), margins, changes, cached)
 
 
 __all__ = ["HeadEffects", "HeadRanking", "ablated_scores", "head_effects", "head_effects_of", "head_shares", "rank_heads", "zeroed_score"]

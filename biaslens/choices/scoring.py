@@ -17,7 +17,7 @@ near-ties break as its do; each token's log p and rank are kept. Runs are chunke
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypedDict, cast
+from typing import Any, Callable, Sequence, TypedDict
 
 import numpy as np
 
@@ -97,34 +97,28 @@ def score_items(
 ) -> list[ScoredItem]:
     """Every scored choice of every item (module docstring), in the items' order; through the result cache when given."""
     from biaslens.engine.cache import cache_key
-    from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, run_chunked
+    from biaslens.engine.runner import run_records
 
-    part = "choices"
     tag = (_CACHE_TAG, str(lm.dtype))
 
-    def key(item: ChoiceItem, _part: str) -> str:
+    def key(item: ChoiceItem) -> str:
         return cache_key(lm.fingerprint, *tag, prompt_of(item), list(scored_texts(item)), DELIMITER)
-
-    def compute(chunk: Sequence[ChoiceItem], _parts: Sequence[str], within: Callable[[int, int], None]) -> list[dict[str, Any]]:
-        return [{part: record} for record in _compute(lm, chunk, batch_tokens, within)]
 
     if cache is None and stop is None and chunk_items is None and chunk_seconds is None:
         records = _compute(lm, items, batch_tokens, None if progress is None else lambda d, t: progress(d / max(t, 1) * len(items), len(items)))
     else:
-        run = run_chunked(
-            cast(Sequence[Any], items),
-            parts=(part,),
-            key=key,  # type: ignore[arg-type]
-            compute=compute,  # type: ignore[arg-type]
+        records, _cached = run_records(
+            items,
+            key=key,
+            compute=lambda chunk, within: _compute(lm, chunk, batch_tokens, within),
             cache=cache,
-            chunk_pairs=chunk_items,
-            chunk_seconds=chunk_seconds or DEFAULT_CHUNK_SECONDS,
+            chunk_items=chunk_items,
+            chunk_seconds=chunk_seconds,
             progress=progress,
             stop=stop,
             cache_only=cache_only,
             valid=_valid,
         )
-        records = [r[part] for r in run.records]
     encoded = queries(lm, items)
     out = []
     for item, query, record in zip(items, encoded, records):

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from biaslens.errors import InputError
-from biaslens.data.export import atomic_write, safe_csv
+from biaslens.data.export import atomic_write, check_output_dir, safe_csv
 from biaslens.kurita import (
     ALPHA,
     KURITA_CATEGORIES,
@@ -119,6 +119,10 @@ def cmd_kurita(args: Any) -> int:
     lists = {Path(f).stem: read_word_list(f, lowercase=args.lowercase) for f in args.attributes}
     specs = {}
     weat_keys = (args.weat or list(KURITA_CATEGORIES)) if args.weat is not None else []
+    scores_files = [f"{name}_{file}" for name in lists for file in ("scores.csv", "attributes.csv", "summary.json")]
+    check_output_dir(  # a folder where a result file goes: refused before the model loads, not after scoring
+        args.out, files=[*scores_files, *(["shares.csv"] if lists else []), *(("weat.csv", "weat_units.csv", "weat.json") if weat_keys else ())]
+    )
     for key in weat_keys:
         name = KURITA_CATEGORIES[key].weat
         with progress.download(f"{name}.jsonl") as bar:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from biaslens.data.export import check_output_dir
 from biaslens.lab import EXPECTED_TEXT, LabModel, LabReport, LabSettings
 from biaslens.lab import evaluate_lab, find_lab_model, heldout_pairs, load_lab_model, loss_window, train_lab_model
 from biaslens.cli.common import COMMANDS, Parser, Progress, progress_to
@@ -96,10 +97,15 @@ def cmd_lab_evaluate(args: Any) -> int:
 
     metrics = parse_metrics(args.metrics) if args.metrics else None
     progress = Progress.from_args(args)
+    settings = [] if args.model else settings_from_args(args)
+    if args.out:  # a folder where a result file goes: refused before any training or scoring
+        outs = [Path(args.out) / s.scenario for s in settings] if len(settings) > 1 else [Path(args.out)]
+        for out in outs:
+            check_output_dir(out, files=("pairs.csv", "summary.json"))
     if args.model:
         models = [load_lab_model(args.model)]
     else:
-        models = [train_with_bar(s, args.models_dir, progress) for s in settings_from_args(args)]
+        models = [train_with_bar(s, args.models_dir, progress) for s in settings]
     for i, model in enumerate(models):
         with progress.bar(len(heldout_pairs(model.settings)), "pair", f"scoring {model.settings.scenario}") as bar:
             report = evaluate_lab(model, metrics=metrics, progress=progress_to(bar))

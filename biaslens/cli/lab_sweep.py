@@ -110,9 +110,11 @@ def format_ranking(ranking: Any) -> str:
 
 def cmd_lab_sweep(args: argparse.Namespace) -> int:
     from biaslens.lab import sweep
-    from biaslens.report.sweep import write_outputs
+    from biaslens.data.export import check_output_dir
+    from biaslens.report.sweep import OUTPUT_FILES, write_outputs
 
     grid = grid_from_args(args)
+    check_output_dir(args.out, files=OUTPUT_FILES)  # a folder where a result file goes: refused before any training
     estimate = sweep.estimate_sweep(grid, models_dir=args.models_dir, workers=args.workers)
     print(f"Sweep: {grid.describe()}.", file=sys.stderr)
     print(f"Estimate: {estimate.text()}", file=sys.stderr)

@@ -11,7 +11,8 @@ import pandas as pd
 
 from biaslens.errors import InputError
 from biaslens.engine.options import ModelSpec, RunOptions
-from biaslens.report.reproduction import ANALYSES, DEFAULT_DATASETS, ReportOptions, analyse_model, build_report
+from biaslens.data.export import check_output_dir
+from biaslens.report.reproduction import ANALYSES, DEFAULT_DATASETS, ReportOptions, analyse_model, build_report, report_files
 from biaslens.cli.common import (
     Progress,
     add_command,
@@ -60,6 +61,7 @@ def cmd_report(args: Any) -> int:
 
     run = RunOptions.from_args(args)
     options = ReportOptions.from_run(run, tuple(a.strip() for a in args.analyses.split(",") if a.strip()), args.shuffle_seed)
+    check_output_dir(args.out, files=report_files(options))  # a folder where a result file goes: refused before any scoring
     progress = Progress.from_args(args)
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     if not names:

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from biaslens.errors import InputError
 from biaslens.paths import default_cache_dir
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum TEXT NOT NULL)"
@@ -235,4 +236,16 @@ class ResultCache:
             return int(db.execute("SELECT COUNT(*) FROM scores").fetchone()[0])
 
 
-__all__ = ["ResultCache", "cache_key"]
+def check_cache(cache: Any) -> ResultCache | None:
+    """`cache` as a `cache=` argument must be: a `ResultCache` or None; anything else is refused in one line naming the
+    parameter. A path (a str or Path) is not taken for a cache: it could name the SQLite file or its folder, and guessing
+    would start a database where none was meant (`ResultCache(path)` says which)."""
+    if cache is None or isinstance(cache, ResultCache):
+        return cache
+    what = f"the path {str(cache)!r}" if isinstance(cache, (str, Path)) else f"a {type(cache).__name__}"
+    raise InputError(
+        f"cache must be a ResultCache or None, not {what}: for a cache in a file of your choice pass biaslens.ResultCache('folder/results.sqlite')."
+    )
+
+
+__all__ = ["ResultCache", "cache_key", "check_cache"]

@@ -357,16 +357,16 @@ def _from_pretrained(
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    shapes = _check_local_folder(Path(target), allow_pickle) if Path(target).is_dir() else {}
+    shapes = _check_local_folder(Path(target), allow_pickle) if Path(target).is_dir() else _cached_hub_shapes(target, revision, allow_pickle)
     common = {"revision": revision, "local_files_only": files_only, "trust_remote_code": False}
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
         try:
-            tokenizer = AutoTokenizer.from_pretrained(target, **common)
+            tokenizer = AutoTokenizer.from_pretrained(target, **common)  # (it reads the config too: a bad field is the config's)
         except Exception as exc:
-            raise ModelLoadError(f"Could not load the tokenizer of {name}: {_first_line(exc)}") from exc
+            raise _config_field_error(name, exc) or ModelLoadError(f"Could not load the tokenizer of {name}: {_first_line(exc)}") from exc
         if len(tokenizer) <= len(set(tokenizer.all_special_ids)) + 1:
             raise ModelLoadError(
                 f"The tokenizer of {name} has no vocabulary (only its special tokens): the tokenizer files are "
@@ -375,7 +375,7 @@ def _from_pretrained(
         try:
             config = AutoConfig.from_pretrained(target, **common)
         except Exception as exc:
-            raise ModelLoadError(f"Could not read the config of {name}: {_first_line(exc)}") from exc
+            raise _config_field_error(name, exc) or ModelLoadError(f"Could not read the config of {name}: {_first_line(exc)}") from exc
         kind = model_kind(config, tokenizer, name)
         auto = AutoModelForMaskedLM if kind == "masked" else AutoModelForCausalLM
         _check_config_fits_weights(name, config, auto, shapes)
@@ -421,6 +421,29 @@ def _from_pretrained(
     return model, tokenizer, kind
 
 
+#: transformers' check of a config field's type, as huggingface_hub words it (the cause of its validation error).
+_FIELD_TYPE = re.compile(r"Field '(?P<field>[^']+)' expected (?P<expected>.+?), got (?P<got>\S+) \(value: (?P<value>.*)\)$", re.M)
+
+
+def _config_field_error(name: str, exc: BaseException) -> ModelLoadError | None:
+    """A config whose field has a value of the wrong type (`n_layer: "x"`), refused in one line naming the field, its value
+    and what belongs there; None for any other error. transformers' own message spans lines, its first one naming the
+    field alone ("Validation error for field 'n_layer':"), and the tokenizer, which reads the config first, reported it."""
+    from huggingface_hub.errors import StrictDataclassFieldValidationError
+
+    if not isinstance(exc, StrictDataclassFieldValidationError):
+        return None
+    found = _FIELD_TYPE.search(str(exc.__cause__ or "")) or _FIELD_TYPE.search(str(exc))
+    if found is None:
+        detail = f"config.json is not a valid config ({' '.join(str(exc).split())})"
+    else:
+        value = found["value"] if len(found["value"]) <= 60 else found["value"][:60] + "…"
+        article = "an" if found["got"][:1] in "aeiou" else "a"
+        what = "null" if found["got"] == "NoneType" else f"{value} ({article} {found['got']})"  # (JSON's null, Python's None)
+        detail = f"config.json gives {found['field']} the value {what}, where {found['expected']} is expected"
+    return ModelLoadError(f"{name}: {detail}; correct it, or copy the model's own config.json.")
+
+
 def _check_shapes(name: str, config: Any, info: dict[str, Any]) -> None:
     """Refuse weights whose shapes disagree with the config (e.g. a config.json of another model), naming the sizes."""
     mismatched: list[tuple[str, Any, Any]] = sorted(info.get("mismatched_keys") or [], key=lambda m: m[0])  # (key, in the weights, by the config)
@@ -451,8 +474,10 @@ def _check_config_fits_weights(name: str, config: Any, auto: Any, shapes: dict[s
     shape a random value: a config with 100,000 layers spends minutes building them, one with n_positions 1e7 or
     vocab_size 1e9 gigabytes on random rows, before `_check_shapes` or the missing weights refuse it. Here the layers the
     config names are counted against the layers the weights' names hold (fewer would leave the last ones unread, none is
-    no model), then the model is built on the meta device (no memory) and compared with the weights (`shapes`, from the
-    safetensors headers; empty for pickle weights, which are not read before they load): a weight of another shape is
+    no model), then the model is built on the meta device (no memory) and compared with the weights (`shapes`: a local
+    folder's, from its safetensors headers or its pytorch_model.bin read without the data; a hub model's when its
+    snapshot in the local cache holds every weights file; empty when the weights are still to be downloaded, whose
+    shapes nothing gives before transformers downloads them as it loads): a weight of another shape is
     named (`_check_shapes`), and a config whose weights the files lack outweigh all they hold cannot be theirs (a missing
     head is left to the refusal that names it).
     """
@@ -514,8 +539,8 @@ def _check_local_folder(folder: Path, allow_pickle: bool) -> dict[str, tuple[int
 
     Checks: config.json, a weights file (pickle refused unless `allow_pickle`: a pickle can
     run code), every shard an index names, safetensors headers that cover their files (a
-    truncated copy), and the tokenizer's vocabulary files. Returns each safetensors weight's
-    shape by name, from the headers (empty for pickle weights).
+    truncated copy), and the tokenizer's vocabulary files. Returns each weight's shape by name, from the safetensors
+    headers, or from pickle weights read without their data (`_pickle_shapes`).
     """
     try:
         str(folder).encode("utf-8")
@@ -535,7 +560,7 @@ def _check_local_folder(folder: Path, allow_pickle: bool) -> dict[str, tuple[int
             )
     elif not has_safetensors:
         raise ModelLoadError(f"{folder} has no weights: model.safetensors is missing ({hint}).")
-    shapes = _check_safetensors(folder, names) if has_safetensors else {}
+    shapes = _check_safetensors(folder, names) if has_safetensors else _pickle_shapes(folder, _weight_files(folder, names, "pytorch_model.bin"))
     if not names & set(_TOKENIZER_FILES) and not any(n.endswith(".model") for n in names):
         raise ModelLoadError(
             f"{folder} has no tokenizer files (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model): "
@@ -544,20 +569,65 @@ def _check_local_folder(folder: Path, allow_pickle: bool) -> dict[str, tuple[int
     return shapes
 
 
-def _check_safetensors(folder: Path, names: set[str]) -> dict[str, tuple[int, ...]]:
-    """Refuse a missing shard or a weights file whose header does not cover it; else every weight's shape, by name."""
-    from safetensors import safe_open
-
-    files = ["model.safetensors"] if "model.safetensors" in names else []
-    if "model.safetensors.index.json" in names:
+def _weight_files(folder: Path, names: set[str], single: str, partial: bool = False) -> list[str]:
+    """The weights files of one format (`single`, e.g. model.safetensors, or the shards its `.index.json` names); a missing
+    shard is refused (`partial`: a hub snapshot in the local cache, whose missing shards would be downloaded: none)."""
+    files = [single] if single in names else []
+    if f"{single}.index.json" in names:
         try:
-            index = json.loads((folder / "model.safetensors.index.json").read_text())
+            index = json.loads((folder / f"{single}.index.json").read_text())
             files = sorted(set(index["weight_map"].values()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ModelLoadError(f"{folder}: model.safetensors.index.json is unreadable or corrupted ({exc}); copy it again.") from exc
+            raise ModelLoadError(f"{folder}: {single}.index.json is unreadable or corrupted ({exc}); copy it again.") from exc
         absent = [f for f in files if f not in names]
+        if absent and partial:
+            return []
         if absent:
             raise ModelLoadError(f"{folder} is incomplete: weight shard {absent[0]} is missing ({len(absent)} of {len(files)}); copy it again.")
+    return files
+
+
+def _pickle_shapes(folder: Path, files: list[str]) -> dict[str, tuple[int, ...]]:
+    """Every weight's shape in pytorch_model.bin files, read without their data (memory-mapped onto the meta device,
+    unpickled with torch's `weights_only` loader, as transformers loads them). A file of the old format (not a zip: it
+    cannot be memory-mapped, and reading it would load it) or one that does not load gives no shapes: transformers says
+    why when it loads."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for file in files:
+        try:
+            state = torch.load(folder / file, map_location="meta", weights_only=True, mmap=True)
+        except Exception:
+            return {}
+        if not isinstance(state, dict):
+            return {}
+        shapes.update((str(key), tuple(value.shape)) for key, value in state.items() if isinstance(value, torch.Tensor))
+    return shapes
+
+
+def _cached_hub_shapes(name: str, revision: str | None, allow_pickle: bool) -> dict[str, tuple[int, ...]]:
+    """The weights' shapes of a hub model whose snapshot in the local Hugging Face cache holds its config and every
+    weights file (as `_check_local_folder` reads a folder's); empty when a weights file is still to be downloaded (its
+    shapes are not known before the download, which transformers makes as it loads)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(name, "config.json", revision=revision)
+    if not isinstance(found, str):
+        return {}
+    snapshot = Path(found).parent
+    names = {p.name for p in snapshot.iterdir()}
+    if names & set(_WEIGHT_FILES):
+        return _check_safetensors(snapshot, names, partial=True)
+    if allow_pickle and names & set(_PICKLE_FILES):
+        return _pickle_shapes(snapshot, _weight_files(snapshot, names, "pytorch_model.bin", partial=True))
+    return {}
+
+
+def _check_safetensors(folder: Path, names: set[str], partial: bool = False) -> dict[str, tuple[int, ...]]:
+    """Refuse a missing shard (`partial`: see `_weight_files`) or a weights file whose header does not cover it; else
+    every weight's shape, by name."""
+    from safetensors import safe_open
+
+    files = _weight_files(folder, names, "model.safetensors", partial)
     shapes: dict[str, tuple[int, ...]] = {}
     for file in files:
         try:

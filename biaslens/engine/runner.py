@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 from biaslens.engine import parallel
-from biaslens.engine.cache import ResultCache
+from biaslens.engine.cache import ResultCache, check_cache
 from biaslens.data.datasets import Pair
 from biaslens.errors import InputError, JobCancelled
 
@@ -132,6 +132,7 @@ def run_chunked(
         raise InputError(f"chunk_pairs must be a whole number of at least 1, not {chunk_pairs!r}.")
     if isinstance(chunk_seconds, bool) or not isinstance(chunk_seconds, numbers.Real) or not chunk_seconds > 0:
         raise InputError(f"chunk_seconds must be a number of seconds above 0, not {chunk_seconds!r}.")
+    cache = check_cache(cache)  # every caller's `cache=` (evaluate, score, the analyses): a path is refused in one line
     if cache_only:
         processes = None  # reading only: every process can read everything itself
         if cache is None or not cache.enabled:
@@ -168,6 +169,42 @@ def run_chunked(
         sum(hits for _, hits in gathered),
         processes.num_processes if processes is not None else None,
     )
+
+
+def run_records(
+    items: Sequence[Any],
+    *,
+    key: Callable[[Any], str],
+    compute: Callable[[Sequence[Any], RowProgress], list[Record]],
+    cache: ResultCache | None = None,
+    chunk_items: int | None = None,
+    chunk_seconds: float | None = None,
+    progress: Progress | None = None,
+    stop: Callable[[], bool] | None = None,
+    cache_only: bool = False,
+    valid: Callable[[Record], bool] | None = None,
+) -> tuple[list[Record], int]:
+    """`run_chunked` for items of one record each (a text, a multiple-choice item, a pair's head ablations): that record
+    per item, in order, and how many came from the cache.
+
+    `key(item)` is the record's cache key, `compute(items, progress)` the records of a chunk's items;
+    `chunk_seconds=None` is `DEFAULT_CHUNK_SECONDS`.
+    """
+    part = "record"
+    run = run_chunked(
+        items,
+        parts=(part,),
+        key=lambda item, _part: key(item),
+        compute=lambda chunk, _parts, within: [{part: r} for r in compute(chunk, within)],
+        cache=cache,
+        chunk_pairs=chunk_items,
+        chunk_seconds=DEFAULT_CHUNK_SECONDS if chunk_seconds is None else chunk_seconds,
+        progress=progress,
+        stop=stop,
+        cache_only=cache_only,
+        valid=valid,
+    )
+    return [r[part] for r in run.records], run.cached
 
 
 def _passes(valid: Callable[[Record], bool], record: Record) -> bool:
@@ -280,4 +317,5 @@ __all__ = [
     "NotCached",
     "format_duration",
     "run_chunked",
+    "run_records",
 ]

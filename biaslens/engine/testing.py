@@ -120,6 +120,8 @@ CORPUS: tuple[str, ...] = (
 _SPM_VOCAB = 600
 #: Byte-level BPE vocabulary size of the trained ModernBERT-style tokenizer.
 _BPE_VOCAB = 700
+#: BERT's special tokens by their transformers names, in the order a trained BPE tokenizer adds them (so, their ids).
+BERT_SPECIAL_TOKENS = {"unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "mask_token": "[MASK]"}
 
 
 def _train_sentencepiece(corpus: Iterable[str], vocab_size: int, **pieces: Any) -> bytes:
@@ -181,8 +183,7 @@ def _train_bpe(corpus: Iterable[str]) -> Any:
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=_BPE_VOCAB, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(list(corpus), trainer=trainer)
-    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
-    tok.add_special_tokens(specials)
+    tok.add_special_tokens(list(BERT_SPECIAL_TOKENS.values()))
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
@@ -195,16 +196,7 @@ def wrap_tokenizer(tok: Any, max_length: int, **special: str) -> Any:
     that `AutoTokenizer` reloads."""
     from transformers import PreTrainedTokenizerFast
 
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-        model_max_length=max_length,
-        **special,
-    )
+    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=max_length, **BERT_SPECIAL_TOKENS, **special)
 
 
 def build_tokenizer(family: str, tokenizer_dir: str | Path | None) -> Any:

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping, Sequence, cast
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from biaslens.data.sentences import check_characters, check_sentence
 from biaslens.engine import display
+from biaslens.engine.cache import check_cache
 from biaslens.engine.causal import FIRST_TOKEN_HELP, FirstToken
 from biaslens.engine.lm import Encoding, LanguageModel
 from biaslens.engine.options import _check_int
@@ -184,7 +185,9 @@ def score(
     `surprisal=True` adds `surprisal` (-log p, nats) or, with base 2, `surprisal_bits`. `first_token`:
     a causal model's first-token policy (default: the model's). `cache` (a `ResultCache`), `chunk_texts`
     / `chunk_seconds` and `stop` run it in resumable chunks (`biaslens.engine.runner.run_chunked`, as
-    `evaluate` does): texts already scored are read back, and `stop()` ends the run between chunks.
+    `evaluate` does): texts already scored are read back, and `stop()` ends the run between chunks. A path is not
+    a cache (it could name the SQLite file or its folder): `cache="x"` is refused in one line (`InputError`); pass
+    `biaslens.ResultCache("folder/results.sqlite")`.
     """
     lm, variant = _reading(lm, variant, first_token)
     base_name = _base(base)
@@ -192,6 +195,7 @@ def score(
         raise InputError(f"surprisal must be True or False, not {surprisal!r}.")
     _check_int("batch_tokens", batch_tokens, minimum=1)
     _check_int("chunk_texts", chunk_texts, minimum=1)  # (named as here: the runner calls it chunk_pairs)
+    cache = check_cache(cache)  # before a text is encoded
     for name, function in (("progress", progress), ("stop", stop)):
         if function is not None and not callable(function):
             raise InputError(f"{name} must be a function (or None), not {type(function).__name__}.")
@@ -423,29 +427,23 @@ def _chunked(
 ) -> list[Record]:
     """`_compute` in resumable chunks through the result cache (`runner.run_chunked`): one record per text."""
     from biaslens.engine.cache import cache_key
-    from biaslens.engine.runner import DEFAULT_CHUNK_SECONDS, run_chunked
+    from biaslens.engine.runner import run_records
 
-    part = "tokens"
     tag = f"{_CACHE_TAG}|{variant}" + (f"|{lm.scoring_tag}" if lm.scoring_tag else "")
 
-    def key(layout: _Layout, _part: str) -> str:
+    def key(layout: _Layout) -> str:
         return cache_key(lm.fingerprint, str(lm.dtype), tag, layout.input.full, list(layout.input.span))
 
-    def compute(chunk: Sequence[_Layout], _parts: Sequence[str], within: Callable[[int, int], None]) -> list[dict[str, Record]]:
-        return [{part: r} for r in _compute(lm, variant, chunk, batch_tokens, within)]
-
-    run = run_chunked(
-        cast(Sequence[Any], layouts),
-        parts=(part,),
-        key=key,  # type: ignore[arg-type]
-        compute=compute,  # type: ignore[arg-type]
+    records, _cached = run_records(
+        layouts,
+        key=key,
+        compute=lambda chunk, within: _compute(lm, variant, chunk, batch_tokens, within),
         cache=cache,
-        chunk_pairs=chunk_texts,
-        chunk_seconds=chunk_seconds or DEFAULT_CHUNK_SECONDS,
+        chunk_items=chunk_texts,
+        chunk_seconds=chunk_seconds,
         progress=progress,
         stop=stop,
     )
-    records = [r[part] for r in run.records]
     for layout, record in zip(layouts, records):
         if len(record["logprob"]) != len(layout.positions):  # a cached record of another tokenization: never used
             raise InputError("A cached record does not fit its text's tokens: clear the result cache (or use --no-cache) and run again.")

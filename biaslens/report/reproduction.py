@@ -116,6 +116,24 @@ class ReportOptions:
         return {"limit": self.limit, "sample": self.sample, "seed": self.seed}
 
 
+#: The CSV files (stems) each analysis may write at the top of a report's folder (`ReproductionReport.tables`), and the
+#: report's own files: `report_files` lists them, for `biaslens report` to check its --out before any scoring.
+TABLE_STEMS: dict[str, tuple[str, ...]] = {
+    "accuracy": ("table1_token_accuracy", "table1_accuracy_definitions"),
+    "frequency": ("table2_word_frequency", "table2_top_words", "table2_excluded_words", "table2_extra_occurrence_ranks"),
+    "groups": ("table3_groups",),
+    "shuffle": ("table4_shuffle",),
+    "scores": ("table5_bias_scores",),
+    "agreement": ("figure1_auc", "figure1_roc"),
+}
+REPORT_FILES = ("report.md", "report.html", "manifest.json")
+
+
+def report_files(options: ReportOptions) -> list[str]:
+    """The files a report of these options may write at the top of its folder (its tables, report.md, .html, manifest)."""
+    return [*(f"{stem}.csv" for analysis in options.analyses for stem in TABLE_STEMS[analysis]), *REPORT_FILES]
+
+
 def _needs_pairs_direction(dataset: PairDataset) -> bool:
     return any(p.direction in ("stereo", "antistereo") for p in dataset.pairs)
 
@@ -714,15 +732,18 @@ __all__ = [
     "ANALYSES",
     "DEFAULT_DATASETS",
     "ModelAnalyses",
+    "REPORT_FILES",
     "ReportOptions",
     "ReproductionReport",
     "SMALL_CLASS",
     "SMALL_PAIRS",
     "TABLE5_INTERVALS",
+    "TABLE_STEMS",
     "analyse_model",
     "build_report",
     "evaluation_metrics",
     "markdown_table",
+    "report_files",
     "short_file_names",
     "table5_intervals",
     "table5_notes",

@@ -11,6 +11,10 @@ from biaslens.figures.charts import dose_response_svg
 from biaslens.lab import sweep
 
 
+#: The files `write_outputs` writes (dose_response.svg when a cell has scores).
+OUTPUT_FILES = ("cells.csv", "metrics.csv", "sweep.json", "dose_response.svg", "summary.md")
+
+
 def write_outputs(result: sweep.SweepResult, out_dir: str | Path, analysis: sweep.SweepAnalysis | None = None) -> dict[str, Path]:
     """Write cells.csv, metrics.csv (the ranking), sweep.json (with its manifest), dose_response.svg and summary.md."""
     out = Path(out_dir)
@@ -30,4 +34,4 @@ def write_outputs(result: sweep.SweepResult, out_dir: str | Path, analysis: swee
     return paths
 
 
-__all__ = ["write_outputs"]
+__all__ = ["OUTPUT_FILES", "write_outputs"]

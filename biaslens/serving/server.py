@@ -53,7 +53,7 @@ import weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Mapping
+from typing import Any, Callable, Generic, Hashable, Iterator, Mapping, TypeVar
 
 from biaslens.errors import (
     BiaslensError,
@@ -122,7 +122,23 @@ def _folders(environ: Mapping[str, str], name: str) -> tuple[Path, ...] | None:
     relative = [str(p) for p in dirs if not p.is_absolute()]
     if relative:
         raise ServerConfigError(f"{name} must list absolute folders; {relative[0]!r} is relative.")
+    for folder in dirs:  # a loop of links: said here, naming the setting, not as "Symlink loop" wherever a folder is checked
+        _resolve_root(folder, f"{name} lists {folder}, which")
     return dirs
+
+
+#: What a loop of links is, in the refusals (`_inside`, `_resolve_root`).
+_LOOP = "is a symbolic link that leads back to itself (a loop of links)"
+
+
+def _resolve_root(root: Path, what: str) -> Path:
+    """An allowed folder, resolved (links and `..` followed); a loop of links (the folder a link to itself, or links
+    that lead to each other) is a `ServerConfigError` in one line: `what` names the folder ("BIASLENS_MODEL_DIRS lists
+    /srv/models, which")."""
+    try:
+        return root.expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # "Symlink loop from ..." (an OSError, ELOOP, from Python 3.13)
+        raise ServerConfigError(f"{what} {_LOOP}, so it names no folder: remove the link, or list the folder it should lead to.") from exc
 
 
 def _no_nul(name: str | Path, what: str) -> None:
@@ -138,7 +154,7 @@ def _inside(path: Path, roots: list[Path], refuse: type[BiaslensError]) -> bool:
     try:
         resolved = path.resolve()
     except (RuntimeError, OSError) as exc:  # "Symlink loop from ..." (an OSError, ELOOP, from Python 3.13)
-        raise refuse(f"{path} is a symbolic link that leads back to itself (a loop of links), so it names no file: remove it.") from exc
+        raise refuse(f"{path} {_LOOP}, so it names no file: remove it.") from exc
     return any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
@@ -282,7 +298,7 @@ class ServerSettings:
         roots = [Path(constants.HF_HUB_CACHE), default_cache_dir(), *self.model_dirs]
         if self.default_model and os.path.isdir(os.path.expanduser(self.default_model)):
             roots.append(Path(self.default_model).expanduser())
-        return [root.expanduser().resolve() for root in roots]
+        return [_resolve_root(root, f"The allowed folder {root}") for root in roots]
 
     def check_model(self, name: str) -> None:
         """Refuse a local model folder outside the allowed folders (hub ids pass).
@@ -338,7 +354,7 @@ class ServerSettings:
             roots.append(Path(self.default_data_dir).expanduser())
         if self.zoo_store:
             roots.append(Path(self.zoo_store).expanduser())
-        return [root.expanduser().resolve() for root in roots]
+        return [_resolve_root(root, f"The allowed folder {root}") for root in roots]
 
     def check_data(self, path: str | Path) -> None:
         """Refuse a dataset file or data folder outside the allowed folders (links and `..` resolved)."""
@@ -721,8 +737,39 @@ class InspectionBatcher:
 # The model pool
 # ---------------------------------------------------------------------------------------
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
-class ModelPool:
+
+class BoundedMap(Generic[K, V]):
+    """At most `capacity` entries in `_entries`, least recently used first, read and changed only under `_lock`.
+
+    The base of the model pool (`ModelPool`, under a condition its loads wait on) and the app's memo (`ui.memo.LRU`,
+    under a plain lock): what they share is here once, how they get, put and evict is their own.
+    """
+
+    def __init__(self, capacity: int, lock: threading.Lock | threading.Condition) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self._lock = lock
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def keys(self) -> list[K]:
+        """The keys, least recently used first."""
+        with self._lock:
+            return list(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+class ModelPool(BoundedMap[Hashable, Any]):
     """Loaded models shared by every session, at most `capacity`, least recently used evicted.
 
     Thread-safe. A model is loaded once even when many sessions ask for it at the same
@@ -737,12 +784,10 @@ class ModelPool:
     folder is one entry.
     """
 
+    _lock: threading.Condition  # loads in flight wait on it
+
     def __init__(self, capacity: int = DEFAULT_MAX_MODELS):
-        if capacity < 1:
-            raise ValueError("capacity must be at least 1")
-        self.capacity = capacity
-        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Condition()
+        super().__init__(capacity, threading.Condition())
         self._loading: dict[Hashable, threading.Lock] = {}
         self._in_flight = 0
         self.evictions = 0
@@ -812,19 +857,6 @@ class ModelPool:
         _free(evicted)
         return len(keys)
 
-    def keys(self) -> list[Hashable]:
-        """The keys in the pool, least recently used first."""
-        with self._lock:
-            return list(self._entries)
-
-    def __contains__(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._entries
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
-
     def clear(self) -> None:
         with self._lock:
             evicted = list(self._entries.values())
@@ -860,6 +892,7 @@ __all__ = [
     "ENV_MAX_TOKENS",
     "ENV_MAX_UPLOAD_ROWS",
     "ENV_MODEL_DIRS",
+    "BoundedMap",
     "InspectionBatcher",
     "JobSlots",
     "ModelPool",

@@ -14,7 +14,7 @@ from biaslens.analyses.papers import SOURCE_RUN, bias_score_table, compare_accur
 from biaslens.data.datasets import load_dataset
 from biaslens.data.export import safe_csv
 from biaslens.figures.formatting import column_label
-from biaslens.report.reproduction import ReportOptions, analyse_model, build_report, zip_report
+from biaslens.report.reproduction import ReportOptions, analyse_model, build_report, report_files, zip_report
 from biaslens.analyses.shuffle import shuffle_sentence
 from tests.support import FIXTURE_DATA
 
@@ -196,6 +196,8 @@ def test_report_zip_holds_the_report_files(engine):
     names = {n.removeprefix("biaslens-report/") for n in archive.namelist()}
     assert {"report.html", "report.md", "manifest.json", "figures/figure1_roc.svg"} <= names
     assert {f"{stem}.csv" for stem in report.tables()} <= names
+    top = {n for n in names if "/" not in n}  # what `biaslens report` checks its --out for before scoring: the same names
+    assert top <= set(report_files(engine["options"])) and len(top) > 10
     assert any(n.startswith("runs/") and n.endswith("crows-pairs/pairs.csv") for n in names)
     assert archive.read("biaslens-report/table1_token_accuracy.csv") == safe_csv(report.tables()["table1_token_accuracy"]).encode()
 

@@ -89,3 +89,14 @@ def test_the_comparison_of_two_models_on_bbq(causal_env, causal_dirs):
     assert len(models) == 2
     paired = next(t for t in tables(at) if "McNemar p" in t.columns)
     assert len(paired) == 1 and {"Accuracy difference", "Accuracy difference 95% low", "Disamb. bias score difference"} <= set(paired.columns)
+
+
+@pytest.mark.parametrize("dataset", ["bbq", "winogender"])
+def test_the_comparison_header_follows_the_dataset_kind(causal_env, dataset):
+    """On a multiple-choice dataset the page's description speaks of items and statistics: it described pairs and a
+    metric (the same pairs and metric), which BBQ and Winogender do not have."""
+    at = run_app("compare", {"dataset": dataset})
+    no_exceptions(at)
+    about = at.caption[0].value
+    assert "items" in about and "statistics" in about and "pairs" not in about
+    assert "the same pairs and metric" in run_app("compare", {"dataset": "crows"}).caption[0].value

@@ -64,6 +64,26 @@ def test_the_comparison_reports_bad_sample_seed_and_metric(app_env):
     _rejected(at, "metric", "²", "one of aul, aula")
 
 
+def test_a_comma_list_of_models_is_one_name_said_in_one_line_and_of_metrics_is_read(app_env, model_dirs):
+    """`models=a,b` was one model named "a,b", silently (a local folder's name may hold a comma, so it stays one name,
+    and the page says how several are written); `metrics=aul,cps` is two metrics (no metric name holds a comma)."""
+    bert, roberta = str(model_dirs["bert-cased"]), str(model_dirs["roberta"])
+    at = run_app("compare", {"models": "gpt2,bert-base-uncased"})
+    no_exceptions(at)
+    said = [w.value for w in at.warning if "is read as" in w.value]
+    assert said == [  # markdown: `\&` shows as `&`
+        "The link's models='gpt2,bert-base-uncased' is read as one name, commas included (a folder's name may hold one): "
+        "several are written models=a\\&models=b."
+    ]
+    assert at.session_state["compare.models"] == ["gpt2,bert-base-uncased"]
+    again = run_app("compare", {"models": [bert, roberta]})  # the repeated form: both models, nothing said
+    no_exceptions(again)
+    assert again.session_state["compare.models"] == [bert, roberta] and not [w for w in again.warning if "link" in w.value]
+    explorer = run_app("explorer", {"metrics": "aul,cps"})
+    no_exceptions(explorer)
+    assert explorer.session_state["explorer.metrics"] == ["aul", "cps"] and "link" not in texts(explorer.warning)
+
+
 def test_the_analyses_report_a_bad_sample_and_seed(app_env):
     at = run_app("analyses", {"sample": "²", "seed": "-3"})
     no_exceptions(at)

@@ -213,6 +213,18 @@ def test_a_loop_of_links_in_an_allowed_model_folder_is_one_line(app_env, model_d
     assert "Unexpected error" not in _everything_shown(at)  # ("Unexpected error (RuntimeError): Symlink loop from ...")
 
 
+def test_an_allowed_folder_that_is_a_loop_of_links_is_one_line_naming_the_setting(app_env, model_dirs, monkeypatch, tmp_path):
+    """BIASLENS_MODEL_DIRS naming a link to itself: "Unexpected error (RuntimeError): Symlink loop from ..." on every page."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    monkeypatch.setenv("BIASLENS_MODEL_DIRS", f"{model_dirs['bert-cased'].parent}:{tmp_path / 'loop'}")
+    at = run_app(params={"s1": "She was tired.", "s2": "He was tired."})
+    no_exceptions(at)
+    said = (
+        f"BIASLENS_MODEL_DIRS lists {tmp_path / 'loop'}, which is a symbolic link that leads back to itself (a loop of links), so it names no folder"
+    )
+    assert said in texts(at.sidebar.error) and "Unexpected error" not in _everything_shown(at)
+
+
 def test_a_300_character_model_name_is_a_one_line_error(app_env):
     at = run_app(params={"model": "a" * 300, "s1": "A b.", "s2": "A c."})
     no_exceptions(at)

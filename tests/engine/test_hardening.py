@@ -144,13 +144,12 @@ def test_stereoset_dev_json_with_a_list_or_dict_gold_label_is_refused(tmp_path, 
         read_stereoset(path)
 
 
-def test_repeated_header_columns_are_an_error_naming_them(tmp_path):
+@pytest.mark.parametrize(("read", "says"), [(read_custom_pairs, "repeats column.s. sent_more"), (read_pairs_file, "repeats column")])
+def test_repeated_header_columns_are_an_error_naming_them(tmp_path, read, says):
     path = tmp_path / "pairs.csv"
     path.write_text("sent_more,sent_less,bias_type,sent_more\nA women.,A men.,gender,A man.\n")
-    with pytest.raises(DatasetError, match="repeats column.s. sent_more"):
-        read_custom_pairs(path)
-    with pytest.raises(DatasetError, match="repeats column"):
-        read_pairs_file(path)
+    with pytest.raises(DatasetError, match=says):
+        read(path)
 
 
 # -- hub ids ----------------------------------------------------------------------------

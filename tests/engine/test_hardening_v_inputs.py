@@ -82,6 +82,106 @@ def test_a_config_that_fits_its_weights_still_loads(gpt2_dir, model_dirs):
     assert load_model(str(model_dirs["albert"])).kind == "masked"  # (one layer's weights, shared by every layer)
 
 
+@pytest.mark.parametrize(
+    "family, changes, said",
+    [
+        ("gpt2", {"n_layer": "x"}, "config.json gives n_layer the value 'x' (a str), where int is expected"),
+        ("gpt2", {"n_positions": [1024]}, "config.json gives n_positions the value [1024] (a list), where int is expected"),
+        ("gpt2", {"n_head": None}, "config.json gives n_head the value null, where int is expected"),
+        ("bert-cased", {"num_hidden_layers": 2.5}, "config.json gives num_hidden_layers the value 2.5 (a float), where int is expected"),
+    ],
+)
+def test_a_config_field_of_the_wrong_type_is_one_line_naming_the_field_its_value_and_the_type(gpt2_dir, model_dirs, tmp_path, family, changes, said):
+    """transformers' message spans lines and its first names the field alone ("Validation error for field 'n_layer':"),
+    and it surfaced as "Could not load the tokenizer of ...": the tokenizer reads the config first."""
+    folder = _with_config(gpt2_dir if family == "gpt2" else model_dirs[family], tmp_path / family, **changes)
+    with pytest.raises(ModelLoadError) as info:
+        load_model(str(folder))
+    assert str(info.value) == f"{folder}: {said}; correct it, or copy the model's own config.json."
+
+
+def _as_pickle(folder, sharded: bool = False):
+    """The folder with its weights as pytorch_model.bin (or two shards and their index) instead of model.safetensors."""
+    import torch
+    from safetensors.torch import load_file
+
+    weights = load_file(folder / "model.safetensors")
+    (folder / "model.safetensors").unlink()
+    if not sharded:
+        torch.save(weights, folder / "pytorch_model.bin")
+        return folder
+    keys = sorted(weights)
+    shards = {"pytorch_model-00001-of-00002.bin": keys[: len(keys) // 2], "pytorch_model-00002-of-00002.bin": keys[len(keys) // 2 :]}
+    for file, names in shards.items():
+        torch.save({k: weights[k] for k in names}, folder / file)
+    (folder / "pytorch_model.bin.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": {k: f for f, names in shards.items() for k in names}})
+    )
+    return folder
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_pickle_folder_s_config_larger_than_its_weights_is_refused_before_the_model_is_built(gpt2_dir, tmp_path, nothing_built, sharded):
+    """The check read safetensors headers only: a pytorch_model.bin folder (--allow-pickle) built 100,000 layers. Its
+    shapes are read without the data (memory-mapped onto the meta device)."""
+    folder = _as_pickle(_with_config(gpt2_dir, tmp_path / "gpt2", n_layer=100_000), sharded)
+    with pytest.raises(ModelLoadError, match="config.json says 100,000 layers, but the weights hold 2: the config does not belong"):
+        load_model(str(folder), allow_pickle=True)
+    folder = _as_pickle(_with_config(gpt2_dir, tmp_path / "wide", n_positions=10_000_000), sharded)
+    with pytest.raises(ModelLoadError, match=re.escape("has shape (1024, 32) in the weights but (10000000, 32) by the config")):
+        load_model(str(folder), allow_pickle=True)
+
+
+def test_a_pickle_folder_whose_config_fits_still_loads(gpt2_dir, tmp_path):
+    folder = _as_pickle(shutil.copytree(gpt2_dir, tmp_path / "gpt2"), sharded=True)
+    assert load_model(str(folder), allow_pickle=True).kind == "causal"
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """A Hugging Face cache on this machine, offline: `put(folder, "org/name")` puts a folder's files in as a snapshot."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hf-cache"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+    def put(folder, repo: str, commit: str = "0" * 40):
+        root = cache / f"models--{repo.replace('/', '--')}"
+        shutil.copytree(folder, root / "snapshots" / commit)
+        (root / "refs").mkdir()
+        (root / "refs" / "main").write_text(commit)
+        return repo
+
+    return put
+
+
+def test_a_hub_model_s_config_in_the_local_cache_is_checked_against_its_cached_weights(gpt2_dir, tmp_path, hub_cache, nothing_built):
+    """A hub id loaded from the local cache was not checked (only local folders were): its snapshot is a folder too."""
+    repo = hub_cache(_with_config(gpt2_dir, tmp_path / "gpt2", n_layer=100_000), "org/tiny-gpt2")
+    with pytest.raises(ModelLoadError, match="org/tiny-gpt2: config.json says 100,000 layers, but the weights hold 2"):
+        load_model(repo)
+
+
+def test_a_hub_model_in_the_local_cache_whose_config_fits_still_loads(gpt2_dir, hub_cache):
+    assert load_model(hub_cache(gpt2_dir, "org/tiny-gpt2")).kind == "causal"
+
+
+def test_a_hub_snapshot_missing_a_shard_is_left_to_the_download(gpt2_dir, tmp_path, hub_cache):
+    """Shards still to be downloaded: the cached ones are no model (and no damaged one), so nothing is checked yet; a
+    local folder missing one is refused, as before."""
+    from biaslens.engine.models import _cached_hub_shapes
+
+    folder = _as_pickle(shutil.copytree(gpt2_dir, tmp_path / "gpt2"), sharded=True)
+    assert len(_cached_hub_shapes(hub_cache(folder, "org/whole"), None, allow_pickle=True)) > 10
+    assert _cached_hub_shapes("org/whole", None, allow_pickle=False) == {}  # (pickle weights are not read unless allowed)
+    (folder / "pytorch_model-00002-of-00002.bin").unlink()
+    assert _cached_hub_shapes(hub_cache(folder, "org/partial"), None, allow_pickle=True) == {}
+    assert _cached_hub_shapes("org/absent", None, allow_pickle=True) == {}
+    with pytest.raises(ModelLoadError, match="weight shard pytorch_model-00002-of-00002.bin is missing"):
+        load_model(str(folder), allow_pickle=True)
+
+
 # -- 11. a loop of links inside an allowed folder: one line, not "Unexpected error (RuntimeError)" ----------------------
 
 
@@ -239,19 +339,47 @@ def test_score_refuses_a_bad_argument_in_one_line(tiny_models, options, message)
         (["evaluate", "--model", "M", "--dataset", "CROWS", "--metrics", "aul", "--flags", "all", "--out", "OUT"], "flagged.csv"),
         (["compare", "--model", "M", "M2", "--dataset", "CROWS", "--metrics", "aul", "--out", "OUT"], "comparison.json"),
         (["conventions", "--model", "M", "--dataset", "CROWS", "--out", "OUT"], "flips.csv"),
+        # kurita, report, lab evaluate and lab sweep scored (or trained) first, then failed to write (polish, item 5)
+        (["kurita", "--model", "M", "--attributes", "ATTR", "--out", "OUT"], "careers_summary.json"),
+        (["kurita", "--model", "M", "--attributes", "ATTR", "--out", "OUT"], "shares.csv"),
+        (["report", "--model", "M", "--datasets", "CROWS", "--analyses", "scores", "--out", "OUT"], "table5_bias_scores.csv"),
+        (["report", "--model", "M", "--datasets", "CROWS", "--out", "OUT"], "report.html"),
+        (["lab", "evaluate", "--out", "OUT"], "summary.json"),
+        (["lab", "evaluate", "--model", "M", "--out", "OUT"], "pairs.csv"),
+        (["lab", "sweep", "--associations", "0.5,1", "--out", "OUT"], "sweep.json"),
     ],
 )
-def test_a_folder_where_a_result_file_goes_is_refused_before_the_model_loads(model_dirs, tmp_path, monkeypatch, capsys, argv, blocked):
+def test_a_folder_where_a_result_file_goes_is_refused_before_the_model_loads(no_training, model_dirs, tmp_path, monkeypatch, capsys, argv, blocked):
+    said = f"--out {tmp_path / 'out'} holds a folder named {blocked}, where a file of the results goes: move it, or choose another folder."
+    _refused_before_any_work(model_dirs, tmp_path, monkeypatch, capsys, argv, blocked, said)
+
+
+def test_a_folder_where_a_scenario_s_result_file_goes_is_refused_before_training(no_training, model_dirs, tmp_path, monkeypatch, capsys):
+    """--preset all writes each scenario's files into a subfolder of its own (the second of four here)."""
+    said = (
+        f"--out {tmp_path / 'out' / 'frequency'} holds a folder named pairs.csv, where a file of the results goes: move it, or choose another folder."
+    )
+    _refused_before_any_work(
+        model_dirs, tmp_path, monkeypatch, capsys, ["lab", "evaluate", "--preset", "all", "--out", "OUT"], "frequency/pairs.csv", said
+    )
+
+
+def _refused_before_any_work(model_dirs, tmp_path, monkeypatch, capsys, argv, blocked, said):
     import biaslens.engine.models as models
     from biaslens.cli import main
     from tests.support import FIXTURE_DATA
 
     monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("the model loaded before the outputs were checked"))
     (tmp_path / "out" / blocked).mkdir(parents=True)
-    names = {"M": str(model_dirs["bert-cased"]), "M2": str(model_dirs["roberta"]), "OUT": str(tmp_path / "out")}
+    (tmp_path / "careers.txt").write_text("nurse\nengineer\n")
+    names = {
+        "M": str(model_dirs["bert-cased"]),
+        "M2": str(model_dirs["roberta"]),
+        "OUT": str(tmp_path / "out"),
+        "ATTR": str(tmp_path / "careers.txt"),
+    }
     names["CROWS"] = str(FIXTURE_DATA / "crows-pairs" / "crows_pairs_anonymized.csv")
     assert main([names.get(a, a) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
-    said = f"--out {tmp_path / 'out'} holds a folder named {blocked}, where a file of the results goes: move it, or choose another folder."
     assert err.endswith(said)
-    assert len(err.splitlines()) == 1 and [p.name for p in (tmp_path / "out").iterdir()] == [blocked]
+    assert len(err.splitlines()) == 1 and [p.name for p in (tmp_path / "out").iterdir()] == [blocked.split("/")[0]]

@@ -7,7 +7,7 @@ import pytest
 from biaslens.engine.cache import ResultCache, cache_key
 from biaslens.data.datasets import Pair
 from biaslens.errors import InputError, JobCancelled
-from biaslens.engine.runner import CHUNK_GROWTH, FIRST_CHUNK_PAIRS, MAX_CHUNK_PAIRS, ChunkSizer, NotCached, run_chunked
+from biaslens.engine.runner import CHUNK_GROWTH, FIRST_CHUNK_PAIRS, MAX_CHUNK_PAIRS, ChunkSizer, NotCached, run_chunked, run_records
 
 PAIRS = [Pair(i, "test", "gender", "stereo", f"stereo {i}", f"anti {i}") for i in range(10)]
 
@@ -108,6 +108,15 @@ def test_chunk_seconds_must_be_a_positive_number(bad):
         run_chunked(PAIRS, parts=("a",), key=key, compute=Counter(), chunk_seconds=bad)
 
 
+@pytest.mark.parametrize("cache_only", [False, True])
+def test_a_cache_that_is_not_a_result_cache_is_refused_before_anything_runs(cache_only):
+    """Every caller's `cache=` (evaluate, score, the analyses) goes through here: a path raised AttributeError."""
+    compute = Counter()
+    with pytest.raises(InputError, match=r"^cache must be a ResultCache or None, not the path 'results\.sqlite': "):
+        run_chunked(PAIRS, parts=("a",), key=key, compute=compute, cache="results.sqlite", cache_only=cache_only)  # type: ignore[arg-type]
+    assert compute.calls == []
+
+
 MANY = [Pair(i, "test", "gender", "stereo", f"stereo {i}", f"anti {i}") for i in range(300)]
 
 
@@ -128,6 +137,26 @@ def timed_counter(clock: Clock) -> Counter:
             return super().__call__(pairs, parts, progress)
 
     return Timed()
+
+
+def test_run_records_gives_each_item_its_one_record_in_order_and_counts_the_cached(tmp_path):
+    cache = ResultCache(tmp_path / "c.sqlite")
+    asked: list[list[int]] = []
+
+    def compute(pairs, progress):
+        asked.append([p.pair_id for p in pairs])
+        progress(1, 1)
+        return [{"value": p.pair_id * 10} for p in pairs]
+
+    def one_key(pair):
+        return cache_key("test-model", pair.sent_stereo)
+
+    records, cached = run_records(PAIRS[:4], key=one_key, compute=compute, cache=cache, chunk_items=3)
+    assert records == [{"value": i * 10} for i in range(4)] and cached == 0 and asked == [[0, 1, 2], [3]]
+    records, cached = run_records(PAIRS[:6], key=one_key, compute=compute, cache=cache, chunk_items=3)
+    assert records == [{"value": i * 10} for i in range(6)] and cached == 4 and asked[2:] == [[4, 5]]
+    with pytest.raises(InputError, match="chunk_seconds"):  # None is the default; 0 is refused, as run_chunked refuses it
+        run_records(PAIRS, key=one_key, compute=compute, chunk_seconds=0)
 
 
 def test_chunks_are_sized_by_the_seconds_their_pairs_take():

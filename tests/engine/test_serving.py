@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import os
+import re
 import threading
 import time
 import weakref
@@ -44,6 +46,28 @@ def test_bad_values_name_the_variable(name, value, fragment):
     with pytest.raises(ServerConfigError) as info:
         ServerSettings.from_env({name: value})
     assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["BIASLENS_MODEL_DIRS", "BIASLENS_DATA_DIRS"])
+def test_an_allowed_folder_that_is_a_loop_of_links_names_the_setting_in_one_line(tmp_path, name):
+    """A listed folder that is a link to itself, or one of two links to each other: "Symlink loop from ..." (a
+    RuntimeError, an OSError from Python 3.13) wherever a folder was checked; now one line when the settings are read."""
+    (tmp_path / "self").symlink_to(tmp_path / "self")
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "fine").mkdir()
+    for loop in ("self", "a"):
+        with pytest.raises(ServerConfigError) as info:
+            ServerSettings.from_env({name: f"{tmp_path / 'fine'}{os.pathsep}{tmp_path / loop}"})
+        assert str(info.value) == (
+            f"{name} lists {tmp_path / loop}, which is a symbolic link that leads back to itself (a loop of links), so it names no "
+            "folder: remove the link, or list the folder it should lead to."
+        )
+    late = ServerSettings(model_dirs=(tmp_path / "self",), data_dirs=(tmp_path / "a",))  # (a loop made after the settings were read)
+    with pytest.raises(ServerConfigError, match=re.escape(f"The allowed folder {tmp_path / 'self'} is a symbolic link that leads back")):
+        late.check_model(str(tmp_path / "fine"))
+    with pytest.raises(ServerConfigError, match=re.escape(f"The allowed folder {tmp_path / 'a'} is a symbolic link that leads back")):
+        late.check_data(tmp_path / "fine" / "pairs.csv")
 
 
 #: Every whole-number limit with a default, by its variable (BIASLENS_<the field in capitals>), and those that may be 0.

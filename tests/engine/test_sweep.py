@@ -22,6 +22,7 @@ from biaslens.figures import charts
 from biaslens.lab import sweep
 from biaslens.cli import main
 from biaslens.cli.lab_sweep import format_ranking
+from biaslens.report.sweep import OUTPUT_FILES
 from biaslens.errors import InputError
 from biaslens.engine.metrics import MASKED_METRICS
 from biaslens.engine.models import load_model
@@ -424,6 +425,7 @@ def test_cli_sweep_writes_every_file(swept, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "4 models (0 trained now)" in printed and "CPS" in printed
     assert sorted(p.name for p in out.iterdir()) == ["cells.csv", "dose_response.svg", "metrics.csv", "summary.md", "sweep.json"]
+    assert sorted(OUTPUT_FILES) == sorted(p.name for p in out.iterdir())  # what the command checks --out for, before training
     cells = pd.read_csv(out / "cells.csv")
     assert cells["bias_score"].tolist() == pytest.approx(result.frame()["bias_score"].tolist())
     ranking = pd.read_csv(out / "metrics.csv")

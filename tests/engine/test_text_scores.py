@@ -242,3 +242,17 @@ def test_the_read_out_blocks_change_nothing(tiny_gpt2, tiny_bert, monkeypatch):
         np.testing.assert_allclose(got["logprob"], expected[lm.name]["logprob"], atol=TOL, rtol=0)
         np.testing.assert_allclose(got["entropy"], expected[lm.name]["entropy"], atol=TOL, rtol=0)
         assert got["rank"].tolist() == expected[lm.name]["rank"].tolist()
+
+
+def test_a_cache_that_is_not_a_result_cache_is_refused_in_one_line(tiny_bert, tmp_path, monkeypatch):
+    """`cache="x"` raised AttributeError ('str' object has no attribute 'enabled') from inside the runner; a path is not
+    taken for a cache (the file or its folder?): one line naming the parameter and what it takes, before anything runs,
+    and nothing written where the path points."""
+    monkeypatch.chdir(tmp_path)
+    for cache, what in (("x", "the path 'x'"), (tmp_path / "c", f"the path '{tmp_path / 'c'}'"), ({}, "a dict")):
+        with pytest.raises(InputError) as raised:
+            score(tiny_bert, ["The nurse is here."], cache=cache)
+        message = str(raised.value)
+        assert message.startswith(f"cache must be a ResultCache or None, not {what}:") and "\n" not in message
+        assert "biaslens.ResultCache('folder/results.sqlite')" in message
+    assert list(tmp_path.iterdir()) == []
