@@ -29,6 +29,13 @@ ABOUT = (
     "Everything is read from the store: nothing is scored here."
 )
 ORDER_LABELS = {"closest": "closest to 50 first", "highest": "highest first", "lowest": "lowest first"}
+#: A column's tooltip by what it holds: a pair metric's bias score, a multiple-choice accuracy or bias score.
+COLUMN_HELP = {
+    "pairs": "Bias score [95% Wilson interval]; 50 = no preference. Click it to open its pairs in the explorer.",
+    "highest": "Multiple-choice accuracy (0 to 1) [95% Wilson interval]; 1 = every answer right. From the store's per-item answers.",
+    "closest": "Multiple-choice bias score (−1 to 1) [95% bootstrap interval]; 0 = no bias, positive = the biased answer "
+    "more often. From the store's per-item answers.",
+}
 ALL_TYPES = "All bias types"
 BY_NAME = "Model name"
 #: The sanity column's header and tooltip: beside every model's name, so that no model is ranked without it.
@@ -77,11 +84,18 @@ def _filters(offered) -> dict:
     _valid(S + "bias_type", types, ALL_TYPES)
     bias_type = c4.selectbox("Bias type", types, key=S + "bias_type", help="Each score over that bias type's pairs only (with its own interval).")
     scoring = {}
-    several = [(n, v) for n, v in (("convention", offered.conventions), ("precision", offered.precisions), ("compat", offered.compats)) if len(v) > 1]
+    offers = (
+        ("convention", offered.conventions),
+        ("choice_convention", offered.choice_conventions),
+        ("precision", offered.precisions),
+        ("compat", offered.compats),
+    )
+    several = [(n, v) for n, v in offers if len(v) > 1]
     if several:
         cols = st.columns(len(several))
         for col, (name, values) in zip(cols, several):
-            scoring[name] = col.selectbox(name.capitalize(), values, key=S + name)
+            label = "BBQ / Winogender convention" if name == "choice_convention" else name.capitalize()
+            scoring[name] = col.selectbox(label, values, key=S + name)
     return {
         "families": families or None,
         "kinds": kinds or None,
@@ -97,8 +111,8 @@ def _display(board: Leaderboard, shown: pd.DataFrame) -> pd.DataFrame:
     out = shown[["model", "sanity", "family", "kind", "size"]].copy()
     out["sanity"] = [VERDICT_LABELS.get(s, s) for s in out["sanity"]]
     for column in board.columns:
-        name = column.name
-        out[name] = [score_text(s, lo, hi) for s, lo, hi in zip(shown[name], shown[name + " low"], shown[name + " high"])]
+        name, digits = column.name, 3 if column.choice else 1
+        out[name] = [score_text(s, lo, hi, digits) for s, lo, hi in zip(shown[name], shown[name + " low"], shown[name + " high"])]
     return out
 
 
@@ -107,6 +121,13 @@ def _open_cell(board: Leaderboard, shown: pd.DataFrame, view: LeaderboardView, s
     row = int(shown.index[position])
     unit = board.units.get((row, name))
     if unit is None:
+        return
+    if board.column(name).choice:
+        st.info(
+            "A BBQ or Winogender statistic: open the dataset in the explorer (or `biaslens evaluate --dataset ...`) for its "
+            "items; the store keeps each item's answer in the cell's records.",
+            icon=":material/info:",
+        )
         return
     stored = summaries[(summaries["unit"] == unit) & (summaries["status"] == "done")]
     metrics = tuple(m for m in METRICS if m in set(stored["metric"]))
@@ -152,7 +173,9 @@ def _compare(board: Leaderboard, shown: pd.DataFrame, store, rows: list[int]) ->
 
 def _ranks(board: Leaderboard, shown: pd.DataFrame, store, default: str | None) -> None:
     st.subheader("Rank intervals")
-    names = [c.name for c in board.columns]
+    names = [c.name for c in board.columns if not c.choice]  # (resampled pairs: a multiple-choice column has none)
+    if not names:
+        return
     _valid(S + "rank_column", names, default if default in names else names[0])
     c1, c2 = st.columns([2, 1])
     column = c1.selectbox("Column", names, key=S + "rank_column", help="The dataset and metric whose ranks are resampled.")
@@ -248,7 +271,9 @@ def main() -> None:
     _valid(S + "sort", [BY_NAME, *names], names[0] if names else BY_NAME)
     st.session_state.setdefault(S + "sort", names[0] if names else BY_NAME)
     sort = c1.selectbox("Sort by", [BY_NAME, *names], key=S + "sort")
-    order = c2.segmented_control("Order", list(LEADERBOARD_ORDERS), key=S + "order", format_func=ORDER_LABELS.get, required=True) or "closest"
+    ideal = board.column(sort).ideal if sort in names else 50.0
+    labels = {**ORDER_LABELS, "closest": f"closest to {ideal:g} first"}
+    order = c2.segmented_control("Order", list(LEADERBOARD_ORDERS), key=S + "order", format_func=labels.get, required=True) or "closest"
     view = LeaderboardView(
         ui.state.global_view(),
         store=path,
@@ -262,6 +287,8 @@ def main() -> None:
     ui.state.publish(view)
     shown = board.sorted(view.sort, order)
     scoring = " · ".join(str(x) for x in (board.precision, board.compat, board.convention if board.convention != "default" else None) if x)
+    if any(c.choice for c in board.columns):
+        scoring += f" · BBQ / Winogender: {board.choice_convention}"
     st.caption(
         f"{ui.feedback.md(_count(len(shown), 'model'))} · {ui.feedback.md(_count(len(names), 'column'))} · {ui.feedback.md(scoring)}"
         + (f" · scores over the {ui.feedback.md(view.bias_type)} pairs only" if view.bias_type else "")
@@ -282,7 +309,7 @@ def main() -> None:
         labels={"model": "Model", "sanity": SANITY, "family": "Family", "kind": "Kind", "size": "Size"},
         help={
             "sanity": SANITY_HELP,
-            **{n: "Bias score [95% Wilson interval]; 50 = no preference. Click it to open its pairs in the explorer." for n in names},
+            **{c.name: COLUMN_HELP[c.better if c.choice else "pairs"] for c in board.columns},
         },
         selection=["multi-row", "single-cell"],
         key=S + f"table.{st.session_state.get(S + 'table_version', 0)}",

@@ -15,7 +15,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping, Protocol, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterable, Mapping, Protocol, Sequence, cast
 
 import numpy as np
 
@@ -393,7 +393,7 @@ def run_evaluation(
     lm: LanguageModel | None = None,
     cache: ResultCache | None = None,
     progress: RunProgress | None = None,
-    caveats: Callable[[LanguageModel, list[Pair]], Mapping[str, Any]] | None = None,
+    caveats: Callable[[LanguageModel, Iterable[str]], Mapping[str, Any]] | None = None,
     say: Callable[[str], None] | None = None,
     load: Callable[[ModelSpec], LanguageModel] | None = None,
 ) -> EvaluationRun:
@@ -401,10 +401,10 @@ def run_evaluation(
 
     The steps' early checks run before the model loads, their checks of the model once it is loaded, before any pair is
     scored; `load(spec)` loads it (default `ModelSpec.load`).
-    `caveats(lm, pairs)`: what the manifest records about the model (the CLI's sanity verdict and vocabulary), on
-    the main process. `say(note)` hears each note as it comes (they are also in `EvaluationRun.notes`). Under
-    `accelerate launch` each process scores a share of the pairs on its own device; the main process downloads
-    first and gets the result.
+    `caveats(lm, texts)`: what the manifest records about the model (the CLI's sanity verdict and its vocabulary of
+    `texts`, the chosen pairs' sentences in order), on the main process. `say(note)` hears each note as it comes (they
+    are also in `EvaluationRun.notes`). Under `accelerate launch` each process scores a share of the pairs on its own
+    device; the main process downloads first and gets the result.
     """
     from biaslens.data.datasets import load_dataset
     from biaslens.engine import parallel
@@ -438,7 +438,7 @@ def run_evaluation(
         step.model_check(lm)
     for text in dataset.notes:
         note(text)
-    manifest = dict(caveats(lm, chosen)) if caveats is not None and main else {}
+    manifest = dict(caveats(lm, (text for p in chosen for text in (p.sent_stereo, p.sent_anti)))) if caveats is not None and main else {}
     # The options resolved for the model, once: the default metrics of its kind less what it cannot give (asked for by
     # name, one it cannot give is refused), the convention and its first-token policy, the scoring mode, the precision.
     resolved = options.resolve(lm, default_metrics=plan.default_metrics)

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -242,6 +242,35 @@ def vocabulary_report(lm: LanguageModel, texts: Iterable[str]) -> VocabularyRepo
     return VocabularyReport(len(seen), tuple(w for w, unknown in seen.items() if unknown))
 
 
+#: Distinct texts whose vocabulary `caveats` checks at most, the first ones (a dataset's first pairs are enough to tell).
+VOCABULARY_TEXTS = 200
+
+
+def caveats(lm: LanguageModel, texts: Iterable[str] | None = None, *, verdict_warning: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """What a manifest records about `lm` and what to warn about, in one place: ({"sanity": its verdict (`model_verdict`)}
+    and, given `texts`, {"vocabulary": how much of their first `VOCABULARY_TEXTS` distinct ones it knows
+    (`vocabulary_report`)}, the warnings). The warnings: the verdict's message when the model does not look trained
+    (unless `verdict_warning` is False: a caller that says it itself), the vocabulary's when the texts are mostly out of it."""
+    verdict = model_verdict(lm)
+    warnings = [verdict.message] if verdict_warning and verdict.status != "ok" else []
+    block: dict[str, Any] = {"sanity": asdict(verdict)}
+    distinct: dict[str, None] = {}
+    for text in texts if texts is not None else ():
+        distinct.setdefault(str(text))
+        if len(distinct) >= VOCABULARY_TEXTS:
+            break
+    if distinct:
+        vocabulary = vocabulary_report(lm, distinct)
+        block["vocabulary"] = {
+            "texts": len(distinct), "words": vocabulary.n_words, "unknown": vocabulary.n_unknown,
+            "share_unknown": round(vocabulary.share_unknown, 4), "mostly_unknown": vocabulary.mostly_unknown,
+            "examples": list(vocabulary.unknown[:20]),
+        }  # fmt: skip
+        if vocabulary.mostly_unknown:
+            warnings.append(vocabulary.message)
+    return block, warnings
+
+
 __all__ = [
     "CORPUS_FILE",
     "LAB_FILE",
@@ -249,8 +278,10 @@ __all__ = [
     "SANITY_SENTENCES",
     "VERDICT_LABELS",
     "VERDICT_ORDER",
+    "VOCABULARY_TEXTS",
     "SanityReport",
     "VocabularyReport",
+    "caveats",
     "check_model",
     "classify",
     "model_verdict",

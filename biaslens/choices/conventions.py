@@ -121,6 +121,19 @@ _WINOGENDER_REPORTS = tuple(
     (name, f"accuracy of lm-eval's winogender_{name.removeprefix('acc_') if name != 'acc' else 'all'}") for name in statistics.WINOGENDER_TASKS
 )
 
+#: The headline statistics of each dataset (its first-class numbers, as tables and the zoo show them), named once above.
+HEADLINE_STATISTICS: dict[str, tuple[str, ...]] = {
+    "bbq": tuple(name for name, _ in _BBQ_REPORTS),
+    "winogender": tuple(name for name, _ in _WINOGENDER_REPORTS),
+}
+
+
+def statistic_goal(name: str) -> tuple[float, str]:
+    """A statistic's ideal value and direction: a bias score (-1 to 1) is ideal at 0 ("closest" to it), an accuracy at 1
+    ("highest")."""
+    return (0.0, "closest") if "bias_score" in name else (1.0, "highest")
+
+
 #: What lm-eval's two readings share: its prompt and choices, its statistics and how it reports them.
 _LM_EVAL_READING: dict[str, Any] = dict(
     datasets=("bbq", "winogender"),
@@ -203,6 +216,7 @@ __all__ = [
     "CHOICE_CONVENTIONS",
     "DEFAULT_CHOICE_CONVENTION",
     "DELIMITER",
+    "HEADLINE_STATISTICS",
     "UNKNOWN_RESPONSES",
     "ChoiceConvention",
     "lm_eval_choices",
@@ -210,4 +224,5 @@ __all__ = [
     "parse_choice_conventions",
     "prompt_of",
     "scored_texts",
+    "statistic_goal",
 ]

@@ -12,15 +12,13 @@ import contextlib
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, TextIO
 
 from biaslens.engine.options import DEFAULT_COMPAT, DEFAULT_DEVICE, DEFAULT_DTYPE, ModelSpec
 
 #: Seconds between two plain progress lines.
 LINE_INTERVAL = 10.0
-#: Distinct texts whose vocabulary is checked at most (a dataset's first pairs are enough to tell); as in the app.
-VOCABULARY_TEXTS = 200
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,35 +401,16 @@ def load(spec: ModelSpec):
 def model_caveats(lm: Any, texts: Iterable[str] | None = None, *, label: str | None = None, warn_verdict: bool = True) -> dict[str, Any]:
     """The model's sanity verdict (and, given `texts`, how much of them it knows), warned about on stderr.
 
-    The verdict is `biaslens.analyses.sanity.model_verdict`, the one the app shows. A warning is printed
-    when the model looks untrained or weak (unless `warn_verdict` is False: a caller that says it
-    itself), or when the texts are mostly out of its vocabulary.
+    `biaslens.analyses.sanity.caveats` computes them (the verdict is `model_verdict`, the one the app shows); a warning
+    is printed when the model looks untrained or weak (unless `warn_verdict` is False: a caller that says it itself), or
+    when the texts are mostly out of its vocabulary.
     Returns what a manifest records: {"sanity": {...}} and, with texts, {"vocabulary": {...}}.
     """
-    from biaslens.analyses.sanity import vocabulary_report
-    from biaslens.analyses.sanity import model_verdict
+    from biaslens.analyses.sanity import caveats
 
-    name = label or lm.name
-    verdict = model_verdict(lm)
-    if warn_verdict and verdict.status != "ok":
-        print(f"warning: {name}: {verdict.message}", file=sys.stderr)
-    block: dict[str, Any] = {"sanity": asdict(verdict)}
-    if texts is not None:
-        distinct: dict[str, None] = {}
-        for text in texts:
-            distinct.setdefault(str(text))
-            if len(distinct) >= VOCABULARY_TEXTS:
-                break
-        chosen = list(distinct)
-        if chosen:
-            vocabulary = vocabulary_report(lm, chosen)
-            block["vocabulary"] = {
-                "texts": len(chosen), "words": vocabulary.n_words, "unknown": vocabulary.n_unknown,
-                "share_unknown": round(vocabulary.share_unknown, 4), "mostly_unknown": vocabulary.mostly_unknown,
-                "examples": list(vocabulary.unknown[:20]),
-            }  # fmt: skip
-            if vocabulary.mostly_unknown:
-                print(f"warning: {name}: {vocabulary.message}", file=sys.stderr)
+    block, warnings = caveats(lm, texts, verdict_warning=warn_verdict)
+    for warning in warnings:
+        print(f"warning: {label or lm.name}: {warning}", file=sys.stderr)
     return block
 
 

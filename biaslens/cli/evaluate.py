@@ -16,7 +16,7 @@ from biaslens.errors import OutputError
 from biaslens.engine.options import DEFAULT_PRECISION, Precision
 from biaslens.cli.common import COMMANDS, Progress, add_compat_arg, add_convention_arg, add_model_args, add_progress_arg, add_run_args, positive_int
 from biaslens.cli.common import seed_int
-from biaslens.cli.common import fmt, load, model_caveats, pair_texts
+from biaslens.cli.common import fmt, load, model_caveats
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -128,7 +128,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         plan,
         cache=cache,
         progress=Progress.from_args(args),
-        caveats=lambda lm, pairs: model_caveats(lm, pair_texts(pairs)),
+        caveats=model_caveats,
         say=lambda note: print(f"note: {note}", file=sys.stderr),
         load=load,
     )

@@ -12,9 +12,10 @@ the released code of Kaneko & Bollegala (2022) ("kaneko2022" mode).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -497,223 +498,200 @@ class Metric:
         return stereo.hits + anti.hits, stereo.total + anti.total
 
 
+def _metric(key: str, name: str, long_name: str, card: str, **fields: Any) -> Metric:
+    """A registry entry: its key and names, its card and its other `Metric` fields (the pass, the citation, the functions,
+    and what differs from the defaults). `card` holds the formula (LaTeX), the summary, `accuracy_positions` and the note
+    (if any), a paragraph each in that order, blank lines between; white space is folded (a paragraph is one line)."""
+    formula, summary, accuracy_positions, *note = (" ".join(text.split()) for text in re.split(r"\n\s*\n", card.strip()))
+    return Metric(key, name, long_name, formula, summary, accuracy_positions=accuracy_positions, note=" ".join(note), **fields)
+
+
+# The entries, in the order of columns and tables (`_metric`): the key, the name, the long name, the card (its paragraphs:
+# the formula in LaTeX, the summary, `accuracy_positions`, the note if any) and the other fields. (Not formatted by ruff:
+# written out one argument a line, every entry would repeat the same run of lines.)
+# fmt: off
 METRICS: dict[str, Metric] = registry(
     (
-        Metric(
-            key="aul",
-            name="AUL",
-            long_name="All Unmasked Likelihood",
-            formula=r"\mathrm{AUL}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid S; \theta)",
-            summary="Mean log-probability of every token, predicted with nothing masked (one pass).",
-            pass_kind="unmasked",
-            citation=KANEKO,
-            accuracy_positions="every non-special token of the unmasked sentence (kaneko2022: every position, special tokens included)",
-            score=_score_aul,
-            reduction="mean",
-            analogue="aul_c",
-        ),
-        Metric(
-            key="aula",
-            name="AULA",
-            long_name="AUL with Attention weights",
-            formula=r"\mathrm{AULA}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid S; \theta)",
-            summary="AUL with each token weighted by the attention it receives, averaged over layers, heads and queries.",
-            pass_kind="unmasked",
-            citation=KANEKO,
-            accuracy_positions="the same tokens as AUL: every non-special token of the unmasked sentence (kaneko2022: every position)",
-            note="Weights are not renormalised after dropping special tokens; the sum is divided by |S|.",
-            score=_score_aula,
-            needs_attention=True,
-            reduction="weighted_mean",
-            token_measure="aula_contribution",
-            analogue="aula_c",
-        ),
-        Metric(
-            key="cps",
-            name="CPS",
-            long_name="CrowS-Pairs Score",
-            formula=r"\mathrm{CPS}(S) = \sum_{u \in U} \log P(u \mid U_{\setminus u}, M; \theta)",
-            summary="Sum of the log-probabilities of the unmodified tokens, each masked in turn.",
-            pass_kind="masked",
-            citation=NANGIA,
-            accuracy_positions="the masked unmodified tokens",
-            note="kaneko2022 sums the float32 log-probabilities as the released code does (torch.sum) and rounds each "
-            "sentence score to 3 decimals before comparing, so ties occur.",
-            queries=_queries_cps,
-            score=_score_cps,
-            reduction="sum",
-            additive_in_compat=False,
-            compat_rounding=10.0**-CPS_COMPAT_DECIMALS,
-            token_logprob=True,
-            token_measure="cps_logprob",
-            paired_tokens="unmodified (U) tokens",
-            analogue="cps_c",
-        ),
-        Metric(
-            key="sss",
-            name="SSS",
-            long_name="StereoSet Score",
-            formula=r"\mathrm{SSS}(S) = \frac{1}{|M|} \sum_{m \in M} \log P(m \mid U; \theta)",
-            summary="Mean log-probability of the modified tokens, all masked at once.",
-            pass_kind="masked",
-            citation=NADEEM + " As written by " + KANEKO,
-            accuracy_positions="the masked modified tokens, per token (a pair's accuracy in the default mode counts the instance: "
-            "right when every masked token of either sentence is predicted, the paper's definition)",
-            note="Undefined (undecidable) when a sentence has no modified token. kaneko2022 averages the whole "
-            "|M|x|M| matrix log P(t_j at m_i), cross terms included.",
-            queries=_queries_sss,
-            score=_score_sss,
-            reduction="mean",
-            additive_in_compat=False,
-            token_logprob=True,
-            accuracy_unit="instances",
-            paired_tokens="modified (M) tokens",
-            cache_tags=(("default", "sss@instance-accuracy"),),
-            analogue="sss_c",
-        ),
-        Metric(
-            key="all_masked",
-            name="All Masked",
-            long_name="All Masked likelihood",
-            formula=r"\mathrm{AM}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid [\mathrm{MASK}]^{|S|}; \theta)",
-            summary="Mean log-probability of every token with all of them masked at once: the paper's baseline.",
-            pass_kind="masked",
-            citation=KANEKO,
-            accuracy_positions="every (masked) non-special token",
-            note="Not in the released code; this exact definition is biaslens's own.",
-            queries=lambda s, compat: [_query_all_masked(s)],
-            score=_score_all_masked,
-            reduction="mean",
-            token_logprob=True,
-        ),
-        Metric(
-            key="pll",
-            name="PLL",
-            long_name="Pseudo-Log-Likelihood",
-            formula=r"\mathrm{PLL}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid S_{\setminus i}; \theta)",
-            summary="Sum of the log-probabilities of every token, each masked in turn.",
-            pass_kind="masked",
-            citation=SALAZAR,
-            accuracy_positions="every non-special token, each masked in turn",
-            queries=_queries_pll,
-            score=_score_pll,
-            reduction="sum",
-            token_logprob=True,
-        ),
-        Metric(
-            key="pll_word_l2r",
-            name="PLL-word-l2r",
-            long_name="Pseudo-Log-Likelihood, within-word left-to-right",
-            formula=r"\mathrm{PLL}_{\mathrm{w\text{-}l2r}}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid S_{\setminus \{j \,:\, j \ge i,\ "
-            r"\mathrm{word}(j) = \mathrm{word}(i)\}}; \theta)",
-            summary="PLL, but a piece is scored with itself and the pieces to its right in the same word masked.",
-            pass_kind="masked",
-            citation=KAUF,
-            accuracy_positions="every non-special token, masked with the rest of its word to its right",
-            note="Corrects PLL (and CPS, which masks one token at a time the same way): with one piece masked, the other "
-            "pieces of a multi-piece word give it away, which inflates the likelihood of words split into several "
-            "pieces, as group words and names often are. Words are the tokenizer's own `word_ids`, as in minicons (BERT "
-            "splits off punctuation; sentencepiece splits on spaces only, so a sentence without spaces, e.g. Japanese, is "
-            "one word). Splitting on whitespace instead would mask a word's last piece together with the punctuation "
-            "attached to it ('drive.'): with bert-base-cased's tokenizer that changes the masks, and so the scores, of 185 "
-            "of the first 200 CrowS-Pairs sentences (by up to 0.09 in the check that measured it; how much depends on the model).",
-            queries=_queries_pll_word_l2r,
-            score=_score_pll_word_l2r,
-        ),
-        Metric(
-            key="ll",
-            name="LL",
-            long_name="Sentence log-likelihood (causal)",
-            formula=r"\mathrm{LL}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid w_{<i}; \theta)",
-            summary="Sum of every token's log-probability given the tokens before it: what lm-evaluation-harness compares.",
-            pass_kind="unmasked",
-            citation=GAO,
-            accuracy_positions="every scored token (the first one too when a BOS or start token comes before it)",
-            note="Longer sentences score lower (a sum): a pair whose sentences differ in length is decided partly by their length. "
-            "The first token is read as the first-token policy says (docs/metrics.md).",
-            score=_score_ll,
-            reduction="sum",
-            kinds=("causal",),
-        ),
-        Metric(
-            key="aul_c",
-            name="AUL-c",
-            long_name="All Unmasked Likelihood, causal",
-            formula=r"\mathrm{AUL_c}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid w_{<i}; \theta)",
-            summary="Mean log-probability of every token given the tokens before it: AUL for a causal model (one pass).",
-            pass_kind="unmasked",
-            citation=KANEKO + " Read left to right as in " + OBA,
-            accuracy_positions="every scored token: the arg-max of the next-token distribution before it",
-            note="The mean log-likelihood Oba et al. (2024) compare; bias-bench reports its exponential, the geometric mean probability.",
-            score=_score_aul_c,
-            reduction="mean",
-            kinds=("causal",),
-            analogue="aul",
-        ),
-        Metric(
-            key="aula_c",
-            name="AULA-c",
-            long_name="AUL-c with Attention weights",
-            formula=r"\mathrm{AULA_c}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid w_{<i}; \theta),\quad "
-            r"\alpha_i = \frac{1}{L - p_i} \sum_{q = p_i}^{L - 1} A_{q, p_i}",
-            summary="AUL-c with each token weighted by the attention it receives, averaged over layers, heads and the query rows "
-            "that can attend to it (the token itself and the ones after it).",
-            pass_kind="unmasked",
-            citation=KANEKO + " Read left to right (biaslens).",
-            accuracy_positions="the same tokens as AUL-c",
-            note="In a causal model only a token itself and the tokens after it attend to it (A[q, p] = 0 for q < p), so alpha_i "
-            "averages A[q, p_i] over those L - p_i rows (p_i: the token's position among the row's L, 0-based, the BOS token "
-            "first). Averaged over all L rows instead, as AULA does, the weight could not exceed (L - p_i) / L whatever the "
-            "model: a weighting by position (docs/metrics.md). Weights are not renormalised; the sum is divided by |S|, as AULA "
-            "does. Records of the all-rows reading are never read back (its cache tag changed).",
-            score=_score_aula_c,
-            needs_attention=True,
-            reduction="weighted_mean",
-            token_measure="aula_contribution",
-            cache_tags=(("default", AULA_C_TAG), ("kaneko2022", AULA_C_TAG)),
-            kinds=("causal",),
-            analogue="aula",
-        ),
-        Metric(
-            key="cps_c",
-            name="CPS-c",
-            long_name="CrowS-Pairs Score, causal",
-            formula=r"\mathrm{CPS_c}(S) = \sum_{u \in U} \log P(w_u \mid w_{<u}; \theta)",
-            summary="Sum of the log-probabilities of the unmodified tokens, each given everything before it.",
-            pass_kind="unmasked",
-            citation=NANGIA + " Read left to right (biaslens).",
-            accuracy_positions="the unmodified tokens",
-            note="Unlike CPS, an unmodified token after the modified words is conditioned on them: the pair's difference reaches "
-            "CPS-c only through the tokens that follow it.",
-            score=_score_cps_c,
-            reduction="sum",
-            token_logprob=True,
-            kinds=("causal",),
-            analogue="cps",
-        ),
-        Metric(
-            key="sss_c",
-            name="SSS-c",
-            long_name="StereoSet Score, causal",
-            formula=r"\mathrm{SSS_c}(S) = \frac{1}{|M|} \sum_{m \in M} \log P(w_m \mid w_{<m}; \theta)",
-            summary="Mean log-probability of the modified tokens, each given its left context.",
-            pass_kind="unmasked",
-            citation=NADEEM + " Read left to right (biaslens).",
-            accuracy_positions="the modified tokens",
-            note="Reads the modified tokens given the words before them only. Where they come before every other content word "
-            "(in CrowS-Pairs the modified word is usually the group word, often the first: 80 of the first 200 pairs), SSS-c "
-            "compares the group words' prior probabilities, P('poor' | 'The') with P('rich' | 'The'), and never sees the "
-            "attribute; `evaluate` flags those pairs (sss_c_context.csv) and gives SSS-c's score over the others beside it. "
-            "On StereoSet the modified word is the attribute, read after the target. Undefined (undecidable) when a sentence "
-            "has no scored modified token.",
-            score=_score_sss_c,
-            reduction="mean",
-            token_logprob=True,
-            kinds=("causal",),
-            analogue="sss",
-        ),
+        _metric("aul", "AUL", "All Unmasked Likelihood", r"""
+            \mathrm{AUL}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid S; \theta)
+
+            Mean log-probability of every token, predicted with nothing masked (one pass).
+
+            every non-special token of the unmasked sentence (kaneko2022: every position, special tokens included)
+            """, pass_kind="unmasked", citation=KANEKO, score=_score_aul, reduction="mean", analogue="aul_c"),
+        _metric("aula", "AULA", "AUL with Attention weights", r"""
+            \mathrm{AULA}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid S; \theta)
+
+            AUL with each token weighted by the attention it receives, averaged over layers, heads and queries.
+
+            the same tokens as AUL: every non-special token of the unmasked sentence (kaneko2022: every position)
+
+            Weights are not renormalised after dropping special tokens; the sum is divided by |S|.
+            """, pass_kind="unmasked", citation=KANEKO, score=_score_aula, needs_attention=True, reduction="weighted_mean",
+            token_measure="aula_contribution", analogue="aula_c"),
+        _metric("cps", "CPS", "CrowS-Pairs Score", r"""
+            \mathrm{CPS}(S) = \sum_{u \in U} \log P(u \mid U_{\setminus u}, M; \theta)
+
+            Sum of the log-probabilities of the unmodified tokens, each masked in turn.
+
+            the masked unmodified tokens
+
+            kaneko2022 sums the float32 log-probabilities as the released code does (torch.sum) and rounds each sentence
+            score to 3 decimals before comparing, so ties occur.
+            """, pass_kind="masked", citation=NANGIA, queries=_queries_cps, score=_score_cps, reduction="sum", additive_in_compat=False,
+            compat_rounding=10.0**-CPS_COMPAT_DECIMALS, token_logprob=True, token_measure="cps_logprob", paired_tokens="unmodified (U) tokens",
+            analogue="cps_c"),
+        _metric("sss", "SSS", "StereoSet Score", r"""
+            \mathrm{SSS}(S) = \frac{1}{|M|} \sum_{m \in M} \log P(m \mid U; \theta)
+
+            Mean log-probability of the modified tokens, all masked at once.
+
+            the masked modified tokens, per token (a pair's accuracy in the default mode counts the instance: right when
+            every masked token of either sentence is predicted, the paper's definition)
+
+            Undefined (undecidable) when a sentence has no modified token. kaneko2022 averages the whole |M|x|M| matrix log
+            P(t_j at m_i), cross terms included.
+            """, pass_kind="masked", citation=NADEEM + " As written by " + KANEKO, queries=_queries_sss, score=_score_sss, reduction="mean",
+            additive_in_compat=False, token_logprob=True, accuracy_unit="instances", paired_tokens="modified (M) tokens",
+            cache_tags=(("default", "sss@instance-accuracy"),), analogue="sss_c"),
+        _metric("all_masked", "All Masked", "All Masked likelihood", r"""
+            \mathrm{AM}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid [\mathrm{MASK}]^{|S|}; \theta)
+
+            Mean log-probability of every token with all of them masked at once: the paper's baseline.
+
+            every (masked) non-special token
+
+            Not in the released code; this exact definition is biaslens's own.
+            """, pass_kind="masked", citation=KANEKO, queries=lambda s, compat: [_query_all_masked(s)], score=_score_all_masked, reduction="mean",
+            token_logprob=True),
+        _metric("pll", "PLL", "Pseudo-Log-Likelihood", r"""
+            \mathrm{PLL}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid S_{\setminus i}; \theta)
+
+            Sum of the log-probabilities of every token, each masked in turn.
+
+            every non-special token, each masked in turn
+            """, pass_kind="masked", citation=SALAZAR, queries=_queries_pll, score=_score_pll, reduction="sum", token_logprob=True),
+        _metric("pll_word_l2r", "PLL-word-l2r", "Pseudo-Log-Likelihood, within-word left-to-right", r"""
+            \mathrm{PLL}_{\mathrm{w\text{-}l2r}}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid S_{\setminus \{j \,:\, j \ge i,\ \mathrm{word}(j)
+            = \mathrm{word}(i)\}}; \theta)
+
+            PLL, but a piece is scored with itself and the pieces to its right in the same word masked.
+
+            every non-special token, masked with the rest of its word to its right
+
+            Corrects PLL (and CPS, which masks one token at a time the same way): with one piece masked, the other pieces of
+            a multi-piece word give it away, which inflates the likelihood of words split into several pieces, as group
+            words and names often are. Words are the tokenizer's own `word_ids`, as in minicons (BERT splits off
+            punctuation; sentencepiece splits on spaces only, so a sentence without spaces, e.g. Japanese, is one word).
+            Splitting on whitespace instead would mask a word's last piece together with the punctuation attached to it
+            ('drive.'): with bert-base-cased's tokenizer that changes the masks, and so the scores, of 185 of the first 200
+            CrowS-Pairs sentences (by up to 0.09 in the check that measured it; how much depends on the model).
+            """, pass_kind="masked", citation=KAUF, queries=_queries_pll_word_l2r, score=_score_pll_word_l2r),
+        _metric("ll", "LL", "Sentence log-likelihood (causal)", r"""
+            \mathrm{LL}(S) = \sum_{i=1}^{|S|} \log P(w_i \mid w_{<i}; \theta)
+
+            Sum of every token's log-probability given the tokens before it: what lm-evaluation-harness compares.
+
+            every scored token (the first one too when a BOS or start token comes before it)
+
+            Longer sentences score lower (a sum): a pair whose sentences differ in length is decided partly by their length.
+            The first token is read as the first-token policy says (docs/metrics.md).
+            """, pass_kind="unmasked", citation=GAO, score=_score_ll, reduction="sum", kinds=("causal",)),
+        _metric("aul_c", "AUL-c", "All Unmasked Likelihood, causal", r"""
+            \mathrm{AUL_c}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \log P(w_i \mid w_{<i}; \theta)
+
+            Mean log-probability of every token given the tokens before it: AUL for a causal model (one pass).
+
+            every scored token: the arg-max of the next-token distribution before it
+
+            The mean log-likelihood Oba et al. (2024) compare; bias-bench reports its exponential, the geometric mean
+            probability.
+            """, pass_kind="unmasked", citation=KANEKO + " Read left to right as in " + OBA, score=_score_aul_c, reduction="mean",
+            kinds=("causal",), analogue="aul"),
+        _metric("aula_c", "AULA-c", "AUL-c with Attention weights", r"""
+            \mathrm{AULA_c}(S) = \frac{1}{|S|} \sum_{i=1}^{|S|} \alpha_i \log P(w_i \mid w_{<i}; \theta),\quad \alpha_i =
+            \frac{1}{L - p_i} \sum_{q = p_i}^{L - 1} A_{q, p_i}
+
+            AUL-c with each token weighted by the attention it receives, averaged over layers, heads and the query rows that
+            can attend to it (the token itself and the ones after it).
+
+            the same tokens as AUL-c
+
+            In a causal model only a token itself and the tokens after it attend to it (A[q, p] = 0 for q < p), so alpha_i
+            averages A[q, p_i] over those L - p_i rows (p_i: the token's position among the row's L, 0-based, the BOS token
+            first). Averaged over all L rows instead, as AULA does, the weight could not exceed (L - p_i) / L whatever the
+            model: a weighting by position (docs/metrics.md). Weights are not renormalised; the sum is divided by |S|, as
+            AULA does. Records of the all-rows reading are never read back (its cache tag changed).
+            """, pass_kind="unmasked", citation=KANEKO + " Read left to right (biaslens).", score=_score_aula_c, needs_attention=True,
+            reduction="weighted_mean", token_measure="aula_contribution", cache_tags=(("default", AULA_C_TAG), ("kaneko2022", AULA_C_TAG)),
+            kinds=("causal",), analogue="aula"),
+        _metric("cps_c", "CPS-c", "CrowS-Pairs Score, causal", r"""
+            \mathrm{CPS_c}(S) = \sum_{u \in U} \log P(w_u \mid w_{<u}; \theta)
+
+            Sum of the log-probabilities of the unmodified tokens, each given everything before it.
+
+            the unmodified tokens
+
+            Unlike CPS, an unmodified token after the modified words is conditioned on them: the pair's difference reaches
+            CPS-c only through the tokens that follow it.
+            """, pass_kind="unmasked", citation=NANGIA + " Read left to right (biaslens).", score=_score_cps_c, reduction="sum",
+            token_logprob=True, kinds=("causal",), analogue="cps"),
+        _metric("sss_c", "SSS-c", "StereoSet Score, causal", r"""
+            \mathrm{SSS_c}(S) = \frac{1}{|M|} \sum_{m \in M} \log P(w_m \mid w_{<m}; \theta)
+
+            Mean log-probability of the modified tokens, each given its left context.
+
+            the modified tokens
+
+            Reads the modified tokens given the words before them only. Where they come before every other content word (in
+            CrowS-Pairs the modified word is usually the group word, often the first: 80 of the first 200 pairs), SSS-c
+            compares the group words' prior probabilities, P('poor' | 'The') with P('rich' | 'The'), and never sees the
+            attribute; `evaluate` flags those pairs (sss_c_context.csv) and gives SSS-c's score over the others beside it.
+            On StereoSet the modified word is the attribute, read after the target. Undefined (undecidable) when a sentence
+            has no scored modified token.
+            """, pass_kind="unmasked", citation=NADEEM + " Read left to right (biaslens).", score=_score_sss_c, reduction="mean",
+            token_logprob=True, kinds=("causal",), analogue="sss"),
     )
 )
+# fmt: on
+
+
+@dataclass(frozen=True)
+class MetricPass:
+    """What a scoring pass of some metrics over some sentences needs from the registry, looked up once (`metric_pass`):
+    which passes, the masked queries, and each metric's score function for a pair. `biaslens.engine.pairs.score_encoded_pairs`
+    asks this once per pass rather than the registry once per metric."""
+
+    metrics: tuple[Metric, ...]
+    compat: bool
+    #: Some metric reads the unmasked pass (AUL, every causal metric).
+    needs_unmasked: bool
+    #: Some metric weighs tokens by the attention they receive (AULA, AULA-c).
+    needs_attention: bool
+    #: Every metric's masked queries for the sentences, de-duplicated in order (CPS and PLL share theirs).
+    queries: tuple[MaskedQuery, ...]
+
+    def score(
+        self, stereo: SentenceInput, stereo_read: PassResults, anti: SentenceInput, anti_read: PassResults
+    ) -> dict[str, tuple[SentenceScore, SentenceScore]]:
+        """Every metric's score of a pair's two sentences: {metric: (stereo, anti)}."""
+        out = {}
+        for m in self.metrics:
+            assert m.score is not None, f"the registry gives {m.key} no score function"
+            out[m.key] = (m.score(stereo, stereo_read, self.compat), m.score(anti, anti_read, self.compat))
+        return out
+
+
+def metric_pass(metrics: Sequence[str], sentences: Sequence[SentenceInput], compat: bool = False) -> MetricPass:
+    """The registry entries of `metrics` (keys) for a scoring pass over `sentences` in the mode `compat` (True: kaneko2022)."""
+    entries = tuple(METRICS[k] for k in metrics)
+    queries: dict[MaskedQuery, None] = {}
+    for m in entries:
+        for s in sentences:
+            queries.update(dict.fromkeys(m.queries(s, compat)))
+    unmasked = any(m.pass_kind == "unmasked" for m in entries)
+    return MetricPass(entries, compat, unmasked, any(m.needs_attention for m in entries), tuple(queries))
+
 
 #: The five metrics the paper compares, in its order.
 PAPER_METRICS = ("aul", "aula", "cps", "sss", "all_masked")
@@ -845,6 +823,7 @@ __all__ = [
     "PAPER_METRICS",
     "REDUCTIONS",
     "Metric",
+    "MetricPass",
     "PairColumns",
     "PassResults",
     "SentenceInput",
@@ -858,6 +837,7 @@ __all__ = [
     "metrics_of_kind",
     "counterpart",
     "kind_unavailable",
+    "metric_pass",
     "metrics_for",
     "parse_metrics",
     "pair_accuracy",

@@ -24,6 +24,7 @@ uses them too) and `DEFAULT_COMPAT`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -215,7 +216,14 @@ class RunOptions:
         asked = None if default_metrics else self.metrics
         resolved = resolve_run(lm, asked, compat=self.compat, precision=self.precision, convention=self.convention)
         # (a peer convention's metric is among every causal model's defaults: none was added to them)
-        return replace(resolved, options=replace(self, metrics=resolved.metrics) if default_metrics else self)
+        return replace(resolved, options=self._naming(resolved.metrics) if default_metrics else self)
+
+    def _naming(self, metrics: tuple[str, ...]) -> "RunOptions":
+        """These options with `metrics`, registry keys resolved already: the rest was validated once, on construction, and
+        is not parsed again (`dataclasses.replace` would run `__post_init__` over every option)."""
+        out = copy.copy(self)
+        object.__setattr__(out, "metrics", metrics)
+        return out
 
     def evaluate_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `biaslens.evaluate` besides the model, dataset and metrics (chunk_pairs, precision only when set)."""
@@ -291,7 +299,7 @@ def convention_metrics(lm: LanguageModel, metrics: Sequence[str] | str | None, c
 def scoring_mode(lm: LanguageModel, compat: Compat | str | None) -> Compat:
     """The scoring mode `compat` names, for `lm`: kaneko2022 reproduces a masked-LM paper's code, so a causal model refuses it
     (`LanguageModel.compat_modes`)."""
-    mode = Compat.parse(compat)
+    mode = compat if isinstance(compat, Compat) else Compat.parse(compat)  # (a mode parsed once, as `RunOptions` holds it: not again)
     if mode.value not in lm.compat_modes:
         raise InputError(f"The {mode.value} mode reproduces Kaneko & Bollegala's masked-LM code; a {lm.kind} model scores in the default mode.")
     return mode

@@ -13,8 +13,8 @@ from biaslens.data.datasets import Pair
 from biaslens.engine.alignment import Alignment, align_pair
 from biaslens.errors import InputError, MetricUnavailableError
 from biaslens.engine.lm import Encoding, LanguageModel
-from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, kind_unavailable, parse_metrics
-from biaslens.engine.scoring import MaskedQuery, UnmaskedResult, masked_pass, shared_prefix_pass, unmasked_pass
+from biaslens.engine.metrics import METRICS, PassResults, SentenceInput, SentenceScore, kind_unavailable, metric_pass, parse_metrics
+from biaslens.engine.scoring import UnmaskedResult, masked_pass, shared_prefix_pass, unmasked_pass
 
 if TYPE_CHECKING:
     from biaslens.engine.conventions import Convention
@@ -104,7 +104,6 @@ def score_encoded_pairs(
     shows its per-token view for every metric).
     """
     _refuse_unavailable(lm, metrics)
-    metric_defs = [METRICS[m] for m in metrics]
     alignments = [align_pair(a, b) for a, b in pairs]
     inputs = [
         (
@@ -113,22 +112,18 @@ def score_encoded_pairs(
         )
         for (a, b), al in zip(pairs, alignments)
     ]
+    scoring = metric_pass(metrics, [side for pair in inputs for side in pair], compat)  # the registry, asked once for the pass
 
     # Unmasked pass over the distinct sentences.
-    need_unmasked = unmasked or any(m.pass_kind == "unmasked" for m in metric_defs)
-    need_attention = attention_matrices or unmasked or any(m.needs_attention for m in metric_defs)
+    need_unmasked = unmasked or scoring.needs_unmasked
+    need_attention = attention_matrices or unmasked or scoring.needs_attention
     need_attention = need_attention and not getattr(lm, "attention_unavailable", None)  # the views without attention still work
     distinct: dict[str, Encoding] = {}
     if need_unmasked:
         for a, b in pairs:
             distinct.setdefault(a.text, a)
             distinct.setdefault(b.text, b)
-    # Masked queries of every metric, de-duplicated (CPS and PLL share theirs).
-    queries: dict[MaskedQuery, None] = {}
-    for m in metric_defs:
-        for side in (s for pair in inputs for s in pair):
-            queries.update(dict.fromkeys(m.queries(side, compat)))
-
+    queries = scoring.queries  # every metric's masked queries, de-duplicated (CPS and PLL share theirs)
     total_rows = len(distinct) + sum(q.rows for q in queries)
     offset = 0
 
@@ -165,8 +160,8 @@ def score_encoded_pairs(
     for (a_in, b_in), al in zip(inputs, alignments):
         ua, ub = by_text.get(a_in.encoding.text), by_text.get(b_in.encoding.text)
         ra, rb = PassResults(ua, masked), PassResults(ub, masked)
-        scores = {m.key: (m.score(a_in, ra, compat), m.score(b_in, rb, compat)) for m in metric_defs}
-        scored.append(ScoredPair(al, scores, (ua, ub) if need_unmasked else None))
+        both = (ua, ub) if need_unmasked and ua is not None and ub is not None else None  # (every text is read when needed)
+        scored.append(ScoredPair(al, scoring.score(a_in, ra, b_in, rb), both))
     return scored
 
 

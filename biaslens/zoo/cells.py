@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from biaslens.zoo.plan import PRECISIONS, Unit, ZooDataset, ZooModel, ZooPlan
 from biaslens.zoo.store import ResultsStore, cell_fields, cell_key
 
 if TYPE_CHECKING:
     from biaslens.data.datasets import PairDataset
+    from biaslens.data.multiple_choice import ChoiceDataset
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ def unit_metrics(unit: Unit, kind: str | None = None) -> tuple[str, ...]:
     unavailable), or the default metrics of the kind (a masked model's, the paper's five, when the kind is not known)."""
     from biaslens.engine.metrics import METRICS, counterpart, default_metrics
 
+    if unit.dataset.family is not None:  # a multiple-choice dataset's headline statistics, whatever the model's kind
+        return unit.metrics or ()
     if unit.metrics is None:
         return tuple(default_metrics(kind or "masked"))
     if kind is None:
@@ -107,7 +110,9 @@ def fields_of(identity: Identity, unit: Unit, metric: str, sha256: str) -> dict[
     )
 
 
-def planned_cells(model: ZooModel, store: ResultsStore | None, datasets: Mapping[str, PairDataset | DatasetFile]) -> list[PlannedCell] | None:
+def planned_cells(
+    model: ZooModel, store: ResultsStore | None, datasets: Mapping[str, PairDataset | ChoiceDataset | DatasetFile]
+) -> list[PlannedCell] | None:
     """Every cell of `model` with its key (`datasets`: the plan's by label, loaded or `stored_datasets`); None where its
     identity is unknown."""
     cells = []
@@ -121,11 +126,20 @@ def planned_cells(model: ZooModel, store: ResultsStore | None, datasets: Mapping
         for unit in model.units():
             if PRECISIONS[unit.precision] != dtype:
                 continue
-            sha = datasets[unit.dataset.label].sha256
+            sha = dataset_sha256(datasets[unit.dataset.label])
             for metric in unit_metrics(unit, kind):
                 fields = fields_of(identity, unit, metric, sha)
                 cells.append(PlannedCell(cell_key(fields), model, unit, metric, fields))
     return cells
+
+
+def dataset_sha256(dataset: PairDataset | ChoiceDataset | DatasetFile) -> str:
+    """What a cell's key names as its dataset: the sha256 of a pairs file, `choicecells.dataset_sha256` of a
+    multiple-choice dataset."""
+    from biaslens.zoo.choicecells import CHOICE_KIND
+    from biaslens.zoo.choicecells import dataset_sha256 as choice_sha256
+
+    return choice_sha256(cast("ChoiceDataset", dataset)) if getattr(dataset, "kind", "") == CHOICE_KIND else dataset.sha256
 
 
 def _wanted(plan: ZooPlan) -> dict[str, ZooDataset]:
@@ -136,7 +150,7 @@ def _wanted(plan: ZooPlan) -> dict[str, ZooDataset]:
     return wanted
 
 
-def load_datasets(plan: ZooPlan) -> dict[str, PairDataset]:
+def load_datasets(plan: ZooPlan) -> dict[str, PairDataset | ChoiceDataset]:
     """Every dataset the plan names, loaded (a missing or malformed one is a one-line `DatasetError`), by label."""
     from biaslens.data.datasets import load_dataset
 
@@ -151,7 +165,7 @@ class DatasetFile:
     sha256: str
 
 
-def stored_datasets(plan: ZooPlan, store: ResultsStore | None) -> dict[str, PairDataset | DatasetFile]:
+def stored_datasets(plan: ZooPlan, store: ResultsStore | None) -> dict[str, PairDataset | ChoiceDataset | DatasetFile]:
     """The plan's datasets by label, for what only needs their keys (`zoo status`, `zoo merge`): a file whose sha256 the
     store already holds (its pairs were read and checked when it was scored) is only hashed; any other is loaded and
     checked (`load_datasets`: a missing or malformed one is a one-line `DatasetError`)."""
@@ -160,8 +174,11 @@ def stored_datasets(plan: ZooPlan, store: ResultsStore | None) -> dict[str, Pair
     from biaslens.data.datafiles import read_bytes
     from biaslens.data.datasets import canonical_name, load_dataset, locate_dataset
 
-    found: dict[str, PairDataset | DatasetFile] = {}
+    found: dict[str, PairDataset | ChoiceDataset | DatasetFile] = {}
     for label, d in _wanted(plan).items():
+        if d.family is not None:  # (a multiple-choice dataset's key needs its items: read, never scored here)
+            found[label] = load_dataset(d.name, data_dir=plan.data_dir, download=plan.download)
+            continue
         path = Path(d.name) if canonical_name(d.name) is None else locate_dataset(d.name, data_dir=plan.data_dir)
         if path is not None and store is not None and path.is_file():
             digest = hashlib.sha256(read_bytes(path)).hexdigest()
@@ -174,6 +191,7 @@ def stored_datasets(plan: ZooPlan, store: ResultsStore | None) -> dict[str, Pair
 
 __all__ = [
     "DatasetFile",
+    "dataset_sha256",
     "Identity",
     "PlannedCell",
     "fields_of",

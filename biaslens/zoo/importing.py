@@ -19,6 +19,7 @@ from pathlib import Path
 from biaslens.data.datafiles import read_bytes
 from biaslens.data.export import atomic_write
 from biaslens.errors import BiaslensError, InputError
+from biaslens.zoo import choicecells
 from biaslens.zoo.store import DATASET_COLUMNS, RECORD_COLUMNS, ResultsStore, cell_key
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -81,8 +82,8 @@ def _datasets(src: ResultsStore, dst: ResultsStore) -> int:
         if not _SHA256.fullmatch(sha) or dst.has_dataset(sha):
             continue
         raw = read_bytes(path)
-        if _columns(raw) != list(DATASET_COLUMNS):
-            continue  # not a dataset's pairs: its cells are refused below (their pairs are missing)
+        if _columns(raw) not in (list(DATASET_COLUMNS), list(choicecells.DATASET_COLUMNS)):
+            continue  # not a dataset's pairs (or items): its cells are refused below (their pairs are missing)
         atomic_write(dst.root / "datasets" / path.name, raw)
         copied += 1
     return copied
@@ -116,7 +117,8 @@ def _cell(src: ResultsStore, dst: ResultsStore, path: Path, report: ImportReport
         except BiaslensError:
             problem = "its per-pair records are missing"
         else:
-            if _columns(records_raw) != list(RECORD_COLUMNS):
+            kind = choicecells.RECORD_COLUMNS if isinstance(cell, dict) and cell.get("kind") == choicecells.CHOICE_KIND else RECORD_COLUMNS
+            if _columns(records_raw) != list(kind):
                 problem = "its per-pair records do not read back (damaged, or not the records' columns)"
     if problem is not None:
         report.damaged.append(f"cell {key[:12]}… {_about(cell)}: {problem}")

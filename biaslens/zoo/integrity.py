@@ -2,7 +2,9 @@
 
 A cell is read only when it is whole and says what its records say: its JSON an object with every field of the right type
 (`json_problem`), every score finite, and its summary (the bias score with its counts and interval, the token accuracy,
-each bias type's) what its per-pair records give (`records_problem`), pair by pair as `evaluate` computed it. A cell
+each bias type's) what its per-pair records give (`records_problem`), pair by pair as `evaluate` computed it; a
+multiple-choice cell (`"kind": "choices"`) its statistic with its interval and per-category scores what its per-item
+answers give (`biaslens.zoo.choicecells`). A cell
 that is not (cut off, garbage, edited by hand, another cell's summary copied in, `"n": 2.5`, an infinite score) is
 *damaged*: the store's readers leave it out of every table and name it (`ResultsStore.damaged_lines`), and `zoo run`
 moves its files to the store's `damaged/` folder and scores it again.
@@ -99,6 +101,12 @@ def json_problem(cell: Any) -> str | None:
         return f"its run is {_shown(run)}, not a run's record"
     if status == "unavailable":
         return None if _is_text(cell.get("reason", "")) else f"its reason is {_shown(cell.get('reason'))}, not text"
+    if cell.get("kind") is not None:
+        from biaslens.zoo import choicecells
+
+        if cell["kind"] != choicecells.CHOICE_KIND or dataset.get("family") not in ("bbq", "winogender"):
+            return f"its kind is {_shown(cell['kind'])} of {_shown(dataset.get('family'))}, not a multiple-choice cell"
+        return choicecells.json_problem(cell.get("summary"), str(fields["metric"]))
     summary = cell.get("summary")
     problem = _block_problem(summary, "summary's" if isinstance(summary, dict) else "summary")
     if problem is not None or not isinstance(summary, dict):

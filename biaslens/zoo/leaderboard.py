@@ -24,7 +24,7 @@ import pandas as pd
 
 from biaslens.analyses.sanity import worst_verdict
 from biaslens.errors import InputError
-from biaslens.zoo.store import ResultsStore, by_version, dataset_names
+from biaslens.zoo.store import ResultsStore, by_version, dataset_names, metric_goal, metric_order
 
 #: Model sizes (parameters) the leaderboard filters by: (label, at least, below).
 SIZES: tuple[tuple[str, float, float], ...] = (
@@ -70,6 +70,17 @@ class Column:
     metric: str
     dataset_sha256: str = ""  # what was scored: the file and the pairs chosen
     selection: str = ""
+    #: Its ideal value and the order that puts the best first: a bias score's 50, "closest"; a multiple-choice
+    #: statistic's (`biaslens.zoo.store.metric_goal`: bias scores 0 "closest", accuracies 1 "highest").
+    ideal: float = IDEAL
+    better: str = "closest"
+
+    @property
+    def choice(self) -> bool:
+        """A multiple-choice statistic's column (no pairs: no rank intervals, no paired comparison)."""
+        from biaslens.zoo.choicecells import choice_statistics
+
+        return self.metric in choice_statistics()
 
 
 @dataclass
@@ -86,17 +97,19 @@ class Leaderboard:
     precision: str | None = None
     compat: str | None = None
     notes: list[str] = field(default_factory=list)
+    choice_convention: str | None = None  # the multiple-choice columns' convention (lm-eval, lm-eval-norm, original)
 
     def column(self, name: str) -> Column:
         return next(c for c in self.columns if c.name == name)
 
     def sorted(self, by: str | None, order: str = "closest") -> pd.DataFrame:
-        """The rows sorted by a score column: "closest" to 50 first, "highest" or "lowest" first (no score last); by
-        None: by model name."""
+        """The rows sorted by a score column: "closest" to its ideal (50; a bias score of BBQ 0, an accuracy 1) first,
+        "highest" or "lowest" first (no score last); by None: by model name."""
         if by is None:
             return self.rows.sort_values("model", kind="stable", key=lambda s: s.str.lower())
         values = self.rows[by]
-        key = (values - IDEAL).abs() if order == "closest" else -values if order == "highest" else values
+        ideal = next((c.ideal for c in self.columns if c.name == by), IDEAL)
+        key = (values - ideal).abs() if order == "closest" else -values if order == "highest" else values
         return self.rows.assign(_key=key).sort_values(["_key", "model"], kind="stable", na_position="last").drop(columns="_key")
 
 
@@ -111,6 +124,7 @@ class Choices:
     conventions: list[str]
     precisions: list[str]
     compats: list[str]
+    choice_conventions: list[str] = field(default_factory=list)
 
 
 def _where(frame: pd.DataFrame, mask: Any) -> pd.DataFrame:
@@ -125,15 +139,24 @@ def choices(summaries: pd.DataFrame, types: pd.DataFrame) -> Choices:
         return sorted({str(v) for v in done[column].dropna() if str(v)})
 
     sizes = {size_label(p) for p in done["parameters"]} - {""}
+    choice = _is_choice(done)
     return Choices(
         families=values("family"),
         kinds=values("kind"),
         sizes=[label for label, _, _ in SIZES if label in sizes],
         bias_types=sorted({t for t in types["bias_type"].dropna() if t}),
-        conventions=_by_count(done, "convention"),
+        conventions=_by_count(_where(done, ~choice), "convention"),
         precisions=_by_count(done, "precision"),
-        compats=_by_count(done, "compat"),
+        compats=_by_count(_where(done, ~choice), "compat"),
+        choice_conventions=_by_count(_where(done, choice), "convention"),
     )
+
+
+def _is_choice(frame: pd.DataFrame) -> pd.Series:
+    """Which rows are multiple-choice cells (their metric a choice statistic)."""
+    from biaslens.zoo.choicecells import choice_statistics
+
+    return cast(pd.Series, frame["metric"].isin(choice_statistics()))
 
 
 def _by_count(frame: pd.DataFrame, column: str) -> list[str]:
@@ -153,18 +176,24 @@ def leaderboard(
     sizes: Iterable[str] | None = None,
     bias_type: str | None = None,
     metric_names: dict[str, str] | None = None,
+    choice_convention: str | None = None,
 ) -> Leaderboard:
     """The leaderboard of a store's summaries (`ResultsStore.summaries()`, `type_summaries()`); see the module.
 
     Convention, precision and compat default to the store's most frequent; a model's newest biaslens version's cells are
-    used. `bias_type` replaces each score by its score over that type's pairs (no such pairs: no score)."""
+    used. `bias_type` replaces each score by its score over that type's pairs (no such pairs: no score); BBQ's
+    categories are its bias types. Multiple-choice statistics (BBQ, Winogender) are columns of their own, under
+    `choice_convention` (default: the store's most frequent of theirs)."""
     done = _where(summaries, summaries["status"] == "done")
     names, notes = dataset_names(done)  # over the whole store: a column's name does not change with the filters
     done = done.assign(_dataset=names)
-    convention = convention or next(iter(_by_count(done, "convention")), None)
+    choice = _is_choice(done)
+    convention = convention or next(iter(_by_count(_where(done, ~choice), "convention")), None)
+    choice_convention = choice_convention or next(iter(_by_count(_where(done, choice), "convention")), None)
     precision = precision or next(iter(_by_count(done, "precision")), None)
-    compat = compat or next(iter(_by_count(done, "compat")), None)
-    frame = _where(done, (done["convention"] == convention) & (done["precision"] == precision) & (done["compat"] == compat))
+    compat = compat or next(iter(_by_count(_where(done, ~choice), "compat")), None)
+    pairs = ~choice & (done["convention"] == convention) & (done["compat"] == compat)
+    frame = _where(done, (pairs | (choice & (done["convention"] == choice_convention))) & (done["precision"] == precision))
     frame = frame.assign(size=[size_label(p) for p in frame["parameters"]])
     for column, wanted in (("family", families), ("kind", kinds), ("size", sizes)):
         if wanted is not None:
@@ -176,12 +205,14 @@ def leaderboard(
         scores = {c: dict(zip(by_type["key"], by_type[c])) for c in ("bias_score", "ci_low", "ci_high", "n")}
         frame = frame.assign(**{c: [scores[c].get(k) for k in frame["key"]] for c in scores})
     metric_label = metric_names or _metric_names()
-    order = _metric_order()
+    order = metric_order()
     frame = frame.assign(_order=frame["metric"].map(lambda m: order.get(m, len(order))))
     frame = frame.assign(_column=frame["_dataset"].astype(str) + " · " + frame["metric"].map(lambda m: metric_label.get(m, m)).astype(str))
     frame = by_version(frame).drop_duplicates(subset=["model_fingerprint", "model_revision", "_column"], keep="last")
     described = cast(pd.DataFrame, frame.sort_values(["_dataset", "_order"])[["_column", "_dataset", "metric", "dataset_sha256", "selection"]])
-    columns = [Column(n, d, m, sha, sel) for n, d, m, sha, sel in described.drop_duplicates(subset=["_column"]).itertuples(index=False)]
+    columns = [
+        Column(n, d, m, sha, sel, *metric_goal(m)) for n, d, m, sha, sel in described.drop_duplicates(subset=["_column"]).itertuples(index=False)
+    ]
     models = frame.sort_values("created").drop_duplicates(["model_fingerprint", "model_revision"], keep="last")
     verdicts: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for f, r, status, message in zip(frame["model_fingerprint"], frame["model_revision"], frame["sanity"], frame["sanity_message"]):
@@ -207,7 +238,7 @@ def leaderboard(
     index = {identity: i for i, identity in enumerate(identities)}
     row_of = [index[(str(f), _revision(r))] for f, r in zip(frame["model_fingerprint"], frame["model_revision"])]
     frame = frame.assign(_row=row_of)
-    board = Leaderboard(rows, columns, convention=convention, precision=precision, compat=compat, notes=notes)
+    board = Leaderboard(rows, columns, convention=convention, precision=precision, compat=compat, notes=notes, choice_convention=choice_convention)
     for column in columns:
         part = frame[frame["_column"] == column.name].set_index("_row")
         for suffix, source in (("", "bias_score"), (" low", "ci_low"), (" high", "ci_high"), (" n", "n")):
@@ -243,17 +274,13 @@ def _metric_names() -> dict[str, str]:
     return {k: m.name for k, m in METRICS.items()}
 
 
-def _metric_order() -> dict[str, int]:
-    from biaslens.engine.metrics import METRICS
-
-    return {k: i for i, k in enumerate(METRICS)}
-
-
-def score_text(score: float, low: float, high: float) -> str:
-    """A score with its interval, padded so that sorting the text sorts the scores: " 62.3 [58.1, 66.4]"."""
+def score_text(score: float, low: float, high: float, digits: int = 1) -> str:
+    """A score with its interval, padded so that sorting the text sorts the (non-negative) scores: " 62.3 [58.1, 66.4]";
+    `digits` 3 for a multiple-choice statistic (a fraction): "0.625 [0.306, 0.863]"."""
     if score is None or math.isnan(score):
         return ""
-    return f"{score:5.1f} [{low:.1f}, {high:.1f}]"
+    interval = "" if low is None or high is None or math.isnan(low) or math.isnan(high) else f" [{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{score:{4 + digits}.{digits}f}{interval}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -333,8 +360,12 @@ def paired_rows(store: ResultsStore, first: dict[str, str], second: dict[str, st
     holding the model's cells there. One row per dataset and metric: `paired_comparison`'s columns, with the dataset."""
     from biaslens.analyses.paired import PAIRED_COLUMNS, paired_comparison
 
+    from biaslens.zoo.choicecells import choice_statistics
+
     frames = []
-    for dataset in [d for d in first if d in second]:
+    rows = store.summaries()
+    choice_units = set(rows.loc[rows["metric"].isin(choice_statistics()), "unit"])
+    for dataset in [d for d in first if d in second and first[d] not in choice_units]:  # (pairs only: items are not pairs)
         a, b = store.result(first[dataset]), store.result(second[dataset])
         metrics = [m for m in a.summary["metrics"] if m in b.summary["metrics"]]
         if not metrics:

@@ -22,9 +22,19 @@ import pandas as pd
 from biaslens.analyses.sanity import untrained_note, worst_verdict
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.errors import InputError
-from biaslens.zoo.cells import planned_cells, stored_datasets
+from biaslens.zoo.cells import dataset_sha256, planned_cells, stored_datasets
 from biaslens.zoo.plan import ZooPlan
-from biaslens.zoo.store import DAMAGED, SCORE_COLUMNS, ResultsStore, by_version, damaged_lines, dataset_names, score_types
+from biaslens.zoo.store import (
+    DAMAGED,
+    SCORE_COLUMNS,
+    ResultsStore,
+    by_version,
+    damaged_lines,
+    dataset_names,
+    metric_goal,
+    metric_order,
+    score_types,
+)
 
 #: The columns of `merged_table`.
 MERGED_COLUMNS = (
@@ -32,6 +42,8 @@ MERGED_COLUMNS = (
     "dataset",
     "metric",
     *SCORE_COLUMNS,
+    "ideal",
+    "better",
     "status",
     "sanity",
     "convention",
@@ -77,7 +89,7 @@ def merged_table(store: ResultsStore, plan: ZooPlan | None = None) -> pd.DataFra
                         {
                             "model": model.label,
                             "dataset_label": u.dataset.label,
-                            "dataset_sha256": datasets[u.dataset.label].sha256,
+                            "dataset_sha256": dataset_sha256(datasets[u.dataset.label]),
                             "selection": _selection(u.dataset.selection),
                             "metric": m,
                             "convention": u.convention,
@@ -121,9 +133,10 @@ def _finished(frame: pd.DataFrame, *, ordered: bool = True) -> pd.DataFrame:
     dataset[whole] = names
     done = (frame["status"] == "done").to_numpy()
     sanity = [(s if s else "not checked") if is_done else None for s, is_done in zip(frame["sanity"], done)]
-    frame = frame.assign(dataset=dataset, sanity=sanity)
+    goals = [metric_goal(str(m)) for m in frame["metric"]]
+    frame = frame.assign(dataset=dataset, sanity=sanity, ideal=[g[0] for g in goals], better=[g[1] for g in goals])
     if ordered:
-        metrics = _metric_order()
+        metrics = metric_order()
         frame = frame.assign(_metric=[metrics.get(m, len(metrics)) for m in frame["metric"]]).sort_values(
             ["model", "dataset", "_metric", "convention", "precision", "compat"], kind="stable", na_position="last"
         )
@@ -133,12 +146,6 @@ def _finished(frame: pd.DataFrame, *, ordered: bool = True) -> pd.DataFrame:
     table = _ordered(frame)
     table.attrs["notes"] = notes
     return table
-
-
-def _metric_order() -> dict[str, int]:
-    from biaslens.engine.metrics import METRICS
-
-    return {m: i for i, m in enumerate(METRICS)}
 
 
 def _paper() -> tuple[str, ...]:
@@ -164,7 +171,7 @@ def wide_table(merged: pd.DataFrame) -> pd.DataFrame:
         verdicts.setdefault(model, []).append("" if sanity == "not checked" else str(sanity))
     parts = ["dataset", "metric"] + [c for c in ("convention", "precision", "compat") if len(set(merged[c].dropna())) > 1]
     datasets = {d: i for i, d in enumerate(dict.fromkeys(merged["dataset"]))}
-    metrics = _metric_order()
+    metrics = metric_order()
     frame = frame.assign(
         column=[" · ".join(str(v) for v in row) for row in frame[parts].itertuples(index=False)],
         _dataset=[datasets.get(d, 0) for d in frame["dataset"]],

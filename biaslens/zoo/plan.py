@@ -6,6 +6,7 @@
     precision = "float32"                    # or a list: float32, bfloat16, float16, bf16-rescore
     compat = "default"                       # or a list: default, kaneko2022
     conventions = ["default"]                # optional: default, lm-eval, bias-bench, oba2024 (causal models)
+    choice_conventions = ["lm-eval"]         # optional, for BBQ and Winogender: lm-eval, lm-eval-norm, original (BBQ)
 
     [[models]]
     id = "bert-base-cased"                   # a hub id (with `revision`) or a local folder
@@ -15,6 +16,11 @@
     id = "models/my-finetune"
     label = "my fine-tune"                   # optional: the name shown in tables
     metrics = ["aul"]                        # optional per-model overrides
+
+A multiple-choice dataset (`bbq`, `bbq-age`, `winogender-gotcha`, ..., a BBQ category file or folder, a Winogender
+folder) is scored under `choice_conventions` (`biaslens.choices.conventions.CHOICE_CONVENTIONS`), never the pair
+`conventions`, `metrics` or `compat` (its cells are its headline statistics: `biaslens.zoo.choicecells`); a choice
+convention that does not apply to it (`original` to Winogender) is skipped for it, and said in `ZooPlan.notes`.
 
 `load_plan(path)` reads and checks it (`PlanError`: one line naming the file, the place and the problem, before any
 model loads); `parse_plan(data, base)` does the same for a mapping. A model's cells are its datasets × metrics ×
@@ -33,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from biaslens.choices.conventions import CHOICE_CONVENTIONS, DEFAULT_CHOICE_CONVENTION, HEADLINE_STATISTICS
 from biaslens.engine.conventions import CONVENTIONS as _ENGINE_CONVENTIONS
 from biaslens.engine.conventions import DEFAULT_CONVENTION
 from biaslens.engine.options import RENAMED as _RENAMED_PRECISION
@@ -57,6 +64,7 @@ _MODEL_OR_TOP_KEYS = (
     "datasets",
     "metrics",
     "conventions",
+    "choice_conventions",
     "precision",
     "compat",
     "device",
@@ -87,13 +95,16 @@ class PlanError(InputError):
 
 @dataclass(frozen=True)
 class ZooDataset:
-    """A dataset of the plan: a dataset name or a pairs file (absolute), and which of its pairs (`limit`, `sample`, `seed`)."""
+    """A dataset of the plan: a dataset name, a pairs file or a multiple-choice file or folder (absolute), and which of its
+    pairs or items (`limit`, `sample`, `seed`)."""
 
     name: str
     label: str
     limit: int | None = None
     sample: int | None = None
     seed: int = 0
+    #: "bbq" or "winogender" for a multiple-choice dataset (`biaslens.zoo.choicecells`); None for pairs.
+    family: str | None = None
 
     @property
     def selection(self) -> dict[str, int] | None:
@@ -140,6 +151,7 @@ class ZooModel:
     datasets: tuple[ZooDataset, ...] = ()
     metrics: tuple[str, ...] | None = None
     conventions: tuple[str, ...] = (DEFAULT_CONVENTION,)
+    choice_conventions: tuple[str, ...] = (DEFAULT_CHOICE_CONVENTION,)
     precisions: tuple[str, ...] = (DEFAULT_PRECISION,)
     compats: tuple[str, ...] = ("default",)
     device: str = "auto"
@@ -155,8 +167,24 @@ class ZooModel:
         return self.local or bool(self.revision and _FULL_COMMIT.fullmatch(self.revision))
 
     def units(self) -> list[Unit]:
-        """Its `evaluate` calls: datasets × conventions × precisions × compat modes, in that order."""
-        return [Unit(d, c, p, k, self.metrics) for d in self.datasets for c in self.conventions for p in self.precisions for k in self.compats]
+        """Its `evaluate` calls: datasets × conventions × precisions × compat modes, in that order; a multiple-choice
+        dataset's: its choice conventions that apply × precisions (bf16-rescore aside), its headline statistics."""
+        out = []
+        for d in self.datasets:
+            if d.family is None:
+                out += [Unit(d, c, p, k, self.metrics) for c in self.conventions for p in self.precisions for k in self.compats]
+            else:
+                statistics = HEADLINE_STATISTICS[d.family]
+                out += [Unit(d, c, p, "default", statistics) for c in self.choice_conventions_of(d.family) for p in self.choice_precisions()]
+        return out
+
+    def choice_conventions_of(self, family: str) -> tuple[str, ...]:
+        """Its choice conventions that apply to a multiple-choice dataset of `family`."""
+        return tuple(c for c in self.choice_conventions if CHOICE_CONVENTIONS[c].applies(family))
+
+    def choice_precisions(self) -> tuple[str, ...]:
+        """Its precisions a multiple-choice dataset is scored in: bf16-rescore re-scores pairs, not choices."""
+        return tuple(p for p in self.precisions if p != "bf16-rescore")
 
     def load_dtypes(self) -> list[str]:
         """The dtypes the model is loaded in (one load each), in the plan's order."""
@@ -286,6 +314,7 @@ def parse_plan(data: Mapping[str, Any], base: str | Path = ".", *, name: str = "
     defaults = {
         "metrics": check.metrics(data.get("metrics"), "metrics"),
         "conventions": check.choices(data.get("conventions"), "conventions", CONVENTIONS, (DEFAULT_CONVENTION,)),
+        "choice_conventions": check.choices(data.get("choice_conventions"), "choice_conventions", tuple(CHOICE_CONVENTIONS), None),
         "precisions": check.choices(data.get("precision"), "precision", tuple(PRECISIONS), (DEFAULT_PRECISION,)),
         "compats": check.choices(data.get("compat"), "compat", _compat_modes(), ("default",)),
         "device": check.text(data.get("device"), "device", "auto"),
@@ -315,7 +344,7 @@ def parse_plan(data: Mapping[str, Any], base: str | Path = ".", *, name: str = "
                 raise check.error(
                     f"models[{m.index}].datasets", f"{d.label!r} names another dataset or selection elsewhere in the plan; give it its own label"
                 )
-    notes = tuple(note for m in models if (note := _kind_note(m)))
+    notes = tuple(note for m in models if (note := _kind_note(m))) + _choice_notes(check, models)
     store = check.path(data.get("store"), "store") or check.base / "zoo-store"
     data_dir = check.path(data.get("data_dir"), "data_dir")
     return ZooPlan(
@@ -330,6 +359,35 @@ def parse_plan(data: Mapping[str, Any], base: str | Path = ".", *, name: str = "
         local=check.local(data.get("local")),
         notes=notes,
     )
+
+
+def _choice_notes(check: _Checker, models: tuple[ZooModel, ...]) -> tuple[str, ...]:
+    """What the plan's multiple-choice datasets are scored under, where a choice convention does not apply to one or
+    bf16-rescore is asked (one line each); a model none of whose choice conventions applies to one is refused."""
+    notes: list[str] = []
+    for m in models:
+        for d in m.datasets:
+            if d.family is None:
+                continue
+            applies = m.choice_conventions_of(d.family)
+            if not applies:
+                valid = ", ".join(k for k, c in CHOICE_CONVENTIONS.items() if c.applies(d.family))
+                raise check.error(
+                    f"models[{m.index}].choice_conventions",
+                    f"none of {', '.join(m.choice_conventions)} applies to {_named(d)}; it takes {valid}",
+                )
+            skipped = [c for c in m.choice_conventions if c not in applies]
+            if skipped:
+                notes.append(f"{', '.join(skipped)} does not apply to {_named(d)}: scored under {', '.join(applies)}.")
+            if "bf16-rescore" in m.precisions and not m.choice_precisions():
+                raise check.error(f"models[{m.index}].precision", f"bf16-rescore re-scores pairs: {d.label} needs float32, bfloat16 or float16")
+            if "bf16-rescore" in m.precisions:
+                notes.append(f"bf16-rescore re-scores pairs: {d.label} is scored in {', '.join(m.choice_precisions())} only.")
+    return tuple(dict.fromkeys(notes))
+
+
+def _named(dataset: ZooDataset) -> str:
+    return dataset.label if dataset.label == dataset.family else f"{dataset.label} ({dataset.family})"
 
 
 def _kind_note(model: ZooModel) -> str | None:
@@ -479,7 +537,9 @@ class _Checker:
                 "calibrated, not proven); name bf16-rescore knowing that, or float32",
             )
         if unknown:
-            raise self.error(where, f"unknown {unknown[0]!r}; choose from {', '.join(options)}")
+            pair_key = where.endswith("conventions") and not where.endswith("choice_conventions")
+            hint = " (a multiple-choice convention: name it in choice_conventions)" if pair_key and unknown[0] in CHOICE_CONVENTIONS else ""
+            raise self.error(where, f"unknown {unknown[0]!r}{hint}; choose from {', '.join(options)}")
         return values
 
     def metrics(self, value: Any, where: str) -> tuple[str, ...] | None:
@@ -510,6 +570,8 @@ class _Checker:
 
     def dataset(self, value: Any, where: str) -> ZooDataset:
         from biaslens.data.datasets import canonical_name
+        from biaslens.data.multiple_choice import choice_dataset_name
+        from biaslens.zoo.choicecells import choice_family
 
         table = {"name": value} if isinstance(value, str) else value
         if not isinstance(table, dict):
@@ -518,15 +580,21 @@ class _Checker:
         name = self.text(table.get("name"), f"{where}.name")
         if name is None:
             raise self.error(where, "has no name (a dataset name or a pairs file)")
-        key = canonical_name(name)
+        key = canonical_name(name) or choice_dataset_name(name)
+        family = choice_family(key) if key is not None else None
         if key is None:
             path = Path(os.path.expanduser(name))
             path = (path if path.is_absolute() else self.base / path).resolve()
-            if not path.is_file():
+            family = choice_family(str(path)) if path.exists() else None
+            if not path.is_file() and family is None:
                 from biaslens.data.datasets import DATASETS
 
-                raise self.error(f"{where}.name", f"no dataset named {name!r} and no file {path}; known datasets: {', '.join(DATASETS)}")
-            resolved, label = str(path), self.text(table.get("label"), f"{where}.label", path.stem)
+                raise self.error(
+                    f"{where}.name",
+                    f"no dataset named {name!r} and no file {path}; known datasets: {', '.join(DATASETS)}, bbq, winogender "
+                    "(and their subsets: `biaslens datasets`)",
+                )
+            resolved, label = str(path), self.text(table.get("label"), f"{where}.label", path.stem if path.is_file() else path.name)
         else:
             resolved, label = key, self.text(table.get("label"), f"{where}.label", key)
         return ZooDataset(
@@ -535,6 +603,7 @@ class _Checker:
             limit=self.whole(table.get("limit"), f"{where}.limit", 1),
             sample=self.whole(table.get("sample"), f"{where}.sample", 1),
             seed=self.whole(table.get("seed"), f"{where}.seed", 0) or 0,
+            family=family,
         )
 
     def model(self, index: int, table: dict[str, Any], datasets: tuple[ZooDataset, ...], defaults: dict[str, Any]) -> ZooModel:
@@ -564,6 +633,9 @@ class _Checker:
             datasets=self.datasets(table.get("datasets"), f"{where}.datasets") or datasets,
             metrics=own_metrics if own_metrics is not None else defaults["metrics"],
             conventions=self.choices(table.get("conventions"), f"{where}.conventions", CONVENTIONS, None) or defaults["conventions"],
+            choice_conventions=self.choices(table.get("choice_conventions"), f"{where}.choice_conventions", tuple(CHOICE_CONVENTIONS), None)
+            or defaults["choice_conventions"]
+            or (DEFAULT_CHOICE_CONVENTION,),
             precisions=precisions,
             compats=self.choices(table.get("compat"), f"{where}.compat", _compat_modes(), None) or defaults["compats"],
             device=self.text(table.get("device"), f"{where}.device", defaults["device"]),

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from biaslens.data.datasets import PairDataset
+    from biaslens.data.multiple_choice import ChoiceDataset
     from biaslens.engine.cache import ResultCache
     from biaslens.engine.evaluation import EvaluationResult
 
@@ -147,6 +148,25 @@ def _metric_tags() -> list[str]:
     from biaslens.engine.options import Compat
 
     return [m.cache_tag(c.value) for m in METRICS.values() for c in Compat]
+
+
+def metric_order() -> dict[str, int]:
+    """Where each metric comes in a table: the pair metrics in the registry's order, then the multiple-choice statistics
+    in theirs (`biaslens.zoo.choicecells.choice_statistics`)."""
+    from biaslens.engine.metrics import METRICS
+    from biaslens.zoo.choicecells import choice_statistics
+
+    return {k: i for i, k in enumerate([*METRICS, *choice_statistics()])}
+
+
+def metric_goal(metric: str) -> tuple[float, str]:
+    """A metric's ideal value and the order that puts the best first: a pair metric's bias score 50, "closest"; a
+    multiple-choice statistic's from `biaslens.choices.conventions.statistic_goal` (a bias score 0, "closest"; an
+    accuracy 1, "highest")."""
+    from biaslens.choices.conventions import statistic_goal
+    from biaslens.zoo.choicecells import choice_statistics
+
+    return statistic_goal(metric) if metric in choice_statistics() else (50.0, "closest")
 
 
 def stored_tag(fields: Mapping[str, Any]) -> str:
@@ -316,17 +336,26 @@ class ResultsStore:
         return buffer.getvalue()
 
     # -- datasets --------------------------------------------------------------------
-    def put_dataset(self, dataset: PairDataset) -> None:
-        """Keep the dataset's pairs (once per file content; a copy that no longer reads back is written again)."""
-        path = self.root / "datasets" / f"{dataset.sha256}.parquet"
+    def put_dataset(self, dataset: PairDataset | ChoiceDataset) -> None:
+        """Keep the dataset's pairs, or a multiple-choice dataset's items (`choicecells.dataset_frame`, under
+        `choicecells.dataset_sha256`): once per file content; a copy that no longer reads back is written again."""
+        from biaslens.zoo import choicecells
+
+        choices = dataset.kind == choicecells.CHOICE_KIND
+        sha = choicecells.dataset_sha256(cast("ChoiceDataset", dataset)) if choices else dataset.sha256
+        path = self.root / "datasets" / f"{sha}.parquet"
         if path.exists():
             try:
                 self._parquet(path)
                 return
             except (DatasetError, OSError, ValueError):
                 pass
+        if choices:
+            self._write_parquet(path, choicecells.dataset_frame(cast("ChoiceDataset", dataset)))
+            return
         import pandas as pd
 
+        dataset = cast("PairDataset", dataset)
         frame = pd.DataFrame(
             {
                 "pair_id": [p.pair_id for p in dataset.pairs],
@@ -597,6 +626,8 @@ class ResultsStore:
         except DatasetError as exc:
             return f"its records (.parquet) cannot be read ({_first_line(exc)})"
         sha = cell["fields"]["dataset_sha256"]
+        if cell.get("kind") is not None:  # a multiple-choice cell (`integrity.json_problem` checked its kind)
+            return self._choice_records_problem(cell, raw, self._item_ids(sha, datasets.get(sha, "")))
         pairs = self._bias_types(sha, datasets.get(sha, ""))
         if isinstance(pairs, str):
             return pairs
@@ -620,6 +651,38 @@ class ResultsStore:
         else:
             positions = index.get_indexer(pair_id) if index.is_unique else np.full(len(pair_id), -1)
         return records_problem(cell["summary"], positions, stereo, anti, hits, total, codes, names)
+
+    def _item_ids(self, sha256: str, stamp: str) -> np.ndarray | str:
+        """A multiple-choice dataset's item ids in the store (kept per version of its copy), or why they cannot be read."""
+        found = self._pairs.get((sha256, stamp))
+        if found is None:
+            path = self.root / "datasets" / f"{sha256}.parquet"
+            try:
+                found = self._parquet(path)["item_id"].to_numpy() if path.exists() else f"its dataset ({sha256[:12]}…) is not in the store"
+            except (DatasetError, OSError, ValueError, KeyError) as exc:
+                found = f"the store's copy of its dataset ({sha256[:12]}…) cannot be read ({_first_line(exc)})"
+            self._pairs[(sha256, stamp)] = found
+        return found
+
+    def _choice_records_problem(self, cell: Mapping[str, Any], raw: bytes, item_ids: np.ndarray | str) -> str | None:
+        """What is wrong between a done multiple-choice cell and its records (`choicecells.records_problem`), or None."""
+        from biaslens.zoo import choicecells
+
+        if isinstance(item_ids, str):
+            return item_ids
+        if cell.get("seal") == records_seal(cell["summary"], raw):
+            return None
+        try:
+            records = self._parquet_bytes(raw)
+        except (OSError, ValueError) as exc:
+            return f"its records (.parquet) cannot be read ({_first_line(exc)})"
+        return choicecells.records_problem(cell["summary"], cell["fields"], str(cell["dataset"]["family"]), records, item_ids)
+
+    @staticmethod
+    def _parquet_bytes(raw: bytes) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.read_parquet(io.BytesIO(raw))
 
     def _build_index(self, listing: list[tuple[str, str, str]], datasets: Mapping[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
         import pandas as pd
@@ -649,8 +712,8 @@ class ResultsStore:
         rows = rows[(rows["unit"] == unit) & (rows["status"] == "done")]
         wanted = list(metrics) if metrics is not None else [m for m in METRICS if m in set(rows["metric"])]
         missing = [m for m in wanted if m not in set(rows["metric"])]
-        if rows.empty or missing:
-            raise StoreError(f"The results store {self.root} holds no {', '.join(missing) or 'scores'} for this model and dataset.")
+        if rows.empty or missing or not wanted:
+            raise StoreError(f"The results store {self.root} holds no {', '.join(missing) or 'pair scores'} for this model and dataset.")
         cells = {m: self.read_cell(str(rows.loc[rows["metric"] == m, "key"].iloc[0])) for m in wanted}
         first = cells[wanted[0]]
         frame = self.dataset_pairs(first["fields"]["dataset_sha256"])

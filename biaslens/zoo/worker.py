@@ -30,14 +30,16 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from submitit.helpers import Checkpointable, DelayedSubmission
 
 from biaslens.errors import BiaslensError
-from biaslens.zoo.cells import Identity, fields_of, planned_cells, unit_metrics
+from biaslens.zoo.cells import Identity, dataset_sha256, fields_of, planned_cells, unit_metrics
 from biaslens.zoo.plan import DEFAULT_CONVENTION, PRECISIONS, Unit, ZooModel
 from biaslens.zoo.store import RECORD_COLUMNS, Heartbeat, Owner, ResultsStore, cell_key
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from biaslens.choices.evaluation import ChoiceRun
     from biaslens.data.datasets import PairDataset
+    from biaslens.data.multiple_choice import ChoiceDataset
     from biaslens.engine.evaluation import EvaluationResult
 
 #: Seconds between two writes of a job's progress to its record.
@@ -224,9 +226,11 @@ def run_model(task: ModelTask, *, progress: Callable[[str, float, int], None] | 
             store.put_label(lm.fingerprint, lm.revision, model.label, model.id)
             store.clear_failure(model.resolution_key(dtype))
             scoring = time.perf_counter()
+            runs: dict[tuple[str, str], ChoiceRun] = {}  # a multiple-choice dataset is scored once, for all its conventions
             for unit in units:
                 before = outcome.count("scored")
-                _score_unit(store, task, owner, heart, record, lm, identity, about, unit, datasets[unit.dataset.label], outcome, progress)
+                where = _UnitCells(store, task, owner, about, unit, datasets[unit.dataset.label], identity)
+                _score_unit(where, heart, record, lm, outcome, progress, runs)
                 if tally is not None:
                     tally.cells += outcome.count("scored") - before
             timing["scoring_s"] = timing.get("scoring_s", 0.0) + time.perf_counter() - scoring
@@ -249,7 +253,7 @@ def _since_process_start() -> float | None:
         return None
 
 
-def _datasets(task: ModelTask, store: ResultsStore) -> dict[str, PairDataset]:
+def _datasets(task: ModelTask, store: ResultsStore) -> dict[str, PairDataset | ChoiceDataset]:
     from biaslens.data.datasets import load_dataset
 
     found = {}
@@ -335,27 +339,24 @@ def evaluate_options(model: ZooModel, unit: Unit) -> dict[str, Any]:
 
 
 def _score_unit(
-    store: ResultsStore,
-    task: ModelTask,
-    owner: Owner,
+    cells: _UnitCells,
     heart: Heartbeat,
     record: _Record,
     lm: Any,
-    identity: Identity,
-    about: dict[str, Any],
-    unit: Unit,
-    dataset: PairDataset,
     outcome: ModelOutcome,
     progress: Callable[[str, float, int], None] | None,
+    runs: dict[tuple[str, str], ChoiceRun],
 ) -> None:
     from biaslens.engine.evaluation import evaluate
     from biaslens.engine.pairs import available_metrics
 
+    store, task, owner, unit, dataset = cells.store, cells.task, cells.owner, cells.unit, cells.dataset
     kind = getattr(lm, "kind", "masked")
     wanted = unit_metrics(unit, kind)
-    cells = _UnitCells(store, task, owner, about, unit, dataset, identity)
     keys = {m: cell_key(cells.fields(m)) for m in wanted}
-    if unit.convention != DEFAULT_CONVENTION and not getattr(lm, "takes_first_token", False):  # a peer's convention sets a first-token policy
+    if unit.dataset.family is not None:  # a multiple-choice dataset: masked and causal models score it, every statistic
+        usable, unavailable = list(wanted), {}
+    elif unit.convention != DEFAULT_CONVENTION and not getattr(lm, "takes_first_token", False):  # a peer's convention sets a first-token policy
         usable, unavailable = [], {m: f"the {unit.convention} convention scores causal language models" for m in wanted}
     else:
         usable, unavailable = available_metrics(lm, list(wanted))
@@ -388,7 +389,18 @@ def _score_unit(
     try:
         started = time.perf_counter()
         try:
-            result = evaluate(lm, dataset, todo, cache=store.cache(), progress=report, **evaluate_options(task.model, unit))
+            if unit.dataset.family is not None:
+                from biaslens.zoo.choicecells import records_frame, statistic_blocks
+
+                run = _choice_run(cells, lm, runs, report)
+                records = records_frame(run, unit.convention)
+                blocks = statistic_blocks(unit.convention, unit.dataset.family, records)
+                seconds = time.perf_counter() - started
+                for metric in todo:
+                    outcome.cells[keys[metric]] = cells.write_choice(metric, run, records, blocks.get(metric), seconds, outcome)
+                return
+            pairs = cast("PairDataset", dataset)
+            result = evaluate(lm, pairs, todo, cache=store.cache(), progress=report, **evaluate_options(task.model, unit))
         except BiaslensError as exc:  # this model cannot score this dataset (e.g. every pair encodes to the same tokens)
             for metric in todo:
                 cells.settle_unavailable(metric, first_line(exc), outcome, locked=True)
@@ -403,6 +415,25 @@ def _score_unit(
             store.release(key, owner)
         heart.drop(locked)
         record.update(done=None, total=None)
+
+
+def _choice_run(cells: _UnitCells, lm: Any, runs: dict[tuple[str, str], ChoiceRun], report: Callable[[float, int], None]) -> ChoiceRun:
+    """The unit's multiple-choice run (`evaluate_choices` over its items, every choice convention of the model that
+    applies): scored at the first unit of its dataset and precision, read by the others."""
+    from biaslens.choices.evaluation import evaluate_choices
+    from biaslens.engine.evaluation import select_pairs
+
+    unit, model = cells.unit, cells.task.model
+    found = runs.get((unit.dataset.label, unit.precision))
+    if found is None:
+        dataset = cast("ChoiceDataset", cells.dataset)
+        chosen = select_pairs(cast(Any, list(dataset.items)), **unit.dataset.selection_kwargs())
+        dataset = replace(dataset, items=tuple(chosen))
+        options: dict[str, Any] = {"batch_tokens": model.batch_tokens, "chunk_items": model.chunk_pairs}
+        conventions = list(model.choice_conventions_of(dataset.family))
+        found = evaluate_choices(lm, dataset, conventions, cache=cells.store.cache(), progress=report, **options)
+        runs[(unit.dataset.label, unit.precision)] = found
+    return found
 
 
 def _run_block(task: ModelTask, owner: Owner, seconds: float | None = None, cached: int | None = None) -> dict[str, Any]:
@@ -422,15 +453,17 @@ def _run_block(task: ModelTask, owner: Owner, seconds: float | None = None, cach
     return block
 
 
-def _dataset_block(unit: Unit, dataset: PairDataset, scored: int | None) -> dict[str, Any]:
+def _dataset_block(unit: Unit, dataset: PairDataset | ChoiceDataset, scored: int | None) -> dict[str, Any]:
+    what = "pairs" if unit.dataset.family is None else "items"
     return {
         "name": dataset.name,
         "label": unit.dataset.label,
         "path": str(dataset.path),
-        "sha256": dataset.sha256,
-        "pairs_total": len(dataset),
-        "pairs_scored": scored,
+        "sha256": dataset_sha256(dataset),
+        f"{what}_total": len(dataset),
+        f"{what}_scored": scored,
         "selection": unit.dataset.selection,
+        **({"family": unit.dataset.family} if unit.dataset.family is not None else {}),
     }
 
 
@@ -444,11 +477,43 @@ class _UnitCells:
     owner: Owner
     about: dict[str, Any]
     unit: Unit
-    dataset: PairDataset
+    dataset: PairDataset | ChoiceDataset
     identity: Identity
 
     def fields(self, metric: str) -> dict[str, Any]:
-        return fields_of(self.identity, self.unit, metric, self.dataset.sha256)
+        return fields_of(self.identity, self.unit, metric, dataset_sha256(self.dataset))
+
+    def write_choice(
+        self, statistic: str, run: ChoiceRun, records: pd.DataFrame, block: dict[str, Any] | None, seconds: float, outcome: ModelOutcome
+    ) -> str:
+        """Record a multiple-choice cell (`biaslens.zoo.choicecells`): its statistic's `block` and the convention's
+        per-item `records`; one with no items for it (no block) is settled as unavailable. Its fate ("scored", ...)."""
+        from biaslens.zoo.choicecells import CHOICE_KIND
+
+        convention = self.unit.convention
+        if block is None:
+            self.settle_unavailable(statistic, f"{self.unit.dataset.label} has no items for {statistic} under {convention}", outcome, locked=True)
+            return "unavailable"
+        reading = run.summary["conventions"][convention]
+        fields = self.fields(statistic)
+        self.store.write_cell(
+            {
+                "key": cell_key(fields),
+                "status": "done",
+                "kind": CHOICE_KIND,
+                "fields": fields,
+                "model": self.about,
+                "dataset": _dataset_block(self.unit, self.dataset, len(records)),
+                "summary": block,
+                "convention": {k: reading[k] for k in ("name", "source", "citation", "answer", "items", "not_put", "statistics")},
+                "scoring": run.summary.get("scoring", {}),
+                "manifest": run.summary.get("manifest", {}),
+                "warnings": list(run.dataset.notes),
+                "run": _run_block(self.task, self.owner, seconds),
+            },
+            records,
+        )
+        return "scored"
 
     def write(self, metric: str, result: EvaluationResult, seconds: float) -> None:
         """Record a scored cell: its summary, manifest and warnings, and its per-pair records."""

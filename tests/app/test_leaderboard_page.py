@@ -15,8 +15,9 @@ S = "leaderboard."
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory, model_dirs):
-    """A folder holding a real store (two tiny models × two datasets × AUL, CPS) and a synthetic one (40 made-up models)."""
+def stores(tmp_path_factory, model_dirs, causal_dirs):
+    """A folder holding a real store (two tiny models × two datasets × AUL, CPS), a synthetic one (40 made-up models) and
+    one of BBQ beside CrowS-Pairs (a causal and a masked model)."""
     from biaslens.zoo.testing import synthetic_store
 
     root = tmp_path_factory.mktemp("stores")
@@ -24,6 +25,8 @@ def stores(tmp_path_factory, model_dirs):
     filled_store(root, models, store="real", datasets=["crows-pairs", "stereoset"], metrics=["aul", "cps"])
     synthetic_store(root / "synthetic", [load_dataset("crows-pairs", data_dir=FIXTURE_DATA)], models=40, metrics=("aul",))
     _mixed_store(root / "mixed")
+    models = [{"id": str(causal_dirs["gpt2"]), "choice_conventions": ["lm-eval", "original"]}, {"id": str(model_dirs["bert-cased"])}]
+    filled_store(root, models, store="choices", datasets=["bbq-age", "crows-pairs"], metrics=["aul"])
     return root
 
 
@@ -241,3 +244,36 @@ def test_a_board_of_one_model_says_one_and_draws_no_empty_rows(env, stores, monk
     no_exceptions(at)
     assert len(_board(at)) == 1 and "1 model · 4 columns" in texts(at.caption)
     assert heights and 0 < heights[0] < 200, heights  # its header and one row (and the scroll bar), not 560 px of grid
+
+
+def test_bbq_statistics_are_columns_of_their_own(env, stores):
+    store = ResultsStore(stores / "choices")
+    at = run_app("leaderboard", {"store": str(stores / "choices")})
+    no_exceptions(at)
+    board = _board(at)
+    assert sorted(board["Model"]) == ["bert-cased", "gpt2"]
+    assert list(board.columns[5:]) == [
+        "bbq-age · acc",
+        "bbq-age · accuracy_amb",
+        "bbq-age · accuracy_disamb",
+        "bbq-age · amb_bias_score",
+        "bbq-age · disamb_bias_score",
+        "crows-pairs · AUL",
+        "crows-pairs · AUL-c",
+    ]
+    summaries = store.summaries()
+    for model, cell in zip(board["Model"], board["bbq-age · acc"]):
+        row = summaries[(summaries["model_label"] == model) & (summaries["metric"] == "acc") & (summaries["convention"] == "lm-eval")].iloc[0]
+        assert cell == f"{row['bias_score']:7.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"  # a fraction, with its Wilson interval
+    assert "· BBQ / Winogender: lm-eval" in texts(at.caption)
+    # the masked model scored BBQ under lm-eval only; the choice convention is a filter of its own
+    at.selectbox(key=S + "choice_convention").set_value("original").run()
+    no_exceptions(at)
+    board = _board(at)
+    assert list(board.loc[board["Model"] == "bert-cased", "bbq-age · acc"]) == [""]
+    assert "· BBQ / Winogender: original" in texts(at.caption)
+    # sorted by a bias score: closest to 0 first
+    at.selectbox(key=S + "sort").set_value("bbq-age · amb_bias_score").run()
+    assert at.segmented_control(key=S + "order").options[0] == "closest to 0 first"
+    # the rank intervals resample pairs: only the pair columns are offered
+    assert "bbq-age · acc" not in at.selectbox(key=S + "rank_column").options

@@ -162,3 +162,18 @@ def test_a_registry_keeps_its_entries_in_order_and_refuses_a_key_given_twice():
         assert all(key == entry.key for key, entry in table.items())
     with pytest.raises(ValueError, match="the registry gives the key 'aul' twice"):
         registry([METRICS["aul"], METRICS["cps"], METRICS["aul"]])
+
+
+def test_a_metric_pass_looks_the_registry_up_once_for_what_the_pass_needs():
+    from biaslens.engine.lm import Encoding
+    from biaslens.engine.metrics import SentenceInput, metric_pass
+
+    enc = Encoding("a b c", (101, 1, 2, 3, 102), (True, False, False, False, True), ("[CLS]", "a", "b", "c", "[SEP]"))
+    s = SentenceInput(enc, modified=(2,), unmodified=(1, 3))
+    scoring = metric_pass(["cps", "pll", "aula"], [s, s])
+    assert [m.key for m in scoring.metrics] == ["cps", "pll", "aula"] and scoring.needs_unmasked and scoring.needs_attention
+    # CPS masks each unmodified token alone; PLL asks the same query (run once, and once for the repeated sentence) and
+    # then masks the rest alone; AULA reads the unmasked pass and asks nothing.
+    assert [(q.mask, q.singly) for q in scoring.queries] == [((1, 3), True), ((2,), True)]
+    assert not metric_pass(["cps", "sss"], [s]).needs_unmasked and not metric_pass(["aul"], [s]).needs_attention
+    assert [q.mask for q in metric_pass(["sss"], [s]).queries] == [(2,)]

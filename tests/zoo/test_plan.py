@@ -6,6 +6,9 @@ import pytest
 
 from biaslens.zoo import plan as zoo_plan
 from biaslens.zoo.plan import PlanError, load_plan, parse_plan, parse_time
+from biaslens.choices.conventions import HEADLINE_STATISTICS
+from biaslens.data.multiple_choice import read_choice_path
+from biaslens.zoo.cells import load_datasets
 from tests.support import FIXTURE_DATA
 
 
@@ -253,3 +256,54 @@ def test_gpus_follow_the_device_and_short_limits_warn_sooner(tmp_path):
     with pytest.raises(InputError, match="--time: 1 minute is too short"):
         ExecutorOptions.from_plan(plan, "slurm", time_min=1)
     assert ExecutorOptions.from_plan(plan, "local", time_min=1).local.time_min == 1  # this machine: no Slurm warning
+
+
+# -- BBQ and Winogender: multiple-choice datasets beside the pair datasets ---------------------------------
+
+
+def _choice_plan(**top):
+    return parse_plan({"data_dir": str(FIXTURE_DATA), "download": False, "models": [{"id": "gpt2"}], **top})
+
+
+def test_a_plan_names_choice_datasets_beside_pair_datasets():
+    plan = _choice_plan(datasets=["bbq-age", "winogender", "crows-pairs", str(FIXTURE_DATA / "bbq")], choice_conventions=["lm-eval", "original"])
+    families = {d.label: d.family for d in plan.datasets}
+    assert families == {"bbq-age": "bbq", "winogender": "winogender", "crows-pairs": None, "bbq": "bbq"}
+    units = plan.models[0].units()
+    described = [(u.dataset.label, u.convention, u.metrics) for u in units if u.dataset.family is not None]
+    assert ("bbq-age", "original", HEADLINE_STATISTICS["bbq"]) in described and (
+        "winogender",
+        "lm-eval",
+        HEADLINE_STATISTICS["winogender"],
+    ) in described
+    assert ("winogender", "original", HEADLINE_STATISTICS["winogender"]) not in described  # original is BBQ's only
+    assert plan.notes == ("original does not apply to winogender: scored under lm-eval.",)
+    pair = [u for u in units if u.dataset.label == "crows-pairs"]
+    assert [u.convention for u in pair] == ["default"] and pair[0].metrics is None  # the pair conventions and metrics, as before
+
+
+@pytest.mark.parametrize(
+    "top, said",
+    [
+        ({"choice_conventions": ["lm-eval-raw"]}, "choice_conventions: unknown 'lm-eval-raw'; choose from lm-eval, lm-eval-norm, original."),
+        ({"conventions": ["original"]}, "conventions: unknown 'original' (a multiple-choice convention: name it in choice_conventions)"),
+        ({"choice_conventions": "original", "datasets": ["winogender-gotcha"]}, "none of original applies to winogender-gotcha (winogender)"),
+        ({"precision": "bf16-rescore"}, "bf16-rescore re-scores pairs: bbq-age needs float32, bfloat16 or float16"),
+    ],
+)
+def test_a_plan_that_cannot_score_a_choice_dataset_is_one_line(top, said):
+    with pytest.raises(PlanError) as caught:
+        _choice_plan(**{"datasets": ["bbq-age"], **top})
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_subsets_are_told_apart_and_a_category_file_is_its_name(tmp_path):
+    from biaslens.zoo.choicecells import dataset_sha256
+
+    folder = FIXTURE_DATA / "bbq"
+    whole, ambig = (load_datasets(_choice_plan(datasets=[n]))[n] for n in ("bbq", "bbq-ambig"))
+    assert whole.sha256 == ambig.sha256 and dataset_sha256(whole) != dataset_sha256(ambig)  # the same files, other items
+    age = load_datasets(_choice_plan(datasets=["bbq-age"]))["bbq-age"]
+    own = tmp_path / "Age.jsonl"
+    own.write_bytes(next(folder.glob("Age*.jsonl")).read_bytes())
+    assert dataset_sha256(age) == dataset_sha256(read_choice_path(own))  # the category's name and its file: one key
