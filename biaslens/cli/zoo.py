@@ -197,14 +197,21 @@ def cmd_zoo_import(args: Any) -> int:
 def _text_table(table: Any, *, wide: bool) -> str:
     from biaslens.analyses.sanity import VERDICT_LABELS
 
+    import pandas as pd
+
+    from biaslens.zoo.choicecells import choice_statistics
+
+    # a pair metric's bias score is a percentage (one place); a BBQ or Winogender statistic a fraction (three places)
     if wide:
-        return table.to_string(index=False, float_format=lambda x: f"{x:.1f}", na_rep="—")
+        fraction = {column: (lambda x: "—" if pd.isna(x) else f"{x:.3f}") for column in table.attrs.get("fractions", [])}
+        return table.to_string(index=False, float_format=lambda x: f"{x:.1f}", formatters=fraction, na_rep="—")
     if table.empty:
         return "No cells."
+    statistics = set(choice_statistics())
     shown = table.assign(
         score=[
-            "—" if s != "done" else f"{b:5.1f} [{lo:.1f}, {hi:.1f}]"
-            for s, b, lo, hi in zip(table["status"], table["bias_score"], table["ci_low"], table["ci_high"])
+            "—" if s != "done" else f"{b:5.3f} [{lo:.3f}, {hi:.3f}]" if m in statistics else f"{b:5.1f} [{lo:.1f}, {hi:.1f}]"
+            for s, m, b, lo, hi in zip(table["status"], table["metric"], table["bias_score"], table["ci_low"], table["ci_high"])
         ],
         sanity=[VERDICT_LABELS.get(s, s) if isinstance(s, str) else "" for s in table["sanity"]],
     )

@@ -23,6 +23,7 @@ from biaslens.analyses.sanity import untrained_note, worst_verdict
 from biaslens.data.export import atomic_write, safe_csv, to_json
 from biaslens.errors import InputError
 from biaslens.zoo.cells import dataset_sha256, planned_cells, stored_datasets
+from biaslens.zoo.choicecells import choice_statistics
 from biaslens.zoo.plan import ZooPlan
 from biaslens.zoo.store import (
     DAMAGED,
@@ -164,7 +165,8 @@ def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
 def wide_table(merged: pd.DataFrame) -> pd.DataFrame:
     """One row per model: its sanity verdict (the most worrying of its cells'), then for each dataset and metric (and
     convention, precision or compat mode, where the table has several), its bias score and interval as `<column>`,
-    `<column> low`, `<column> high`. The merged table's notes stay in `attrs["notes"]`."""
+    `<column> low`, `<column> high`. The merged table's notes stay in `attrs["notes"]`; the columns of multiple-choice
+    statistics (fractions, where a pair metric's bias score is a percentage) are listed in `attrs["fractions"]`."""
     frame = cast(pd.DataFrame, merged[merged["status"] == "done"])
     verdicts: dict[str, list[str]] = {}
     for model, sanity in zip(frame["model"], frame["sanity"]):
@@ -187,6 +189,9 @@ def wide_table(merged: pd.DataFrame) -> pd.DataFrame:
             values = dict(zip(part.index, part[source]))
             out[name + suffix] = [values.get(m) for m in out["model"]]
     out.attrs["notes"] = list(merged.attrs.get("notes", []))
+    statistics = set(choice_statistics())
+    fractions = dict.fromkeys(name for name, metric in zip(frame["column"], frame["metric"]) if metric in statistics)
+    out.attrs["fractions"] = [name + suffix for name in fractions for suffix in ("", " low", " high")]
     return out
 
 

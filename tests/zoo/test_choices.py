@@ -17,7 +17,7 @@ from biaslens.data.multiple_choice import read_choice_path
 from biaslens.engine.models import load_model
 from biaslens.errors import InputError
 from biaslens.zoo.cells import load_datasets, planned_cells
-from biaslens.zoo.choicecells import RECORD_COLUMNS
+from biaslens.zoo.choicecells import RECORD_COLUMNS, choice_statistics
 from biaslens.zoo.plan import load_plan
 from biaslens.zoo.store import ResultsStore
 from biaslens.zoo.worker import ModelTask, run_model
@@ -305,6 +305,15 @@ def test_the_commands_print_the_choice_statistics(mixed_plan, capsys, tmp_path):
     assert main(["zoo", "merge", str(mixed_plan.path)]) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err and "accuracy_disamb" in out
+    # a statistic is a fraction to three places, a pair metric's bias score a percentage to one (in both tables)
+    summaries = ResultsStore(mixed_plan.store).summaries()
+    cell = summaries[summaries["metric"] == "accuracy_disamb"].iloc[0]
+    pair = summaries[~summaries["metric"].isin(choice_statistics())].iloc[0]
+    long = f"{cell['bias_score']:5.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
+    assert long in out and f"{pair['bias_score']:5.1f} [{pair['ci_low']:.1f}, {pair['ci_high']:.1f}]" in out
+    assert main(["zoo", "merge", str(mixed_plan.path), "--wide"]) == 0
+    out = capsys.readouterr().out
+    assert f"{cell['ci_low']:.3f}" in out and f"{pair['ci_low']:.1f}" in out and f"{pair['ci_low']:.3f}" not in out
 
 
 def test_a_store_of_choice_cells_is_imported_whole(scored_bbq, tmp_path):
