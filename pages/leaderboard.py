@@ -180,13 +180,16 @@ def _ranks(board: Leaderboard, shown: pd.DataFrame, store, default: str | None) 
     c1, c2 = st.columns([2, 1])
     column = c1.selectbox("Column", names, key=S + "rank_column", help="The dataset and metric whose ranks are resampled.")
     rows = [int(i) for i in shown.index if (int(i), column) in board.cells]
+    if len(rows) < 2:  # one model's rank is 1 on every resample: nothing to compute
+        st.caption(f"Rank intervals compare models: {'one model' if rows else 'no model'} shown has {ui.feedback.md(column)}.")
+        return
     key = ("ranks", str(store.root), column, tuple(board.cells[(i, column)] for i in rows))
     if not ui.zoo.remembered(key):
         st.caption(
             f"Rank 1: the bias score closest to 50. The {ui.feedback.md(_count(len(rows), 'model'))} shown are ranked again on each of "
             f"{RANK_RESAMPLES:,} resamples of the pairs (the same resampled pairs for every model), from the stored pairs."
         )
-        if not c2.button("Compute rank intervals", key=S + "ranks", icon=":material/leaderboard:") or not rows:
+        if not c2.button("Compute rank intervals", key=S + "ranks", icon=":material/leaderboard:"):
             return
     result = None
     with ui.feedback.guard(), st.spinner("Resampling the pairs…"):

@@ -246,6 +246,14 @@ def test_a_board_of_one_model_says_one_and_draws_no_empty_rows(env, stores, monk
     assert heights and 0 < heights[0] < 200, heights  # its header and one row (and the scroll bar), not 560 px of grid
 
 
+def test_rank_intervals_of_one_model_are_not_offered(env, stores):
+    """A column only one shown model has gave "The 1 model shown are ranked again ..." and a button ranking it alone."""
+    at = run_app("leaderboard", {"store": str(stores / "real"), "families": "bert"})
+    no_exceptions(at)
+    assert not [b for b in at.button if b.key == S + "ranks"]
+    assert "Rank intervals compare models: one model shown has crows-pairs · AUL." in texts(at.caption)
+
+
 def test_bbq_statistics_are_columns_of_their_own(env, stores):
     store = ResultsStore(stores / "choices")
     at = run_app("leaderboard", {"store": str(stores / "choices")})
