@@ -39,6 +39,11 @@ ui.require_app()
 S = "explorer."
 #: The page's one-line description, under its title.
 ABOUT = "Bias scores of the sidebar's model on a whole benchmark, per metric, per bias type and per group, with every pair behind them."
+#: The same for a multiple-choice benchmark (BBQ, Winogender: ui/choices.py's explorer).
+ABOUT_ITEMS = (
+    "Accuracy and bias scores of the sidebar's model on a whole multiple-choice benchmark, by category, condition and "
+    "polarity, with every item behind them and the items whose answer changes with the convention."
+)
 #: The tabs of a finished run: the link's name -> the label.
 TABS = dict(zip(EXPLORER_TABS, ["Scores", "By bias type", "Adv / Dis", "Pairs", "Export"]))
 
@@ -293,12 +298,13 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     link = _adopt_url()
-    ui.feedback.header("Dataset explorer", ABOUT, docs="app")
     stored = st.session_state.get(S + "stored")
+    choices = not stored and ui.choices.is_choice_dataset(settings)  # BBQ, Winogender: multiple-choice items (ui/choices.py)
+    ui.feedback.header("Dataset explorer", ABOUT_ITEMS if choices else ABOUT, docs="app")
     if stored:
         show_stored(*stored)
         return
-    if ui.choices.is_choice_dataset(settings):  # BBQ, Winogender: multiple-choice items (ui/choices.py)
+    if choices:
         ui.choices.explorer(settings)
         return
     dataset = ui.resources.dataset_or_stop(settings)

@@ -100,3 +100,11 @@ def test_the_comparison_header_follows_the_dataset_kind(causal_env, dataset):
     about = at.caption[0].value
     assert "items" in about and "statistics" in about and "pairs" not in about
     assert "the same pairs and metric" in run_app("compare", {"dataset": "crows"}).caption[0].value
+
+
+@pytest.mark.parametrize("dataset", ["bbq", "winogender"])
+def test_the_explorer_header_follows_the_dataset_kind(causal_env, dataset):
+    """The explorer's description spoke of "every pair behind them" above BBQ's and Winogender's items."""
+    about = run_app("explorer", {"dataset": dataset}).caption[0].value
+    assert "items" in about and "pair" not in about
+    assert "every pair behind them" in run_app("explorer", {"dataset": "crows"}).caption[0].value
