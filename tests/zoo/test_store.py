@@ -206,15 +206,23 @@ def test_a_lock_goes_stale_when_its_holder_dies_or_stops_beating(tmp_path, monke
 
 
 def test_locks_taken_at_once_by_many_processes_go_to_one(tmp_path):
-    """Eight processes race for the same ten cells: each cell ends up with exactly one winner."""
+    """Eight processes race for the same ten cells: each cell ends up with exactly one winner. Each stays alive until
+    every one has tried: a lock whose holder has exited is stale by design (on a busy machine the processes could
+    otherwise run one after another, each taking over the locks of the one before)."""
     store = ResultsStore(tmp_path / "s", create=True)
     code = (
         "import sys, json; from biaslens.zoo.store import ResultsStore, Owner\n"
         "s = ResultsStore(sys.argv[1]); o = Owner.here('run-' + sys.argv[2], 0, sys.argv[2])\n"
-        "print(json.dumps([k for k in [str(i) * 64 for i in range(10)] if s.try_lock(k, o)]))\n"
+        "print(json.dumps([k for k in [str(i) * 64 for i in range(10)] if s.try_lock(k, o)]), flush=True)\n"
+        "sys.stdin.read()  # hold the locks until the test lets go\n"
     )
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(store.root), str(i)], stdout=subprocess.PIPE, text=True) for i in range(8)]
-    won = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(store.root), str(i)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for i in range(8)
+    ]
+    won = [json.loads(p.stdout.readline()) for p in procs if p.stdout is not None]
+    for p in procs:
+        p.communicate(timeout=120)  # closes its stdin: it exits
     flat = [k for keys in won for k in keys]
     assert sorted(flat) == sorted(str(i) * 64 for i in range(10))  # every cell once: never two holders
 
