@@ -41,6 +41,11 @@ ABOUT = (
     "How does a language model, masked or causal, score a stereotypical sentence against its anti-stereotypical twin? "
     "Pick a pair or type your own; every metric is computed and shown token by token."
 )
+#: The same for a multiple-choice item (BBQ, Winogender: ui/choices.py's inspector).
+ABOUT_ITEMS = (
+    "How does a language model, masked or causal, answer a multiple-choice item: which answer does it prefer, by how much, "
+    "and under which convention? Pick an item or type your own; every choice is scored token by token."
+)
 EXAMPLE = ("Women don't know how to drive.", "Men don't know how to drive.")
 SOURCES = {"dataset": "From a dataset", "custom": "Your own sentences", "texts": "Several sentences"}
 #: Most pairs listed in the Pair box (the search box reaches every pair): each listed pair costs the browser ~0.1 ms of
@@ -610,11 +615,13 @@ def main() -> None:
     """The page: what Streamlit runs each time (app.py has drawn the sidebar)."""
     settings = ui.settings.current()
     _adopt_url()
-    ui.feedback.header("Pair inspector", ABOUT, docs="app")
+    choice_dataset = ui.choices.is_choice_dataset(settings)
+    shows_items = choice_dataset and (st.session_state.get(S + "source") or "dataset") == "dataset"  # (the control below)
+    ui.feedback.header("Pair inspector", ABOUT_ITEMS if shows_items else ABOUT, docs="app")
     source = (
         st.segmented_control("Pair", list(SOURCES), key=S + "source", persist_state="session", format_func=SOURCES.get, required=True) or "dataset"
     )
-    if source == "dataset" and ui.choices.is_choice_dataset(settings):  # BBQ, Winogender: an item, every convention (ui/choices.py)
+    if source == "dataset" and choice_dataset:  # BBQ, Winogender: an item, every convention (ui/choices.py)
         ui.choices.inspector(settings)
         return
     if source == "texts":  # any number of sentences, each token by token (ui/several.py): no pair

@@ -103,6 +103,17 @@ def test_the_comparison_header_follows_the_dataset_kind(causal_env, dataset):
 
 
 @pytest.mark.parametrize("dataset", ["bbq", "winogender"])
+def test_the_inspector_header_follows_the_dataset_kind(causal_env, dataset):
+    """The inspector's description spoke of a stereotypical sentence and its twin above a BBQ or Winogender item."""
+    at = run_app("inspector", {"dataset": dataset})
+    no_exceptions(at)
+    assert "multiple-choice item" in at.caption[0].value and "twin" not in at.caption[0].value
+    at.segmented_control(key="inspector.source").set_value("custom").run()  # your own sentences: a pair again
+    assert "anti-stereotypical twin" in at.caption[0].value
+    assert "anti-stereotypical twin" in run_app("inspector", {"dataset": "crows"}).caption[0].value
+
+
+@pytest.mark.parametrize("dataset", ["bbq", "winogender"])
 def test_the_explorer_header_follows_the_dataset_kind(causal_env, dataset):
     """The explorer's description spoke of "every pair behind them" above BBQ's and Winogender's items."""
     about = run_app("explorer", {"dataset": dataset}).caption[0].value
